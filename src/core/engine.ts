@@ -1,0 +1,292 @@
+/**
+ * Runs rules over a Python file or a notebook's combined program, locates findings, and applies
+ * fixes until they converge. Pure: hosts pass text in and write results out.
+ */
+import { countErrors, parsePython, type Node, type Tree } from './parse';
+import { Semantics } from './semantics';
+import { LineIndex } from './source';
+import { combineCells, spanAt, type CombinedProgram, type NotebookCell } from './notebook';
+import { collectSuppressions, isSuppressed } from './suppress';
+import { selectNonOverlapping, applyEdits } from './edits';
+import { importEdits } from './imports';
+import { Idioms } from './idioms';
+import { isSelected, type ReportOptions, type Rule, type RuleContext } from './rule';
+import type { AnalyzeOptions, Edit, Finding, LocatedFinding, Severity } from './types';
+
+export interface PythonDocument {
+  kind: 'python';
+  path: string;
+  text: string;
+}
+
+export interface NotebookDocument {
+  kind: 'notebook';
+  path: string;
+  cells: NotebookCell[];
+  program: CombinedProgram;
+}
+
+export type SourceDocument = PythonDocument | NotebookDocument;
+
+export function pythonDocument(path: string, text: string): PythonDocument {
+  return { kind: 'python', path, text };
+}
+
+export function notebookDocument(path: string, cells: NotebookCell[]): NotebookDocument {
+  return { kind: 'notebook', path, cells, program: combineCells(cells) };
+}
+
+/** The text rules analyse: the file, or the notebook's combined program. */
+export function analysedText(doc: SourceDocument): string {
+  return doc.kind === 'python' ? doc.text : doc.program.text;
+}
+
+export interface Analysis {
+  doc: SourceDocument;
+  findings: Finding[];
+  /** Null when the prefilter showed no rule can match (the file was not parsed). */
+  tree: Tree | null;
+  sema: Semantics | null;
+  /** Rules that threw: reported, never fatal. */
+  ruleErrors: { rule: string; error: string }[];
+}
+
+/** Words one of which must occur for any rule to match: files without them are not parsed. */
+const PREFILTER = /torch|cuda|xla|tpu|nccl|jax|flax|optax|apex|deepspeed|triton|flash_attn|xformers|bitsandbytes|cupy|numba|nvidia|nvml|GPUtil|accelerate|lightning|transformers|tensorflow|PJRT|CUBLAS/i;
+
+export function mayMatch(text: string): boolean {
+  return PREFILTER.test(text);
+}
+
+function triggered(rule: Rule, text: string): boolean {
+  return rule.triggers.length === 0 || rule.triggers.some((t) => text.includes(t));
+}
+
+export function downgrade(sev: Severity): Severity {
+  return sev === 'error' ? 'warning' : sev === 'warning' ? 'info' : 'hint';
+}
+
+export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOptions, oldTree?: Tree | null): Analysis {
+  const text = analysedText(doc);
+  const result: Analysis = { doc, findings: [], tree: null, sema: null, ruleErrors: [] };
+  const active = rules.filter(
+    (r) => isSelected(r.id, options.select, options.ignore) && (!r.notebookOnly || doc.kind === 'notebook') && triggered(r, text),
+  );
+  if (!active.length || !mayMatch(text)) return result;
+  const tree = parsePython(text, oldTree);
+  const sema = new Semantics(tree, text);
+  result.tree = tree;
+  result.sema = sema;
+  const lines = new LineIndex(text);
+  const suppressions = collectSuppressions(sema.nodes('comment'), lines);
+  const idiom = new Idioms(options);
+  const seen = new Set<string>();
+  for (const rule of active) {
+    const ctx: RuleContext = {
+      path: doc.path,
+      text,
+      root: tree.rootNode,
+      sema,
+      options,
+      notebook: doc.kind === 'notebook' ? doc.program : null,
+      idiom,
+      report(at: Node | { start: number; end: number }, opts: ReportOptions = {}) {
+        const start = 'startIndex' in at ? at.startIndex : at.start;
+        const end = 'endIndex' in at ? at.endIndex : at.end;
+        const anchor = 'startIndex' in at ? at : tree.rootNode.descendantForIndex(start, Math.max(start, end - 1)) ?? tree.rootNode;
+        if (isSuppressed(suppressions, rule.id, anchor, lines)) return;
+        const key = `${rule.id}:${start}:${end}`;
+        if (seen.has(key)) return;
+        seen.add(key);
+        const draft = opts.fix;
+        result.findings.push({
+          rule: rule.id,
+          severity: opts.severity ?? rule.severity,
+          message: opts.message ?? rule.message,
+          start,
+          end,
+          step: rule.step,
+          effort: rule.effort,
+          fix:
+            draft && draft.edits.length
+              ? {
+                  title: draft.title ?? rule.fix.title ?? `Fix ${rule.id}`,
+                  applicability: draft.applicability ?? rule.fix.applicability ?? 'unsafe',
+                  edits: draft.edits,
+                  imports: draft.imports ?? [],
+                  needsAccel: draft.needsAccel ?? false,
+                }
+              : null,
+        });
+      },
+    };
+    try {
+      rule.check(ctx);
+    } catch (e) {
+      result.ruleErrors.push({ rule: rule.id, error: (e as Error)?.stack ?? String(e) });
+    }
+  }
+  result.findings.sort((a, b) => a.start - b.start || a.rule.localeCompare(b.rule));
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Positions
+
+export class Locator {
+  private readonly lines: LineIndex | null;
+  private readonly cellLines = new Map<number, LineIndex>();
+  constructor(readonly doc: SourceDocument) {
+    this.lines = doc.kind === 'python' ? new LineIndex(doc.text) : null;
+  }
+
+  /** (cell, cell-local offset) of a combined offset. */
+  cellOffset(offset: number): { cell: number | null; offset: number } {
+    if (this.doc.kind === 'python') return { cell: null, offset };
+    const span = spanAt(this.doc.program, offset);
+    if (!span) return { cell: null, offset };
+    return { cell: span.cell, offset: Math.min(Math.max(0, offset - span.start), span.end - span.start) };
+  }
+
+  lineIndexOf(cell: number | null): LineIndex {
+    if (cell === null || this.doc.kind === 'python') return this.lines!;
+    let li = this.cellLines.get(cell);
+    if (!li) this.cellLines.set(cell, (li = new LineIndex(this.doc.cells[cell].text)));
+    return li;
+  }
+
+  locate(f: Finding): LocatedFinding {
+    const s = this.cellOffset(f.start);
+    const e = this.cellOffset(f.end);
+    const li = this.lineIndexOf(s.cell);
+    const endLi = e.cell === s.cell ? li : this.lineIndexOf(e.cell);
+    return { ...f, cell: s.cell, startPos: li.position(s.offset), endPos: e.cell === s.cell ? endLi.position(e.offset) : li.position(li.text.length) };
+  }
+}
+
+export function locateAll(analysis: Analysis): LocatedFinding[] {
+  const loc = new Locator(analysis.doc);
+  return analysis.findings.map((f) => loc.locate(f));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fixes
+
+export interface FixRequest {
+  /** Apply unsafe fixes too. */
+  unsafe: boolean;
+  /** Restrict to some findings (by rule id or predicate). */
+  only?: (f: Finding) => boolean;
+  /** Maximum rounds of analyse → fix (fixes converge well before). */
+  maxRounds?: number;
+  /** Throw when a fix adds a syntax error instead of dropping it (tests). */
+  strict?: boolean;
+}
+
+export interface FixResult {
+  doc: SourceDocument;
+  /** Number of fixes applied over all rounds. */
+  applied: number;
+  rounds: number;
+  converged: boolean;
+  /** Some applied fix calls the generated device-abstraction module. */
+  needsAccel: boolean;
+  /** Rule ids of the applied fixes (with repetition). */
+  appliedRules: string[];
+}
+
+/** Returns the document with `edits` (combined offsets) applied. Edits spanning two cells are dropped. */
+export function applyToDocument(doc: SourceDocument, edits: Edit[]): SourceDocument {
+  if (doc.kind === 'python') return pythonDocument(doc.path, applyEdits(doc.text, edits));
+  const perCell = new Map<number, Edit[]>();
+  for (const e of edits) {
+    const s = spanAt(doc.program, e.start);
+    const t = spanAt(doc.program, e.end);
+    if (!s || !t || s.cell !== t.cell || e.start < s.start || e.end > s.end) continue;
+    const list = perCell.get(s.cell) ?? [];
+    list.push({ start: e.start - s.start, end: e.end - s.start, text: e.text });
+    perCell.set(s.cell, list);
+  }
+  const cells = doc.cells.map((c, i) => (perCell.has(i) ? { ...c, text: applyEdits(c.text, perCell.get(i)!) } : c));
+  return notebookDocument(doc.path, cells);
+}
+
+function editsFitCells(doc: SourceDocument, edits: Edit[]): boolean {
+  if (doc.kind === 'python') return true;
+  return edits.every((e) => {
+    const s = spanAt(doc.program, e.start);
+    return !!s && e.start >= s.start && e.end <= s.end;
+  });
+}
+
+/** Applies one batch of fixes (non-overlapping, first wins) and then their imports. */
+export function applyFixBatch(doc: SourceDocument, fixes: NonNullable<Finding['fix']>[]): { doc: SourceDocument; applied: number[] } {
+  const groups = fixes.map((f) => (editsFitCells(doc, f.edits) ? f.edits : [{ start: -1, end: Number.MAX_SAFE_INTEGER, text: '' }]));
+  const accepted = selectNonOverlapping(groups).filter((i) => groups[i][0].start >= 0);
+  if (!accepted.length) return { doc, applied: [] };
+  let next = applyToDocument(doc, accepted.flatMap((i) => fixes[i].edits));
+  const imports = accepted.flatMap((i) => fixes[i].imports);
+  if (imports.length) {
+    const text = analysedText(next);
+    const tree = parsePython(text);
+    const sema = new Semantics(tree, text);
+    const edits = importEdits(tree, text, sema, imports, next.kind === 'notebook' ? next.program.spans : undefined);
+    tree.delete();
+    if (edits.length) next = applyToDocument(next, edits);
+  }
+  return { doc: next, applied: accepted };
+}
+
+function errorCount(doc: SourceDocument): number {
+  const tree = parsePython(analysedText(doc));
+  const n = countErrors(tree);
+  tree.delete();
+  return n;
+}
+
+/** Applies fixes until none is left (or `maxRounds`), never adding syntax errors. */
+export function fixDocument(doc: SourceDocument, rules: Rule[], options: AnalyzeOptions, req: FixRequest): FixResult {
+  const maxRounds = req.maxRounds ?? 10;
+  let current = doc;
+  let applied = 0;
+  let needsAccel = false;
+  const appliedRules: string[] = [];
+  const baseErrors = errorCount(doc);
+  for (let round = 1; round <= maxRounds; round++) {
+    const analysis = analyze(current, rules, options);
+    analysis.tree?.delete();
+    const candidates = analysis.findings.filter(
+      (f) => f.fix && (f.fix.applicability === 'safe' || (req.unsafe && f.fix.applicability === 'unsafe')) && (!req.only || req.only(f)),
+    );
+    if (!candidates.length) return { doc: current, applied, rounds: round - 1, converged: true, needsAccel, appliedRules };
+    let batch = applyFixBatch(current, candidates.map((f) => f.fix!));
+    if (batch.applied.length && errorCount(batch.doc) > baseErrors) {
+      if (req.strict) {
+        throw new Error(`fixes of ${batch.applied.map((i) => candidates[i].rule).join(', ')} add a syntax error:\n${analysedText(batch.doc)}`);
+      }
+      // find the fixes that break parsing and drop them: apply one at a time
+      let doc1 = current;
+      const ok: number[] = [];
+      for (let i = 0; i < candidates.length; i++) {
+        const one = applyFixBatch(doc1, [candidates[i].fix!]);
+        if (one.applied.length && errorCount(one.doc) <= baseErrors) {
+          doc1 = one.doc;
+          ok.push(i);
+          break; // re-analyse: offsets of later findings changed
+        }
+      }
+      batch = { doc: doc1, applied: ok };
+    }
+    if (!batch.applied.length) return { doc: current, applied, rounds: round, converged: true, needsAccel, appliedRules };
+    for (const i of batch.applied) {
+      applied++;
+      appliedRules.push(candidates[i].rule);
+      if (candidates[i].fix!.needsAccel) needsAccel = true;
+    }
+    current = batch.doc;
+  }
+  const last = analyze(current, rules, options);
+  last.tree?.delete();
+  const left = last.findings.some((f) => f.fix && (f.fix.applicability === 'safe' || (req.unsafe && f.fix.applicability === 'unsafe')) && (!req.only || req.only(f)));
+  return { doc: current, applied, rounds: maxRounds, converged: !left, needsAccel, appliedRules };
+}

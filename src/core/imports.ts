@@ -1,0 +1,133 @@
+/**
+ * Adds the imports fixes need, once: skips those already bound, merges `from m import a, b` into an
+ * existing `from m import …`, and inserts after the module docstring, `from __future__` imports and
+ * the leading import block (`import torch_xla` goes right after `import torch`). In notebooks the
+ * imports go to the first code cell that imports, else the first code cell.
+ */
+import type { Node, Tree } from './parse';
+import type { Semantics } from './semantics';
+import type { CellSpan } from './notebook';
+import { detectEol } from './source';
+import type { Edit, ImportSpec } from './types';
+
+export function importKey(spec: ImportSpec): string {
+  return spec.name ? `from ${spec.module} import ${spec.name}${spec.alias ? ` as ${spec.alias}` : ''}` : `import ${spec.module}${spec.alias ? ` as ${spec.alias}` : ''}`;
+}
+
+/** Whether the file already binds what `spec` binds. */
+export function isImported(sema: Semantics, spec: ImportSpec): boolean {
+  if (spec.name) return sema.aliases.get(spec.alias ?? spec.name) === `${spec.module}.${spec.name}`;
+  if (spec.alias) return sema.aliases.get(spec.alias) === spec.module;
+  // `import a.b.c` binds `a`; it is satisfied when a.b.c was imported or `a` is and module is a top-level
+  if (sema.importedModules.has(spec.module) && sema.aliases.get(spec.module.split('.')[0]) === spec.module.split('.')[0]) return true;
+  return false;
+}
+
+function isImportStmt(n: Node): boolean {
+  return n.type === 'import_statement' || n.type === 'import_from_statement' || n.type === 'future_import_statement';
+}
+
+function isDocstring(n: Node): boolean {
+  return n.type === 'expression_statement' && n.namedChildren.length === 1 && n.namedChildren[0]?.type === 'string';
+}
+
+/**
+ * Edits that add the missing imports. `spans` restricts placement to notebook code cells.
+ */
+export function importEdits(tree: Tree, text: string, sema: Semantics, specs: ImportSpec[], spans?: CellSpan[]): Edit[] {
+  const seen = new Set<string>();
+  const missing = specs.filter((s) => {
+    const k = importKey(s);
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return !isImported(sema, s);
+  });
+  if (!missing.length) return [];
+  const eol = detectEol(text);
+  const top = tree.rootNode.namedChildren.filter((n): n is Node => !!n);
+  const edits: Edit[] = [];
+
+  // merge `from m import x` into an existing top-level `from m import ...` (no parentheses, no star)
+  const remaining: ImportSpec[] = [];
+  for (const spec of missing) {
+    if (spec.name) {
+      const existing = top.find(
+        (n) => n.type === 'import_from_statement' && n.childForFieldName('module_name')?.text === spec.module && !n.text.includes('(') && !n.text.includes('*') && !n.text.includes('\\'),
+      );
+      if (existing) {
+        edits.push({ start: existing.endIndex, end: existing.endIndex, text: `, ${spec.name}${spec.alias ? ` as ${spec.alias}` : ''}` });
+        continue;
+      }
+    }
+    remaining.push(spec);
+  }
+  if (!remaining.length) return edits;
+
+  // group the rest: plain imports, and from-imports merged per module
+  const lines: string[] = [];
+  const fromGroups = new Map<string, string[]>();
+  for (const spec of remaining) {
+    if (spec.name) {
+      const list = fromGroups.get(spec.module) ?? [];
+      list.push(`${spec.name}${spec.alias ? ` as ${spec.alias}` : ''}`);
+      fromGroups.set(spec.module, list);
+    } else lines.push(importKey(spec));
+  }
+  for (const [mod, names] of fromGroups) lines.push(`from ${mod} import ${names.join(', ')}`);
+
+  // where: restrict to the chosen notebook cell
+  let region = top;
+  let regionStart = 0;
+  if (spans && spans.length) {
+    const within = (s: CellSpan) => top.filter((n) => n.startIndex >= s.start && n.endIndex <= s.end);
+    const cell = spans.find((s) => within(s).some(isImportStmt)) ?? spans[0];
+    region = within(cell);
+    regionStart = cell.start;
+  }
+
+  // `import torch_xla` right after `import torch` (the patched functions must bind first)
+  const torchLine = region.find((n) => n.type === 'import_statement' && /^import\s+torch\s*$/.test(n.text));
+  const xlaFirst = lines.filter((l) => l === 'import torch_xla');
+  const others = lines.filter((l) => l !== 'import torch_xla');
+  if (torchLine && xlaFirst.length) {
+    edits.push({ start: torchLine.endIndex, end: torchLine.endIndex, text: `${eol}import torch_xla` });
+  } else others.unshift(...xlaFirst);
+  if (!others.length) return edits;
+
+  // after the leading docstring / __future__ / import block
+  let anchor: Node | null = null;
+  for (const n of region) {
+    if (n.type === 'comment') continue;
+    if (isImportStmt(n) || (anchor === null && isDocstring(n))) {
+      anchor = n;
+      continue;
+    }
+    // keep going past `if TYPE_CHECKING`/try-import blocks only when they are import-only
+    if ((n.type === 'try_statement' || n.type === 'if_statement') && anchor && /^(try|if)\b[^\n]*:\s*\n\s*(import|from)\b/.test(n.text) && n.text.split('\n').length <= 6) {
+      anchor = n;
+      continue;
+    }
+    break;
+  }
+  if (anchor && (!torchLine || anchor.endIndex >= torchLine.endIndex)) {
+    // insert after the anchor statement's line
+    const at = anchor.endIndex;
+    edits.push({ start: at, end: at, text: others.map((l) => eol + l).join('') });
+  } else if (anchor && torchLine) {
+    const at = anchor.endIndex;
+    edits.push({ start: at, end: at, text: others.map((l) => eol + l).join('') });
+  } else {
+    // no imports: at the top of the region, after comments such as a shebang or encoding line
+    let at = regionStart;
+    const firstCode = region.find((n) => n.type !== 'comment');
+    const leadingComments = region.filter((n) => n.type === 'comment' && (!firstCode || n.endIndex <= firstCode.startIndex));
+    if (leadingComments.length && /^#!|coding[:=]/.test(leadingComments[0].text)) {
+      const last = leadingComments[leadingComments.findIndex((c) => !/^#!|coding[:=]/.test(c.text)) - 1] ?? leadingComments[0];
+      at = text.indexOf('\n', last.endIndex);
+      at = at === -1 ? text.length : at + 1;
+      if (at === text.length && !text.endsWith('\n')) return [...edits, { start: at, end: at, text: eol + others.join(eol) + eol }];
+    }
+    edits.push({ start: at, end: at, text: others.join(eol) + eol });
+  }
+  return edits;
+}

@@ -1,0 +1,93 @@
+import { Language, Parser, type Tree, type Node, type Edit as TsEdit, type Point } from 'web-tree-sitter';
+
+export type { Tree, Node };
+
+let ready: Promise<Language> | undefined;
+let language: Language | undefined;
+let parser: Parser | undefined;
+
+/**
+ * Loads the tree-sitter runtime and the Python grammar once per process.
+ * `wasmDir` holds `web-tree-sitter.wasm` and `tree-sitter-python.wasm` (the extension passes
+ * its `dist/`, the CLI its own directory, tests `node_modules`).
+ */
+export function initParser(wasmDir: string | { runtime: string; grammar: string }): Promise<Language> {
+  if (!ready) {
+    const runtime = typeof wasmDir === 'string' ? join(wasmDir, 'web-tree-sitter.wasm') : wasmDir.runtime;
+    const grammar = typeof wasmDir === 'string' ? join(wasmDir, 'tree-sitter-python.wasm') : wasmDir.grammar;
+    ready = (async () => {
+      await Parser.init({ locateFile: () => runtime });
+      const lang = await Language.load(grammar);
+      const p = new Parser();
+      // ABI mismatches between runtime and grammar only surface here.
+      p.setLanguage(lang);
+      language = lang;
+      parser = p;
+      return lang;
+    })();
+    ready.catch(() => {
+      ready = undefined;
+    });
+  }
+  return ready;
+}
+
+function join(dir: string, file: string): string {
+  return dir.endsWith('/') || dir.endsWith('\\') ? dir + file : `${dir}/${file}`;
+}
+
+export function isParserReady(): boolean {
+  return parser !== undefined;
+}
+
+export function getLanguage(): Language {
+  if (!language) throw new Error('tpu-ready: initParser() has not completed');
+  return language;
+}
+
+/** Parses Python text; pass the previous tree (already `edit()`ed) for an incremental re-parse. */
+export function parsePython(text: string, oldTree?: Tree | null): Tree {
+  if (!parser) throw new Error('tpu-ready: initParser() has not completed');
+  const tree = parser.parse(text, oldTree ?? null);
+  if (!tree) throw new Error('tpu-ready: tree-sitter returned no tree');
+  return tree;
+}
+
+/** Describes a text change for `tree.edit()` from UTF-16 offsets, before an incremental re-parse. */
+export function treeEditFor(oldText: string, start: number, oldEnd: number, newText: string): TsEdit {
+  const newEnd = start + newText.length;
+  const after = oldText.slice(0, start) + newText;
+  return {
+    startIndex: start,
+    oldEndIndex: oldEnd,
+    newEndIndex: newEnd,
+    startPosition: pointAt(oldText, start),
+    oldEndPosition: pointAt(oldText, oldEnd),
+    newEndPosition: pointAt(after, newEnd),
+  } as TsEdit;
+}
+
+function pointAt(text: string, offset: number): Point {
+  let row = 0;
+  let lineStart = 0;
+  for (let i = text.indexOf('\n'); i !== -1 && i < offset; i = text.indexOf('\n', i + 1)) {
+    row++;
+    lineStart = i + 1;
+  }
+  return { row, column: offset - lineStart };
+}
+
+/** Counts ERROR and MISSING nodes (the fix invariants compare these before and after). */
+export function countErrors(tree: Tree): number {
+  if (!tree.rootNode.hasError) return 0;
+  let n = 0;
+  const cursor = tree.walk();
+  for (;;) {
+    const node = cursor.currentNode;
+    if (node.isError || node.isMissing) n++;
+    if (node.hasError && cursor.gotoFirstChild()) continue;
+    while (!cursor.gotoNextSibling()) {
+      if (!cursor.gotoParent()) return n;
+    }
+  }
+}

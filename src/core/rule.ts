@@ -1,0 +1,85 @@
+import type { Node } from './parse';
+import type { Semantics } from './semantics';
+import type { CombinedProgram } from './notebook';
+import type { Idioms } from './idioms';
+import type {
+  AnalyzeOptions, Applicability, Edit, Effort, FixAvailability, ImportSpec, Severity, Step,
+} from './types';
+
+export interface RuleDocs {
+  /** "Checks for …" */
+  what: string;
+  /** Why it stops or slows the code on TPU. */
+  why: string;
+  /** Offending code. */
+  example: string;
+  /** What to write instead (torch_xla profile). */
+  useInstead: string;
+  /** Why the fix is safe or what to review when it is not. */
+  fixSafety?: string;
+  /** The torch_xla / PyTorch sources the rule rests on (catalog citation keys, files and lines, commits). */
+  sources: string[];
+  /** Notes for the torchtpu (preview) profile. */
+  torchtpu?: string;
+}
+
+export interface FixDraft {
+  title?: string;
+  applicability?: Applicability;
+  edits: Edit[];
+  imports?: ImportSpec[];
+  needsAccel?: boolean;
+}
+
+export interface ReportOptions {
+  message?: string;
+  severity?: Severity;
+  fix?: FixDraft | null;
+}
+
+export interface RuleContext {
+  readonly path: string;
+  readonly text: string;
+  readonly root: Node;
+  readonly sema: Semantics;
+  readonly options: AnalyzeOptions;
+  /** The combined program of a notebook (magics, cell spans), null for .py files. */
+  readonly notebook: CombinedProgram | null;
+  /** Replacements for the target profile and fix style. */
+  readonly idiom: Idioms;
+  report(at: Node | { start: number; end: number }, opts?: ReportOptions): void;
+}
+
+export interface Rule {
+  id: string;
+  /** Reads as "allow <name>": names the pattern, not the fix. */
+  name: string;
+  title: string;
+  severity: Severity;
+  step: Step;
+  effort: Effort;
+  /** Default one-line message; reports may pass a more specific one. */
+  message: string;
+  fix: { availability: FixAvailability; applicability?: Applicability; title?: string };
+  docs: RuleDocs;
+  /** Substrings one of which must occur in the text for the rule to possibly match (prefilter). */
+  triggers: string[];
+  /** Runs on `.ipynb` only. */
+  notebookOnly?: boolean;
+  check(ctx: RuleContext): void;
+}
+
+export function defineRule(rule: Rule): Rule {
+  return rule;
+}
+
+export function docsUrl(id: string): string {
+  return `https://github.com/tpu-ready/tpu-ready/blob/main/docs/rules/${id}.md`;
+}
+
+/** Whether a rule id is selected by id-or-prefix lists (`TPU2` selects TPU2xx). */
+export function isSelected(id: string, select: string[], ignore: string[]): boolean {
+  const matches = (p: string) => id.startsWith(p.trim().toUpperCase());
+  if (select.length && !select.some(matches)) return false;
+  return !ignore.some(matches);
+}

@@ -1,0 +1,745 @@
+/**
+ * The shared detection primitives (catalog §0.5): a one-pass node index, import alias resolution,
+ * XLA-aware and framework-managed context, hot loops (through same-file calls), throttle guards,
+ * CUDA device expressions with their taint, and tensor-valued expressions.
+ *
+ * Everything here is flow-insensitive and computed lazily once per analysed file.
+ */
+import type { Node, Tree } from './parse';
+
+/** Node types collected by the index walk. */
+const INDEXED = new Set([
+  'call', 'attribute', 'string', 'assignment', 'augmented_assignment', 'with_statement', 'for_statement',
+  'while_statement', 'if_statement', 'function_definition', 'class_definition', 'import_statement',
+  'import_from_statement', 'keyword_argument', 'subscript', 'decorated_definition', 'comment', 'assert_statement',
+  'conditional_expression', 'return_statement', 'expression_statement', 'lambda', 'typed_parameter',
+  'default_parameter', 'typed_default_parameter', 'break_statement', 'comparison_operator', 'boolean_operator',
+  'not_operator', 'binary_operator', 'for_in_clause', 'identifier', 'global_statement',
+]);
+
+export interface HotInfo {
+  /** The loop (for/while) or function (forward, compiled step) that makes the code hot. */
+  anchor: Node;
+  kind: 'train' | 'eval';
+  /** Under `if step % k == 0` (or similar) between the node and the hot anchor. */
+  throttled: boolean;
+}
+
+const TRAIN_CALL_ATTRS = new Set(['backward']);
+const OPTIMIZER_CTORS = /^(torch\.optim\.[A-Za-z]\w*|.*(Adam|AdamW|SGD|Adafactor|Lion|LAMB|Lamb|RMSprop|Adagrad|Optimizer))$/;
+const LOADER_CTORS = /(^|\.)(DataLoader|MpDeviceLoader|ParallelLoader|per_device_loader|StatefulDataLoader)$/;
+const LOADER_NAME = /(^|_)(loader|dataloader|data_loader|dl|train_dl|batches)$|loader$/i;
+const TENSOR_NAME_FALLBACK = new Set([
+  'loss', 'losses', 'logits', 'outputs', 'output', 'out', 'preds', 'pred', 'predictions', 'y_hat', 'yhat',
+  'grad_norm', 'total_norm', 'norm', 'acc', 'accuracy', 'correct', 'lossf', 'loss_val', 'train_loss', 'val_loss',
+]);
+/** torch.* callables that return Python values or objects, not tensors. */
+const NON_TENSOR_TORCH = /^torch\.(cuda|backends|distributed|device|no_grad|inference_mode|enable_grad|autocast|manual_seed|set_|get_|is_|optim|utils|nn\.(?!functional)|compile|save|load|jit|amp|multiprocessing|Generator|dtype|finfo|iinfo|Size|onnx|profiler|hub)/;
+
+export class Semantics {
+  readonly root: Node;
+  private readonly byType = new Map<string, Node[]>();
+  /** alias → fully qualified name */
+  readonly aliases = new Map<string, string>();
+  /** Every module named in an import statement (full dotted names). */
+  readonly importedModules = new Set<string>();
+  private readonly functions = new Map<string, Node[]>();
+  private hotAnchors?: Map<number, HotInfo>;
+  private hotFunctionIds?: Map<number, 'train' | 'eval'>;
+  private trainSignalMemo = new Map<number, boolean>();
+  private taintedNames?: Set<string>;
+  private taintedAttrs?: Set<string>;
+  private cudaFunctions?: Set<string>;
+  private tensorNameSet?: Set<string>;
+
+  constructor(readonly tree: Tree, readonly text: string) {
+    this.root = tree.rootNode;
+    this.index();
+    this.collectImports();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Index
+
+  private index(): void {
+    const cursor = this.tree.walk();
+    for (;;) {
+      const type = cursor.nodeType;
+      if (INDEXED.has(type)) {
+        let list = this.byType.get(type);
+        if (!list) this.byType.set(type, (list = []));
+        list.push(cursor.currentNode);
+      }
+      if (cursor.gotoFirstChild()) continue;
+      while (!cursor.gotoNextSibling()) {
+        if (!cursor.gotoParent()) return;
+      }
+    }
+  }
+
+  /** All nodes of an indexed type, in document order. */
+  nodes(type: string): Node[] {
+    return this.byType.get(type) ?? [];
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Imports and names
+
+  private collectImports(): void {
+    for (const imp of this.nodes('import_statement')) {
+      for (const child of imp.namedChildren) {
+        if (!child) continue;
+        if (child.type === 'dotted_name') {
+          const full = child.text;
+          this.importedModules.add(full);
+          const head = full.split('.')[0];
+          if (!this.aliases.has(head)) this.aliases.set(head, head);
+        } else if (child.type === 'aliased_import') {
+          const name = child.childForFieldName('name')?.text;
+          const alias = child.childForFieldName('alias')?.text;
+          if (name && alias) {
+            this.importedModules.add(name);
+            this.aliases.set(alias, name);
+          }
+        }
+      }
+    }
+    for (const imp of this.nodes('import_from_statement')) {
+      const modNode = imp.childForFieldName('module_name');
+      if (!modNode || modNode.type === 'relative_import') continue;
+      const mod = modNode.text;
+      this.importedModules.add(mod);
+      for (const child of imp.childrenForFieldName('name')) {
+        if (!child) continue;
+        if (child.type === 'dotted_name') {
+          this.aliases.set(child.text, `${mod}.${child.text}`);
+          this.importedModules.add(`${mod}.${child.text}`);
+        } else if (child.type === 'aliased_import') {
+          const name = child.childForFieldName('name')?.text;
+          const alias = child.childForFieldName('alias')?.text;
+          if (name && alias) {
+            this.aliases.set(alias, `${mod}.${name}`);
+            this.importedModules.add(`${mod}.${name}`);
+          }
+        }
+      }
+    }
+  }
+
+  /** Fully qualified dotted name of an identifier or attribute chain rooted in an import, else null. */
+  resolve(node: Node | null | undefined): string | null {
+    if (!node) return null;
+    if (node.type === 'identifier') return this.aliases.get(node.text) ?? null;
+    if (node.type === 'attribute') {
+      const obj = node.childForFieldName('object');
+      const attr = node.childForFieldName('attribute');
+      const base = this.resolve(obj);
+      return base && attr ? `${base}.${attr.text}` : null;
+    }
+    if (node.type === 'parenthesized_expression') return this.resolve(node.namedChildren[0]);
+    return null;
+  }
+
+  /** Qualified name of a call's callee (see resolve). */
+  callee(call: Node): string | null {
+    return this.resolve(call.childForFieldName('function'));
+  }
+
+  /** True when `name` (e.g. "torch_xla") or a submodule of it is imported. */
+  imports(name: string): boolean {
+    for (const m of this.importedModules) if (m === name || m.startsWith(name + '.')) return true;
+    return false;
+  }
+
+  /** The file imports torch_xla (or torch_tpu): XLA-aware context. */
+  get xlaAware(): boolean {
+    return this.imports('torch_xla') || this.imports('torch_tpu');
+  }
+
+  /** Training frameworks that own device placement, the step barrier and data loading. */
+  get framework(): 'hf-trainer' | 'accelerate' | 'lightning' | null {
+    if (this.imports('transformers.Trainer') || this.imports('transformers.Seq2SeqTrainer') || this.imports('trl')) return 'hf-trainer';
+    if (this.imports('accelerate')) return 'accelerate';
+    if (this.imports('lightning') || this.imports('pytorch_lightning')) return 'lightning';
+    return null;
+  }
+
+  usesTorch(): boolean {
+    return this.imports('torch');
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Functions
+
+  private functionIndex(): Map<string, Node[]> {
+    if (this.functions.size === 0) {
+      for (const fn of this.nodes('function_definition')) {
+        const name = fn.childForFieldName('name')?.text;
+        if (!name) continue;
+        let list = this.functions.get(name);
+        if (!list) this.functions.set(name, (list = []));
+        list.push(fn);
+      }
+    }
+    return this.functions;
+  }
+
+  /** Same-file function definitions a call may reach (`f(...)`, `self.f(...)`, `obj.f(...)` by name). */
+  calledFunctions(call: Node): Node[] {
+    const fn = call.childForFieldName('function');
+    if (!fn) return [];
+    let name: string | undefined;
+    if (fn.type === 'identifier') name = fn.text;
+    else if (fn.type === 'attribute') {
+      const obj = fn.childForFieldName('object');
+      if (obj?.type === 'identifier' && (obj.text === 'self' || obj.text === 'cls')) name = fn.childForFieldName('attribute')?.text;
+    }
+    if (!name) return [];
+    return this.functionIndex().get(name) ?? [];
+  }
+
+  /** The innermost enclosing function definition. */
+  enclosingFunction(node: Node): Node | null {
+    for (let p = node.parent; p; p = p.parent) if (p.type === 'function_definition') return p;
+    return null;
+  }
+
+  /** The innermost enclosing class definition. */
+  enclosingClass(node: Node): Node | null {
+    for (let p = node.parent; p; p = p.parent) if (p.type === 'class_definition') return p;
+    return null;
+  }
+
+  /** Name of the method when `node` is inside `class X(nn.Module)`'s `forward`/`__init__`, else null. */
+  moduleMethod(node: Node): string | null {
+    const fn = this.enclosingFunction(node);
+    if (!fn) return null;
+    const cls = this.enclosingClass(fn);
+    if (!cls) return null;
+    const name = fn.childForFieldName('name')?.text ?? '';
+    const supers = cls.childForFieldName('superclasses')?.text ?? '';
+    if (!/Module|nn\.|LightningModule|PreTrainedModel/.test(supers) && name !== 'forward') return null;
+    return name;
+  }
+
+  decorators(fn: Node): Node[] {
+    const parent = fn.parent;
+    if (parent?.type !== 'decorated_definition') return [];
+    return parent.namedChildren.filter((c): c is Node => !!c && c.type === 'decorator');
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Hot loops
+
+  /** Whether a statement block contains a training signal, directly or via ≤ `depth` same-file calls. */
+  containsTrainSignal(node: Node, depth = 2): boolean {
+    const key = node.id * 4 + depth;
+    const memo = this.trainSignalMemo.get(key);
+    if (memo !== undefined) return memo;
+    this.trainSignalMemo.set(key, false); // recursion guard
+    let found = false;
+    for (const call of this.callsWithin(node)) {
+      if (this.isTrainSignal(call)) {
+        found = true;
+        break;
+      }
+      if (depth > 0) {
+        for (const fn of this.calledFunctions(call)) {
+          if (fn.id !== node.id && !isAncestor(fn, call) && this.containsTrainSignal(fn, depth - 1)) {
+            found = true;
+            break;
+          }
+        }
+        if (found) break;
+      }
+    }
+    this.trainSignalMemo.set(key, found);
+    return found;
+  }
+
+  /** `.backward(`, `<optimizer>.step(`, `xm.optimizer_step(`, `scaler.step(`. */
+  isTrainSignal(call: Node): boolean {
+    const fn = call.childForFieldName('function');
+    if (fn?.type !== 'attribute') {
+      return fn?.type === 'identifier' && fn.text === 'optimizer_step';
+    }
+    const attr = fn.childForFieldName('attribute')?.text;
+    if (!attr) return false;
+    if (TRAIN_CALL_ATTRS.has(attr)) return true;
+    if (attr === 'optimizer_step') return true;
+    if (attr === 'step') {
+      const obj = fn.childForFieldName('object');
+      if (!obj) return false;
+      const t = obj.text;
+      if (/(^|\.|_)(opt|optim|optimizer|optimiser|scaler)\w*$/i.test(t) || /optim/i.test(t)) return true;
+      if (obj.type === 'identifier' && this.isBoundTo(obj.text, (v) => OPTIMIZER_CTORS.test(this.callee(v) ?? calleeText(v)))) return true;
+    }
+    return false;
+  }
+
+  /** Whether a loop iterates a DataLoader-like object. */
+  iteratesLoader(loop: Node): boolean {
+    if (loop.type !== 'for_statement') return false;
+    let it = loop.childForFieldName('right');
+    // enumerate(loader), tqdm(loader), zip(loader, ...)
+    for (let k = 0; k < 3 && it?.type === 'call'; k++) {
+      const name = this.callee(it) ?? calleeText(it);
+      if (LOADER_CTORS.test(name)) return true;
+      const first = it.childForFieldName('arguments')?.namedChildren[0];
+      if (!first) break;
+      it = first;
+    }
+    if (!it) return false;
+    if (it.type === 'identifier' || it.type === 'attribute') {
+      const name = it.text;
+      if (LOADER_NAME.test(name.split('.').pop() ?? '')) return true;
+      if (it.type === 'identifier') return this.isBoundTo(name, (v) => LOADER_CTORS.test(this.callee(v) ?? calleeText(v)));
+    }
+    return false;
+  }
+
+  private computeHot(): void {
+    const anchors = new Map<number, HotInfo>();
+    const hotFns = new Map<number, 'train' | 'eval'>();
+    const loops = [...this.nodes('for_statement'), ...this.nodes('while_statement')];
+    for (const loop of loops) {
+      const body = loop.childForFieldName('body');
+      if (!body) continue;
+      const train = this.containsTrainSignal(body);
+      if (!train && !this.iteratesLoader(loop)) continue;
+      const kind = this.underNoGrad(loop) ? 'eval' : train ? 'train' : this.bodyUnderNoGrad(body) ? 'eval' : 'train';
+      anchors.set(loop.id, { anchor: loop, kind, throttled: false });
+      // functions called from the loop body (≤ 2 levels) are hot too
+      this.markCalledHot(body, kind, 2, hotFns);
+    }
+    for (const fn of this.nodes('function_definition')) {
+      const name = fn.childForFieldName('name')?.text;
+      const compiled = this.decorators(fn).some((d) => /compile/.test(d.text));
+      if ((name === 'forward' && this.enclosingClass(fn)) || compiled || this.isWrappedByCompile(name)) {
+        if (!hotFns.has(fn.id)) hotFns.set(fn.id, this.underNoGrad(fn) ? 'eval' : 'train');
+      }
+    }
+    this.hotAnchors = anchors;
+    this.hotFunctionIds = hotFns;
+  }
+
+  private isWrappedByCompile(name: string | undefined): boolean {
+    if (!name) return false;
+    for (const call of this.nodes('call')) {
+      const callee = this.callee(call) ?? '';
+      if (callee !== 'torch.compile' && callee !== 'torch_xla.compile') continue;
+      const first = call.childForFieldName('arguments')?.namedChildren[0];
+      if (first?.type === 'identifier' && first.text === name) return true;
+    }
+    return false;
+  }
+
+  private markCalledHot(scope: Node, kind: 'train' | 'eval', depth: number, out: Map<number, 'train' | 'eval'>): void {
+    if (depth === 0) return;
+    for (const call of this.callsWithin(scope)) {
+      for (const fn of this.calledFunctions(call)) {
+        if (out.has(fn.id) || isAncestor(fn, scope)) continue;
+        out.set(fn.id, kind);
+        const body = fn.childForFieldName('body');
+        if (body) this.markCalledHot(body, kind, depth - 1, out);
+      }
+    }
+  }
+
+  /** The hot context of a node, or null when it is not in a hot loop, `forward`, or compiled step. */
+  hot(node: Node): HotInfo | null {
+    if (!this.hotAnchors) this.computeHot();
+    let throttled = false;
+    for (let p: Node | null = node.parent, child: Node = node; p; child = p, p = p.parent) {
+      if (p.type === 'if_statement' && p.childForFieldName('condition')?.id !== child.id && this.isThrottleCondition(p)) throttled = true;
+      if ((p.type === 'for_statement' || p.type === 'while_statement') && child.type === 'block' && child.id === p.childForFieldName('body')?.id) {
+        const info = this.hotAnchors!.get(p.id);
+        if (info) return { ...info, kind: info.kind === 'train' && this.underNoGrad(node, p) ? 'eval' : info.kind, throttled };
+      }
+      if (p.type === 'function_definition') {
+        const kind = this.hotFunctionIds!.get(p.id);
+        if (kind) return { anchor: p, kind, throttled };
+      }
+    }
+    return null;
+  }
+
+  /** The hot-loop anchors found in the file (loops only). */
+  hotLoops(): HotInfo[] {
+    if (!this.hotAnchors) this.computeHot();
+    return [...this.hotAnchors!.values()];
+  }
+
+  /** `if step % k == 0`, `if step == last_step`, `if step in {...}`, `if not step % k`. */
+  isThrottleCondition(ifNode: Node): boolean {
+    const cond = ifNode.childForFieldName('condition')?.text ?? '';
+    return (
+      /%\s*[\w.()\[\]]+\s*==\s*0/.test(cond) ||
+      /^not\s+[\w.]+\s*%/.test(cond) ||
+      /\b\w*(step|iter|it|epoch|batch_idx|i)\w*\s*==\s*\w*(last|final|max|total|num|end)\w*/i.test(cond) ||
+      /\b\w+\s+in\s+[{[(]/.test(cond) ||
+      /\b(master_process|is_master|rank\s*==\s*0|is_main_process)\b/.test(cond) && /%/.test(cond)
+    );
+  }
+
+  /** Under `with torch.no_grad()` / `torch.inference_mode()` or a function decorated with them (up to `stop`). */
+  underNoGrad(node: Node, stop?: Node): boolean {
+    for (let p = node.parent; p && p.id !== stop?.id; p = p.parent) {
+      if (p.type === 'with_statement' && /no_grad|inference_mode/.test(p.child(0)?.nextSibling?.text ?? p.text.split('\n')[0])) return true;
+      if (p.type === 'function_definition' && this.decorators(p).some((d) => /no_grad|inference_mode/.test(d.text))) return true;
+    }
+    return false;
+  }
+
+  private bodyUnderNoGrad(body: Node): boolean {
+    const first = body.namedChildren[0];
+    return !!first && first.type === 'with_statement' && /no_grad|inference_mode/.test(first.text.split('\n')[0]);
+  }
+
+  /** Calls inside `node`, in document order (uses the index). */
+  callsWithin(node: Node): Node[] {
+    const out: Node[] = [];
+    for (const call of this.nodes('call')) {
+      if (call.startIndex >= node.startIndex && call.endIndex <= node.endIndex) out.push(call);
+      else if (call.startIndex >= node.endIndex) break;
+    }
+    return out;
+  }
+
+  /** Indexed nodes of a type inside `node`. */
+  within(type: string, node: Node): Node[] {
+    const out: Node[] = [];
+    for (const n of this.nodes(type)) {
+      if (n.startIndex >= node.startIndex && n.endIndex <= node.endIndex) out.push(n);
+      else if (n.startIndex >= node.endIndex) break;
+    }
+    return out;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Bindings
+
+  /** Right-hand sides assigned to a simple name anywhere in the file. */
+  bindings(name: string): Node[] {
+    const out: Node[] = [];
+    for (const a of this.nodes('assignment')) {
+      const left = a.childForFieldName('left');
+      const right = a.childForFieldName('right');
+      if (!left || !right) continue;
+      if (left.text === name) out.push(right);
+      else if ((left.type === 'pattern_list' || left.type === 'tuple_pattern') && right.type === 'expression_list') {
+        const ls = left.namedChildren;
+        const rs = right.namedChildren;
+        ls.forEach((l, i) => {
+          if (l?.text === name && rs[i]) out.push(rs[i]!);
+        });
+      }
+    }
+    return out;
+  }
+
+  isBoundTo(name: string, pred: (value: Node) => boolean): boolean {
+    return this.bindings(name).some((v) => v.type === 'call' && pred(v));
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // CUDA device expressions and taint
+
+  /** String literal (or f-string) naming a CUDA device: "cuda", "cuda:0", f"cuda:{rank}". */
+  isCudaString(node: Node): boolean {
+    if (node.type !== 'string') return false;
+    const content = stringContent(node);
+    if (content === null) return false;
+    if (isFString(node)) return /^cuda(:|$|\{)/.test(content);
+    return /^cuda(:\d+)?$/.test(content);
+  }
+
+  /** A CUDA device expression (§0.5 CDE), including tainted names and attributes. */
+  isCudaDevice(node: Node | null | undefined, depth = 0): boolean {
+    if (!node || depth > 6) return false;
+    switch (node.type) {
+      case 'string':
+        return this.isCudaString(node);
+      case 'parenthesized_expression':
+        return this.isCudaDevice(node.namedChildren[0], depth + 1);
+      case 'conditional_expression': {
+        // "cuda" if torch.cuda.is_available() else "cpu" — unless another arm is XLA
+        const [a, , b] = node.namedChildren;
+        if (mentionsXla(node.text)) return false;
+        return this.isCudaDevice(a, depth + 1) || this.isCudaDevice(b, depth + 1);
+      }
+      case 'binary_operator': {
+        const left = node.childForFieldName('left');
+        return !!left && left.type === 'string' && /^cuda:?/.test(stringContent(left) ?? '') && /^cuda:?(%d|%s)?$/.test(stringContent(left) ?? '');
+      }
+      case 'call': {
+        const callee = this.callee(node);
+        if (callee === 'torch.device') {
+          const args = node.childForFieldName('arguments');
+          const first = args?.namedChildren[0];
+          if (!first) return false;
+          if (first.type === 'keyword_argument') {
+            const kw = args!.namedChildren.find((a) => a?.type === 'keyword_argument' && a.childForFieldName('name')?.text === 'type');
+            return !!kw && this.isCudaDevice(kw.childForFieldName('value'), depth + 1);
+          }
+          return this.isCudaDevice(first, depth + 1);
+        }
+        if (callee === 'torch.cuda.current_device') return true;
+        const fn = node.childForFieldName('function');
+        // "cuda:{}".format(r)
+        if (fn?.type === 'attribute' && fn.childForFieldName('attribute')?.text === 'format') {
+          const obj = fn.childForFieldName('object');
+          return !!obj && obj.type === 'string' && /^cuda:?\{/.test(stringContent(obj) ?? '');
+        }
+        if (fn?.type === 'identifier' && this.cudaReturningFunctions().has(fn.text)) return true;
+        return false;
+      }
+      case 'identifier':
+        return this.cudaTaintedNames().has(node.text);
+      case 'attribute': {
+        const attr = node.childForFieldName('attribute')?.text ?? '';
+        return this.cudaTaintedAttrs().has(attr) && node.childForFieldName('object')?.type !== 'call';
+      }
+      default:
+        return false;
+    }
+  }
+
+  /** Names assigned a CUDA device expression (variables, config globals, parameters with defaults). */
+  cudaTaintedNames(): Set<string> {
+    if (!this.taintedNames) this.computeTaint();
+    return this.taintedNames!;
+  }
+
+  /** Attribute names carrying a CUDA device (`self.device = "cuda"`, argparse `--device` default, dataclass fields). */
+  cudaTaintedAttrs(): Set<string> {
+    if (!this.taintedAttrs) this.computeTaint();
+    return this.taintedAttrs!;
+  }
+
+  private cudaReturningFunctions(): Set<string> {
+    if (!this.cudaFunctions) this.computeTaint();
+    return this.cudaFunctions!;
+  }
+
+  private computeTaint(): void {
+    this.taintedNames = new Set();
+    this.taintedAttrs = new Set();
+    this.cudaFunctions = new Set();
+    for (let round = 0; round < 3; round++) {
+      const before = this.taintedNames.size + this.taintedAttrs.size + this.cudaFunctions.size;
+      for (const a of this.nodes('assignment')) {
+        const left = a.childForFieldName('left');
+        const right = a.childForFieldName('right');
+        if (!left || !right) continue;
+        if (left.type === 'identifier' && this.cudaTypedField(a)) this.taintedAttrs.add(left.text);
+        if (!this.isCudaDevice(right)) continue;
+        if (left.type === 'identifier') {
+          this.taintedNames.add(left.text);
+          if (this.enclosingClass(a) && !this.enclosingFunction(a)) this.taintedAttrs.add(left.text);
+        } else if (left.type === 'attribute') {
+          const attr = left.childForFieldName('attribute')?.text;
+          if (attr) this.taintedAttrs.add(attr);
+        }
+      }
+      for (const p of [...this.nodes('default_parameter'), ...this.nodes('typed_default_parameter')]) {
+        const name = p.childForFieldName('name');
+        if (name && this.isCudaDevice(p.childForFieldName('value'))) this.taintedNames.add(name.text);
+      }
+      for (const r of this.nodes('return_statement')) {
+        const value = r.namedChildren[0];
+        const fn = this.enclosingFunction(r);
+        const name = fn?.childForFieldName('name')?.text;
+        if (name && value && this.isCudaDevice(value)) this.cudaFunctions.add(name);
+      }
+      // argparse: parser.add_argument('--device', default='cuda') → args.device
+      for (const call of this.nodes('call')) {
+        const fn = call.childForFieldName('function');
+        if (fn?.type !== 'attribute' || fn.childForFieldName('attribute')?.text !== 'add_argument') continue;
+        const args = call.childForFieldName('arguments')?.namedChildren ?? [];
+        const def = args.find((x) => x?.type === 'keyword_argument' && x.childForFieldName('name')?.text === 'default');
+        if (!def || !this.isCudaDevice(def.childForFieldName('value'))) continue;
+        const dest = args.find((x) => x?.type === 'keyword_argument' && x.childForFieldName('name')?.text === 'dest');
+        const flag = args.find((x) => x?.type === 'string' && (stringContent(x) ?? '').startsWith('--'));
+        const destName = dest ? stringContent(dest.childForFieldName('value')!) : flag ? stringContent(flag)!.slice(2).replace(/-/g, '_') : null;
+        if (destName) this.taintedAttrs.add(destName);
+      }
+      if (this.taintedNames.size + this.taintedAttrs.size + this.cudaFunctions.size === before) break;
+    }
+  }
+
+  /** Dataclass-style `device: str = "cuda"` (class-level typed assignment). */
+  private cudaTypedField(a: Node): boolean {
+    return a.childForFieldName('type') !== null && this.enclosingClass(a) !== null && !this.enclosingFunction(a) && this.isCudaDevice(a.childForFieldName('right'));
+  }
+
+  /** Inside an `if`/ternary that has an XLA or TPU arm or condition: code already made XLA-aware. */
+  inXlaAwareBranch(node: Node): boolean {
+    for (let p = node.parent; p; p = p.parent) {
+      if (p.type === 'if_statement' || p.type === 'conditional_expression') {
+        if (mentionsXla(p.text)) return true;
+      }
+      if (p.type === 'function_definition' || p.type === 'module') break;
+    }
+    return false;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Tensor-valued expressions
+
+  /** Names bound to tensors: model/loss calls, `torch.*`/`F.*` results, tensor methods, `.to(...)`. */
+  tensorNames(): Set<string> {
+    if (!this.tensorNameSet) {
+      const names = new Set<string>();
+      for (let round = 0; round < 3; round++) {
+        const before = names.size;
+        for (const a of this.nodes('assignment')) {
+          const left = a.childForFieldName('left');
+          const right = a.childForFieldName('right');
+          if (left?.type !== 'identifier' || !right) continue;
+          if (this.isTensorExpr(right, names, false)) names.add(left.text);
+        }
+        for (const a of this.nodes('augmented_assignment')) {
+          const left = a.childForFieldName('left');
+          const right = a.childForFieldName('right');
+          if (left?.type === 'identifier' && right && this.isTensorExpr(right, names, false)) names.add(left.text);
+        }
+        if (names.size === before) break;
+      }
+      this.tensorNameSet = names;
+    }
+    return this.tensorNameSet;
+  }
+
+  /** Whether an expression is (probably) a tensor. Low-confidence names (`loss`, `logits`, …) count too. */
+  isTensorValued(node: Node | null | undefined): boolean {
+    return !!node && this.isTensorExpr(node, this.tensorNames(), true);
+  }
+
+  private isTensorExpr(node: Node, names: Set<string>, fallback: boolean, depth = 0): boolean {
+    if (depth > 8) return false;
+    switch (node.type) {
+      case 'identifier':
+        return names.has(node.text) || (fallback && TENSOR_NAME_FALLBACK.has(node.text));
+      case 'parenthesized_expression':
+        return !!node.namedChildren[0] && this.isTensorExpr(node.namedChildren[0], names, fallback, depth + 1);
+      case 'attribute': {
+        const attr = node.childForFieldName('attribute')?.text ?? '';
+        if (/^(shape|dtype|device|ndim|is_cuda|requires_grad|grad_fn|names|layout)$/.test(attr)) return false;
+        const obj = node.childForFieldName('object');
+        if (attr === 'loss' || attr === 'logits' || attr === 'grad' || attr === 'data' || attr === 'T') return true;
+        return !!obj && obj.type !== 'identifier' ? false : !!obj && names.has(obj.text) && /^(loss|logits|grad|data|last_hidden_state)$/.test(attr);
+      }
+      case 'subscript': {
+        const value = node.childForFieldName('value');
+        return !!value && this.isTensorExpr(value, names, fallback, depth + 1);
+      }
+      case 'binary_operator': {
+        const l = node.childForFieldName('left');
+        const r = node.childForFieldName('right');
+        return (!!l && this.isTensorExpr(l, names, fallback, depth + 1)) || (!!r && this.isTensorExpr(r, names, fallback, depth + 1));
+      }
+      case 'comparison_operator':
+      case 'unary_operator':
+        return node.namedChildren.some((c) => !!c && this.isTensorExpr(c, names, fallback, depth + 1));
+      case 'call': {
+        const callee = this.callee(node);
+        if (callee) {
+          if (/^torch\.nn\.functional\./.test(callee)) return true;
+          if (/^torch\.[a-z_]\w*$/.test(callee) && !NON_TENSOR_TORCH.test(callee)) return true;
+          return false;
+        }
+        const fn = node.childForFieldName('function');
+        if (!fn) return false;
+        if (fn.type === 'attribute') {
+          const meth = fn.childForFieldName('attribute')?.text ?? '';
+          const obj = fn.childForFieldName('object');
+          if (/^(item|tolist|numpy|size|dim|numel|element_size|data_ptr|stride|is_contiguous|get_device|state_dict|parameters|named_parameters|keys|values|items|format|join|split|strip|append|get)$/.test(meth)) return false;
+          if (obj && this.isTensorExpr(obj, names, fallback, depth + 1)) return true;
+          // self.model(x), self.criterion(...), self.lm_head(...)
+          if (obj?.type === 'identifier' && obj.text === 'self' && /model|net|head|criterion|loss|encoder|decoder|layer|block|proj|embed|mlp|attn/i.test(meth)) return true;
+          return false;
+        }
+        if (fn.type === 'identifier') {
+          return /^(model|net|module|criterion|loss_fn|lossfn|loss_func|compute_loss|ddp_model|raw_model|encoder|decoder|classifier)$/i.test(fn.text) || /model$/i.test(fn.text);
+        }
+        return false;
+      }
+      default:
+        return false;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Node helpers
+
+export function isAncestor(ancestor: Node, node: Node): boolean {
+  return node.startIndex >= ancestor.startIndex && node.endIndex <= ancestor.endIndex && !(ancestor.id === node.id);
+}
+
+export function calleeText(call: Node): string {
+  return call.childForFieldName('function')?.text ?? '';
+}
+
+/** The literal content of a string node (without quotes/prefix); f-strings keep `{...}` text. Null for concatenations. */
+export function stringContent(node: Node): string | null {
+  if (node.type !== 'string') return null;
+  let out = '';
+  for (const c of node.namedChildren) {
+    if (!c) continue;
+    if (c.type === 'string_start' || c.type === 'string_end') continue;
+    out += c.text;
+  }
+  return out;
+}
+
+export function isFString(node: Node): boolean {
+  const start = node.namedChildren[0];
+  return !!start && start.type === 'string_start' && /f/i.test(start.text);
+}
+
+export function mentionsXla(text: string): boolean {
+  return /\bxla\b|torch_xla|\bxm\.|\btpu\b|torch_tpu|\bTPU\b|use_tpu|is_tpu|_xla\b|xla_/i.test(text);
+}
+
+/** Argument nodes of a call: positional and keyword. */
+export function callArgs(call: Node): { positional: Node[]; keywords: Map<string, Node>; list: Node | null } {
+  const list = call.childForFieldName('arguments');
+  const positional: Node[] = [];
+  const keywords = new Map<string, Node>();
+  if (list && list.type === 'argument_list') {
+    for (const a of list.namedChildren) {
+      if (!a || a.type === 'comment') continue;
+      if (a.type === 'keyword_argument') {
+        const name = a.childForFieldName('name')?.text;
+        if (name) keywords.set(name, a);
+      } else positional.push(a);
+    }
+  }
+  return { positional, keywords, list };
+}
+
+/** The value node of a keyword argument node. */
+export function kwValue(kw: Node | undefined): Node | null {
+  return kw?.childForFieldName('value') ?? null;
+}
+
+/** Method name of `x.meth(...)`, else null. */
+export function methodName(call: Node): string | null {
+  const fn = call.childForFieldName('function');
+  return fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text ?? null : null;
+}
+
+/** Receiver of `x.meth(...)`, else null. */
+export function receiver(call: Node): Node | null {
+  const fn = call.childForFieldName('function');
+  return fn?.type === 'attribute' ? fn.childForFieldName('object') : null;
+}
+
+/** The statement (direct child of a block or module) containing `node`. */
+export function enclosingStatement(node: Node): Node {
+  let n: Node = node;
+  while (n.parent && n.parent.type !== 'block' && n.parent.type !== 'module') n = n.parent;
+  return n;
+}

@@ -1,0 +1,86 @@
+/** Shared types of the engine. No runtime code, no host imports. */
+
+export type Severity = 'error' | 'warning' | 'info' | 'hint';
+export type Applicability = 'safe' | 'unsafe' | 'display';
+export type FixAvailability = 'always' | 'sometimes' | 'none';
+export type Step = 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10;
+/** Effort points: 1 trivial, 3 complex, 5 redesign, 7 re-architecture, 13 unknown. */
+export type Effort = 1 | 3 | 5 | 7 | 13;
+export type TargetProfile = 'torch_xla' | 'torchtpu';
+export type FixStyle = 'dual-path' | 'tpu-only';
+
+export interface Target {
+  profile: TargetProfile;
+  /** torch_xla "major.minor" (e.g. "2.9"); "preview" for torchtpu. */
+  version: string;
+}
+
+/** A text replacement in UTF-16 offsets of the analysed text (for notebooks: the combined program). */
+export interface Edit {
+  start: number;
+  end: number;
+  text: string;
+}
+
+/** `import module [as alias]` when `name` is absent, else `from module import name [as alias]`. */
+export interface ImportSpec {
+  module: string;
+  name?: string;
+  alias?: string;
+}
+
+export interface Fix {
+  title: string;
+  applicability: Applicability;
+  edits: Edit[];
+  imports: ImportSpec[];
+  /** The fix calls the generated device-abstraction module (dual-path style). */
+  needsAccel: boolean;
+}
+
+export interface Finding {
+  rule: string;
+  severity: Severity;
+  message: string;
+  /** UTF-16 offsets in the analysed text. */
+  start: number;
+  end: number;
+  step: Step;
+  effort: Effort;
+  fix: Fix | null;
+}
+
+export interface Position {
+  /** 0-based line (within the cell for notebooks). */
+  line: number;
+  /** 0-based UTF-16 column. */
+  character: number;
+}
+
+/** A finding placed in its document: what hosts (CLI, editor) consume. */
+export interface LocatedFinding extends Finding {
+  /** Index of the notebook cell (all cells counted from 0), null for .py files. */
+  cell: number | null;
+  startPos: Position;
+  endPos: Position;
+}
+
+export interface AnalyzeOptions {
+  target: Target;
+  fixStyle: FixStyle;
+  /** Python module name of the generated device-abstraction module (dual-path). */
+  accelModule: string;
+  /** Rule selection by id or prefix; empty select means all. */
+  select: string[];
+  ignore: string[];
+}
+
+export const DEFAULT_TARGET: Target = { profile: 'torch_xla', version: '2.9' };
+
+export const DEFAULT_OPTIONS: AnalyzeOptions = {
+  target: DEFAULT_TARGET,
+  fixStyle: 'dual-path',
+  accelModule: 'accel',
+  select: [],
+  ignore: [],
+};

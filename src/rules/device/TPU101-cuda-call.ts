@@ -1,0 +1,55 @@
+import { defineRule } from '../../core/rule';
+import { callArgs, methodName, receiver } from '../../core/semantics';
+import { replaceRange } from '../../core/edits';
+import { deviceExprFor } from '../shared';
+
+export default defineRule({
+  id: 'TPU101',
+  name: 'cuda-call',
+  title: '`.cuda()` call',
+  severity: 'error',
+  step: 3,
+  effort: 1,
+  message: '`.cuda()` places work on a CUDA device; a TPU host has none',
+  fix: { availability: 'always', applicability: 'safe', title: 'Replace `.cuda()` with `.to(device)`' },
+  triggers: ['.cuda('],
+  docs: {
+    what: 'Checks for `.cuda()` calls on tensors, modules and storages, through any alias, including `map(lambda t: t.cuda(), ...)`.',
+    why:
+      'A TPU VM has no CUDA device: `.cuda()` raises there (CPU-only torch: "Torch not compiled with CUDA enabled"; the exact message varies by build). ' +
+      'Under `torch_xla.launch` each process sees only its own device (DEV: "if you print the `torch_xla.device()` on each process you will see `xla:0` on all devices"), so `.cuda(rank)` does not map to `xla:rank`.',
+    example: 'x = x.cuda(non_blocking=True)\nmodel = model.cuda(local_rank)',
+    useInstead: 'import torch_xla\n\nx = x.to(torch_xla.device())\nmodel = model.to(torch_xla.device())',
+    fixSafety:
+      'Safe for `.cuda()` with no argument, `non_blocking`, or a rank-like argument in a launched process: every process owns exactly one XLA device. ' +
+      'Unsafe when an int literal other than 0 selects one of several local GPUs in a single process. An existing `device` variable is reused.',
+    sources: ['DEV (docs/source/learn/pytorch-on-xla-devices.md:81-84, 147-160)', 'TX:19 (torch_xla.device)', 'MIG:41-55'],
+    torchtpu: 'The fix moves to `torch.device("tpu")` after `import torch_tpu`.',
+  },
+  check(ctx) {
+    for (const call of ctx.sema.nodes('call')) {
+      if (methodName(call) !== 'cuda') continue;
+      const recv = receiver(call);
+      if (!recv || ctx.sema.resolve(recv) === 'torch') continue;
+      if (ctx.sema.inXlaAwareBranch(call)) continue;
+      const { positional, keywords } = callArgs(call);
+      const deviceArg = positional[0] ?? keywords.get('device')?.childForFieldName('value');
+      const selectsGpu = !!deviceArg && deviceArg.type === 'integer' && deviceArg.text !== '0';
+      const dev = deviceExprFor(ctx, call);
+      const nb = keywords.get('non_blocking');
+      const fn = call.childForFieldName('function')!;
+      const attr = fn.childForFieldName('attribute')!;
+      const args = call.childForFieldName('arguments')!;
+      ctx.report(call, {
+        message: `\`${recv.text.length > 40 ? '…' : recv.text}.cuda()\` places work on a CUDA device; a TPU host has none`,
+        fix: {
+          applicability: selectsGpu ? 'unsafe' : 'safe',
+          title: `Replace \`.cuda()\` with \`.to(${dev.text})\``,
+          edits: [replaceRange(attr.startIndex, args.endIndex, `to(${dev.text}${nb ? `, ${nb.text}` : ''})`)],
+          imports: dev.imports,
+          needsAccel: dev.needsAccel,
+        },
+      });
+    }
+  },
+});

@@ -1,0 +1,5 @@
+import type { Rule } from '../../core/rule';
+
+const rules: Rule[] = [];
+
+export default rules;
