@@ -10,7 +10,7 @@ import { collectSuppressions, isSuppressed } from './suppress';
 import { selectNonOverlapping, applyEdits } from './edits';
 import { importEdits } from './imports';
 import { Idioms } from './idioms';
-import { isSelected, type ReportOptions, type Rule, type RuleContext } from './rule';
+import { isSelected, type ReportOptions, type Rule, type RuleContext, type TextContext } from './rule';
 import type { AnalyzeOptions, Edit, Finding, LocatedFinding, Severity } from './types';
 
 export interface PythonDocument {
@@ -26,7 +26,35 @@ export interface NotebookDocument {
   program: CombinedProgram;
 }
 
-export type SourceDocument = PythonDocument | NotebookDocument;
+/** Non-Python project files some rules read: requirements, Dockerfiles, shell and env files, launch YAML. */
+export type TextFileKind = 'requirements' | 'pyproject' | 'setup-cfg' | 'conda' | 'dockerfile' | 'shell' | 'dotenv' | 'yaml';
+
+export interface TextDocument {
+  kind: 'text';
+  path: string;
+  text: string;
+  fileKind: TextFileKind;
+}
+
+export type SourceDocument = PythonDocument | NotebookDocument | TextDocument;
+
+/** The kind of a non-Python file by its name, or null when no rule reads it. */
+export function textFileKind(filePath: string): TextFileKind | null {
+  const base = filePath.split(/[\\/]/).pop() ?? '';
+  if (/^requirements.*\.(txt|in)$/i.test(base) || /\.requirements\.txt$/i.test(base) || /^constraints.*\.txt$/i.test(base)) return 'requirements';
+  if (base === 'pyproject.toml') return 'pyproject';
+  if (base === 'setup.cfg') return 'setup-cfg';
+  if (/^(environment|conda)[\w.-]*\.ya?ml$/i.test(base)) return 'conda';
+  if (/^(Dockerfile|Containerfile)(\..*)?$/.test(base) || /\.dockerfile$/i.test(base)) return 'dockerfile';
+  if (/\.(sh|bash|zsh|slurm|sbatch)$/i.test(base)) return 'shell';
+  if (/^\.env(\..*)?$/.test(base) || /\.env$/.test(base)) return 'dotenv';
+  if (/\.ya?ml$/i.test(base)) return 'yaml';
+  return null;
+}
+
+export function textDocument(path: string, text: string, fileKind: TextFileKind): TextDocument {
+  return { kind: 'text', path, text, fileKind };
+}
 
 export function pythonDocument(path: string, text: string): PythonDocument {
   return { kind: 'python', path, text };
@@ -38,7 +66,7 @@ export function notebookDocument(path: string, cells: NotebookCell[]): NotebookD
 
 /** The text rules analyse: the file, or the notebook's combined program. */
 export function analysedText(doc: SourceDocument): string {
-  return doc.kind === 'python' ? doc.text : doc.program.text;
+  return doc.kind === 'notebook' ? doc.program.text : doc.text;
 }
 
 export interface Analysis {
@@ -69,8 +97,9 @@ export function downgrade(sev: Severity): Severity {
 export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOptions, oldTree?: Tree | null): Analysis {
   const text = analysedText(doc);
   const result: Analysis = { doc, findings: [], tree: null, sema: null, ruleErrors: [] };
+  if (doc.kind === 'text') return analyzeText(doc, rules, options, result);
   const active = rules.filter(
-    (r) => isSelected(r.id, options.select, options.ignore) && (!r.notebookOnly || doc.kind === 'notebook') && triggered(r, text),
+    (r) => !!r.check && isSelected(r.id, options.select, options.ignore) && (!r.notebookOnly || doc.kind === 'notebook') && triggered(r, text),
   );
   if (!active.length || !mayMatch(text)) return result;
   const tree = parsePython(text, oldTree);
@@ -98,36 +127,87 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
         const key = `${rule.id}:${start}:${end}`;
         if (seen.has(key)) return;
         seen.add(key);
-        const draft = opts.fix;
-        result.findings.push({
-          rule: rule.id,
-          severity: opts.severity ?? rule.severity,
-          message: opts.message ?? rule.message,
-          start,
-          end,
-          step: rule.step,
-          effort: rule.effort,
-          fix:
-            draft && draft.edits.length
-              ? {
-                  title: draft.title ?? rule.fix.title ?? `Fix ${rule.id}`,
-                  applicability: draft.applicability ?? rule.fix.applicability ?? 'unsafe',
-                  edits: draft.edits,
-                  imports: draft.imports ?? [],
-                  needsAccel: draft.needsAccel ?? false,
-                }
-              : null,
-        });
+        result.findings.push(makeFinding(rule, start, end, opts));
       },
     };
     try {
-      rule.check(ctx);
+      rule.check!(ctx);
     } catch (e) {
       result.ruleErrors.push({ rule: rule.id, error: (e as Error)?.stack ?? String(e) });
     }
   }
   result.findings.sort((a, b) => a.start - b.start || a.rule.localeCompare(b.rule));
   return result;
+}
+
+function analyzeText(doc: TextDocument, rules: Rule[], options: AnalyzeOptions, result: Analysis): Analysis {
+  const lines = new LineIndex(doc.text);
+  const fileIgnore = /#\s*tpu-ready:\s*ignore-file\b(?:\[([^\]]*)\])?/.exec(doc.text);
+  const idsOf = (list: string | undefined) => (list === undefined ? null : list.split(',').map((x) => x.trim().toUpperCase()).filter(Boolean));
+  const suppressed = (rule: string, start: number) => {
+    if (fileIgnore) {
+      const ids = idsOf(fileIgnore[1]);
+      if (!ids || !ids.length || ids.includes(rule)) return true;
+    }
+    const line = lines.lineOf(start);
+    for (const l of [line, line - 1]) {
+      if (l < 0) continue;
+      const m = /#\s*tpu-ready:\s*ignore\b(?:\[([^\]]*)\])?/.exec(lines.lineText(l));
+      if (!m || (l === line - 1 && !lines.lineText(l).trimStart().startsWith('#'))) continue;
+      const ids = idsOf(m[1]);
+      if (!ids || !ids.length || ids.includes(rule)) return true;
+    }
+    return false;
+  };
+  const seen = new Set<string>();
+  for (const rule of rules) {
+    if (!rule.checkText || !rule.textKinds?.includes(doc.fileKind) || !isSelected(rule.id, options.select, options.ignore)) continue;
+    const ctx: TextContext = {
+      path: doc.path,
+      text: doc.text,
+      fileKind: doc.fileKind,
+      options,
+      idiom: new Idioms(options),
+      lines,
+      report(at, opts = {}) {
+        if (suppressed(rule.id, at.start)) return;
+        const key = `${rule.id}:${at.start}:${at.end}`;
+        if (seen.has(key)) return;
+        seen.add(key);
+        result.findings.push(makeFinding(rule, at.start, at.end, opts));
+      },
+    };
+    try {
+      rule.checkText(ctx);
+    } catch (e) {
+      result.ruleErrors.push({ rule: rule.id, error: (e as Error)?.stack ?? String(e) });
+    }
+  }
+  result.findings.sort((a, b) => a.start - b.start || a.rule.localeCompare(b.rule));
+  return result;
+}
+
+function makeFinding(rule: Rule, start: number, end: number, opts: ReportOptions): Finding {
+  const draft = opts.fix;
+  return {
+    rule: rule.id,
+    severity: opts.severity ?? rule.severity,
+    message: opts.message ?? rule.message,
+    start,
+    end,
+    step: rule.step,
+    effort: rule.effort,
+    fix:
+      draft && draft.edits.length
+        ? {
+            title: draft.title ?? rule.fix.title ?? `Fix ${rule.id}`,
+            applicability: draft.applicability ?? rule.fix.applicability ?? 'unsafe',
+            edits: draft.edits,
+            imports: draft.imports ?? [],
+            needsAccel: draft.needsAccel ?? false,
+          }
+        : null,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -137,19 +217,19 @@ export class Locator {
   private readonly lines: LineIndex | null;
   private readonly cellLines = new Map<number, LineIndex>();
   constructor(readonly doc: SourceDocument) {
-    this.lines = doc.kind === 'python' ? new LineIndex(doc.text) : null;
+    this.lines = doc.kind === 'notebook' ? null : new LineIndex(doc.text);
   }
 
   /** (cell, cell-local offset) of a combined offset. */
   cellOffset(offset: number): { cell: number | null; offset: number } {
-    if (this.doc.kind === 'python') return { cell: null, offset };
+    if (this.doc.kind !== 'notebook') return { cell: null, offset };
     const span = spanAt(this.doc.program, offset);
     if (!span) return { cell: null, offset };
     return { cell: span.cell, offset: Math.min(Math.max(0, offset - span.start), span.end - span.start) };
   }
 
   lineIndexOf(cell: number | null): LineIndex {
-    if (cell === null || this.doc.kind === 'python') return this.lines!;
+    if (cell === null || this.doc.kind !== 'notebook') return this.lines!;
     let li = this.cellLines.get(cell);
     if (!li) this.cellLines.set(cell, (li = new LineIndex(this.doc.cells[cell].text)));
     return li;
@@ -198,6 +278,7 @@ export interface FixResult {
 /** Returns the document with `edits` (combined offsets) applied. Edits spanning two cells are dropped. */
 export function applyToDocument(doc: SourceDocument, edits: Edit[]): SourceDocument {
   if (doc.kind === 'python') return pythonDocument(doc.path, applyEdits(doc.text, edits));
+  if (doc.kind === 'text') return textDocument(doc.path, applyEdits(doc.text, edits), doc.fileKind);
   const perCell = new Map<number, Edit[]>();
   for (const e of edits) {
     const s = spanAt(doc.program, e.start);
@@ -212,7 +293,7 @@ export function applyToDocument(doc: SourceDocument, edits: Edit[]): SourceDocum
 }
 
 function editsFitCells(doc: SourceDocument, edits: Edit[]): boolean {
-  if (doc.kind === 'python') return true;
+  if (doc.kind !== 'notebook') return true;
   return edits.every((e) => {
     const s = spanAt(doc.program, e.start);
     return !!s && e.start >= s.start && e.end <= s.end;
@@ -226,7 +307,7 @@ export function applyFixBatch(doc: SourceDocument, fixes: NonNullable<Finding['f
   if (!accepted.length) return { doc, applied: [] };
   let next = applyToDocument(doc, accepted.flatMap((i) => fixes[i].edits));
   const imports = accepted.flatMap((i) => fixes[i].imports);
-  if (imports.length) {
+  if (imports.length && next.kind !== 'text') {
     const text = analysedText(next);
     const tree = parsePython(text);
     const sema = new Semantics(tree, text);
@@ -238,6 +319,7 @@ export function applyFixBatch(doc: SourceDocument, fixes: NonNullable<Finding['f
 }
 
 function errorCount(doc: SourceDocument): number {
+  if (doc.kind === 'text') return 0;
   const tree = parsePython(analysedText(doc));
   const n = countErrors(tree);
   tree.delete();

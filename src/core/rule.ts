@@ -2,6 +2,8 @@ import type { Node } from './parse';
 import type { Semantics } from './semantics';
 import type { CombinedProgram } from './notebook';
 import type { Idioms } from './idioms';
+import type { LineIndex } from './source';
+import type { TextFileKind } from './engine';
 import type {
   AnalyzeOptions, Applicability, Edit, Effort, FixAvailability, ImportSpec, Severity, Step,
 } from './types';
@@ -50,6 +52,17 @@ export interface RuleContext {
   report(at: Node | { start: number; end: number }, opts?: ReportOptions): void;
 }
 
+/** Context for rules that read non-Python project files (requirements, Dockerfiles, shell, env, YAML). */
+export interface TextContext {
+  readonly path: string;
+  readonly text: string;
+  readonly fileKind: TextFileKind;
+  readonly options: AnalyzeOptions;
+  readonly idiom: Idioms;
+  readonly lines: LineIndex;
+  report(at: { start: number; end: number }, opts?: ReportOptions): void;
+}
+
 export interface Rule {
   id: string;
   /** Reads as "allow <name>": names the pattern, not the fix. */
@@ -66,7 +79,11 @@ export interface Rule {
   triggers: string[];
   /** Runs on `.ipynb` only. */
   notebookOnly?: boolean;
-  check(ctx: RuleContext): void;
+  /** Python files and notebooks. */
+  check?(ctx: RuleContext): void;
+  /** Non-Python project files of `textKinds`. */
+  checkText?(ctx: TextContext): void;
+  textKinds?: TextFileKind[];
 }
 
 export function defineRule(rule: Rule): Rule {
