@@ -17,6 +17,8 @@ const node = {
   sourcemap: !production,
   minify: production,
   logLevel: 'warning',
+  // web-tree-sitter's ESM build needs import.meta.url, which a CJS bundle lacks: use its CJS build
+  alias: { 'web-tree-sitter': './node_modules/web-tree-sitter/web-tree-sitter.cjs' },
 };
 
 const configs = [];

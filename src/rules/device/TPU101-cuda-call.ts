@@ -41,7 +41,7 @@ export default defineRule({
       const attr = fn.childForFieldName('attribute')!;
       const args = call.childForFieldName('arguments')!;
       ctx.report(call, {
-        message: `\`${recv.text.length > 40 ? '…' : recv.text}.cuda()\` places work on a CUDA device; a TPU host has none`,
+        message: recv.text.length <= 30 && !recv.text.includes("\n") ? `\`${recv.text}.cuda()\` places work on a CUDA device; a TPU host has none` : undefined,
         fix: {
           applicability: selectsGpu ? 'unsafe' : 'safe',
           title: `Replace \`.cuda()\` with \`.to(${dev.text})\``,

@@ -1,0 +1,205 @@
+/** `tpu-ready check [PATH...]`: scan, report, fix. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { createTwoFilesPatch } from 'diff';
+import { accelModuleSource } from '../core/accel';
+import { detectTorchXlaVersion, optionsFor, parseProjectConfig, type ProjectConfig, type Settings } from '../core/config';
+import { workspaceScore } from '../core/score';
+import { initParser } from '../core/parse';
+import { RULES } from '../rules';
+import { FORMATTERS, type Notice, type Report } from './formatters';
+import { collectFiles, findProjectRoot } from './walk';
+import { processFile, type FileOutcome, type FileTask } from './process';
+import type { Io } from './io';
+
+export interface CheckArgs {
+  paths: string[];
+  format: string;
+  fix: boolean;
+  unsafeFixes: boolean;
+  diff: boolean;
+  select?: string[];
+  ignore?: string[];
+  target?: 'torch_xla' | 'torchtpu';
+  targetVersion?: string;
+  fixStyle?: 'dual-path' | 'tpu-only';
+  statistics: boolean;
+  exitZero: boolean;
+  jobs: number;
+  maxBytes: number;
+  respectGitignore: boolean;
+  output?: string;
+}
+
+/** Files per worker below which threads do not pay for their start-up. */
+const FILES_PER_WORKER = 48;
+
+export function loadProject(root: string, io: Io): { config: ProjectConfig; pinned: string | null } {
+  let config: ProjectConfig = {};
+  const pyproject = path.join(root, 'pyproject.toml');
+  const texts: { path: string; text: string }[] = [];
+  if (fs.existsSync(pyproject)) {
+    const text = fs.readFileSync(pyproject, 'utf8');
+    texts.push({ path: pyproject, text });
+    const parsed = parseProjectConfig(text);
+    config = parsed.config;
+    for (const p of parsed.problems) io.err(`tpu-ready: ${path.relative(process.cwd(), pyproject) || 'pyproject.toml'}${p.line ? `:${p.line}` : ''}: ${p.message}\n`);
+  }
+  for (const f of safeReaddir(root)) {
+    if (/^requirements.*\.(txt|in)$/i.test(f) || f === 'setup.cfg' || /^environment.*\.ya?ml$/.test(f)) {
+      try {
+        texts.push({ path: f, text: fs.readFileSync(path.join(root, f), 'utf8') });
+      } catch {
+        /* unreadable: the scan reports it */
+      }
+    }
+  }
+  return { config, pinned: detectTorchXlaVersion(texts) };
+}
+
+function safeReaddir(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+async function runTasks(tasks: FileTask[], jobs: number, wasmDir: string): Promise<FileOutcome[]> {
+  const workers = Math.min(jobs, Math.floor(tasks.length / FILES_PER_WORKER));
+  if (workers < 2) {
+    await initParser(wasmDir);
+    return tasks.map(safeProcess);
+  }
+  const results: FileOutcome[] = new Array(tasks.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: workers }, () =>
+      new Promise<void>((resolve, reject) => {
+        const w = new Worker(path.join(wasmDir, 'worker.js'), { workerData: { wasmDir } });
+        const feed = () => {
+          if (next >= tasks.length) {
+            void w.terminate();
+            resolve();
+            return;
+          }
+          // send small batches so threads finish together
+          const start = next;
+          next = Math.min(tasks.length, next + 8);
+          w.postMessage({ start, tasks: tasks.slice(start, next) });
+        };
+        w.on('message', (msg: { start: number; results: FileOutcome[] }) => {
+          msg.results.forEach((r, i) => (results[msg.start + i] = r));
+          feed();
+        });
+        w.on('error', reject);
+        w.once('online', feed);
+      }),
+    ),
+  );
+  return results;
+}
+
+export function safeProcess(task: FileTask): FileOutcome {
+  try {
+    return processFile(task);
+  } catch (e) {
+    return { display: task.display, abs: task.abs, kind: null, findings: [], relevant: false, ruleErrors: [], skipped: `internal error: ${(e as Error).message}` };
+  }
+}
+
+export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promise<number> {
+  const formatter = FORMATTERS[args.format];
+  if (!formatter) {
+    io.err(`tpu-ready: unknown --format "${args.format}" (text, json, sarif, github)\n`);
+    return 2;
+  }
+  const cwd = process.cwd();
+  const root = findProjectRoot(args.paths[0] ?? cwd);
+  const { config, pinned } = loadProject(root, io);
+  const flags: Settings = { select: args.select, ignore: args.ignore, target: args.target, targetVersion: args.targetVersion, fixStyle: args.fixStyle };
+  const { files, missing } = collectFiles(args.paths.length ? args.paths : ['.'], root, config.exclude, args.respectGitignore);
+  for (const m of missing) io.err(`tpu-ready: ${m}: no such file or directory\n`);
+  if (missing.length && !files.length) return 2;
+
+  const tasks: FileTask[] = [];
+  for (const abs of files) {
+    const rel = path.relative(root, abs).split(path.sep).join('/');
+    const options = optionsFor(config, {}, rel, pinned, flags);
+    if (!options) continue;
+    tasks.push({ abs, display: path.relative(cwd, abs) || path.basename(abs), options, fix: args.fix || args.diff ? { unsafe: args.unsafeFixes } : null, maxBytes: args.maxBytes });
+  }
+  const outcomes = await runTasks(tasks, args.jobs, wasmDir);
+
+  const notices: Notice[] = [];
+  let fixed = 0;
+  const diffs: string[] = [];
+  const accelWritten = new Set<string>();
+  for (const o of outcomes) {
+    if (o.skipped) notices.push({ path: o.display, message: `skipped: ${o.skipped}` });
+    for (const e of o.ruleErrors) notices.push({ path: o.display, message: `internal error in ${e.rule}: ${e.error.split('\n')[0]}` });
+    if (!o.fixed) continue;
+    fixed += o.fixed.applied;
+    const task = tasks.find((t) => t.abs === o.abs)!;
+    const accelFile = path.join(path.dirname(o.abs), `${task.options.accelModule.split('.').pop()}.py`);
+    const needAccel = o.fixed.needsAccel && !fs.existsSync(accelFile) && !accelWritten.has(accelFile);
+    if (args.diff) {
+      diffs.push(createTwoFilesPatch(`a/${o.display}`, `b/${o.display}`, o.fixed.before, o.fixed.after, '', '', { context: 3 }).replace(/^=+\n/, ''));
+      if (needAccel) {
+        accelWritten.add(accelFile);
+        const rel = path.relative(cwd, accelFile);
+        diffs.push(createTwoFilesPatch('/dev/null', `b/${rel}`, '', accelModuleSource(task.options.accelModule), '', '').replace(/^=+\n/, ''));
+      }
+    } else {
+      try {
+        fs.writeFileSync(o.abs, o.fixed.after);
+        if (needAccel) {
+          fs.writeFileSync(accelFile, accelModuleSource(task.options.accelModule));
+          accelWritten.add(accelFile);
+          notices.push({ path: path.relative(cwd, accelFile), message: 'created the device-abstraction module the dual-path fixes call' });
+        }
+      } catch (e) {
+        io.err(`tpu-ready: cannot write ${o.display}: ${(e as Error).message}\n`);
+        return 2;
+      }
+    }
+  }
+
+  const findings = outcomes.flatMap((o) => o.findings);
+  const analysed = outcomes.filter((o) => !o.skipped);
+  const byStep: Record<string, number> = {};
+  for (const f of findings) byStep[f.step] = (byStep[f.step] ?? 0) + 1;
+  const defaultTarget = optionsFor(config, {}, '', pinned, flags)?.target ?? { profile: 'torch_xla', version: '2.9' };
+  const report: Report = {
+    target: defaultTarget,
+    summary: {
+      files: analysed.length,
+      findings: findings.length,
+      score: workspaceScore(analysed.map((o) => ({ findings: o.findings, relevant: o.relevant }))),
+      errors: findings.filter((f) => f.severity === 'error').length,
+      warnings: findings.filter((f) => f.severity === 'warning').length,
+      info: findings.filter((f) => f.severity === 'info' || f.severity === 'hint').length,
+      fixable: { safe: findings.filter((f) => f.fix?.applicability === 'safe').length, unsafe: findings.filter((f) => f.fix?.applicability === 'unsafe').length },
+      effort: findings.reduce((s, f) => s + f.effort, 0),
+      byStep,
+      skipped: outcomes.length - analysed.length,
+      fixed: args.diff ? 0 : fixed,
+    },
+    findings,
+    notices,
+    statistics: args.statistics,
+    color: args.format === 'text' && io.isTTY && !process.env.NO_COLOR,
+  };
+  if (args.diff) {
+    io.out(diffs.join(''));
+    if (args.format === 'text') io.err(`${fixed} fix${fixed === 1 ? '' : 'es'} would be applied.\n`);
+    return args.exitZero ? 0 : diffs.length ? 1 : 0;
+  }
+  const rendered = formatter.format(report, RULES);
+  if (args.output) fs.writeFileSync(args.output, rendered);
+  else io.out(rendered);
+  if (args.format !== 'text' && notices.length) for (const n of notices) io.err(`tpu-ready: ${n.path}: ${n.message}\n`);
+  return args.exitZero ? 0 : findings.length ? 1 : 0;
+}
+

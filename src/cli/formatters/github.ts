@@ -1,0 +1,19 @@
+import type { Formatter } from './types';
+
+const esc = (s: string) => s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+const escProp = (s: string) => esc(s).replace(/:/g, '%3A').replace(/,/g, '%2C');
+
+/** GitHub Actions workflow commands: one annotation per finding. */
+export const githubFormatter: Formatter = {
+  format(report) {
+    return report.findings
+      .map((f) => {
+        const level = f.severity === 'error' ? 'error' : f.severity === 'warning' ? 'warning' : 'notice';
+        const where = f.cell !== null ? ` (cell ${f.cell}, line ${f.line})` : '';
+        // notebook lines are cell-relative: annotate the file without a line
+        const pos = f.cell !== null ? '' : `,line=${f.line},col=${f.column},endLine=${f.endLine},endColumn=${f.endColumn}`;
+        return `::${level} title=${escProp(`${f.rule}`)},file=${escProp(f.path)}${pos}::${esc(`${f.rule} ${f.message}${where}`)}`;
+      })
+      .join('\n') + (report.findings.length ? '\n' : '');
+  },
+};

@@ -1,0 +1,62 @@
+import type * as Sarif from 'sarif';
+import { docsUrl, type Rule } from '../../core/rule';
+import type { Formatter } from './types';
+import type { Severity } from '../../core/types';
+import { VERSION } from '../version';
+
+const level = (s: Severity): Sarif.ReportingConfiguration.level => (s === 'error' ? 'error' : s === 'warning' ? 'warning' : 'note');
+
+/** SARIF 2.1.0 for GitHub code scanning; `tool.driver.rules` is generated from the registry. */
+export function sarifLog(report: Parameters<Formatter['format']>[0], rules: readonly Rule[]): Sarif.Log {
+  const index = new Map(rules.map((r, i) => [r.id, i]));
+  const results: Sarif.Result[] = report.findings.map((f) => ({
+    ruleId: f.rule,
+    ruleIndex: index.get(f.rule),
+    level: level(f.severity),
+    message: { text: f.message },
+    locations: [
+      {
+        physicalLocation: {
+          artifactLocation: { uri: f.path.split('\\').join('/'), uriBaseId: '%SRCROOT%' },
+          region: f.cell !== null ? { startLine: 1 } : { startLine: f.line, startColumn: f.column, endLine: f.endLine, endColumn: f.endColumn },
+        },
+        ...(f.cell !== null ? { message: { text: `cell ${f.cell}, line ${f.line}, column ${f.column}` } } : {}),
+      },
+    ],
+    properties: { step: f.step, effort: f.effort, ...(f.cell !== null ? { cell: f.cell, cellLine: f.line, cellColumn: f.column } : {}), fix: f.fix?.applicability ?? 'none' },
+  }));
+  return {
+    $schema: 'https://json.schemastore.org/sarif-2.1.0.json',
+    version: '2.1.0',
+    runs: [
+      {
+        tool: {
+          driver: {
+            name: 'tpu-ready',
+            version: VERSION,
+            informationUri: 'https://github.com/tpu-ready/tpu-ready',
+            rules: rules.map((r) => ({
+              id: r.id,
+              name: r.name,
+              shortDescription: { text: r.title.replace(/`/g, '') },
+              fullDescription: { text: r.docs.what },
+              helpUri: docsUrl(r.id),
+              help: { text: `${r.docs.why}\n\nUse instead:\n${r.docs.useInstead}`, markdown: `${r.docs.why}\n\n**Use instead:**\n\n\`\`\`python\n${r.docs.useInstead}\n\`\`\`` },
+              defaultConfiguration: { level: level(r.severity) },
+              properties: { step: r.step, effort: r.effort, fix: r.fix.availability === 'none' ? 'none' : r.fix.applicability ?? 'unsafe', tags: ['tpu', 'pytorch-xla'] },
+            })),
+          },
+        },
+        columnKind: 'unicodeCodePoints',
+        originalUriBaseIds: { '%SRCROOT%': { uri: './' } },
+        results,
+      },
+    ],
+  };
+}
+
+export const sarifFormatter: Formatter = {
+  format(report, rules) {
+    return JSON.stringify(sarifLog(report, rules), null, 2) + '\n';
+  },
+};

@@ -1,0 +1,154 @@
+/** The `tpu-ready` command line: the engine in CI and in a terminal. */
+import os from 'node:os';
+import { runCheck, type CheckArgs } from './check';
+import { processIo, type Io } from './io';
+import { RULES } from '../rules';
+import { VERSION } from './version';
+
+const HELP = `tpu-ready ${VERSION}: find what stops or slows PyTorch training code on TPU (PyTorch/XLA)
+
+Usage:
+  tpu-ready check [PATH...] [options]   scan .py, .ipynb and project files (default: .)
+  tpu-ready rules [--format text|json]  list the rules
+  tpu-ready --version | --help
+
+Check options:
+  --format text|json|sarif|github   output format (default text)
+  --output FILE                     write the report to FILE
+  --fix                             apply safe fixes
+  --unsafe-fixes                    with --fix/--diff: apply unsafe fixes too (review them)
+  --diff                            print the fixes as a unified diff, write nothing
+  --select IDS, --ignore IDS        comma-separated rule ids or prefixes (TPU2, TPU101)
+  --target torch_xla|torchtpu       target profile (default torch_xla)
+  --target-version X.Y              torch_xla version 2.3-2.9 (default: pinned in the project, else 2.9)
+  --fix-style dual-path|tpu-only    dual-path (default) keeps CUDA/CPU working via a generated accel.py
+  --statistics                      counts per rule instead of findings
+  --exit-zero                       exit 0 even when there are findings
+  --jobs N                          worker threads (default: cores)
+  --max-file-size KB                skip larger files (default 2048)
+  --no-gitignore                    do not honour .gitignore files
+
+Exit codes: 0 no findings, 1 findings, 2 usage or I/O error.
+Configuration: [tool.tpu-ready] in pyproject.toml (select, ignore, per-file-ignores, exclude,
+target, target-version, fix-style, accel-module). Flags win over pyproject.
+`;
+
+class UsageError extends Error {}
+
+function list(v: string): string[] {
+  return v.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+export function parseCheckArgs(argv: string[]): CheckArgs {
+  const a: CheckArgs = {
+    paths: [], format: 'text', fix: false, unsafeFixes: false, diff: false, statistics: false, exitZero: false,
+    jobs: Math.max(1, os.availableParallelism?.() ?? os.cpus().length), maxBytes: 2048 * 1024, respectGitignore: true,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const raw = argv[i];
+    const eq = raw.indexOf('=');
+    const flag = raw.startsWith('--') && eq > 0 ? raw.slice(0, eq) : raw;
+    const value = (): string => {
+      if (raw.startsWith('--') && eq > 0) return raw.slice(eq + 1);
+      const v = argv[++i];
+      if (v === undefined) throw new UsageError(`${flag} needs a value`);
+      return v;
+    };
+    switch (flag) {
+      case '--format': a.format = value(); break;
+      case '--output': case '-o': a.output = value(); break;
+      case '--fix': a.fix = true; break;
+      case '--unsafe-fixes': a.unsafeFixes = true; break;
+      case '--diff': a.diff = true; break;
+      case '--select': a.select = list(value()); break;
+      case '--ignore': a.ignore = list(value()); break;
+      case '--target': {
+        const v = value();
+        if (v !== 'torch_xla' && v !== 'torchtpu') throw new UsageError(`--target must be torch_xla or torchtpu, not "${v}"`);
+        a.target = v;
+        break;
+      }
+      case '--target-version': {
+        const v = value();
+        if (!/^2\.[3-9]$/.test(v)) throw new UsageError(`--target-version must be 2.3 to 2.9, not "${v}"`);
+        a.targetVersion = v;
+        break;
+      }
+      case '--fix-style': {
+        const v = value();
+        if (v !== 'dual-path' && v !== 'tpu-only') throw new UsageError(`--fix-style must be dual-path or tpu-only, not "${v}"`);
+        a.fixStyle = v;
+        break;
+      }
+      case '--statistics': a.statistics = true; break;
+      case '--exit-zero': a.exitZero = true; break;
+      case '--no-gitignore': a.respectGitignore = false; break;
+      case '--jobs': case '-j': {
+        const n = Number(value());
+        if (!Number.isInteger(n) || n < 1) throw new UsageError('--jobs must be a positive integer');
+        a.jobs = n;
+        break;
+      }
+      case '--max-file-size': {
+        const n = Number(value());
+        if (!(n > 0)) throw new UsageError('--max-file-size must be a positive number of KiB');
+        a.maxBytes = n * 1024;
+        break;
+      }
+      default:
+        if (raw.startsWith('-') && raw !== '-') throw new UsageError(`unknown option ${raw}`);
+        a.paths.push(raw);
+    }
+  }
+  if (!['text', 'json', 'sarif', 'github'].includes(a.format)) throw new UsageError(`--format must be text, json, sarif or github, not "${a.format}"`);
+  return a;
+}
+
+export async function main(argv: string[], io: Io = processIo, wasmDir = __dirname): Promise<number> {
+  const [cmd, ...rest] = argv;
+  try {
+    switch (cmd) {
+      case undefined:
+      case '--help':
+      case '-h':
+      case 'help':
+        io.out(HELP);
+        return cmd === undefined ? 2 : 0;
+      case '--version':
+      case '-V':
+        io.out(`tpu-ready ${VERSION}\n`);
+        return 0;
+      case 'check':
+        return await runCheck(parseCheckArgs(rest), io, wasmDir);
+      case 'rules': {
+        if (rest.includes('--format') && rest[rest.indexOf('--format') + 1] === 'json') {
+          io.out(JSON.stringify(RULES.map((r) => ({ id: r.id, name: r.name, title: r.title, severity: r.severity, step: r.step, effort: r.effort, fix: r.fix })), null, 2) + '\n');
+        } else {
+          for (const r of RULES) io.out(`${r.id}  ${r.severity.padEnd(7)}  step ${String(r.step).padStart(2)}  ${r.fix.availability === 'none' ? '   ' : r.fix.applicability === 'safe' ? '[*]' : '[~]'}  ${r.title.replace(/`/g, '')}\n`);
+        }
+        return 0;
+      }
+      default:
+        throw new UsageError(`unknown command "${cmd}" (check, rules)`);
+    }
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.err(`tpu-ready: ${e.message}\nRun \`tpu-ready --help\` for usage.\n`);
+      return 2;
+    }
+    io.err(`tpu-ready: internal error: ${(e as Error).stack ?? e}\n`);
+    return 2;
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (e) => {
+      process.stderr.write(`tpu-ready: ${e}\n`);
+      process.exitCode = 2;
+    },
+  );
+}

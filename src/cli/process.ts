@@ -1,0 +1,147 @@
+/** One file: read, analyse, optionally fix. Shared by the CLI's main thread and its workers. */
+import fs from 'node:fs';
+import {
+  analyze, analysedText, fixDocument, locateAll, notebookDocument, pythonDocument, textDocument, textFileKind,
+  type SourceDocument,
+} from '../core/engine';
+import { NotebookFormatError, parseIpynb, serializeIpynb, type ParsedIpynb } from '../core/notebook';
+import { codePointColumn, LineIndex } from '../core/source';
+import { RULES } from '../rules';
+import type { AnalyzeOptions, Applicability, Severity, Step, Effort } from '../core/types';
+
+export interface FileTask {
+  abs: string;
+  /** Path shown in output (relative to the working directory). */
+  display: string;
+  options: AnalyzeOptions;
+  /** Apply fixes (safe; unsafe too when `unsafe`). */
+  fix: { unsafe: boolean } | null;
+  maxBytes: number;
+}
+
+export interface OutFinding {
+  path: string;
+  rule: string;
+  severity: Severity;
+  /** 1-based; within the cell for notebooks */
+  line: number;
+  /** 1-based, in Unicode code points */
+  column: number;
+  endLine: number;
+  endColumn: number;
+  cell: number | null;
+  message: string;
+  step: Step;
+  effort: Effort;
+  fix: { applicability: Applicability; title: string } | null;
+}
+
+export interface FileOutcome {
+  display: string;
+  abs: string;
+  kind: 'python' | 'notebook' | 'text' | null;
+  findings: OutFinding[];
+  /** Why the file was not analysed (size, binary, encoding, broken notebook). */
+  skipped?: string;
+  /** The file uses torch: it counts toward the workspace score. */
+  relevant: boolean;
+  /** Present when fixing changed the file. */
+  fixed?: { applied: number; before: string; after: string; needsAccel: boolean; rules: string[] };
+  ruleErrors: { rule: string; error: string }[];
+}
+
+export function readText(abs: string, maxBytes: number): { text?: string; skipped?: string } {
+  let buf: Buffer;
+  try {
+    const st = fs.statSync(abs);
+    if (st.size > maxBytes) return { skipped: `larger than ${Math.round(maxBytes / 1024)} KiB (${Math.round(st.size / 1024)} KiB)` };
+    buf = fs.readFileSync(abs);
+  } catch (e) {
+    return { skipped: `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` };
+  }
+  if (buf.subarray(0, 8192).includes(0)) return { skipped: 'binary file' };
+  try {
+    return { text: new TextDecoder('utf-8', { fatal: true }).decode(buf) };
+  } catch {
+    return { skipped: 'not valid UTF-8' };
+  }
+}
+
+function toOut(display: string, doc: SourceDocument, findings: ReturnType<typeof locateAll>): OutFinding[] {
+  const cellLines = new Map<number | null, LineIndex>();
+  const li = (cell: number | null) => {
+    let x = cellLines.get(cell);
+    if (!x) cellLines.set(cell, (x = new LineIndex(cell === null || doc.kind !== 'notebook' ? (doc.kind === 'notebook' ? '' : doc.text) : doc.cells[cell].text)));
+    return x;
+  };
+  return findings.map((f) => {
+    const lines = li(f.cell);
+    return {
+      path: display,
+      rule: f.rule,
+      severity: f.severity,
+      line: f.startPos.line + 1,
+      column: codePointColumn(lines.lineText(f.startPos.line), f.startPos.character),
+      endLine: f.endPos.line + 1,
+      endColumn: codePointColumn(lines.lineText(f.endPos.line), f.endPos.character),
+      cell: f.cell,
+      message: f.message,
+      step: f.step,
+      effort: f.effort,
+      fix: f.fix ? { applicability: f.fix.applicability, title: f.fix.title } : null,
+    };
+  });
+}
+
+export function processFile(task: FileTask): FileOutcome {
+  const out: FileOutcome = { display: task.display, abs: task.abs, kind: null, findings: [], relevant: false, ruleErrors: [] };
+  const read = readText(task.abs, task.maxBytes);
+  if (read.skipped) return { ...out, skipped: read.skipped };
+  let raw = read.text!;
+  const bom = raw.charCodeAt(0) === 0xfeff;
+  if (bom) raw = raw.slice(1);
+
+  let doc: SourceDocument;
+  let nb: ParsedIpynb | null = null;
+  if (task.abs.endsWith('.ipynb')) {
+    try {
+      nb = parseIpynb(raw);
+    } catch (e) {
+      if (e instanceof NotebookFormatError) return { ...out, kind: 'notebook', skipped: `broken notebook: ${e.message}` };
+      throw e;
+    }
+    if (nb.language !== 'python') return { ...out, kind: 'notebook', skipped: `notebook language is ${nb.language}` };
+    doc = notebookDocument(task.display, nb.cells);
+  } else if (task.abs.endsWith('.py') || task.abs.endsWith('.pyi')) {
+    doc = pythonDocument(task.display, raw);
+  } else {
+    const kind = textFileKind(task.abs);
+    if (!kind) return { ...out, skipped: 'not a Python, notebook or project file' };
+    doc = textDocument(task.display, raw, kind);
+  }
+  out.kind = doc.kind;
+
+  if (task.fix) {
+    const result = fixDocument(doc, RULES, task.options, { unsafe: task.fix.unsafe });
+    if (result.applied > 0) {
+      let after: string;
+      if (doc.kind === 'notebook' && result.doc.kind === 'notebook' && nb) {
+        const changed = new Map<number, string>();
+        const original = nb.cells;
+        result.doc.cells.forEach((c, i) => {
+          if (original[i].text !== c.text) changed.set(i, c.text);
+        });
+        after = serializeIpynb(nb, changed);
+      } else after = analysedText(result.doc);
+      out.fixed = { applied: result.applied, before: (bom ? '\ufeff' : '') + raw, after: (bom ? '\ufeff' : '') + after, needsAccel: result.needsAccel, rules: result.appliedRules };
+      doc = result.doc;
+    }
+  }
+
+  const analysis = analyze(doc, RULES, task.options);
+  out.relevant = analysis.sema?.usesTorch() ?? false;
+  out.findings = toOut(task.display, doc, locateAll(analysis));
+  out.ruleErrors = analysis.ruleErrors;
+  analysis.tree?.delete();
+  return out;
+}
