@@ -84,3 +84,19 @@ export const DEFAULT_OPTIONS: AnalyzeOptions = {
   select: [],
   ignore: [],
 };
+
+/** The ten integration-checklist steps (catalog §0.4). */
+export const STEP_TITLES: Record<Step, string> = {
+  1: 'Environment',
+  2: 'Install',
+  3: 'Move model to the XLA device',
+  4: 'Data input and static shapes',
+  5: 'Mixed precision',
+  6: 'Shape discipline and compilation boundaries',
+  7: 'Distributed training',
+  8: 'Checkpointing and resilience',
+  9: 'Profiling and debugging',
+  10: 'CI and reproducibility',
+};
+
+export const EFFORT_LABELS: Record<Effort, string> = { 1: 'trivial', 3: 'complex', 5: 'redesign', 7: 're-architecture', 13: 'unknown' };
