@@ -1,0 +1,188 @@
+import { defineRule, type RuleContext } from '../../core/rule';
+import { callArgs, kwValue, stringContent } from '../../core/semantics';
+import { deleteStatement } from '../../core/edits';
+import type { Node } from '../../core/parse';
+import type { Edit, ImportSpec } from '../../core/types';
+import { INIT_PG, callsTo, editArgs, envWrites, replaceStringContent, spmdEnabled, stringSource } from './util';
+
+const XLA_BACKEND: ImportSpec = { module: 'torch_xla.distributed.xla_backend' };
+const NCCL = /(^|[,:]\s*)nccl\s*$|^nccl\b|[,:]\s*nccl\b/;
+
+interface InitSite {
+  call: Node;
+  backend: Node | null;
+}
+
+/** Edits that give an init call `init_method="xla://"` and drop `rank=`/`world_size=` (xla:// infers both). */
+function initMethodEdits(call: Node): { edits: Edit[]; userValue: boolean } {
+  const { keywords } = callArgs(call);
+  const im = kwValue(keywords.get('init_method'));
+  const drop = ['rank', 'world_size'].map((k) => keywords.get(k)).filter((k): k is Node => !!k);
+  if (im?.type === 'string' && !im.namedChildren.some((c) => c?.type === 'interpolation')) {
+    const edits = editArgs(call, drop);
+    edits.push(replaceStringContent(im, 'xla://'));
+    return { edits, userValue: false };
+  }
+  if (im) {
+    const edits = editArgs(call, drop);
+    edits.push({ start: im.startIndex, end: im.endIndex, text: '"xla://"' });
+    return { edits, userValue: true };
+  }
+  return { edits: editArgs(call, drop, ['init_method="xla://"']), userValue: false };
+}
+
+export default defineRule({
+  id: 'TPU501',
+  name: 'cuda-process-group',
+  title: 'Process-group backend and init for CUDA',
+  severity: 'error',
+  step: 7,
+  effort: 1,
+  message: 'The NCCL process-group backend needs CUDA GPUs; a TPU host has none',
+  fix: { availability: 'sometimes', applicability: 'safe', title: 'Use the XLA backend with `init_method="xla://"`' },
+  triggers: ['nccl', 'MASTER_ADDR', 'MASTER_PORT', 'env://', 'tcp://'],
+  docs: {
+    what:
+      'Checks for `torch.distributed.init_process_group` with the `nccl` backend (a literal, or a variable, parameter or argparse default that holds `"nccl"`), ' +
+      'an `env://`/`tcp://` rendezvous next to the `xla` backend, and `os.environ["MASTER_ADDR"|"MASTER_PORT"]` writes in files that set up an NCCL group.',
+    why:
+      'NCCL is a CUDA library: on a TPU VM the group cannot be created. torch_xla registers its own backend and rendezvous when ' +
+      '`torch_xla.distributed.xla_backend` is imported (`dist.Backend.register_backend("xla", …)` and `dist.register_rendezvous_handler("xla", …)`, XBK:18-24); ' +
+      'with `init_method="xla://"` rank, world size and the master address come from the XLA runtime, so `MASTER_ADDR`/`MASTER_PORT` and `rank=`/`world_size=` are not needed. ' +
+      'Under SPMD the `xla` backend asserts ("XLA backend is not supported with SPMD. Please use a CPU process group instead.", XBK:12-16): use a CPU `gloo` group with `xla://` there. ' +
+      'The native data-parallel path (`xm.optimizer_step` in a `torch_xla.launch` target) needs no process group at all.',
+    example:
+      'os.environ["MASTER_ADDR"] = "localhost"\nos.environ["MASTER_PORT"] = "12355"\ndist.init_process_group("nccl", rank=rank, world_size=world_size)',
+    useInstead: 'import torch_xla.distributed.xla_backend  # registers the "xla" backend and xla://\n\ndist.init_process_group("xla", init_method="xla://")',
+    fixSafety:
+      'Safe for one-process-per-device code: the backend becomes `xla`, the rendezvous `xla://` (which supplies rank and world size), and the now unused `MASTER_ADDR`/`MASTER_PORT` writes are deleted. ' +
+      'Unsafe when the backend comes from a CLI flag or parameter (users may still pass `gloo` for CPU runs), when the `init_method` is a variable, when a `"nccl" if … else "gloo"` choice collapses to `xla`, and under SPMD (the fix then picks `gloo` with `xla://`). ' +
+      'Dual-path style offers no fix: the `xla` backend exists only once torch_xla is imported, which a CUDA run cannot do.',
+    sources: [
+      'XBK: torch_xla/distributed/xla_backend.py:11-24 (_create_xla_process_group SPMD assert, register_backend("xla"), register_rendezvous_handler("xla")), read at pytorch/xla@035c6ac',
+      'README.md:196-225 (DDP on XLA: init_process_group("xla", init_method="xla://"))',
+      'PJRT:302-336 (xla:// finds replica ids, world size and master IP)',
+      'DCP:127-141 (SPMD: dist.init_process_group("gloo", init_method="xla://"))',
+    ],
+    torchtpu: 'The TorchTPU process-group backend is not public yet: the finding names the NCCL call and offers no fix.',
+  },
+  check(ctx) {
+    const spmd = spmdEnabled(ctx);
+    const xlaIdiom = ctx.idiom.xlaOnly('xla');
+    const sites: InitSite[] = callsTo(ctx, INIT_PG)
+      .filter((c) => !ctx.sema.inXlaAwareBranch(c))
+      .map((call) => {
+        const { positional, keywords } = callArgs(call);
+        return { call, backend: positional[0] ?? kwValue(keywords.get('backend')) };
+      });
+    const backendName = spmd ? 'gloo' : 'xla';
+    let cudaGroups = 0;
+    const bySource = new Map<number, { literal: Node; fromUser: boolean; calls: Node[] }>();
+    for (const site of sites) {
+      const b = site.backend;
+      if (!b) continue;
+      // "nccl" literal in the call
+      if (b.type === 'string' && NCCL.test(stringContent(b) ?? '')) {
+        cudaGroups++;
+        const im = initMethodEdits(site.call);
+        ctx.report(b, {
+          message: messageFor(ctx, spmd),
+          fix: xlaIdiom
+            ? {
+                title: `Use the \`${backendName}\` backend with \`init_method="xla://"\``,
+                applicability: spmd || im.userValue ? 'unsafe' : 'safe',
+                edits: [replaceStringContent(b, backendName), ...im.edits],
+                imports: [XLA_BACKEND],
+              }
+            : null,
+        });
+        continue;
+      }
+      // "nccl" if torch.cuda.is_available() else "gloo"
+      if (b.type === 'conditional_expression') {
+        const arms = [b.namedChildren[0], b.namedChildren[2]];
+        if (!arms.some((a) => a?.type === 'string' && NCCL.test(stringContent(a) ?? ''))) continue;
+        cudaGroups++;
+        const im = initMethodEdits(site.call);
+        ctx.report(b, {
+          message: messageFor(ctx, spmd),
+          fix: xlaIdiom
+            ? {
+                title: `Use the \`${backendName}\` backend with \`init_method="xla://"\``,
+                applicability: 'unsafe',
+                edits: [{ start: b.startIndex, end: b.endIndex, text: `"${backendName}"` }, ...im.edits],
+                imports: [XLA_BACKEND],
+              }
+            : null,
+        });
+        continue;
+      }
+      // backend = 'nccl' (nanoGPT), def setup(backend="nccl"), parser.add_argument("--backend", default="nccl")
+      if (b.type === 'identifier' || b.type === 'attribute') {
+        const src = stringSource(ctx, b);
+        if (!src || !NCCL.test(stringContent(src.literal) ?? '')) continue;
+        const entry = bySource.get(src.literal.id) ?? { ...src, calls: [] };
+        entry.calls.push(site.call);
+        bySource.set(src.literal.id, entry);
+        continue;
+      }
+      // init_process_group("xla", init_method="env://"): the env rendezvous needs MASTER_ADDR/PORT
+      if (b.type === 'string' && stringContent(b) === 'xla') {
+        const im = kwValue(callArgs(site.call).keywords.get('init_method'));
+        const url = im?.type === 'string' ? stringContent(im) ?? '' : '';
+        if (!/^(env|tcp):\/\//.test(url)) continue;
+        const fix = ctx.idiom.xlaAlways('xla://', XLA_BACKEND);
+        ctx.report(im!, {
+          message: `\`${url.split('//')[0]}//\` rendezvous needs MASTER_ADDR/MASTER_PORT; with the \`xla\` backend use \`init_method="xla://"\``,
+          fix: fix ? { title: 'Use `init_method="xla://"`', applicability: 'safe', edits: [replaceStringContent(im!, 'xla://')], imports: fix.imports } : null,
+        });
+      }
+    }
+    for (const { literal, fromUser, calls } of bySource.values()) {
+      cudaGroups++;
+      const edits: Edit[] = [replaceStringContent(literal, backendName)];
+      let userValue = fromUser;
+      for (const call of calls) {
+        const im = initMethodEdits(call);
+        edits.push(...im.edits);
+        userValue ||= im.userValue;
+      }
+      ctx.report(literal, {
+        message: `${messageFor(ctx, spmd)} (this value is the backend of \`init_process_group\`)`,
+        fix: xlaIdiom
+          ? {
+              title: `Use the \`${backendName}\` backend with \`init_method="xla://"\``,
+              applicability: spmd || userValue ? 'unsafe' : 'safe',
+              edits,
+              imports: [XLA_BACKEND],
+            }
+          : null,
+      });
+    }
+    if (!cudaGroups) return;
+    for (const name of ['MASTER_ADDR', 'MASTER_PORT']) {
+      for (const w of envWrites(ctx, name)) {
+        if (ctx.sema.inXlaAwareBranch(w.node)) continue;
+        const stmtOk = w.stmt.type === 'expression_statement';
+        ctx.report(w.node, {
+          severity: 'warning',
+          message:
+            ctx.idiom.profile === 'torchtpu'
+              ? `\`${name}\` only feeds the \`env://\` rendezvous of the NCCL group`
+              : `\`${name}\` only feeds the \`env://\` rendezvous of the NCCL group; \`xla://\` discovers the master itself`,
+          fix:
+            xlaIdiom && stmtOk
+              ? { title: `Delete the \`${name}\` write`, applicability: 'safe', edits: [deleteStatement(ctx.text, w.stmt)] }
+              : null,
+        });
+      }
+    }
+  },
+});
+
+function messageFor(ctx: RuleContext, spmd: boolean): string {
+  if (ctx.idiom.profile === 'torchtpu') return 'The NCCL process-group backend needs CUDA GPUs; look for where this group is created (the TorchTPU backend is not public yet)';
+  return spmd
+    ? 'The NCCL process-group backend needs CUDA GPUs; under SPMD use a CPU `gloo` group with `init_method="xla://"`'
+    : 'The NCCL process-group backend needs CUDA GPUs; use the `xla` backend with `init_method="xla://"`';
+}
