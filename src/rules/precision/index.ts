@@ -1,5 +1,6 @@
 import type { Rule } from '../../core/rule';
+import TPU301 from './TPU301-cuda-autocast';
 
-const rules: Rule[] = [];
+const rules: Rule[] = [TPU301];
 
 export default rules;

@@ -1,0 +1,140 @@
+import { defineRule } from '../../core/rule';
+import { downgrade } from '../../core/engine';
+import { replace } from '../../core/edits';
+import type { Node } from '../../core/parse';
+import type { RuleContext } from '../../core/rule';
+import type { ImportSpec } from '../../core/types';
+import { callArgs, kwValue, mentionsXla, stringContent } from '../../core/semantics';
+import { autocastCall, autocastExpr, inDecorator, isBfloat16, isFloat16 } from './util';
+
+const GRAD_SCALERS = /^(torch\.cuda\.amp\.GradScaler|torch\.amp\.GradScaler|torch\.GradScaler|torch\.amp\.grad_scaler\.GradScaler|torch\.cuda\.amp\.grad_scaler\.GradScaler)$/;
+const CUSTOM_FN = /^torch\.cuda\.amp\.(custom_fwd|custom_bwd)$/;
+
+/** A device-type argument that means CUDA: "cuda", a CUDA-tainted name, `<cuda device>.type`. */
+function isCudaDeviceType(ctx: RuleContext, node: Node | null): boolean {
+  if (!node || mentionsXla(node.text)) return false;
+  if (node.type === 'string') return /^cuda(:\d+)?$/.test(stringContent(node) ?? '');
+  if (node.type === 'attribute' && node.childForFieldName('attribute')?.text === 'type') {
+    return ctx.sema.isCudaDevice(node.childForFieldName('object'));
+  }
+  return ctx.sema.isCudaDevice(node);
+}
+
+function short(text: string): string {
+  const one = text.replace(/\s+/g, ' ');
+  return one.length > 60 ? `${one.slice(0, 57)}…` : one;
+}
+
+export default defineRule({
+  id: 'TPU301',
+  name: 'cuda-autocast',
+  title: 'CUDA autocast is silently disabled on TPU',
+  severity: 'warning',
+  step: 5,
+  effort: 1,
+  message: 'CUDA autocast is disabled when no CUDA device exists: this region runs in float32 on TPU',
+  fix: { availability: 'sometimes', applicability: 'safe', title: 'Use bf16 autocast on the XLA device' },
+  triggers: ['autocast', 'custom_fwd', 'custom_bwd'],
+  docs: {
+    what:
+      'Checks for autocast regions keyed on CUDA: `torch.cuda.amp.autocast(...)` (as a context manager, call or decorator), ' +
+      '`torch.autocast("cuda", ...)`, `torch.amp.autocast(device_type="cuda")`, `autocast(...)` imported from `torch.cuda.amp`, ' +
+      'and `torch.autocast(device_type=var)` where `var` holds a CUDA device type (`"cuda" if torch.cuda.is_available() else "cpu"`, `device.type`). ' +
+      'Also `torch.cuda.amp.custom_fwd`/`custom_bwd`, which follow the CUDA autocast state only.',
+    why:
+      'PyTorch\'s autocast warns "User provided device_type of \'cuda\', but CUDA is not available. Disabling" and sets `enabled=False` ' +
+      '(PT:torch/amp/autocast_mode.py `__init__`). On a TPU host the region therefore runs in float32: slower and larger than intended. ' +
+      'The XLA form is `torch.autocast("xla", dtype=torch.bfloat16)`; `torch_xla.amp.autocast(device)` is the same thing on TPU (AMP:39-42).',
+    example: 'with torch.cuda.amp.autocast():\n    loss = crit(model(x), y)\n\nwith torch.autocast("cuda", dtype=torch.bfloat16):\n    loss = crit(model(x), y)',
+    useInstead: 'import torch_xla\n\nwith torch.autocast("xla", dtype=torch.bfloat16):\n    loss = crit(model(x), y)',
+    fixSafety:
+      'Safe when the region asked for bf16 or for no dtype in a script without a GradScaler: only the device changes (CUDA autocast already did nothing on TPU). ' +
+      'Unsafe when the dtype was float16 (it becomes bf16, see TPU302), when it is a variable, or when a GradScaler shows the code was tuned for fp16. ' +
+      '`enabled=` and `cache_enabled=` are kept. In dual-path style the region calls `accel.autocast()` (bf16 on XLA and on CUDA with bf16 support, ' +
+      'full precision elsewhere); decorators are not rewritten there because that helper may return a `nullcontext`. ' +
+      '`custom_fwd`/`custom_bwd` get no fix: a `device_type="xla"` form of them is unverified.',
+    sources: [
+      'AMP (docs/source/perf/amp.md:39-42): `autocast(torch.device(\'xla\'))` aliases `torch.autocast(\'xla\')`',
+      'XAMP (torch_xla/amp/autocast_mode.py): calls `torch.amp.autocast_mode.autocast.__init__("xla", …)`, bf16 default on TPU (read at pytorch/xla@01834d7)',
+      'PT:torch/amp/autocast_mode.py `autocast.__init__`: disables CUDA autocast when CUDA is unavailable',
+    ],
+    torchtpu: 'The fix writes `torch.autocast("tpu", dtype=torch.bfloat16)` and imports `torch_tpu` (preview API).',
+  },
+  check(ctx) {
+    const usesScaler = ctx.sema.nodes('call').some((c) => GRAD_SCALERS.test(ctx.sema.callee(c) ?? ''));
+    const where = ctx.idiom.profile === 'torchtpu' ? 'the tpu device' : 'the XLA device';
+    for (const call of ctx.sema.nodes('call')) {
+      const ac = autocastCall(ctx, call);
+      if (!ac || (ac.kind !== 'cuda' && ac.kind !== 'torch')) continue;
+      if (ac.kind === 'torch' && !isCudaDeviceType(ctx, ac.device)) continue;
+      if (ctx.sema.inXlaAwareBranch(call)) continue;
+      const hot = ctx.sema.hot(call);
+      const severity = hot && (hot.kind === 'eval' || hot.throttled) ? downgrade('warning') : 'warning';
+      const message = `\`${short(call.text)}\` is CUDA autocast, disabled without a CUDA device: the region runs in float32 on TPU (use bf16 autocast on ${where})`;
+
+      // the fix: bf16 autocast of the profile, keeping enabled= / cache_enabled=
+      const extra: string[] = [];
+      if (ac.enabled) extra.push(`enabled=${ac.enabled.text}`);
+      let fixable = true;
+      if (ac.cacheEnabled) {
+        if (ctx.idiom.dualPath) fixable = false;
+        else extra.push(`cache_enabled=${ac.cacheEnabled.text}`);
+      }
+      if (ctx.idiom.dualPath && inDecorator(call)) fixable = false;
+      const { keywords, positional } = callArgs(call);
+      // only plain argument lists: positional enabled/dtype are re-emitted as keywords; no *args/**kwargs
+      if ([...positional].some((p) => p.type === 'list_splat' || p.type === 'dictionary_splat')) fixable = false;
+      for (const k of keywords.keys()) if (!['device_type', 'dtype', 'enabled', 'cache_enabled'].includes(k)) fixable = false;
+
+      let dtype: string | undefined;
+      let safe: boolean;
+      const imports: ImportSpec[] = [];
+      if (!ac.dtype) safe = !usesScaler;
+      else if (isBfloat16(ctx, ac.dtype)) safe = true;
+      else if (isFloat16(ctx, ac.dtype)) safe = false;
+      else {
+        safe = false;
+        const t = ac.dtype.type === 'string' ? null : ac.dtype.text;
+        if (t === null) fixable = false;
+        else dtype = t;
+      }
+      const snippet = fixable ? autocastExpr(ctx, { dtype, extra }) : null;
+      if (snippet) imports.push(...snippet.imports);
+      ctx.report(call, {
+        message,
+        severity,
+        fix: snippet
+          ? {
+              title: `Replace with \`${snippet.text}\``,
+              applicability: safe ? 'safe' : 'unsafe',
+              edits: [replace(call, snippet.text)],
+              imports,
+              needsAccel: snippet.needsAccel,
+            }
+          : null,
+      });
+    }
+
+    // custom_fwd / custom_bwd keyed on CUDA (decorators, with or without a call)
+    for (const def of ctx.sema.nodes('decorated_definition')) {
+      for (const dec of def.namedChildren) {
+        if (!dec || dec.type !== 'decorator') continue;
+        const expr = dec.namedChildren[0];
+        if (!expr) continue;
+        const target = expr.type === 'call' ? expr.childForFieldName('function') : expr;
+        const q = ctx.sema.resolve(target);
+        let cuda = !!q && CUSTOM_FN.test(q);
+        if (!cuda && expr.type === 'call' && /^torch\.amp\.(custom_fwd|custom_bwd)$/.test(q ?? '')) {
+          cuda = isCudaDeviceType(ctx, kwValue(callArgs(expr).keywords.get('device_type')));
+        }
+        if (!cuda) continue;
+        const name = q!.split('.').pop();
+        ctx.report(expr, {
+          severity: 'info',
+          message: `\`${name}\` follows the CUDA autocast state only: its input casting and autocast replay do not apply on TPU`,
+          fix: null,
+        });
+      }
+    }
+  },
+});
