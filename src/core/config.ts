@@ -110,7 +110,8 @@ export function normalizeVersion(v: string): string | null {
 /** Converts a glob (`*`, `**`, `?`) to a regex; patterns without `/` match a path's base name or any folder. */
 export function globToRegExp(glob: string): RegExp {
   let g = glob.replace(/\\/g, '/').replace(/^\.\//, '');
-  const anchored = g.includes('/') && !g.startsWith('**/');
+  // as in .gitignore: a slash at the start or in the middle anchors; a trailing one does not
+  const anchored = g.replace(/\/+$/, '').includes('/') && !g.startsWith('**/');
   if (g.endsWith('/')) g += '**';
   let re = '';
   for (let i = 0; i < g.length; i++) {

@@ -1,0 +1,280 @@
+/** Unit tests of the engine's core: parsing, positions, notebooks, imports, suppressions, config, score. */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { init } from './setup';
+import { countErrors, parsePython, treeEditFor } from '../src/core/parse';
+import { codePointColumn, LineIndex } from '../src/core/source';
+import { combineCells, maskCell, parseIpynb, serializeIpynb, spanAt } from '../src/core/notebook';
+import { analyze, applyFixBatch, fixDocument, locateAll, notebookDocument, pythonDocument, textDocument, textFileKind } from '../src/core/engine';
+import { importEdits } from '../src/core/imports';
+import { Semantics } from '../src/core/semantics';
+import { applyEdits, deleteStatement } from '../src/core/edits';
+import { suppressionEdit } from '../src/core/suppress';
+import { detectTorchXlaVersion, globToRegExp, optionsFor, parseProjectConfig } from '../src/core/config';
+import { fileScore, workspaceScore } from '../src/core/score';
+import { accelModuleSource, ACCEL_FUNCTIONS } from '../src/core/accel';
+import { RULES_BY_ID } from '../src/rules';
+import { DEFAULT_OPTIONS, type AnalyzeOptions } from '../src/core/types';
+
+const TPU101 = [RULES_BY_ID.get('TPU101')!];
+const tpuOnly: AnalyzeOptions = { ...DEFAULT_OPTIONS, fixStyle: 'tpu-only' };
+
+beforeAll(async () => {
+  await init();
+});
+
+describe('parser', () => {
+  it('loads the pinned grammar and parses Python', () => {
+    const tree = parsePython('import torch\nx = torch.zeros(3).cuda()\n');
+    expect(tree.rootNode.type).toBe('module');
+    expect(tree.rootNode.hasError).toBe(false);
+    expect(countErrors(parsePython('def f(:\n  pass\n'))).toBeGreaterThan(0);
+  });
+
+  it('re-parses incrementally after an edit', () => {
+    const before = 'x = 1\ny = x.cuda()\n';
+    const tree = parsePython(before);
+    const after = 'x = 2\ny = x.cuda()\n';
+    tree.edit(treeEditFor(before, 4, 5, '2'));
+    const again = parsePython(after, tree);
+    expect(again.rootNode.text).toBe(after);
+    expect(again.rootNode.hasError).toBe(false);
+  });
+});
+
+describe('positions', () => {
+  it('maps offsets to lines and UTF-16 columns with CRLF', () => {
+    const text = 'a = 1\r\nb = "é😀"; c.cuda()\r\n';
+    const li = new LineIndex(text);
+    const off = text.indexOf('c.cuda');
+    expect(li.position(off)).toEqual({ line: 1, character: 11 });
+    expect(li.lineText(1)).toBe('b = "é😀"; c.cuda()');
+    expect(li.offset({ line: 1, character: 11 })).toBe(off);
+    // the CLI prints code point columns: the emoji is one character
+    expect(codePointColumn(li.lineText(1), 11)).toBe(11);
+  });
+
+  it('locates findings exactly in CRLF files with non-ASCII text', () => {
+    const text = 'import torch\r\n# ünïcödé 名前\r\ns = "😀"; x = torch.ones(2).cuda()\r\n';
+    const analysis = analyze(pythonDocument('t.py', text), TPU101, tpuOnly);
+    const [f] = locateAll(analysis);
+    expect(f.startPos.line).toBe(2);
+    expect(text.split('\r\n')[2].slice(f.startPos.character, f.endPos.character)).toBe('torch.ones(2).cuda()');
+  });
+
+  it('fixes CRLF files keeping CRLF line endings', () => {
+    const text = 'import torch\r\n\r\nx = torch.ones(2).cuda()\r\n';
+    const out = fixDocument(pythonDocument('t.py', text), TPU101, tpuOnly, { unsafe: true, strict: true });
+    const fixed = (out.doc as { text: string }).text;
+    expect(fixed).toBe('import torch\r\nimport torch_xla\r\n\r\nx = torch.ones(2).to(torch_xla.device())\r\n');
+    expect(fixed.replace(/\r\n/g, '')).not.toContain('\n');
+  });
+});
+
+describe('notebooks', () => {
+  const nbJson = JSON.stringify(
+    {
+      cells: [
+        { cell_type: 'markdown', metadata: {}, source: ['# Title\n', 'text'] },
+        { cell_type: 'code', execution_count: null, metadata: {}, outputs: [], source: ['!nvidia-smi\n', '%pip install torch\n', 'import torch'] },
+        { cell_type: 'code', execution_count: 1, metadata: { tags: ['x'] }, outputs: [], source: ['%%time\n', 'x = torch.ones(3).cuda()\n', 'y = 1'] },
+        { cell_type: 'code', execution_count: null, metadata: {}, outputs: [], source: '%%bash\necho hi\nls -la' },
+      ],
+      metadata: { kernelspec: { language: 'python', name: 'python3' } },
+      nbformat: 4,
+      nbformat_minor: 5,
+    },
+    null,
+    1,
+  ) + '\n';
+
+  it('masks magics to same-length comments and records them', () => {
+    const m = maskCell('!nvidia-smi\n  %time f()\nx = !ls\nok = 1');
+    expect(m.text).toBe('#nvidia-smi\n  #time f()\n# = !ls\nok = 1');
+    expect(m.magics.map((x) => x.kind)).toEqual(['!', '%', '!']);
+    const foreign = maskCell('%%bash\necho $X\n  ls');
+    expect(parsePython(foreign.text).rootNode.hasError).toBe(false);
+  });
+
+  it('analyses cells as one program and reports (cell, line)', () => {
+    const parsed = parseIpynb(nbJson);
+    expect(parsed.cells.map((c) => c.kind)).toEqual(['markdown', 'code', 'code', 'code']);
+    const doc = notebookDocument('nb.ipynb', parsed.cells);
+    expect(parsePython(doc.program.text).rootNode.hasError).toBe(false);
+    const [f] = locateAll(analyze(doc, TPU101, tpuOnly));
+    expect(f.cell).toBe(2);
+    expect(f.startPos).toEqual({ line: 1, character: 4 });
+    expect(doc.program.magics.map((m) => [m.cell, m.text])).toEqual([
+      [1, '!nvidia-smi'],
+      [1, '%pip install torch'],
+      [2, '%%time'],
+      [3, '%%bash'],
+    ]);
+  });
+
+  it('round-trips the JSON byte for byte and fixes the right cell (imports in the first importing cell)', () => {
+    const parsed = parseIpynb(nbJson);
+    expect(serializeIpynb(parseIpynb(nbJson), new Map())).toBe(nbJson);
+    const out = fixDocument(notebookDocument('nb.ipynb', parsed.cells), TPU101, tpuOnly, { unsafe: true, strict: true });
+    expect(out.doc.kind).toBe('notebook');
+    const cells = (out.doc as ReturnType<typeof notebookDocument>).cells;
+    expect(cells[1].text).toBe('!nvidia-smi\n%pip install torch\nimport torch\nimport torch_xla');
+    expect(cells[2].text).toBe('%%time\nx = torch.ones(3).to(torch_xla.device())\ny = 1');
+    const changed = new Map(cells.map((c, i) => [i, c.text] as [number, string]).filter(([i, t]) => t !== parsed.cells[i].text));
+    const written = JSON.parse(serializeIpynb(parsed, changed));
+    expect(written.cells[2].metadata).toEqual({ tags: ['x'] });
+    expect(written.cells[2].source).toEqual(['%%time\n', 'x = torch.ones(3).to(torch_xla.device())\n', 'y = 1']);
+    expect(written.cells[3].source).toBe('%%bash\necho hi\nls -la');
+  });
+
+  it('maps combined offsets to cells', () => {
+    const p = combineCells([{ kind: 'code', text: 'a = 1' }, { kind: 'markdown', text: '# x' }, { kind: 'code', text: 'b = 2' }]);
+    expect(p.text).toBe('a = 1\nb = 2');
+    expect(spanAt(p, 7)?.cell).toBe(2);
+    expect(spanAt(p, 5)?.cell).toBe(0);
+  });
+
+  it('reports broken notebooks clearly', () => {
+    expect(() => parseIpynb('{"cells": [')).toThrow(/not valid JSON/);
+    expect(() => parseIpynb('{"nbformat": 4}')).toThrow(/no "cells" array/);
+    expect(() => parseIpynb('{"cells": [{"cell_type": "code", "source": 3}]}')).toThrow(/cell 0/);
+  });
+});
+
+describe('imports', () => {
+  const add = (text: string, specs: Parameters<typeof importEdits>[3]) => {
+    const tree = parsePython(text);
+    return applyEdits(text, importEdits(tree, text, new Semantics(tree, text), specs));
+  };
+
+  it('adds after the docstring, __future__ and leading imports, once', () => {
+    const text = '"""Doc."""\nfrom __future__ import annotations\nimport os\n\nx = 1\n';
+    expect(add(text, [{ module: 'torch_xla.core.xla_model', alias: 'xm' }, { module: 'torch_xla.core.xla_model', alias: 'xm' }])).toBe(
+      '"""Doc."""\nfrom __future__ import annotations\nimport os\nimport torch_xla.core.xla_model as xm\n\nx = 1\n',
+    );
+  });
+
+  it('puts import torch_xla right after import torch and skips bound names', () => {
+    const text = 'import torch\nimport numpy as np\nimport torch_xla.core.xla_model as xm\n';
+    expect(add(text, [{ module: 'torch_xla' }, { module: 'torch_xla.core.xla_model', alias: 'xm' }])).toBe(
+      'import torch\nimport torch_xla\nimport numpy as np\nimport torch_xla.core.xla_model as xm\n',
+    );
+  });
+
+  it('merges from-imports into an existing statement', () => {
+    expect(add('from torch_xla.experimental import scan\n', [{ module: 'torch_xla.experimental', name: 'fori_loop' }])).toBe('from torch_xla.experimental import scan, fori_loop\n');
+  });
+
+  it('inserts at the top of a file without imports, after a shebang', () => {
+    expect(add('#!/usr/bin/env python\nx = 1\n', [{ module: 'torch_xla' }])).toBe('#!/usr/bin/env python\nimport torch_xla\nx = 1\n');
+  });
+});
+
+describe('edits', () => {
+  it('deletes a statement, or replaces a lone one with pass', () => {
+    const text = 'if a:\n    f()\nelse:\n    g()\n    h()\n';
+    const tree = parsePython(text);
+    const calls = tree.rootNode.descendantsOfType('expression_statement');
+    expect(applyEdits(text, [deleteStatement(text, calls[0]!)])).toBe('if a:\n    pass\nelse:\n    g()\n    h()\n');
+    expect(applyEdits(text, [deleteStatement(text, calls[1]!)])).toBe('if a:\n    f()\nelse:\n    h()\n');
+  });
+
+  it('skips overlapping fixes: first wins', () => {
+    const doc = pythonDocument('t.py', 'abc');
+    const r = applyFixBatch(doc, [
+      { title: 'a', applicability: 'safe', edits: [{ start: 0, end: 2, text: 'X' }], imports: [], needsAccel: false },
+      { title: 'b', applicability: 'safe', edits: [{ start: 1, end: 3, text: 'Y' }], imports: [], needsAccel: false },
+    ]);
+    expect(r.applied).toEqual([0]);
+    expect((r.doc as { text: string }).text).toBe('Xc');
+  });
+});
+
+describe('suppressions', () => {
+  const count = (text: string) => analyze(pythonDocument('t.py', text), TPU101, tpuOnly).findings.length;
+  it('honours line, line-above, statement and file directives', () => {
+    expect(count('x.cuda()\n')).toBe(1);
+    expect(count('x.cuda()  # tpu-ready: ignore[TPU101]\n')).toBe(0);
+    expect(count('x.cuda()  # tpu-ready: ignore[TPU201]\n')).toBe(1);
+    expect(count('x.cuda()  # tpu-ready: ignore\n')).toBe(0);
+    expect(count('# tpu-ready: ignore[TPU101]\nx.cuda()\n')).toBe(0);
+    expect(count('f(a,  # tpu-ready: ignore[TPU101]\n  x.cuda())\n')).toBe(0);
+    expect(count('# tpu-ready: ignore-file[TPU101]\nimport torch\n\nx.cuda()\n')).toBe(0);
+  });
+
+  it('adds an ignore comment, merging into an existing one', () => {
+    const text = 'y = x.cuda()  # tpu-ready: ignore[TPU201]\nz = x.cuda()\n';
+    const tree = parsePython(text);
+    const calls = tree.rootNode.descendantsOfType('call');
+    expect(applyEdits(text, [suppressionEdit(text, calls[0]!, 'TPU101')])).toBe('y = x.cuda()  # tpu-ready: ignore[TPU201, TPU101]\nz = x.cuda()\n');
+    expect(applyEdits(text, [suppressionEdit(text, calls[1]!, 'TPU101')])).toBe('y = x.cuda()  # tpu-ready: ignore[TPU201]\nz = x.cuda()  # tpu-ready: ignore[TPU101]\n');
+  });
+});
+
+describe('config', () => {
+  it('reads [tool.tpu-ready] and reports problems by name', () => {
+    const { config, problems } = parseProjectConfig(
+      '[tool.tpu-ready]\nselect = ["TPU1"]\ntarget-version = "2.6"\nfix-style = "tpu-only"\nbogus = 1\n[tool.tpu-ready.per-file-ignores]\n"tests/**" = ["TPU2"]\n',
+    );
+    expect(config).toMatchObject({ select: ['TPU1'], targetVersion: '2.6', fixStyle: 'tpu-only', perFileIgnores: { 'tests/**': ['TPU2'] } });
+    expect(problems.map((p) => p.message)).toEqual(['[tool.tpu-ready] unknown key "bogus"']);
+    expect(parseProjectConfig('[tool.tpu-ready\n').problems[0].message).toMatch(/not valid TOML/);
+    expect(parseProjectConfig('[tool.tpu-ready]\ntarget = "gpu"\n').problems[0].message).toMatch(/target must be/);
+  });
+
+  it('resolves options with precedence flags > pyproject > settings > pinned', () => {
+    const { config } = parseProjectConfig('[tool.tpu-ready]\nfix-style = "tpu-only"\nexclude = ["legacy/"]\n[tool.tpu-ready.per-file-ignores]\n"tests/**" = ["TPU2"]\n');
+    expect(optionsFor(config, { fixStyle: 'dual-path' }, 'train.py')!.fixStyle).toBe('tpu-only');
+    expect(optionsFor(config, {}, 'train.py', null, { fixStyle: 'dual-path' })!.fixStyle).toBe('dual-path');
+    expect(optionsFor(config, {}, 'train.py', '2.6')!.target).toEqual({ profile: 'torch_xla', version: '2.6' });
+    expect(optionsFor(config, {}, 'legacy/a.py')).toBeNull();
+    expect(optionsFor(config, {}, 'tests/unit/a.py')!.ignore).toEqual(['TPU2']);
+  });
+
+  it('detects the pinned torch_xla version', () => {
+    expect(detectTorchXlaVersion([{ path: 'requirements.txt', text: 'torch==2.8.0\ntorch_xla[tpu]==2.8.0\n' }])).toBe('2.8');
+    expect(detectTorchXlaVersion([{ path: 'pyproject.toml', text: 'dependencies = ["torch-xla~=2.6.1"]' }])).toBe('2.6');
+    expect(detectTorchXlaVersion([{ path: 'r.txt', text: 'torch\n' }])).toBeNull();
+  });
+
+  it('matches globs like gitignore', () => {
+    expect(globToRegExp('*.py').test('a/b/c.py')).toBe(true);
+    expect(globToRegExp('tests/**').test('tests/x/y.py')).toBe(true);
+    expect(globToRegExp('tests/**').test('src/tests/y.py')).toBe(false);
+    expect(globToRegExp('legacy/').test('pkg/legacy/a.py')).toBe(true);
+  });
+});
+
+describe('score', () => {
+  it('follows the documented formula', () => {
+    expect(fileScore([])).toBe(100);
+    expect(fileScore([{ severity: 'error' }])).toBe(82);
+    expect(fileScore(Array(5).fill({ severity: 'error' }))).toBe(37);
+    expect(fileScore([{ severity: 'warning' }, { severity: 'info' }])).toBe(90);
+    expect(workspaceScore([])).toBe(100);
+    expect(workspaceScore([{ findings: [], relevant: true }, { findings: [{ severity: 'error', effort: 1 }], relevant: true }, { findings: [], relevant: false }])).toBe(91);
+  });
+});
+
+describe('text project files', () => {
+  it('recognises project file kinds by name', () => {
+    expect(textFileKind('requirements-dev.txt')).toBe('requirements');
+    expect(textFileKind('docker/Dockerfile.tpu')).toBe('dockerfile');
+    expect(textFileKind('scripts/launch.sh')).toBe('shell');
+    expect(textFileKind('.env')).toBe('dotenv');
+    expect(textFileKind('environment.yml')).toBe('conda');
+    expect(textFileKind('train.py')).toBeNull();
+    expect(analyze(textDocument('requirements.txt', 'torch\n', 'requirements'), TPU101, tpuOnly).findings).toEqual([]);
+  });
+});
+
+describe('generated device module', () => {
+  it('parses and defines every function the fixes may call', () => {
+    const src = accelModuleSource('accel');
+    const tree = parsePython(src);
+    expect(tree.rootNode.hasError).toBe(false);
+    const defs = tree.rootNode.descendantsOfType('function_definition').map((f) => f!.childForFieldName('name')!.text);
+    for (const fn of ACCEL_FUNCTIONS) expect(defs).toContain(fn);
+    // torch_xla only imported when present
+    expect(src).toMatch(/try:[^\n]*\n\s+import torch_xla\n[\s\S]*?except ImportError/);
+  });
+});
