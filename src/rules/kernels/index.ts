@@ -1,5 +1,6 @@
 import type { Rule } from '../../core/rule';
+import TPU706 from './TPU706-fused-optimizer';
 
-const rules: Rule[] = [];
+const rules: Rule[] = [TPU706];
 
 export default rules;

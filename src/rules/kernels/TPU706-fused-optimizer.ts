@@ -1,0 +1,76 @@
+import { defineRule } from '../../core/rule';
+import { callArgs, kwValue } from '../../core/semantics';
+import { replaceRange } from '../../core/edits';
+import { contentRange, isTrue, literal, removeArg } from './util';
+
+const CLIP = new Set(['torch.nn.utils.clip_grad_norm_', 'torch.nn.utils.clip_grad.clip_grad_norm_']);
+
+export default defineRule({
+  id: 'TPU706',
+  name: 'fused-optimizer',
+  title: 'Fused optimizers and foreach gradient clipping',
+  severity: 'error',
+  step: 6,
+  effort: 1,
+  message: '`fused=True` asks for a CUDA fused optimizer kernel that XLA parameters do not have',
+  fix: { availability: 'always', applicability: 'safe', title: 'Remove `fused=True`' },
+  triggers: ['fused', 'foreach'],
+  docs: {
+    what:
+      'Checks for `torch.optim.*(..., fused=True)`, Hugging Face `optim="adamw_torch_fused"`, and `clip_grad_norm_(..., foreach=True)`, through import aliases.',
+    why:
+      'PyTorch runs fused optimizer kernels only on the devices `torch.utils._foreach_utils._get_fused_kernels_supported_devices()` lists ' +
+      '(mps, cuda, xpu, hpu, cpu, mtia and the privateuse1 backend); `xla` is not among them, so `fused=True` with XLA parameters is rejected (the exact error text is unverified). ' +
+      "torch_xla replaces `torch.nn.utils.clip_grad_norm_` with its own version when `import torch_xla` runs (torch_xla/__init__.py calls `_apply_patches()`); that version computes the norm with plain tensor ops, and recent releases reject `foreach=True` (the exact message is unverified). " +
+      'Whether Hugging Face falls back from `adamw_torch_fused` on XLA by itself is unverified. ' +
+      'Note also that `from torch.nn.utils import clip_grad_norm_` executed before `import torch_xla` binds the unpatched function: import torch_xla right after torch.',
+    example:
+      'opt = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)\n' +
+      'args = TrainingArguments(output_dir="out", optim="adamw_torch_fused")\n' +
+      'torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)',
+    useInstead:
+      'opt = torch.optim.AdamW(model.parameters(), lr=3e-4)\n' +
+      'args = TrainingArguments(output_dir="out", optim="adamw_torch")\n' +
+      'torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)',
+    fixSafety:
+      'Safe: the unfused and fused implementations compute the same update, and the foreach flag only selects a kernel strategy; on CUDA the step may be slower.',
+    sources: [
+      'PT:torch/utils/_foreach_utils.py (_get_fused_kernels_supported_devices)',
+      'PATCH: torch_xla/_patched_functions.py (clip_grad_norm_ replacement, _apply_patches)',
+      'INIT: torch_xla/__init__.py (_apply_patches() at import)',
+    ],
+    torchtpu: 'The same kwargs are removed; whether the torchtpu device supports fused optimizers is not documented yet.',
+  },
+  check(ctx) {
+    for (const call of ctx.sema.nodes('call')) {
+      const callee = ctx.sema.callee(call) ?? '';
+      const { keywords } = callArgs(call);
+      if (/^torch\.optim\.[A-Z]\w*$/.test(callee)) {
+        const kw = keywords.get('fused');
+        if (!kw || !isTrue(kwValue(kw)) || ctx.sema.inXlaAwareBranch(call)) continue;
+        const opt = callee.split('.').pop();
+        ctx.report(kw, {
+          message: `\`${opt}(fused=True)\` asks for a fused CUDA kernel; XLA parameters have none`,
+          fix: { title: 'Remove `fused=True`', edits: [removeArg(ctx, kw)] },
+        });
+      } else if (CLIP.has(callee)) {
+        const kw = keywords.get('foreach');
+        if (!kw || !isTrue(kwValue(kw)) || ctx.sema.inXlaAwareBranch(call)) continue;
+        ctx.report(kw, {
+          message: '`clip_grad_norm_(foreach=True)`: torch_xla\'s patched clip_grad_norm_ does not take the foreach path',
+          fix: { title: 'Remove `foreach=True`', edits: [removeArg(ctx, kw)] },
+        });
+      } else {
+        const kw = keywords.get('optim');
+        const v = kwValue(kw);
+        if (!kw || !v || literal(v) !== 'adamw_torch_fused') continue;
+        if (!/TrainingArguments$|Config$|Args$|Arguments$/.test(callee || (call.childForFieldName('function')?.text ?? ''))) continue;
+        const r = contentRange(v);
+        ctx.report(kw, {
+          message: '`optim="adamw_torch_fused"` selects the fused CUDA AdamW; use `"adamw_torch"` on TPU',
+          fix: { title: 'Use `optim="adamw_torch"`', edits: [replaceRange(r.start, r.end, 'adamw_torch')] },
+        });
+      }
+    }
+  },
+});

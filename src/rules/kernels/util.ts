@@ -1,0 +1,159 @@
+/** Helpers of the kernels family (TPU701–TPU708): imports of CUDA-only libraries, keyword edits, names in scope. */
+import type { Node } from '../../core/parse';
+import type { RuleContext } from '../../core/rule';
+import { callArgs, isFString, stringContent } from '../../core/semantics';
+import { deleteStatement } from '../../core/edits';
+import type { Edit, ImportSpec } from '../../core/types';
+
+/** Literal content of a plain (non-f) string node, else null. */
+export function literal(node: Node | null | undefined): string | null {
+  if (!node || node.type !== 'string' || isFString(node)) return null;
+  return stringContent(node);
+}
+
+/** Offsets of a string's content (between the quotes). */
+export function contentRange(node: Node): { start: number; end: number } {
+  const kids = node.namedChildren.filter((c): c is Node => !!c);
+  const s = kids.find((c) => c.type === 'string_start');
+  const e = kids.find((c) => c.type === 'string_end');
+  return { start: s ? s.endIndex : node.startIndex, end: e ? e.startIndex : node.endIndex };
+}
+
+export interface ImportInfo {
+  stmt: Node;
+  /** Full module names the statement imports (`from a import b` gives `a.b` and `a`). */
+  modules: string[];
+  /** Names the statement binds in the file. */
+  bound: string[];
+}
+
+/** Every import statement with the modules it names and the names it binds. */
+export function importInfos(ctx: RuleContext): ImportInfo[] {
+  const out: ImportInfo[] = [];
+  for (const stmt of ctx.sema.nodes('import_statement')) {
+    const modules: string[] = [];
+    const bound: string[] = [];
+    for (const c of stmt.namedChildren) {
+      if (!c) continue;
+      if (c.type === 'dotted_name') {
+        modules.push(c.text);
+        bound.push(c.text.split('.')[0]);
+      } else if (c.type === 'aliased_import') {
+        const name = c.childForFieldName('name')?.text;
+        const alias = c.childForFieldName('alias')?.text;
+        if (name) modules.push(name);
+        if (alias) bound.push(alias);
+      }
+    }
+    out.push({ stmt, modules, bound });
+  }
+  for (const stmt of ctx.sema.nodes('import_from_statement')) {
+    const mod = stmt.childForFieldName('module_name');
+    if (!mod || mod.type === 'relative_import') continue;
+    const modules = [mod.text];
+    const bound: string[] = [];
+    for (const c of stmt.childrenForFieldName('name')) {
+      if (!c) continue;
+      if (c.type === 'dotted_name') {
+        modules.push(`${mod.text}.${c.text}`);
+        bound.push(c.text);
+      } else if (c.type === 'aliased_import') {
+        const name = c.childForFieldName('name')?.text;
+        const alias = c.childForFieldName('alias')?.text;
+        if (name) modules.push(`${mod.text}.${name}`);
+        if (alias) bound.push(alias);
+      }
+    }
+    out.push({ stmt, modules, bound });
+  }
+  return out.sort((a, b) => a.stmt.startIndex - b.stmt.startIndex);
+}
+
+/** `import x` inside `try:` whose handler catches ImportError (an optional dependency with a fallback). */
+export function isOptionalImport(stmt: Node): boolean {
+  for (let p = stmt.parent; p; p = p.parent) {
+    if (p.type === 'try_statement') {
+      return p.namedChildren.some((c) => !!c && c.type === 'except_clause' && /ImportError|ModuleNotFoundError|Exception\b|^except\s*:/.test(c.text.split('\n')[0]));
+    }
+    if (p.type === 'function_definition' || p.type === 'class_definition' || p.type === 'module') return false;
+  }
+  return false;
+}
+
+/** Whether `name` is used outside `except` (identifier nodes in the file, not counting those inside `except`). */
+export function nameUsedOutside(ctx: RuleContext, name: string, except: Node): boolean {
+  return ctx.sema.nodes('identifier').some((id) => id.text === name && (id.startIndex < except.startIndex || id.endIndex > except.endIndex));
+}
+
+/** Deletes an import statement whose bindings are all unused (a safe cleanup once usages were replaced). */
+export function deleteUnusedImport(ctx: RuleContext, info: ImportInfo): Edit[] | null {
+  if (!info.bound.length || info.bound.some((n) => nameUsedOutside(ctx, n, info.stmt))) return null;
+  const stmt = info.stmt.parent?.type === 'block' || info.stmt.parent?.type === 'module' ? info.stmt : null;
+  if (!stmt) return null;
+  return [deleteStatement(ctx.text, stmt)];
+}
+
+/**
+ * How to spell a fully qualified name here: through an existing alias of it or of a parent module
+ * (`nn.LayerNorm` when `torch.nn` is bound as `nn`), else the full name with `import <head>`.
+ */
+export function refFor(ctx: RuleContext, fq: string): { text: string; imports: ImportSpec[] } {
+  let best: { text: string; len: number } | null = null;
+  for (const [alias, full] of ctx.sema.aliases) {
+    if (fq === full || fq.startsWith(full + '.')) {
+      const text = alias + fq.slice(full.length);
+      if (!best || full.length > best.len) best = { text, len: full.length };
+    }
+  }
+  if (best) return { text: best.text, imports: [] };
+  const head = fq.split('.')[0];
+  return { text: fq, imports: [{ module: head }] };
+}
+
+/** Removes a keyword (or positional) argument with its separating comma. */
+export function removeArg(ctx: RuleContext, arg: Node): Edit {
+  const list = arg.parent!;
+  const args = list.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
+  const i = args.findIndex((a) => a.id === arg.id);
+  if (i + 1 < args.length) return { start: arg.startIndex, end: args[i + 1].startIndex, text: '' };
+  if (i > 0) {
+    // keep a trailing comma or comment after the removed last argument out of the edit
+    return { start: args[i - 1].endIndex, end: arg.endIndex, text: '' };
+  }
+  // the only argument: drop it and a trailing comma
+  const after = ctx.text.slice(arg.endIndex, list.endIndex - 1);
+  const comma = /^\s*,/.exec(after);
+  return { start: arg.startIndex, end: arg.endIndex + (comma ? comma[0].length : 0), text: '' };
+}
+
+/** Whether an expression is a plain name or dotted attribute chain (safe to repeat in a rewrite). */
+export function isSimpleRef(node: Node | null | undefined): boolean {
+  if (!node) return false;
+  if (node.type === 'identifier') return true;
+  if (node.type === 'attribute') return isSimpleRef(node.childForFieldName('object'));
+  return false;
+}
+
+/** Literal `True`. */
+export function isTrue(node: Node | null | undefined): boolean {
+  return !!node && node.type === 'true';
+}
+
+/** Literal zero (`0`, `0.0`, `0.`). */
+export function isZero(node: Node | null | undefined): boolean {
+  return !!node && (node.type === 'integer' || node.type === 'float') && Number(node.text) === 0;
+}
+
+/** Keyword names of a call and its positional count. */
+export function argShape(call: Node): { positional: Node[]; keywords: Map<string, Node>; hasSplat: boolean } {
+  const { positional, keywords, list } = callArgs(call);
+  const hasSplat = !!list?.namedChildren.some((a) => !!a && (a.type === 'list_splat' || a.type === 'dictionary_splat'));
+  return { positional: positional.filter((p) => p.type !== 'list_splat' && p.type !== 'dictionary_splat'), keywords, hasSplat };
+}
+
+/** Statement node of an expression-statement call (`f(...)` alone on its line), else null. */
+export function statementOfCall(call: Node): Node | null {
+  const p = call.parent;
+  if (p?.type === 'expression_statement' && p.namedChildren.length === 1) return p;
+  return null;
+}
