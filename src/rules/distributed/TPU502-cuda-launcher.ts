@@ -1,0 +1,152 @@
+import { defineRule, type RuleContext } from '../../core/rule';
+import { callArgs, kwValue } from '../../core/semantics';
+import type { Node } from '../../core/parse';
+import { editArgs, launchedFunctions } from './util';
+
+const MP_SPAWN = new Set(['torch.multiprocessing.spawn', 'torch.multiprocessing.spawn.spawn']);
+const XMP_SPAWN = 'torch_xla.distributed.xla_multiprocessing.spawn';
+const PROCESS = new Set(['multiprocessing.Process', 'torch.multiprocessing.Process']);
+const GPU_WORK = /init_process_group|DistributedDataParallel|\bDDP\(|\.cuda\(|set_device|["']cuda|nccl/;
+const LEGACY_LAUNCH = /(?:^|\s)(?:python[\d.]*\s+(?:-\w+\s+)*)?-m\s+torch\.distributed\.launch\b/g;
+
+/** `torch.cuda.device_count()` directly, or a name bound to it in the same file. */
+function isCudaCount(ctx: RuleContext, node: Node | null | undefined): boolean {
+  if (!node) return false;
+  if (node.type === 'call' && ctx.sema.callee(node) === 'torch.cuda.device_count') return true;
+  if (node.type === 'identifier') {
+    const values = ctx.sema.bindings(node.text);
+    return values.length > 0 && values.every((v) => v.type === 'call' && ctx.sema.callee(v) === 'torch.cuda.device_count');
+  }
+  return false;
+}
+
+function mentionsCudaCount(ctx: RuleContext, node: Node | null | undefined): boolean {
+  if (!node) return false;
+  if (isCudaCount(ctx, node)) return true;
+  return node.namedChildren.some((c) => !!c && mentionsCudaCount(ctx, c));
+}
+
+const LAUNCH_MESSAGE = {
+  torch_xla: 'start one process per TPU device with `torch_xla.launch(fn, args=...)`',
+  torchtpu: 'look for how the job starts its workers (the TorchTPU launcher is not public yet)',
+};
+
+const SCRIPT_MESSAGE = 'run the script once on every TPU host and start its workers with `torch_xla.launch`';
+
+export default defineRule({
+  id: 'TPU502',
+  name: 'cuda-process-launcher',
+  title: 'CUDA-style process launchers',
+  severity: 'error',
+  step: 7,
+  effort: 1,
+  message: 'CUDA-style launcher: start one process per TPU device with `torch_xla.launch`',
+  fix: { availability: 'sometimes', applicability: 'safe', title: 'Launch with `torch_xla.launch`' },
+  triggers: ['spawn', 'Process', 'torch.distributed.launch'],
+  textKinds: ['shell', 'dockerfile', 'yaml'],
+  docs: {
+    what:
+      'Checks for `torch.multiprocessing.spawn` (`mp.spawn`) starting GPU workers (its `nprocs` counts CUDA devices, or the target sets up CUDA/NCCL/DDP), ' +
+      'a `multiprocessing.Process` per CUDA device, `xmp.spawn(fn, nprocs=N)` with N other than 1, and `python -m torch.distributed.launch` in scripts, Dockerfiles, launch YAML and notebook `!` lines.',
+    why:
+      'On a TPU host `torch.cuda.device_count()` is 0, so `mp.spawn(fn, nprocs=torch.cuda.device_count())` starts no worker, and processes started by hand fight over the chips. ' +
+      '`torch_xla.launch(fn, args)` starts one process per local device and calls `fn(index, *args)`, the same signature as `mp.spawn`; under torchrun it calls `fn(LOCAL_RANK, *args)` instead (TX:241-274). ' +
+      'Under PJRT `xmp.spawn`\'s `nprocs` "can be either 1 or None … Other numbers would result in ValueError" (XPJRT:186-211). ' +
+      'On TPU v2/v3 each process drives two devices with threads that share the torch RNG: call `xm.broadcast_master_param(model)` after moving the model for identical initial weights (PJRT:229-252).',
+    example: 'mp.spawn(_mp_fn, args=(cfg,), nprocs=torch.cuda.device_count())\nxmp.spawn(_mp_fn, args=(cfg,), nprocs=8)',
+    useInstead: 'import torch_xla\n\ntorch_xla.launch(_mp_fn, args=(cfg,))   # xmp.spawn(_mp_fn, args=(cfg,)) before torch_xla 2.5',
+    fixSafety:
+      'Safe when `nprocs` is the CUDA device count (one worker per device is what both launchers do) and `join`/`daemon` keep their defaults; unsafe otherwise (another `nprocs` value, `join=False`). ' +
+      'Dropping a numeric `nprocs` from `xmp.spawn` is safe: every value other than 1 or None raises. In dual-path style the call goes through `accel.launch`, which falls back to `mp.spawn` over the CUDA devices. ' +
+      'Launcher scripts and `multiprocessing.Process` loops are reported without a fix.',
+    sources: [
+      'TX:241-274 torch_xla/torch_xla.py `launch` (SPMD NotImplementedError, torchelastic LOCAL_RANK path), read at pytorch/xla@022ecde',
+      'XPJRT:186-211 torch_xla/_internal/pjrt.py `spawn` (nprocs must be 1 or None)',
+      'README.md:184-186 (torch_xla.launch is the entry point); DEV "Running on TPU Pods"',
+      'PJRT:229-252 (v2/v3 threads share the RNG; xm.broadcast_master_param)',
+    ],
+    torchtpu: 'No TorchTPU launcher is public yet: findings name the launcher and offer no fix.',
+  },
+  check(ctx) {
+    const profileMsg =
+      ctx.idiom.profile === 'torchtpu' ? LAUNCH_MESSAGE.torchtpu : ctx.idiom.at('2.5') ? LAUNCH_MESSAGE.torch_xla : 'start one process per TPU device with `xmp.spawn(fn, args=...)`';
+    const scriptMsg = ctx.idiom.profile === 'torchtpu' ? LAUNCH_MESSAGE.torchtpu : SCRIPT_MESSAGE;
+    for (const call of ctx.sema.nodes('call')) {
+      const callee = ctx.sema.callee(call) ?? '';
+      if (ctx.sema.inXlaAwareBranch(call)) continue;
+      const { positional, keywords } = callArgs(call);
+      if (MP_SPAWN.has(callee)) {
+        const fnArg = positional[0] ?? kwValue(keywords.get('fn'));
+        const argsArg = kwValue(keywords.get('args')) ?? positional[1] ?? null;
+        const nprocs = kwValue(keywords.get('nprocs')) ?? positional[2] ?? null;
+        const join = kwValue(keywords.get('join')) ?? positional[3] ?? null;
+        const daemon = kwValue(keywords.get('daemon')) ?? positional[4] ?? null;
+        const startMethod = kwValue(keywords.get('start_method')) ?? positional[5] ?? null;
+        const cudaCount = mentionsCudaCount(ctx, nprocs);
+        const gpuTarget = launchedFunctions(ctx, call).some((f) => GPU_WORK.test(f.text));
+        if (!cudaCount && !gpuTarget) continue;
+        // notebooks need the fork start method (the cell's functions are not importable by spawned children)
+        const method = startMethod ? `, start_method=${startMethod.text}` : ctx.notebook ? ', start_method="fork"' : '';
+        const snippet = fnArg ? ctx.idiom.launch(fnArg.text, argsArg?.text ?? null, method) : null;
+        const exact = isCudaCount(ctx, nprocs) && (!join || join.text === 'True') && (!daemon || daemon.text === 'False');
+        ctx.report(call, {
+          message: cudaCount
+            ? `\`mp.spawn\` with \`nprocs\` from \`torch.cuda.device_count()\` starts no worker on a TPU host (0 CUDA devices); ${profileMsg}`
+            : `\`mp.spawn\` starts CUDA workers; ${profileMsg}`,
+          fix: snippet
+            ? {
+                title: `Launch with \`${snippet.text.split('(')[0]}\``,
+                applicability: exact ? 'safe' : 'unsafe',
+                edits: [{ start: call.startIndex, end: call.endIndex, text: snippet.text }],
+                imports: snippet.imports,
+                needsAccel: snippet.needsAccel,
+              }
+            : null,
+        });
+        continue;
+      }
+      if (callee === XMP_SPAWN) {
+        const nprocsKw = keywords.get('nprocs');
+        const nprocs = kwValue(nprocsKw) ?? positional[2] ?? null;
+        if (!nprocs || nprocs.text === 'None' || nprocs.text === '1') continue;
+        const literal = nprocs.type === 'integer';
+        const allowed = ctx.idiom.xlaAlways('');
+        ctx.report(nprocs, {
+          severity: literal ? 'error' : 'warning',
+          message: literal
+            ? `\`xmp.spawn(nprocs=${nprocs.text})\` raises ValueError under PJRT: \`nprocs\` must be 1 or None (all local devices)`
+            : '`xmp.spawn` accepts only `nprocs=1` or `None` under PJRT; other values raise ValueError',
+          fix:
+            allowed && nprocsKw
+              ? { title: 'Drop `nprocs` (use every local device)', applicability: literal ? 'safe' : 'unsafe', edits: editArgs(call, [nprocsKw]) }
+              : null,
+        });
+        continue;
+      }
+      if (PROCESS.has(callee)) {
+        for (let p = call.parent; p && p.type !== 'function_definition'; p = p.parent) {
+          if (p.type !== 'for_statement') continue;
+          if (!mentionsCudaCount(ctx, p.childForFieldName('right'))) continue;
+          ctx.report(call, { message: `One \`Process\` per CUDA device starts none on a TPU host; ${profileMsg}` });
+          break;
+        }
+      }
+    }
+    // `!python -m torch.distributed.launch …` in notebook cells
+    for (const m of ctx.notebook?.magics ?? []) {
+      for (const hit of m.text.matchAll(LEGACY_LAUNCH)) {
+        const at = m.start + hit.index! + hit[0].indexOf('-m');
+        ctx.report({ start: at, end: at + '-m torch.distributed.launch'.length }, { message: `\`torch.distributed.launch\` is the CUDA launcher; ${scriptMsg}` });
+      }
+    }
+  },
+  checkText(ctx) {
+    const profileMsg = ctx.idiom.profile === 'torchtpu' ? LAUNCH_MESSAGE.torchtpu : SCRIPT_MESSAGE;
+    for (const hit of ctx.text.matchAll(LEGACY_LAUNCH)) {
+      const start = hit.index! + hit[0].indexOf('-m');
+      const lineStart = ctx.text.lastIndexOf('\n', start - 1) + 1;
+      if (/^\s*#/.test(ctx.text.slice(lineStart, start))) continue;
+      ctx.report({ start, end: start + '-m torch.distributed.launch'.length }, { message: `\`torch.distributed.launch\` is the CUDA launcher; ${profileMsg}` });
+    }
+  },
+});
