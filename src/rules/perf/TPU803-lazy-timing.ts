@@ -1,0 +1,113 @@
+import { defineRule, type FixDraft } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import { callArgs, kwValue } from '../../core/semantics';
+import { deleteStatement, insertLineBefore } from '../../core/edits';
+import { downgrade } from '../../core/engine';
+import { isDeviceWait, isTimerCall, runsDeviceWork, xlaContext } from './util';
+
+const BENCH = /bench|profil|timing|perf_test/i;
+
+export default defineRule({
+  id: 'TPU803',
+  name: 'lazy-execution-timing',
+  title: 'Timing lazy execution incorrectly',
+  severity: 'warning',
+  step: 9,
+  effort: 1,
+  message: 'The end time is read before the device finished: this measures tracing, not execution',
+  fix: { availability: 'sometimes', applicability: 'safe', title: 'Wait for the device before reading the clock' },
+  triggers: ['time', 'timer', 'wait_device_ops', 'wait=True'],
+  docs: {
+    what:
+      'Checks for wall-clock pairs (`time.time()`, `time.perf_counter()`, `timeit.default_timer()`, …) around a training step, a model call or a ' +
+      'data-loader loop with no `xm.wait_device_ops()` (or `sync(wait=True)`, or a host read such as `.item()`) before the end read; and for ' +
+      '`xm.wait_device_ops()` / `sync(wait=True)` on every step of a training loop outside benchmark code.',
+    why:
+      'XLA tensors are lazy: ops are traced on the host and run asynchronously after the step barrier. Without waiting, "you are primarily measuring ' +
+      'this tracing time plus Python overhead" (TVE). The benchmark example syncs and then calls `xm.wait_device_ops()`, and warns: "Do not call this ' +
+      'function every step unless you are benchmarking … torch_xla won\'t be able to overlap the tracing of the next step with the device execution" ' +
+      '(EX:debug/train_resnet_benchmark.py). Skip the first steps when computing throughput: they include compilation.',
+    example: 't0 = time.perf_counter()\ntrain_step(x, y)\ndt = time.perf_counter() - t0',
+    useInstead: 't0 = time.perf_counter()\ntrain_step(x, y)\ntorch_xla.sync(); xm.wait_device_ops()\ndt = time.perf_counter() - t0',
+    fixSafety:
+      'Safe outside the training loop (timing a benchmark, an epoch or a whole run): the inserted wait only delays the clock read. ' +
+      'Unsafe inside a per-step loop, where a wait every step stops tracing from overlapping execution. Removing a per-step wait is unsafe: review benchmark code first.',
+    sources: [
+      'TVE (docs/source/learn/trace-vs-execution-time.md)',
+      'EX:debug/train_resnet_benchmark.py (torch_xla.sync(); xm.wait_device_ops())',
+      'XM:1084 (wait_device_ops)',
+      'TX:78 (torch_xla.sync(wait=False, reset_scope=True); pytorch/xla@022ecde torch_xla/torch_xla.py:78)',
+    ],
+    torchtpu: 'The preview has no documented wait-for-device call here; the finding stays, with no fix.',
+  },
+  check(ctx) {
+    if (!xlaContext(ctx)) return;
+    const sema = ctx.sema;
+    const wait = ctx.idiom.waitDeviceOps();
+
+    // 1. start/end clock pairs around device work
+    for (const a of sema.nodes('assignment')) {
+      const left = a.childForFieldName('left');
+      const right = a.childForFieldName('right');
+      if (left?.type !== 'identifier' || !right || !isTimerCall(ctx, right)) continue;
+      const start = a.parent;
+      if (start?.type !== 'expression_statement' || !start.parent) continue;
+      const siblings = start.parent.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
+      const i = siblings.findIndex((s) => s.id === start.id);
+      let endIdx = -1;
+      for (let k = i + 1; k < siblings.length; k++) {
+        if (sema.callsWithin(siblings[k]).some((c) => isTimerCall(ctx, c))) {
+          endIdx = k;
+          break;
+        }
+      }
+      if (endIdx < 0) continue;
+      const end = siblings[endIdx];
+      // the pair must be a pair: the start name is read at or after the end statement
+      const t0 = left.text;
+      const usesT0 = (n: Node) => sema.within('identifier', n).some((id) => id.text === t0);
+      if (!siblings.slice(endIdx).some(usesT0)) continue;
+      const region = siblings.slice(i + 1, endIdx);
+      if (!region.some((s) => runsDeviceWork(ctx, s))) continue;
+      if (region.some((s) => sema.callsWithin(s).some((c) => isDeviceWait(ctx, c)))) continue;
+      if (sema.callsWithin(end).some((c) => isDeviceWait(ctx, c) && c.startIndex < sema.callsWithin(end).find((t) => isTimerCall(ctx, t))!.startIndex)) continue;
+      const endCall = sema.callsWithin(end).find((c) => isTimerCall(ctx, c))!;
+      const hot = sema.hot(end);
+      let fix: FixDraft | null = null;
+      if (wait) {
+        fix = {
+          applicability: hot ? 'unsafe' : 'safe',
+          title: `Insert \`${wait.text}\` before the clock read`,
+          edits: [insertLineBefore(ctx.text, end, wait.text)],
+          imports: wait.imports,
+          needsAccel: wait.needsAccel,
+        };
+      }
+      ctx.report(endCall, {
+        message: `\`${endCall.text}\` is read before the device finished the timed work: it measures tracing, not execution`,
+        fix,
+      });
+    }
+
+    // 2. waiting for the device on every training step
+    const benchFile = BENCH.test(ctx.path);
+    for (const call of sema.nodes('call')) {
+      const callee = sema.callee(call) ?? '';
+      const waits = callee === 'torch_xla.core.xla_model.wait_device_ops' ||
+        ((callee === 'torch_xla.sync' || callee === 'torch_xla.core.xla_model.mark_step') && kwValue(callArgs(call).keywords.get('wait'))?.text === 'True');
+      if (!waits || benchFile) continue;
+      const hot = sema.hot(call);
+      if (!hot || hot.throttled || hot.anchor.type === 'function_definition') continue;
+      const fn = sema.enclosingFunction(call);
+      if (fn && BENCH.test(fn.childForFieldName('name')?.text ?? '')) continue;
+      const body = hot.anchor.childForFieldName('body');
+      if (body && sema.callsWithin(body).some((c) => isTimerCall(ctx, c))) continue;
+      const stmt = call.parent?.type === 'expression_statement' ? call.parent : null;
+      ctx.report(call, {
+        severity: hot.kind === 'eval' ? downgrade('warning') : 'warning',
+        message: `\`${call.text}\` on every step stops tracing from overlapping device execution; keep it for benchmarks`,
+        fix: stmt ? { applicability: 'unsafe', title: 'Remove the per-step device wait', edits: [deleteStatement(ctx.text, stmt)] } : null,
+      });
+    }
+  },
+});
