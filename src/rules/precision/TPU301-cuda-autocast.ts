@@ -5,7 +5,7 @@ import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import type { ImportSpec } from '../../core/types';
 import { callArgs, kwValue, mentionsXla, stringContent } from '../../core/semantics';
-import { autocastCall, autocastExpr, inDecorator, isBfloat16, isFloat16 } from './util';
+import { autocastCall, autocastExpr, inDecorator, isBfloat16, isFloat16, underCudaOnlyBranch } from './util';
 
 const GRAD_SCALERS = /^(torch\.cuda\.amp\.GradScaler|torch\.amp\.GradScaler|torch\.GradScaler|torch\.amp\.grad_scaler\.GradScaler|torch\.cuda\.amp\.grad_scaler\.GradScaler)$/;
 const CUSTOM_FN = /^torch\.cuda\.amp\.(custom_fwd|custom_bwd)$/;
@@ -67,7 +67,7 @@ export default defineRule({
       const ac = autocastCall(ctx, call);
       if (!ac || (ac.kind !== 'cuda' && ac.kind !== 'torch')) continue;
       if (ac.kind === 'torch' && !isCudaDeviceType(ctx, ac.device)) continue;
-      if (ctx.sema.inXlaAwareBranch(call)) continue;
+      if (ctx.sema.inXlaAwareBranch(call) || underCudaOnlyBranch(ctx, call)) continue;
       const hot = ctx.sema.hot(call);
       const severity = hot && (hot.kind === 'eval' || hot.throttled) ? downgrade('warning') : 'warning';
       const message = `\`${short(call.text)}\` is CUDA autocast, disabled without a CUDA device: the region runs in float32 on TPU (use bf16 autocast on ${where})`;

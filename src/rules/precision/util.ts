@@ -157,3 +157,69 @@ export function inDecorator(node: Node): boolean {
   }
   return false;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Conditions keyed on CUDA
+
+const CUDA_PROBES = /^torch\.cuda\.(is_available|is_bf16_supported|device_count|get_device_capability|get_device_name|get_device_properties)$/;
+
+/** Whether an expression contains a CUDA probe call (`torch.cuda.is_available()` and friends). */
+function hasCudaProbe(ctx: RuleContext, node: Node): boolean {
+  if (node.type === 'call' && CUDA_PROBES.test(ctx.sema.callee(node) ?? '')) return true;
+  return node.namedChildren.some((c) => !!c && hasCudaProbe(ctx, c));
+}
+
+/**
+ * The value a condition keyed on CUDA takes on a TPU host (no CUDA): false for
+ * `torch.cuda.is_available()`, `torch.cuda.is_bf16_supported()`, `device_count() > 0`,
+ * `get_device_capability()[0] >= 8`, their `and`; negated through `not`. Null when unknown.
+ */
+export function evalsOnTpu(ctx: RuleContext, node: Node): boolean | null {
+  switch (node.type) {
+    case 'parenthesized_expression':
+      return node.namedChildren[0] ? evalsOnTpu(ctx, node.namedChildren[0]) : null;
+    case 'not_operator': {
+      const v = node.childForFieldName('argument');
+      const r = v ? evalsOnTpu(ctx, v) : null;
+      return r === null ? null : !r;
+    }
+    case 'call': {
+      const q = ctx.sema.callee(node) ?? '';
+      return /^torch\.cuda\.(is_available|is_bf16_supported)$/.test(q) ? false : null;
+    }
+    case 'boolean_operator': {
+      const l = node.childForFieldName('left');
+      const r = node.childForFieldName('right');
+      const op = node.childForFieldName('operator')?.text ?? node.children.find((c) => c?.type === 'and' || c?.type === 'or')?.text;
+      const a = l ? evalsOnTpu(ctx, l) : null;
+      const b = r ? evalsOnTpu(ctx, r) : null;
+      if (op === 'and') return a === false || b === false ? false : null;
+      if (op === 'or') return a === false && b === false ? false : a === true || b === true ? true : null;
+      return null;
+    }
+    case 'comparison_operator': {
+      const ops = node.children.filter((c) => !!c && !c.isNamed).map((c) => c!.text);
+      if (ops.length === 1 && (ops[0] === '>' || ops[0] === '>=') && node.namedChildren[0] && hasCudaProbe(ctx, node.namedChildren[0])) return false;
+      return null;
+    }
+    default:
+      return null;
+  }
+}
+
+/** Inside the CUDA arm of `if torch.cuda.is_available():` (or a ternary keyed on it): code a TPU host never runs. */
+export function underCudaOnlyBranch(ctx: RuleContext, node: Node): boolean {
+  for (let p = node.parent, child: Node = node; p; child = p, p = p.parent) {
+    if (p.type === 'if_statement') {
+      const cond = p.childForFieldName('condition');
+      const cons = p.childForFieldName('consequence');
+      if (cond && cons && cons.id === child.id && evalsOnTpu(ctx, cond) === false) return true;
+    }
+    if (p.type === 'conditional_expression') {
+      const [yes, test] = p.namedChildren;
+      if (yes && test && yes.id === child.id && evalsOnTpu(ctx, test) === false) return true;
+    }
+    if (p.type === 'function_definition' || p.type === 'module') break;
+  }
+  return false;
+}

@@ -1,0 +1,193 @@
+import { defineRule } from '../../core/rule';
+import { downgrade } from '../../core/engine';
+import { replace, replaceRange } from '../../core/edits';
+import type { Node } from '../../core/parse';
+import type { RuleContext, FixDraft } from '../../core/rule';
+import { callArgs, kwValue, methodName, receiver, stringContent } from '../../core/semantics';
+import { autocastCall, isFloat16, torchAttr, underCudaOnlyBranch, evalsOnTpu } from './util';
+
+const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig|DPOConfig|ORPOConfig|RewardConfig|GRPOConfig)$/;
+const LIGHTNING = /^(lightning|lightning\.pytorch|pytorch_lightning|lightning\.fabric|lightning_fabric)\.(Trainer|Fabric)$/;
+
+function bf16For(ctx: RuleContext, node: Node): { text: string; imports: { module: string }[] } {
+  if (node.type === 'string') {
+    const q = node.text[node.text.length - 1];
+    const content = stringContent(node) ?? '';
+    return { text: `${q}${content.startsWith('torch.') ? 'torch.bfloat16' : content === 'fp16' ? 'bf16' : 'bfloat16'}${q}`, imports: [] };
+  }
+  if (node.type === 'attribute') return { text: `${node.childForFieldName('object')!.text}.bfloat16`, imports: [] };
+  return torchAttr(ctx, 'bfloat16');
+}
+
+export default defineRule({
+  id: 'TPU302',
+  name: 'float16-dtype',
+  title: 'float16 as the compute or AMP dtype, and dtype pickers keyed on CUDA',
+  severity: 'warning',
+  step: 5,
+  effort: 1,
+  message: 'float16 is not the TPU mixed-precision dtype: use bfloat16',
+  fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Use bfloat16' },
+  triggers: ['float16', 'half', 'fp16', 'precision', '16'],
+  docs: {
+    what:
+      'Checks for float16 as the compute or AMP dtype: `autocast(..., dtype=torch.float16|torch.half)`, `.half()`, `.to(torch.float16)`, ' +
+      '`from_pretrained(torch_dtype=torch.float16)`, HF `TrainingArguments(fp16=True)`, Lightning `Trainer(precision=16|"16"|"16-mixed"|"16-true")`, ' +
+      'Accelerate `Accelerator(mixed_precision="fp16")` and `mixed_precision: fp16` in Accelerate config YAML, DeepSpeed `"fp16": {"enabled": True}` config dicts, ' +
+      'and dtype pickers keyed on CUDA such as nanoGPT\'s `\'bfloat16\' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else \'float16\'`, which evaluate to float16 on a TPU host. ' +
+      'Code in a branch that only runs when CUDA is available is not flagged.',
+    why:
+      'TPUs compute in bfloat16 natively and need no loss scaling (AMP:12-16, 51-52). `torch_xla.amp.autocast` with a dtype other than bf16 warns ' +
+      '"torch_xla Autocast only supports dtype of torch.bfloat16 currently" and disables autocast (XAMP:26-34). ' +
+      'Plain `torch.autocast("xla", dtype=torch.float16)` passes PyTorch\'s dtype check; its TPU behaviour is unverified, and bf16 is the supported path.',
+    example: 'with torch.autocast("xla", dtype=torch.float16):\n    ...\nmodel = model.half()\ndtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"',
+    useInstead: 'with torch.autocast("xla", dtype=torch.bfloat16):\n    ...\nmodel = model.bfloat16()\ndtype = "bfloat16"',
+    fixSafety:
+      'Unsafe: it changes numerics (bf16 has fewer mantissa bits than fp16, more exponent range). `fp16=True` becomes `bf16=True`; Lightning `"16-mixed"` becomes `"bf16-mixed"` ' +
+      '(Lightning\'s XLA precision strings are unverified); Accelerate `fp16` becomes `bf16`. In dual-path style a CUDA-keyed picker keeps its CUDA behaviour and picks bf16 when ' +
+      '`accel.is_xla()`. DeepSpeed configs get no fix (DeepSpeed does not run on TPU, TPU705). `xr.is_bf16_supported()` exists (XR:86-93) but creates an XLA tensor and so ' +
+      'initializes the runtime; the fix writes a constant instead.',
+    sources: [
+      'AMP (docs/source/perf/amp.md:12-16, 51-52): TPUs use bfloat16, gradient scaling is not necessary',
+      'XAMP (torch_xla/amp/autocast_mode.py:26-34): non-bf16 dtype disables torch_xla autocast (read at pytorch/xla@01834d7)',
+      'XR:86-93 (torch_xla/runtime.py is_bf16_supported)',
+      'PT:torch/amp/autocast_mode.py (xla branch accepts fp16 and bf16)',
+    ],
+    torchtpu: 'Same detection; the replacements are plain PyTorch dtypes, so the fixes are the same.',
+  },
+  textKinds: ['yaml'],
+  check(ctx) {
+    const sev = (node: Node) => {
+      const hot = ctx.sema.hot(node);
+      return hot && (hot.kind === 'eval' || hot.throttled) ? downgrade('warning') : 'warning';
+    };
+    const dtypeFix = (node: Node): FixDraft => {
+      const b = bf16For(ctx, node);
+      return { title: `Replace \`${node.text}\` with \`${b.text}\``, edits: [replace(node, b.text)], imports: b.imports };
+    };
+
+    for (const call of ctx.sema.nodes('call')) {
+      if (ctx.sema.inXlaAwareBranch(call) || underCudaOnlyBranch(ctx, call)) continue;
+      const q = ctx.sema.callee(call) ?? '';
+      const { positional, keywords } = callArgs(call);
+
+      const ac = autocastCall(ctx, call);
+      if (ac) {
+        if (ac.dtype && isFloat16(ctx, ac.dtype) && ac.dtype.type !== 'string') {
+          ctx.report(ac.dtype, { severity: sev(call), message: `Autocast with \`${ac.dtype.text}\`: TPU mixed precision is bfloat16 (torch_xla disables autocast for other dtypes)`, fix: dtypeFix(ac.dtype) });
+        }
+        continue;
+      }
+
+      const meth = methodName(call);
+      const recv = receiver(call);
+      if (meth === 'half' && recv && !ctx.sema.resolve(recv) && positional.length === 0 && keywords.size === 0) {
+        const attr = call.childForFieldName('function')!.childForFieldName('attribute')!;
+        ctx.report(call, {
+          severity: sev(call),
+          message: `\`.half()\` casts to float16; TPUs compute in bfloat16`,
+          fix: { title: 'Replace `.half()` with `.bfloat16()`', edits: [replaceRange(attr.startIndex, call.endIndex, 'bfloat16()')] },
+        });
+        continue;
+      }
+      if ((meth === 'to' || meth === 'type') && recv && !ctx.sema.resolve(recv)) {
+        const d = kwValue(keywords.get('dtype')) ?? positional.find((p) => isFloat16(ctx, p) && p.type !== 'string') ?? null;
+        if (d && isFloat16(ctx, d) && d.type !== 'string') {
+          ctx.report(d, { severity: sev(call), message: `\`.${meth}(${d.text})\` casts to float16; TPUs compute in bfloat16`, fix: dtypeFix(d) });
+        }
+        continue;
+      }
+      if (meth === 'from_pretrained' || /\.from_pretrained$/.test(q)) {
+        for (const k of ['torch_dtype', 'dtype']) {
+          const d = kwValue(keywords.get(k));
+          if (d && isFloat16(ctx, d)) ctx.report(d, { severity: 'warning', message: `\`${k}=${d.text}\` loads the weights in float16; load them in bfloat16 on TPU`, fix: dtypeFix(d) });
+        }
+        continue;
+      }
+      if (HF_ARGS.test(q)) {
+        const kw = keywords.get('fp16');
+        const v = kwValue(kw);
+        if (kw && v?.text === 'True') {
+          const hasBf16 = keywords.has('bf16');
+          ctx.report(kw, {
+            message: '`fp16=True` trains in float16 mixed precision; on TPU use `bf16=True`',
+            fix: hasBf16 ? null : { title: 'Replace `fp16=True` with `bf16=True`', edits: [replace(kw, 'bf16=True')] },
+          });
+        }
+        continue;
+      }
+      if (LIGHTNING.test(q)) {
+        const v = kwValue(keywords.get('precision'));
+        if (!v) continue;
+        const s = v.type === 'integer' ? v.text : v.type === 'string' ? stringContent(v) ?? '' : '';
+        if (!/^16(-mixed|-true)?$/.test(s)) continue;
+        const to = s === '16-true' ? 'bf16-true' : 'bf16-mixed';
+        const q2 = v.type === 'string' ? v.text[v.text.length - 1] : '"';
+        ctx.report(v, {
+          message: `Lightning \`precision=${v.text}\` is float16; on TPU use bfloat16 (\`"${to}"\`)`,
+          fix: { title: `Replace with \`${q2}${to}${q2}\``, edits: [replace(v, `${q2}${to}${q2}`)] },
+        });
+        continue;
+      }
+      if (q === 'accelerate.Accelerator') {
+        const v = kwValue(keywords.get('mixed_precision'));
+        if (v?.type === 'string' && stringContent(v) === 'fp16') {
+          const qq = v.text[v.text.length - 1];
+          ctx.report(v, { message: 'Accelerate `mixed_precision="fp16"` is float16; on TPU use `"bf16"`', fix: { title: 'Replace with `"bf16"`', edits: [replace(v, `${qq}bf16${qq}`)] } });
+        }
+        continue;
+      }
+    }
+
+    // DeepSpeed config dicts: {"fp16": {"enabled": True}}
+    for (const s of ctx.sema.nodes('string')) {
+      if (stringContent(s) !== 'fp16' || s.parent?.type !== 'pair' || s.parent.childForFieldName('key')?.id !== s.id) continue;
+      const value = s.parent.childForFieldName('value');
+      if (value?.type !== 'dictionary' || !/["']enabled["']\s*:\s*True\b/.test(value.text)) continue;
+      ctx.report(s, { message: 'DeepSpeed `"fp16": {"enabled": True}` trains in float16; TPUs use bfloat16 (and DeepSpeed itself does not run on TPU)', fix: null });
+    }
+
+    // dtype pickers keyed on CUDA that pick float16 when CUDA is absent
+    for (const cond of ctx.sema.nodes('conditional_expression')) {
+      const [yes, test, no] = cond.namedChildren;
+      if (!yes || !test || !no) continue;
+      const onTpu = evalsOnTpu(ctx, test);
+      if (onTpu === null) continue;
+      const picked = onTpu ? yes : no;
+      const other = onTpu ? no : yes;
+      if (!isFloat16(ctx, picked) || isFloat16(ctx, other)) continue;
+      if (ctx.sema.inXlaAwareBranch(cond)) continue;
+      let fix: FixDraft | null;
+      if (ctx.idiom.dualPath) {
+        const isXla = ctx.idiom.isXla();
+        const t = test.type === 'boolean_operator' || test.type === 'conditional_expression' ? `(${test.text})` : test.text;
+        const newTest = onTpu ? `not ${isXla.text} and ${t}` : `${isXla.text} or ${t}`;
+        fix = {
+          title: `Pick \`${other.text}\` on XLA`,
+          edits: [replace(test, newTest)],
+          imports: isXla.imports,
+          needsAccel: isXla.needsAccel,
+        };
+      } else {
+        fix = { title: `Replace the picker with \`${other.text}\``, edits: [replace(cond, other.text)] };
+      }
+      ctx.report(cond, {
+        message: `This dtype picker is keyed on CUDA and evaluates to \`${picked.text}\` on a TPU host; TPUs use bfloat16`,
+        fix,
+      });
+    }
+  },
+  checkText(ctx) {
+    // Accelerate config YAML (`accelerate config` output): mixed_precision: fp16
+    if (!/^\s*(compute_environment|distributed_type)\s*:/m.test(ctx.text)) return;
+    const re = /^([ \t]*mixed_precision[ \t]*:[ \t]*)(['"]?)fp16\2[ \t]*(#.*)?$/gm;
+    for (let m = re.exec(ctx.text); m; m = re.exec(ctx.text)) {
+      const start = m.index + m[1].length;
+      const end = start + m[2].length * 2 + 4;
+      ctx.report({ start, end }, {
+        message: 'Accelerate `mixed_precision: fp16` is float16; on TPU use `bf16`',
+        fix: { title: 'Replace with `bf16`', edits: [{ start, end, text: `${m[2]}bf16${m[2]}` }] },
+      });
+    }
+  },
+});
