@@ -1,0 +1,227 @@
+import { defineRule, type RuleContext } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import type { HotInfo } from '../../core/semantics';
+import { callArgs, enclosingStatement, methodName, receiver } from '../../core/semantics';
+import { replace } from '../../core/edits';
+import { hostValue, hotAt, severityIn, short, tensorish } from './util';
+
+const MATERIALIZE = new Set(['item', 'tolist', 'cpu', 'numpy']);
+const CONVERT = new Set(['float', 'int', 'bool', 'str', 'repr']);
+const BUILTINS = new Set([
+  'print', 'float', 'int', 'bool', 'str', 'repr', 'len', 'round', 'sum', 'min', 'max', 'abs', 'format', 'list', 'dict', 'tuple',
+  'range', 'enumerate', 'zip', 'sorted', 'isinstance', 'getattr', 'type', 'True', 'False', 'None', 'self',
+]);
+
+/** `x.item()`-style call whose receiver chain already contains a host read (report the first one only). */
+function chainHasRead(node: Node | null): boolean {
+  for (let n = node; n; ) {
+    if (n.type === 'call') {
+      const m = methodName(n);
+      if (m && MATERIALIZE.has(m)) return true;
+      n = receiver(n);
+    } else if (n.type === 'attribute') n = n.childForFieldName('object');
+    else if (n.type === 'subscript') n = n.childForFieldName('value');
+    else if (n.type === 'parenthesized_expression') n = n.namedChildren[0];
+    else return false;
+  }
+  return false;
+}
+
+/** Calls that report values: print, logging, wandb, TensorBoard, tqdm postfix. */
+function isReportCall(ctx: RuleContext, call: Node): boolean {
+  const fn = call.childForFieldName('function');
+  if (fn?.type === 'identifier') return fn.text === 'print';
+  const callee = ctx.sema.callee(call) ?? '';
+  if (/^(wandb\.log|logging\.(debug|info|warning|error|critical|log)|torch_xla\.core\.xla_model\.master_print|mlflow\.log_metrics?)$/.test(callee)) return true;
+  const meth = methodName(call) ?? '';
+  const recv = receiver(call)?.text ?? '';
+  if (/^(debug|info|warning|warn|error|critical|log)$/.test(meth) && /log|wandb|run|experiment|tracker|accelerator/i.test(recv)) return true;
+  if (/^(add_scalar|add_scalars|log_metrics|log_metric|set_postfix|set_description|write)$/.test(meth)) return true;
+  return meth === 'print' && /accelerator|fabric|xm/.test(recv);
+}
+
+/** Names bound per iteration inside the hot loop (loop targets, assignments): a closure must receive them as args. */
+function iterationNames(ctx: RuleContext, loop: Node): Set<string> {
+  const out = new Set<string>();
+  const addTargets = (n: Node | null) => {
+    if (!n) return;
+    if (n.type === 'identifier') out.add(n.text);
+    else if (/pattern|list|tuple|parenthesized/.test(n.type)) n.namedChildren.forEach((c) => addTargets(c));
+  };
+  addTargets(loop.childForFieldName('left'));
+  for (const t of ['for_statement', 'assignment', 'augmented_assignment']) {
+    for (const n of ctx.sema.within(t, loop)) addTargets(n.childForFieldName('left'));
+  }
+  return out;
+}
+
+function closureParams(ctx: RuleContext, call: Node, loop: Node): string[] {
+  const perIter = iterationNames(ctx, loop);
+  const bound = new Set<string>();
+  for (const c of ctx.sema.within('for_in_clause', call)) {
+    for (const id of ctx.sema.within('identifier', c.childForFieldName('left') ?? c)) bound.add(id.text);
+  }
+  const out: string[] = [];
+  for (const id of ctx.sema.within('identifier', call)) {
+    const parent = id.parent;
+    if (parent?.type === 'attribute' && parent.childForFieldName('attribute')?.id === id.id) continue;
+    if (parent?.type === 'keyword_argument' && parent.childForFieldName('name')?.id === id.id) continue;
+    if (BUILTINS.has(id.text) || bound.has(id.text) || ctx.sema.aliases.has(id.text)) continue;
+    if (perIter.has(id.text) && !out.includes(id.text)) out.push(id.text);
+  }
+  return out;
+}
+
+export default defineRule({
+  id: 'TPU201',
+  name: 'host-read-in-hot-loop',
+  title: 'Host materialization of tensor values inside the hot loop',
+  severity: 'warning',
+  step: 6,
+  effort: 3,
+  message: 'Reading a tensor value on the host inside the training loop forces the pending graph to execute mid-step',
+  fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Report the value from a step closure' },
+  triggers: ['.item(', '.tolist(', '.cpu(', '.numpy(', 'print(', 'float(', 'int(', 'bool(', 'str(', 'repr(', 'f"', "f'", '%', '.log(', '.info(', 'add_scalar', 'set_postfix', 'asarray', 'np.array'],
+  docs: {
+    what:
+      'Checks for tensor values read on the host inside a hot loop (a training or eval loop, `forward`, or a compiled step): ' +
+      '`.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `float(t)`/`int(t)`/`bool(t)`/`str(t)`, `print(t)`, f-strings and `%` formatting of tensors, ' +
+      '`logger.info(t)`, `wandb.log({...: t})`, `writer.add_scalar(tag, t)`, `pbar.set_postfix(loss=t)` and `np.asarray(t)`. ' +
+      'Static metadata (`.shape`, `.size()`, `.dtype`, `.device`, `len(t)`) and values handed to `xm.add_step_closure` are not flagged; ' +
+      'neither is code outside the loop (end of epoch, after training). Under a throttle guard (`if step % k == 0`) or in an eval loop the finding is info.',
+    why:
+      'torch_xla traces operations lazily and runs the graph at the step barrier. Reading a value before that forces an extra execution of the partial graph ' +
+      'and a device-to-host copy: "The `item()` operation explicitly asks to evaluate the result. Don\'t use it unless it\'s necessary" (TS:309-313). ' +
+      'Accessing tensor values before the barrier is one of the listed causes of extra compilation and execution (TS, "Some common causes").',
+    example: 'for step, (x, y) in enumerate(loader):\n    loss = F.cross_entropy(model(x), y)\n    loss.backward(); opt.step()\n    if step % 10 == 0:\n        print(f"step {step} loss {loss.item():.4f}")',
+    useInstead:
+      'import torch_xla.core.xla_model as xm\n\nfor step, (x, y) in enumerate(loader):\n    ...\n    if step % 10 == 0:\n' +
+      '        xm.add_step_closure(lambda step, loss: print(f"step {step} loss {loss.item():.4f}"), args=(step, loss))\n\n' +
+      '# accumulate running metrics on the device (total += loss.detach()) and read them once per epoch',
+    fixSafety:
+      'Unsafe: the report moves into a step closure that runs after the step\'s graph executed (at the next barrier: `torch_xla.sync()`, or ' +
+      '`MpDeviceLoader` fetching the next batch), so output appears later and a loop without any barrier (TPU204) would not report until one runs. ' +
+      'Per-iteration names are passed as closure arguments so each report sees its own step\'s values. Offered only for statements that just report ' +
+      '(print, logging, wandb, TensorBoard, tqdm) in a training loop; reads whose value the loop uses are left for review. ' +
+      'Keep the throttle: the add_step_closure docstring advises reporting once every N steps.',
+    sources: [
+      'TS:309-313 (docs/source/learn/troubleshoot.md, `item()` evaluates the result)',
+      'XM:977-1008 add_step_closure(closure, args=(), run_async=False): closures run after the barrier; "it is advised to throttle the printing/reporting events once every N steps" (torch_xla/core/xla_model.py; read at pytorch/xla@020f3f5)',
+      'TX:78 torch_xla.sync runs the queued step closures (xm._run_step_closures)',
+    ],
+    torchtpu: 'The detection is the same; the torchtpu preview has no known step-closure API, so no fix is offered: move the read after the step or out of the loop.',
+  },
+  check(ctx) {
+    const seen = new Set<number>();
+    const report = (site: Node, hot: HotInfo, what: string) => {
+      if (seen.has(site.id)) return;
+      seen.add(site.id);
+      ctx.report(site, {
+        severity: severityIn('warning', hot),
+        message: `${what} inside the ${hot.kind === 'eval' ? 'eval' : 'training'} ${hot.anchor.type === 'function_definition' ? 'step' : 'loop'} forces the pending graph to run and copies the value to the host`,
+        fix: closureFix(ctx, site, hot),
+      });
+    };
+
+    for (const call of ctx.sema.nodes('call')) {
+      const meth = methodName(call);
+      const fnNode = call.childForFieldName('function');
+      // t.item(), t.tolist(), t.cpu(), t.numpy()
+      if (meth && MATERIALIZE.has(meth)) {
+        const recv = receiver(call);
+        if (!recv || callArgs(call).positional.length || hostValue(ctx, recv) || chainHasRead(recv)) continue;
+        if (meth !== 'item' && !tensorish(ctx, recv, false)) continue;
+        if (meth === 'item' && /^(string|integer|float|dictionary|list)$/.test(recv.type)) continue;
+        const hot = hotAt(ctx, call);
+        if (hot) report(call, hot, `\`${short(recv.text, 30)}.${meth}()\``);
+        continue;
+      }
+      // float(t), int(t), bool(t), str(t), repr(t)
+      if (fnNode?.type === 'identifier' && CONVERT.has(fnNode.text) && !ctx.sema.resolve(fnNode)) {
+        const { positional } = callArgs(call);
+        if (positional.length !== 1 || chainHasRead(positional[0]) || !tensorish(ctx, positional[0], false)) continue;
+        const hot = hotAt(ctx, call);
+        if (hot) report(call, hot, `\`${fnNode.text}(${short(positional[0].text, 30)})\``);
+        continue;
+      }
+      const callee = ctx.sema.callee(call) ?? '';
+      // np.asarray(t), np.array(t)
+      if (/^numpy\.(asarray|array)$/.test(callee)) {
+        const arg = callArgs(call).positional[0];
+        if (!arg || chainHasRead(arg) || !tensorish(ctx, arg, false)) continue;
+        const hot = hotAt(ctx, call);
+        if (hot) report(call, hot, `\`${short(call.text, 40)}\``);
+        continue;
+      }
+      // print(t), logger.info(t), wandb.log({"loss": t}), writer.add_scalar("loss", t), pbar.set_postfix(loss=t)
+      if (isReportCall(ctx, call)) {
+        const { positional, keywords } = callArgs(call);
+        const values: Node[] = [...positional, ...[...keywords.values()].map((k) => k.childForFieldName('value')!).filter(Boolean)];
+        for (const v of values) {
+          const items = v.type === 'dictionary' ? v.namedChildren.filter((p) => p?.type === 'pair').map((p) => p!.childForFieldName('value')!) : [v];
+          for (const item of items) {
+            if (!item || item.type === 'string' || chainHasRead(item) || !tensorish(ctx, item, false)) continue;
+            const hot = hotAt(ctx, item);
+            if (hot) report(item, hot, `Passing tensor \`${short(item.text, 30)}\` to \`${short(fnNode?.text ?? 'print', 30)}\``);
+          }
+        }
+        continue;
+      }
+      // "{}".format(t)
+      if (meth === 'format' && receiver(call)?.type === 'string') {
+        for (const a of callArgs(call).positional) {
+          if (chainHasRead(a) || !tensorish(ctx, a, false)) continue;
+          const hot = hotAt(ctx, a);
+          if (hot) report(a, hot, `Formatting tensor \`${short(a.text, 30)}\``);
+        }
+      }
+    }
+
+    // f"{t}"
+    for (const s of ctx.sema.nodes('string')) {
+      for (const part of s.namedChildren) {
+        if (part?.type !== 'interpolation') continue;
+        const expr = part.childForFieldName('expression') ?? part.namedChildren[0];
+        if (!expr || chainHasRead(expr) || !tensorish(ctx, expr, false)) continue;
+        const hot = hotAt(ctx, expr);
+        if (hot) report(expr, hot, `Formatting tensor \`${short(expr.text, 30)}\` in an f-string`);
+      }
+    }
+
+    // "%f" % t, "%f %f" % (a, b)
+    for (const op of ctx.sema.nodes('binary_operator')) {
+      const left = op.childForFieldName('left');
+      const right = op.childForFieldName('right');
+      if (left?.type !== 'string' || !right || !op.children.some((c) => c?.type === '%')) continue;
+      const items = right.type === 'tuple' ? right.namedChildren : [right];
+      for (const item of items) {
+        if (!item || chainHasRead(item) || !tensorish(ctx, item, false)) continue;
+        const hot = hotAt(ctx, item);
+        if (hot) report(item, hot, `Formatting tensor \`${short(item.text, 30)}\` with \`%\``);
+      }
+    }
+  },
+});
+
+/**
+ * For a statement that only reports (print/logging/wandb/TensorBoard/tqdm) in a training loop: wrap the
+ * call in the profile's step closure, passing per-iteration names as arguments.
+ */
+function closureFix(ctx: RuleContext, site: Node, hot: HotInfo) {
+  if (hot.kind !== 'train' || hot.anchor.type === 'function_definition') return null;
+  const stmt = enclosingStatement(site);
+  if (stmt.type !== 'expression_statement' || stmt.namedChildCount !== 1) return null;
+  const call = stmt.namedChildren[0];
+  if (call?.type !== 'call' || !isReportCall(ctx, call)) return null;
+  const params = closureParams(ctx, call, hot.anchor);
+  const args = params.length === 0 ? '()' : params.length === 1 ? `(${params[0]},)` : `(${params.join(', ')})`;
+  const fn = `lambda${params.length ? ' ' + params.join(', ') : ''}: ${call.text}`;
+  const snippet = ctx.idiom.stepClosure(fn, args);
+  if (!snippet) return null;
+  return {
+    title: 'Report the value from a step closure (runs after the step executes)',
+    edits: [replace(call, snippet.text)],
+    imports: snippet.imports,
+    needsAccel: snippet.needsAccel,
+  };
+}
