@@ -2,7 +2,8 @@ import type { Rule } from '../../core/rule';
 import TPU801 from './TPU801-compile-without-xla-backend';
 import TPU802 from './TPU802-eager-mode-without-compile';
 import TPU803 from './TPU803-lazy-timing';
+import TPU804 from './TPU804-no-compilation-cache';
 
-const rules: Rule[] = [TPU801, TPU802, TPU803];
+const rules: Rule[] = [TPU801, TPU802, TPU803, TPU804];
 
 export default rules;

@@ -1,0 +1,107 @@
+import { defineRule, type FixDraft } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import { insertLineAfter, insertLineBefore } from '../../core/edits';
+import { launchCalls, xlaContext } from './util';
+
+function isImport(n: Node): boolean {
+  return n.type === 'import_statement' || n.type === 'import_from_statement' || n.type === 'future_import_statement';
+}
+
+function isDocstring(n: Node): boolean {
+  return n.type === 'expression_statement' && n.namedChildren.length === 1 && n.namedChildren[0]?.type === 'string';
+}
+
+function importsTorch(n: Node): boolean {
+  if (n.type === 'import_statement') return n.namedChildren.some((c) => /^torch(_xla)?(\.|$)/.test((c?.type === 'aliased_import' ? c.childForFieldName('name') : c)?.text ?? ''));
+  if (n.type === 'import_from_statement') return /^torch(_xla)?(\.|$)/.test(n.childForFieldName('module_name')?.text ?? '');
+  return false;
+}
+
+export default defineRule({
+  id: 'TPU804',
+  name: 'no-compilation-cache',
+  title: 'No persistent compilation cache',
+  severity: 'info',
+  step: 10,
+  effort: 1,
+  message: 'No persistent XLA compilation cache: every run recompiles all graphs',
+  fix: { availability: 'sometimes', applicability: 'safe', title: 'Initialize the persistent compilation cache' },
+  triggers: ['torch_xla', 'import accel', 'from accel'],
+  docs: {
+    what: 'Checks for XLA training scripts (and notebooks) that never call `xr.initialize_cache(...)`. Reported once per file, on the import of torch.',
+    why:
+      'XLA compiles every distinct graph before running it; large models spend minutes there on each start. `xr.initialize_cache(path, readonly=False)` ' +
+      'stores compiled programs on disk so later runs (restarts, preemptions, sweeps) load them instead (DEV:425-437). It "must be called before any ' +
+      'computations have been performed" (XR initialize_cache docstring). The cache is invalidated when the torch_xla version changes (DEV).',
+    example: 'import torch\nimport torch_xla\n\ndevice = torch_xla.device()\n...',
+    useInstead:
+      'import torch\nimport torch_xla\nimport torch_xla.runtime as xr\nxr.initialize_cache("/tmp/xla_cache", readonly=False)\n\n' +
+      '# multi-process: a distinct path per process, inside the launched function (DEV:439-455)\n' +
+      'def _mp_fn(index):\n    xr.initialize_cache(f"/tmp/xla_cache_{index}", readonly=False)',
+    fixSafety:
+      'Safe: inserted right after the leading imports (before any computation), or as the first statement of the function passed to `torch_xla.launch` / `xmp.spawn` ' +
+      'with a per-process path. Pick a persistent path (a local SSD or a mounted bucket) instead of `/tmp` for reuse across machines; in SPMD share one cache with `readonly=True` on readers.',
+    sources: [
+      'DEV (docs/source/learn/pytorch-on-xla-devices.md:425-455)',
+      'XR (torch_xla/runtime.py: initialize_cache(path: str, readonly: bool = False))',
+    ],
+    torchtpu: 'The preview has no documented persistent cache API: the finding is advice only.',
+  },
+  check(ctx) {
+    if (!xlaContext(ctx)) return;
+    const sema = ctx.sema;
+    const calls = sema.nodes('call');
+    if (calls.some((c) => /(^|\.)initialize_cache$/.test(c.childForFieldName('function')?.text ?? ''))) return;
+    const launches = launchCalls(ctx);
+    const training = launches.length > 0 || sema.hotLoops().some((h) => {
+      const body = h.anchor.childForFieldName('body');
+      return h.kind === 'train' && !!body && sema.containsTrainSignal(body);
+    });
+    if (!training) return;
+    const top = sema.root.namedChildren.filter((n): n is Node => !!n && n.type !== 'comment');
+    const anchor = [...sema.nodes('import_statement'), ...sema.nodes('import_from_statement')]
+      .filter(importsTorch)
+      .sort((a, b) => a.startIndex - b.startIndex)[0];
+    if (!anchor) return;
+
+    let fix: FixDraft | null = null;
+    // the launch target: a per-process cache as its first statement
+    const target = launches
+      .map((l) => l.childForFieldName('arguments')?.namedChildren[0])
+      .map((arg) => (arg?.type === 'identifier' ? sema.nodes('function_definition').find((f) => f.childForFieldName('name')?.text === arg.text && f.parent?.type !== 'block') : undefined))
+      .find((f) => !!f);
+    if (target) {
+      const params = target.childForFieldName('parameters')?.namedChildren.filter((p): p is Node => !!p) ?? [];
+      const first = params[0];
+      const index = first?.type === 'identifier' ? first.text : first?.childForFieldName('name')?.text ?? (first?.namedChildren[0]?.type === 'identifier' ? first.namedChildren[0].text : null);
+      const snippet = ctx.idiom.initializeCache(index ? `f"/tmp/xla_cache_{${index}}"` : '"/tmp/xla_cache"');
+      const body = target.childForFieldName('body');
+      const stmts = body?.namedChildren.filter((n): n is Node => !!n && n.type !== 'comment') ?? [];
+      const firstStmt = stmts.find((s) => !isDocstring(s));
+      if (snippet && firstStmt) {
+        fix = {
+          title: `Initialize a per-process compilation cache in \`${target.childForFieldName('name')?.text}\``,
+          edits: [insertLineBefore(ctx.text, firstStmt, snippet.text)],
+          imports: snippet.imports,
+          needsAccel: snippet.needsAccel,
+        };
+      }
+    } else {
+      const snippet = ctx.idiom.initializeCache('"/tmp/xla_cache"');
+      let last: Node | null = null;
+      for (const n of top) {
+        if (isImport(n)) last = n;
+        else if (!isDocstring(n) || last) break;
+      }
+      if (snippet && last) {
+        fix = { edits: [insertLineAfter(ctx.text, last, snippet.text, '')], imports: snippet.imports, needsAccel: snippet.needsAccel };
+      }
+    }
+    ctx.report(anchor, {
+      message: ctx.idiom.profile === 'torchtpu'
+        ? 'No persistent compilation cache: every run recompiles all graphs (the preview has no documented cache API)'
+        : 'No persistent XLA compilation cache (`xr.initialize_cache`): every run recompiles all graphs',
+      fix,
+    });
+  },
+});
