@@ -1,6 +1,7 @@
 import type { Rule } from '../../core/rule';
 import TPU706 from './TPU706-fused-optimizer';
+import TPU707 from './TPU707-jax-before-torch-xla';
 
-const rules: Rule[] = [TPU706];
+const rules: Rule[] = [TPU706, TPU707];
 
 export default rules;
