@@ -1,7 +1,8 @@
 import type { Rule } from '../../core/rule';
 import TPU501 from './TPU501-cuda-process-group';
 import TPU502 from './TPU502-cuda-launcher';
+import TPU503 from './TPU503-cuda-rank-world-size';
 
-const rules: Rule[] = [TPU501, TPU502];
+const rules: Rule[] = [TPU501, TPU502, TPU503];
 
 export default rules;

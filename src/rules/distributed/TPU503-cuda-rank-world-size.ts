@@ -1,0 +1,169 @@
+import { defineRule, type RuleContext } from '../../core/rule';
+import { callArgs, mentionsXla, stringContent } from '../../core/semantics';
+import type { Snippet } from '../../core/idioms';
+import { Idioms } from '../../core/idioms';
+import type { Node } from '../../core/parse';
+import { INIT_PG, callsTo, envRead, isXlaLauncher, launchedFunctions, withCallees } from './util';
+
+type Kind = 'rank' | 'local' | 'world';
+const ENV_KIND: Record<string, Kind> = { RANK: 'rank', LOCAL_RANK: 'local', WORLD_SIZE: 'world' };
+const WORLD_NAME = /^(world_size|world|ws|num_replicas|n_replicas|ddp_world_size)$/;
+
+function idiomFor(ctx: RuleContext, kind: Kind): Snippet | null {
+  return kind === 'rank' ? ctx.idiom.rank() : kind === 'local' ? ctx.idiom.localRank() : ctx.idiom.worldSize();
+}
+
+const XR_NAME: Record<Kind, string> = { rank: 'xr.global_ordinal()', local: 'xr.local_ordinal()', world: 'xr.world_size()' };
+
+export default defineRule({
+  id: 'TPU503',
+  name: 'cuda-rank-world-size',
+  title: 'Rank, world size and master identity read from CUDA or env',
+  severity: 'warning',
+  step: 7,
+  effort: 1,
+  message: 'Rank or world size comes from the CUDA launcher; read it from the XLA runtime',
+  fix: { availability: 'sometimes', applicability: 'safe', title: 'Read it from `torch_xla.runtime`' },
+  triggers: ['RANK', 'WORLD_SIZE', 'local_rank', 'device_count', 'get_rank', 'get_world_size', 'get_ordinal', 'xrt_world_size'],
+  docs: {
+    what:
+      'Checks for rank and world size taken from the CUDA launcher: `int(os.environ["RANK"|"LOCAL_RANK"|"WORLD_SIZE"])` (also `.get`/`os.getenv`), `args.local_rank` from a `--local_rank` flag, ' +
+      '`torch.cuda.device_count()` used as the world size, `dist.get_rank()`/`dist.get_world_size()` in files that create no process group, and the removed `xm.get_ordinal()`/`xm.xrt_world_size()`.',
+    why:
+      '`torch_xla.launch` does not set `RANK`/`WORLD_SIZE` (it sets them only when torchrun started the job), `torch.cuda.device_count()` is 0 on a TPU host, and `dist.get_rank()` raises without a process group, ' +
+      'which the native XLA path (`xm.optimizer_step`) never creates. The XLA runtime knows all of them: `xr.world_size()`, `xr.global_ordinal()`, `xr.local_ordinal()`, `xr.process_index()`/`xr.process_count()` (XR:106-149). ' +
+      '`xm.xrt_world_size()` and `xm.get_ordinal()` were deprecated in 2.5 and removed in 2.7 (commits 7f8ef79, da7fdca). For `rank == 0` use `xm.is_master_ordinal(local=False)`, for `if rank == 0: print(...)` `xm.master_print(...)` (XM:97-118).',
+    example: 'rank = int(os.environ["RANK"])\nworld_size = int(os.environ["WORLD_SIZE"])\nlocal_rank = int(os.environ["LOCAL_RANK"])',
+    useInstead: 'import torch_xla.runtime as xr\n\nrank = xr.global_ordinal()\nworld_size = xr.world_size()\nlocal_rank = xr.local_ordinal()',
+    fixSafety:
+      'Safe inside a `torch_xla.launch`/`xmp.spawn` target (the runtime is initialised there). Unsafe elsewhere: at module level the call initialises the XLA runtime before any launcher forks. ' +
+      'Comparisons such as `int(os.environ.get("RANK", -1)) != -1` (a "was torchrun used" test) are reported without a fix. The `xm.*` renames are always safe.',
+    sources: [
+      'XR:106-149 torch_xla/runtime.py world_size, global_ordinal, local_ordinal, process_index, process_count (read at pytorch/xla@022ecde)',
+      'TX:271-272 (torch_xla.launch reads LOCAL_RANK only under torchelastic)',
+      'XM:97-118 is_master_ordinal, master_print; commits 7f8ef79, da7fdca (xrt_world_size/get_ordinal removed in 2.7)',
+    ],
+    torchtpu: 'TorchTPU rank/world-size APIs are not public yet: findings say what to replace and offer no fix (dual-path style uses `accel.rank()`/`accel.world_size()`).',
+  },
+  check(ctx) {
+    if (!ctx.sema.usesTorch()) return;
+    // inside the functions a launcher starts, the runtime is initialised
+    const launched = new Set<number>();
+    for (const call of ctx.sema.nodes('call')) {
+      if (!isXlaLauncher(ctx, call)) continue;
+      for (const fn of launchedFunctions(ctx, call)) for (const f of withCallees(ctx, fn)) launched.add(f.id);
+    }
+    const inLaunchTarget = (n: Node) => {
+      for (let f = ctx.sema.enclosingFunction(n); f; f = ctx.sema.enclosingFunction(f)) if (launched.has(f.id)) return true;
+      return false;
+    };
+    // helpers shaped like `if torch_xla is not None: return xr.global_ordinal()` followed by the env fallback
+    const xlaFunction = (n: Node) => {
+      const f = ctx.sema.enclosingFunction(n);
+      const body = f?.childForFieldName('body');
+      if (!body) return false;
+      for (const stmt of body.namedChildren) {
+        if (!stmt || stmt.startIndex >= n.startIndex) break;
+        const cond = stmt.type === 'if_statement' ? stmt.childForFieldName('condition') : null;
+        if (cond && mentionsXla(cond.text) && /\breturn\b/.test(stmt.childForFieldName('consequence')?.text ?? '')) return true;
+      }
+      return false;
+    };
+    const launcherInFile = ctx.sema.nodes('call').some((c) => isXlaLauncher(ctx, c) || /^torch\.multiprocessing\.spawn/.test(ctx.sema.callee(c) ?? ''));
+    const report = (node: Node, kind: Kind, what: string, replace: Node | null, forceUnsafe = false) => {
+      // at module level of a launching script the runtime call would run in the parent before the fork
+      const beforeFork = launcherInFile && !ctx.sema.enclosingFunction(node);
+      const snippet = replace && !beforeFork ? idiomFor(ctx, kind) : null;
+      const target = ctx.idiom.profile === 'torchtpu' ? 'the TorchTPU runtime (not public yet)' : `\`${XR_NAME[kind]}\``;
+      ctx.report(node, {
+        message: `${what}; read it from ${target}`,
+        fix:
+          snippet && replace
+            ? {
+                title: `Use \`${snippet.text}\``,
+                applicability: !forceUnsafe && inLaunchTarget(node) ? 'safe' : 'unsafe',
+                edits: [{ start: replace.startIndex, end: replace.endIndex, text: snippet.text }],
+                imports: snippet.imports,
+                needsAccel: snippet.needsAccel,
+              }
+            : null,
+      });
+    };
+
+    // int(os.environ["RANK"]), os.environ.get("LOCAL_RANK"), os.getenv("WORLD_SIZE")
+    for (const node of [...ctx.sema.nodes('subscript'), ...ctx.sema.nodes('call')]) {
+      const read = envRead(ctx, node);
+      if (!read || !(read.name in ENV_KIND)) continue;
+      if (ctx.sema.inXlaAwareBranch(node) || xlaFunction(node)) continue;
+      const kind = ENV_KIND[read.name];
+      const wrapper = node.parent?.type === 'argument_list' && node.parent.parent?.type === 'call' && node.parent.parent.childForFieldName('function')?.text === 'int' && node.parent.namedChildren.length === 1
+        ? node.parent.parent
+        : null;
+      const outer = wrapper ?? node;
+      const compared = outer.parent?.type === 'comparison_operator';
+      report(outer, kind, `\`${read.name}\` is set by torchrun, not by \`torch_xla.launch\``, wrapper && !compared ? wrapper : null);
+    }
+
+    // args.local_rank from a --local_rank / --local-rank flag (torch.distributed.launch)
+    const localRankFlag = ctx.sema.nodes('string').some((s) => /^--local[_-]rank$/.test(stringContent(s) ?? '') && s.parent?.parent?.type === 'call');
+    if (localRankFlag) {
+      for (const attr of ctx.sema.nodes('attribute')) {
+        const obj = attr.childForFieldName('object');
+        if (attr.childForFieldName('attribute')?.text !== 'local_rank' || obj?.type !== 'identifier' || ctx.sema.resolve(obj)) continue;
+        const p = attr.parent;
+        if (p?.type === 'assignment' && p.childForFieldName('left')?.id === attr.id) continue;
+        if (ctx.sema.inXlaAwareBranch(attr) || xlaFunction(attr)) continue;
+        report(attr, 'local', `\`${attr.text}\` comes from the \`--local_rank\` flag of the CUDA launcher`, attr, true);
+      }
+    }
+
+    // world_size = torch.cuda.device_count(); DistributedSampler(num_replicas=torch.cuda.device_count())
+    for (const call of callsTo(ctx, ['torch.cuda.device_count'])) {
+      const p = call.parent;
+      let named: string | null = null;
+      if (p?.type === 'assignment' && p.childForFieldName('right')?.id === call.id) named = p.childForFieldName('left')?.text ?? null;
+      if (p?.type === 'keyword_argument' && p.childForFieldName('value')?.id === call.id) named = p.childForFieldName('name')?.text ?? null;
+      if (!named || !WORLD_NAME.test(named) || ctx.sema.inXlaAwareBranch(call)) continue;
+      // at module level the replacement would initialise the runtime before a launcher forks
+      const inFn = !!ctx.sema.enclosingFunction(call);
+      report(call, 'world', '`torch.cuda.device_count()` is 0 on a TPU host and is not the world size', inFn ? call : null);
+    }
+
+    // dist.get_rank() / dist.get_world_size() with no process group in this file
+    if (!callsTo(ctx, INIT_PG).length && (ctx.sema.xlaAware || launched.size)) {
+      for (const call of callsTo(ctx, ['torch.distributed.get_rank', 'torch.distributed.get_world_size'])) {
+        if (callArgs(call).positional.length || callArgs(call).keywords.size) continue;
+        let guarded = false;
+        for (let p = call.parent; p && !guarded; p = p.parent) {
+          if ((p.type === 'if_statement' || p.type === 'conditional_expression') && /is_initialized\(\)/.test(p.text)) guarded = true;
+        }
+        if (guarded) continue;
+        const kind: Kind = (ctx.sema.callee(call) ?? '').endsWith('get_rank') ? 'rank' : 'world';
+        report(call, kind, `\`${call.text}\` raises without a process group, and this file creates none`, call);
+      }
+    }
+
+    // xm.get_ordinal() / xm.xrt_world_size(): deprecated in 2.5, removed in 2.7
+    if (ctx.idiom.profile === 'torch_xla' && ctx.idiom.at('2.5')) {
+      const removed = ctx.idiom.at('2.7');
+      for (const call of callsTo(ctx, ['torch_xla.core.xla_model.get_ordinal', 'torch_xla.core.xla_model.xrt_world_size'])) {
+        const world = (ctx.sema.callee(call) ?? '').endsWith('xrt_world_size');
+        const to = world ? 'xr.world_size()' : 'xr.global_ordinal()';
+        const snippet = ctx.idiom.xlaAlways(to, Idioms.imports.XR);
+        const noArgs = !callArgs(call).positional.length && !callArgs(call).keywords.size;
+        ctx.report(call, {
+          severity: removed ? 'error' : 'warning',
+          message: `\`${call.childForFieldName('function')!.text}()\` was ${removed ? 'removed in torch_xla 2.7' : 'deprecated in torch_xla 2.5'}; use \`${to}\``,
+          fix: snippet
+            ? {
+                title: `Use \`${to}\``,
+                applicability: noArgs ? 'safe' : 'unsafe',
+                edits: [{ start: call.startIndex, end: call.endIndex, text: to }],
+                imports: snippet.imports,
+              }
+            : null,
+        });
+      }
+    }
+  },
+});
