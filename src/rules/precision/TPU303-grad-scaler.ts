@@ -1,0 +1,132 @@
+import { defineRule } from '../../core/rule';
+import { deleteStatement, replace } from '../../core/edits';
+import type { Node } from '../../core/parse';
+import type { FixDraft, RuleContext } from '../../core/rule';
+import { callArgs, enclosingStatement, methodName, stringContent } from '../../core/semantics';
+import { asPrimary, isFloat16 } from './util';
+
+const CUDA_SCALERS = new Set(['torch.cuda.amp.GradScaler', 'torch.cuda.amp.grad_scaler.GradScaler']);
+const AMP_SCALERS = new Set(['torch.amp.GradScaler', 'torch.GradScaler', 'torch.amp.grad_scaler.GradScaler']);
+const XLA_SCALERS = new Set(['torch_xla.amp.GradScaler', 'torch_xla.amp.grad_scaler.GradScaler']);
+const REWRITABLE = new Set(['scale', 'unscale_', 'step', 'update']);
+
+/** Whether the file keeps float16 somewhere (a dtype, `.half()`, a "float16" string): then the scaler may still matter on CUDA. */
+function keepsFloat16(ctx: RuleContext): boolean {
+  if (ctx.sema.nodes('attribute').some((a) => isFloat16(ctx, a))) return true;
+  if (ctx.sema.nodes('call').some((c) => methodName(c) === 'half')) return true;
+  return ctx.sema.nodes('string').some((s) => /^(float16|fp16|16-mixed|16)$/.test(stringContent(s) ?? ''));
+}
+
+/** An expression statement that is exactly this call. */
+function wholeStatement(call: Node): Node | null {
+  const stmt = enclosingStatement(call);
+  return stmt.type === 'expression_statement' && stmt.namedChildren.length === 1 && stmt.namedChildren[0]?.id === call.id ? stmt : null;
+}
+
+export default defineRule({
+  id: 'TPU303',
+  name: 'grad-scaler',
+  title: 'GradScaler and loss scaling',
+  severity: 'warning',
+  step: 5,
+  effort: 1,
+  message: 'Loss scaling is not needed with bf16 on TPU',
+  fix: { availability: 'sometimes', applicability: 'safe', title: 'Remove the GradScaler' },
+  triggers: ['GradScaler'],
+  docs: {
+    what:
+      'Checks for `torch.cuda.amp.GradScaler`, `torch.amp.GradScaler`, `torch.GradScaler` and `torch_xla.amp.GradScaler` (through aliases), and for the uses of the scaler ' +
+      'they create: `scaler.scale(loss).backward()`, `scaler.unscale_(opt)`, `scaler.step(opt)`, `scaler.update()`.',
+    why:
+      'TPUs train in bfloat16, which needs no loss scaling (AMP:51-52). The CUDA scaler warns "torch.cuda.amp.GradScaler is enabled, but CUDA is not available. Disabling." ' +
+      'and its `step()` then just calls `optimizer.step()` (PT:torch/amp/grad_scaler.py), so on a TPU host it is dead code. An enabled scaler reads `found_inf` ' +
+      'with `.item()` every step (`_maybe_opt_step`), a host sync (TPU201). `torch_xla.amp.GradScaler` was removed in torch_xla 2.9 (commit 647804c).',
+    example:
+      'scaler = torch.cuda.amp.GradScaler()\nscaler.scale(loss).backward()\nscaler.unscale_(opt)\nclip_grad_norm_(model.parameters(), 1.0)\nscaler.step(opt)\nscaler.update()',
+    useInstead: 'loss.backward()\nclip_grad_norm_(model.parameters(), 1.0)\nopt.step()  # xm.optimizer_step(opt) in multi-process XLA training (TPU505)',
+    fixSafety:
+      'Safe for the CUDA scaler (`torch.cuda.amp.GradScaler`, `GradScaler("cuda")`, `torch.amp.GradScaler()` whose default device is CUDA) in a file that no longer uses ' +
+      'float16: on a TPU host it is a disabled pass-through, so `scaler.scale(loss)` → `loss`, `scaler.step(opt)` → `opt.step()` and deleting `unscale_`/`update` keep behaviour. ' +
+      'Unsafe when float16 is still used (on CUDA the scaler then prevents gradient underflow) and for `torch_xla.amp.GradScaler` (it scaled for real). ' +
+      'The constructor is only deleted when the scaler has no other use (`state_dict()`, `get_scale()`, passed as an argument, …); those are left for you to remove.',
+    sources: [
+      'AMP (docs/source/perf/amp.md:51-52): "Since TPU\'s use bfloat16 mixed precision, gradient scaling is not necessary"',
+      'PT:torch/amp/grad_scaler.py (`__init__` disables without CUDA; `step` falls through to `optimizer.step()`; `_maybe_opt_step` calls `.item()`)',
+      'pytorch/xla commit 647804c (removed torch_xla.amp.GradScaler in 2.9)',
+      'AMP:53-55 (torch_xla.amp.syncfree optimizers take found_inf; unneeded with plain bf16)',
+    ],
+    torchtpu: 'Same fix: bf16 on the tpu device needs no scaler either.',
+  },
+  check(ctx) {
+    const fp16 = keepsFloat16(ctx);
+    for (const ctor of ctx.sema.nodes('call')) {
+      const q = ctx.sema.callee(ctor) ?? '';
+      const xla = XLA_SCALERS.has(q);
+      if (!xla && !CUDA_SCALERS.has(q) && !AMP_SCALERS.has(q)) continue;
+      if (ctx.sema.inXlaAwareBranch(ctor) && !xla) continue;
+      const { positional, keywords } = callArgs(ctor);
+      let cuda = CUDA_SCALERS.has(q);
+      if (AMP_SCALERS.has(q)) {
+        const dev = keywords.get('device')?.childForFieldName('value') ?? (positional[0]?.type === 'string' ? positional[0] : null);
+        cuda = !dev || /^cuda(:\d+)?$/.test(stringContent(dev) ?? '');
+      }
+      const applicability = cuda && !fp16 ? 'safe' : 'unsafe';
+
+      // the name the scaler is bound to: `scaler = GradScaler()` / `self.scaler = GradScaler()`
+      const assign = ctor.parent?.type === 'assignment' && ctor.parent.childForFieldName('right')?.id === ctor.id ? ctor.parent : null;
+      const left = assign?.childForFieldName('left');
+      const target = left && (left.type === 'identifier' || left.type === 'attribute') ? left.text : null;
+
+      let otherUses = target === null;
+      const uses: { call: Node; meth: string }[] = [];
+      if (target) {
+        const refs = [...ctx.sema.nodes(left!.type === 'identifier' ? 'identifier' : 'attribute')].filter((n) => n.text === target && n.id !== left!.id);
+        for (const ref of refs) {
+          const attr = ref.parent?.type === 'attribute' && ref.parent.childForFieldName('object')?.id === ref.id ? ref.parent : null;
+          const call = attr && attr.parent?.type === 'call' && attr.parent.childForFieldName('function')?.id === attr.id ? attr.parent : null;
+          const meth = attr?.childForFieldName('attribute')?.text ?? '';
+          // `self.scaler` refs inside a longer attribute chain count once (as the object)
+          if (ref.type === 'identifier' && ref.parent?.type === 'attribute' && ref.parent.childForFieldName('attribute')?.id === ref.id) continue;
+          if (call && REWRITABLE.has(meth)) uses.push({ call, meth });
+          else if (!(ref.parent?.type === 'keyword_argument' && ref.parent.childForFieldName('name')?.id === ref.id)) otherUses = true;
+        }
+      }
+
+      const what = xla ? '`torch_xla.amp.GradScaler` was removed in torch_xla 2.9, and bf16 on TPU needs no loss scaling' : `\`${q.replace(/^torch\.cuda\.amp\.grad_scaler\./, 'torch.cuda.amp.')}\` is disabled without CUDA and bf16 on TPU needs no loss scaling`;
+      const stmt = assign ? wholeStatement(assign) : null;
+      ctx.report(ctor, {
+        // torch_xla.amp.GradScaler no longer exists from 2.9: the script fails at that line
+        severity: xla && ctx.options.target.profile === 'torch_xla' && ctx.idiom.at('2.9') ? 'error' : 'warning',
+        message: `${what}: remove the scaler${target && otherUses ? ` and its other uses of \`${target}\`` : ''}`,
+        fix:
+          stmt && !otherUses
+            ? { title: 'Remove the GradScaler', applicability, edits: [deleteStatement(ctx.text, stmt)] }
+            : null,
+      });
+
+      for (const { call, meth } of uses) {
+        const args = callArgs(call);
+        let fix: FixDraft | null = null;
+        let message = '';
+        if (meth === 'scale') {
+          const arg = args.positional[0] ?? args.keywords.get('outputs')?.childForFieldName('value');
+          message = `\`${call.text}\`: no loss scaling with bf16 on TPU`;
+          if (arg && args.positional.length + args.keywords.size === 1) fix = { title: `Replace with \`${asPrimary(arg)}\``, applicability, edits: [replace(call, asPrimary(arg))] };
+        } else if (meth === 'step') {
+          const opt = args.positional[0] ?? args.keywords.get('optimizer')?.childForFieldName('value');
+          message = `\`${call.text}\`: step the optimizer directly (no loss scaling with bf16 on TPU)`;
+          if (opt) {
+            const rest = args.list!.namedChildren.filter((c) => !!c && c.type !== 'comment' && c.id !== opt.id && c.id !== args.keywords.get('optimizer')?.id).map((c) => c!.text);
+            const text = `${asPrimary(opt)}.step(${rest.join(', ')})`;
+            fix = { title: `Replace with \`${text}\``, applicability, edits: [replace(call, text)] };
+          }
+        } else {
+          message = `\`${call.text}\`: no loss scaling with bf16 on TPU`;
+          const s = wholeStatement(call);
+          if (s) fix = { title: `Remove \`${call.text}\``, applicability, edits: [deleteStatement(ctx.text, s)] };
+        }
+        ctx.report(call, { message, fix });
+      }
+    }
+  },
+});
