@@ -2,7 +2,8 @@ import type { Rule } from '../../core/rule';
 import TPU501 from './TPU501-cuda-process-group';
 import TPU502 from './TPU502-cuda-launcher';
 import TPU503 from './TPU503-cuda-rank-world-size';
+import TPU504 from './TPU504-ddp-device-ids';
 
-const rules: Rule[] = [TPU501, TPU502, TPU503];
+const rules: Rule[] = [TPU501, TPU502, TPU503, TPU504];
 
 export default rules;
