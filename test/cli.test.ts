@@ -1,0 +1,178 @@
+/** The CLI as a user runs it: the built dist/cli.js in a subprocess. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync, spawnSync } from 'node:child_process';
+import Ajv from 'ajv-draft-04';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ROOT } from './setup';
+
+const CLI = path.join(ROOT, 'dist/cli.js');
+const WS = path.join(ROOT, 'test/workspace');
+
+function run(args: string[], cwd = WS) {
+  const r = spawnSync(process.execPath, [CLI, ...args], { cwd, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+function tmpCopy(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpu-ready-cli-'));
+  fs.cpSync(WS, dir, { recursive: true });
+  return dir;
+}
+
+beforeAll(() => {
+  execFileSync(process.execPath, ['esbuild.mjs'], { cwd: ROOT });
+});
+
+describe('tpu-ready check', () => {
+  it('text output: findings with path:line:col, notices for skipped files, summary', async () => {
+    const r = run(['check', '.', '--jobs', '1']);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/^train\.py:6:9: TPU101 \[\*\] `nn\.Linear\(16, 4\)\.cuda\(\)` places work on a CUDA device/m);
+    expect(r.out).toMatch(/^notebooks\/nb\.ipynb:cell 2:2:5: TPU101 /m);
+    expect(r.out).toMatch(/notice: notebooks\/broken\.ipynb: skipped: broken notebook: not valid JSON/);
+    expect(r.out).toMatch(/notice: weights\.py: skipped: binary file/);
+    expect(r.out).not.toContain('vendored');
+    expect(r.out).toMatch(/TPU readiness score: \d+\/100/);
+    await expect(r.out).toMatchFileSnapshot('__snapshots__/cli-text.snap');
+  });
+
+  it('json output has the documented shape', async () => {
+    const r = run(['check', '--format', 'json', '--jobs', '1']);
+    expect(r.code).toBe(1);
+    const j = JSON.parse(r.out);
+    expect(j.version).toBe(1);
+    expect(j.target).toEqual({ profile: 'torch_xla', version: '2.9' });
+    expect(Object.keys(j.summary)).toEqual(expect.arrayContaining(['files', 'findings', 'score', 'errors', 'warnings', 'info', 'fixable', 'effort', 'byStep', 'skipped']));
+    expect(j.summary.findings).toBe(j.findings.length);
+    for (const f of j.findings) {
+      expect(Object.keys(f).sort()).toEqual(['cell', 'column', 'effort', 'endColumn', 'endLine', 'fix', 'line', 'message', 'path', 'rule', 'severity', 'step'].sort());
+      expect(f.line).toBeGreaterThanOrEqual(1);
+      expect(f.column).toBeGreaterThanOrEqual(1);
+      expect(path.isAbsolute(f.path)).toBe(false);
+      expect(f.cell === null).toBe(!f.path.endsWith('.ipynb'));
+    }
+    const nb = j.findings.find((f: { rule: string; path: string }) => f.rule === 'TPU101' && f.path.endsWith('nb.ipynb'));
+    expect(nb).toMatchObject({ cell: 2, line: 2, column: 5, endColumn: 13 });
+    await expect(r.out).toMatchFileSnapshot('__snapshots__/cli-json.snap');
+  });
+
+  it('sarif output validates against the SARIF 2.1.0 schema', async () => {
+    const r = run(['check', '--format', 'sarif', '--jobs', '1']);
+    const log = JSON.parse(r.out);
+    const schema = JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules/@microsoft/jest-sarif/lib/schemas/sarif-2.1.0-rtm.5.json'), 'utf8'));
+    const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false, unicodeRegExp: false });
+    const validate = ajv.compile(schema);
+    expect(validate(log), JSON.stringify(validate.errors?.slice(0, 5))).toBe(true);
+    expect(log.runs[0].tool.driver.rules.length).toBeGreaterThan(0);
+    expect(log.runs[0].results.length).toBeGreaterThan(0);
+    await expect(r.out).toMatchFileSnapshot('__snapshots__/cli-sarif.snap');
+  });
+
+  it('github output emits workflow annotations', async () => {
+    const r = run(['check', '--format', 'github', '--jobs', '1']);
+    expect(r.out).toMatch(/^::error title=TPU101,file=train\.py,line=6,col=9,endLine=6,endColumn=\d+::TPU101 /m);
+    await expect(r.out).toMatchFileSnapshot('__snapshots__/cli-github.snap');
+  });
+
+  it('exit codes: 0 clean, 1 findings, 2 usage or missing path; --exit-zero', () => {
+    expect(run(['check', 'clean.py']).code).toBe(0);
+    expect(run(['check', 'train.py']).code).toBe(1);
+    expect(run(['check', 'train.py', '--exit-zero']).code).toBe(0);
+    const bad = run(['check', '--format', 'xml']);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/--format must be text, json, sarif or github/);
+    expect(run(['check', '--bogus']).code).toBe(2);
+    expect(run(['check', 'no/such/file.py']).code).toBe(2);
+    expect(run(['check', '--target-version', '3.1']).code).toBe(2);
+  });
+
+  it('--select and --ignore take ids and prefixes', () => {
+    const only = JSON.parse(run(['check', '--format', 'json', '--select', 'TPU1']).out);
+    expect(only.findings.length).toBeGreaterThan(0);
+    expect(only.findings.every((f: { rule: string }) => f.rule.startsWith('TPU1'))).toBe(true);
+    const none = JSON.parse(run(['check', '--format', 'json', '--ignore', 'TPU']).out);
+    expect(none.findings).toEqual([]);
+  });
+
+  it('skips files over the size limit with a notice', () => {
+    const r = run(['check', 'train.py', '--max-file-size', '0.1']);
+    expect(r.out).toMatch(/skipped: larger than/);
+    expect(r.code).toBe(0);
+  });
+
+  it('--diff writes nothing; --fix applies safe fixes once, writes accel.py, and converges', () => {
+    const dir = tmpCopy();
+    const before = fs.readFileSync(path.join(dir, 'train.py'), 'utf8');
+    const diff = run(['check', 'train.py', '--diff'], dir);
+    expect(diff.out).toContain('--- a/train.py');
+    expect(diff.out).toMatch(/^\+model = nn\.Linear\(16, 4\)\.to\(device\)$/m);
+    expect(fs.readFileSync(path.join(dir, 'train.py'), 'utf8')).toBe(before);
+    expect(fs.existsSync(path.join(dir, 'accel.py'))).toBe(false);
+
+    const fixed = run(['check', 'train.py', '--fix'], dir);
+    expect(fixed.out).toMatch(/Fixed \d+ issues?\./);
+    const after = fs.readFileSync(path.join(dir, 'train.py'), 'utf8');
+    expect(after).not.toBe(before);
+    expect(after).toContain('model = nn.Linear(16, 4).to(device)');
+    expect(fs.existsSync(path.join(dir, 'accel.py'))).toBe(after.includes('import accel'));
+    const again = run(['check', 'train.py', '--fix'], dir);
+    expect(again.out).not.toMatch(/Fixed/);
+    expect(fs.readFileSync(path.join(dir, 'train.py'), 'utf8')).toBe(after);
+  });
+
+  it('--fix writes the device module when a dual-path fix calls it, once', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpu-ready-accel-'));
+    fs.writeFileSync(path.join(dir, 'a.py'), 'import torch\n\nx = torch.ones(2).cuda()\n');
+    fs.writeFileSync(path.join(dir, 'b.py'), 'import torch\n\ny = torch.zeros(2).cuda()\n');
+    const r = run(['check', '.', '--fix', '--select', 'TPU101'], dir);
+    expect(r.code).toBe(0);
+    expect(fs.readFileSync(path.join(dir, 'a.py'), 'utf8')).toBe('import torch\nimport accel\n\nx = torch.ones(2).to(accel.device())\n');
+    expect(fs.readFileSync(path.join(dir, 'accel.py'), 'utf8')).toContain('def device():');
+    expect(r.out.match(/created the device-abstraction module/g)?.length).toBe(1);
+  });
+
+  it('--fix on a notebook edits the right cell and keeps the JSON layout', () => {
+    const dir = tmpCopy();
+    const file = path.join(dir, 'notebooks/nb.ipynb');
+    const before = JSON.parse(fs.readFileSync(file, 'utf8'));
+    run(['check', 'notebooks/nb.ipynb', '--fix', '--fix-style', 'tpu-only'], dir);
+    const text = fs.readFileSync(file, 'utf8');
+    const after = JSON.parse(text);
+    expect(text.startsWith('{\n "cells": [\n')).toBe(true);
+    expect(after.cells[0]).toEqual(before.cells[0]);
+    expect(after.cells[2].source.join('')).toContain('u = t.to(dev)');
+    expect(after.metadata).toEqual(before.metadata);
+  });
+
+  it('honours .gitignore and pyproject exclude', () => {
+    const dir = tmpCopy();
+    fs.mkdirSync(path.join(dir, 'build'));
+    fs.writeFileSync(path.join(dir, 'build/gen.py'), 'import torch\ntorch.ones(1).cuda()\n');
+    fs.writeFileSync(path.join(dir, '.gitignore'), 'build/\n');
+    const j = JSON.parse(run(['check', '--format', 'json'], dir).out);
+    expect(j.findings.some((f: { path: string }) => f.path.startsWith('build/') || f.path.startsWith('vendored/'))).toBe(false);
+    const all = JSON.parse(run(['check', '--format', 'json', '--no-gitignore'], dir).out);
+    expect(all.findings.some((f: { path: string }) => f.path.startsWith('build/'))).toBe(true);
+  });
+
+  it('worker threads give the same result as one thread on a large tree', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpu-ready-big-'));
+    const src = fs.readFileSync(path.join(WS, 'train.py'), 'utf8');
+    for (let i = 0; i < 150; i++) {
+      fs.mkdirSync(path.join(dir, `pkg${i % 10}`), { recursive: true });
+      fs.writeFileSync(path.join(dir, `pkg${i % 10}`, `m${i}.py`), i % 3 ? `def f${i}(x):\n    return x + ${i}\n` : src);
+    }
+    const one = run(['check', '--format', 'json', '--jobs', '1'], dir);
+    const many = run(['check', '--format', 'json', '--jobs', '3'], dir);
+    expect(many.code).toBe(1);
+    expect(JSON.parse(many.out)).toEqual(JSON.parse(one.out));
+  });
+
+  it('rules, --version and --help', () => {
+    expect(run(['--version']).out).toMatch(/^tpu-ready \d+\.\d+\.\d+/);
+    expect(run(['rules']).out).toMatch(/^TPU101 /m);
+    expect(run(['--help']).out).toContain('Exit codes');
+  });
+});

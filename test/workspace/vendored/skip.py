@@ -1,0 +1,1 @@
+import torch; torch.ones(1).cuda()
