@@ -3,7 +3,8 @@ import TPU801 from './TPU801-compile-without-xla-backend';
 import TPU802 from './TPU802-eager-mode-without-compile';
 import TPU803 from './TPU803-lazy-timing';
 import TPU804 from './TPU804-no-compilation-cache';
+import TPU805 from './TPU805-debug-env-and-gpu-profilers';
 
-const rules: Rule[] = [TPU801, TPU802, TPU803, TPU804];
+const rules: Rule[] = [TPU801, TPU802, TPU803, TPU804, TPU805];
 
 export default rules;
