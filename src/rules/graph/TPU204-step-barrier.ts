@@ -1,0 +1,181 @@
+import { defineRule, type RuleContext } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import { callArgs, enclosingStatement, methodName } from '../../core/semantics';
+import { deleteStatement, insertAt, insertLineAfter, insertLineBefore } from '../../core/edits';
+import {
+  compiledStepNames, frameworkBackward, insideNestedLoop, isBackward, isBarrierCall, isOptimizerStep, isStepContext,
+  iteratesBarrierLoader, reachableCalls, tensorish,
+} from './util';
+
+const JUMPS = new Set(['continue_statement', 'break_statement', 'return_statement', 'raise_statement']);
+
+function headerEnd(loop: Node): number {
+  const colon = loop.children.find((c) => c?.type === ':');
+  return colon ? colon.endIndex : loop.childForFieldName('body')?.startIndex ?? loop.endIndex;
+}
+
+/** A call that reaches a `torch_xla.compile`-wrapped step function, or `next()` on an MpDeviceLoader iterator. */
+function isCompiledOrLoaderStep(ctx: RuleContext, call: Node, compiled: Set<string>): boolean {
+  const fn = call.childForFieldName('function');
+  if (fn?.type === 'identifier' && compiled.has(fn.text)) return true;
+  if (fn?.type === 'attribute' && compiled.has(fn.childForFieldName('attribute')?.text ?? '')) return true;
+  if (fn?.type === 'identifier' && fn.text === 'next') {
+    const it = callArgs(call).positional[0];
+    if (it) {
+      const fake = { type: 'for_statement', childForFieldName: (f: string) => (f === 'right' ? it : null) } as unknown as Node;
+      return iteratesBarrierLoader(ctx, fake);
+    }
+  }
+  return false;
+}
+
+/** Statements directly in `body` (through `with` blocks only): their order is the iteration's order. */
+function straightLine(stmt: Node, body: Node): boolean {
+  for (let p = stmt.parent; p && p.id !== body.id; p = p.parent) {
+    if (p.type !== 'block' && p.type !== 'with_statement') return false;
+  }
+  return true;
+}
+
+export default defineRule({
+  id: 'TPU204',
+  name: 'missing-step-barrier',
+  title: 'Step barrier missing, or placed wrong',
+  severity: 'warning',
+  step: 6,
+  effort: 1,
+  message: 'Training loop has no step barrier: the lazily traced graph grows across iterations',
+  fix: { availability: 'sometimes', applicability: 'safe', title: 'End the training iteration with a step barrier' },
+  triggers: ['.backward(', 'optimizer_step'],
+  docs: {
+    what:
+      'Checks training loops (a `for`/`while` whose iteration runs `backward` and an optimizer step, directly or through two levels of same-file calls) ' +
+      'that contain no step barrier: `torch_xla.sync()`, `xm.mark_step()`, `xm.optimizer_step(opt, barrier=True)`, iteration over `pl.MpDeviceLoader` ' +
+      'or `ParallelLoader(...).per_device_loader(...)`, a call to a `torch_xla.compile`-wrapped step, or `with torch_xla.step():` / `with torch_xla.compile():`. ' +
+      'Loops driven by Accelerate or Lightning Fabric (`accelerator.backward(loss)`, `fabric.backward(loss)`) count as having a barrier. ' +
+      'With gradient accumulation the loop that runs the optimizer step is the iteration; the micro-batch loop is not. The finding sits on the loop header. ' +
+      'It also reports, as info, barriers placed wrong: inside `forward()`, inside the micro-batch loop of gradient accumulation, or between the forward ' +
+      'pass and `backward`/the optimizer step of the same iteration (which splits one step into several graphs).',
+    why:
+      'torch_xla records operations into a graph and only compiles and runs it at a barrier: "Calling `torch_xla.sync()` at the end of each training ' +
+      'iteration causes XLA to execute its current graph" (DEV:92-110). Without one the graph keeps growing across iterations, so compiles get longer ' +
+      'and the host can run out of memory. `xm.optimizer_step` does not sync by default: its signature is `optimizer_step(optimizer, barrier=False, ...)` ' +
+      'and it calls the barrier only `if barrier` (XM:1169-1207). The sync in the documented multi-process recipe comes from `MpDeviceLoader`, whose ' +
+      'per-device iterator calls the barrier on every `next()` (PL:39-56).',
+    example: 'for x, y in loader:\n    loss = F.cross_entropy(model(x), y)\n    loss.backward()\n    optimizer.step()',
+    useInstead:
+      'import torch_xla\n\nfor x, y in loader:\n    loss = F.cross_entropy(model(x), y)\n    loss.backward()\n    optimizer.step()\n' +
+      '    torch_xla.sync()        # xm.mark_step() on torch_xla < 2.4\n\n' +
+      '# or iterate pl.MpDeviceLoader(loader, device) (TPU401), or call xm.optimizer_step(optimizer, barrier=True)',
+    fixSafety:
+      'Safe: the barrier is added as the last statement of the iteration (before a trailing `continue`/`break`), so each iteration runs as one graph; ' +
+      'on CUDA/CPU the dual-path `accel.sync()` does nothing. With gradient accumulation it goes after the optimizer step in the outer loop. ' +
+      'Removing a misplaced barrier is unsafe (it changes how the step is split into graphs and may grow it) and is offered one at a time.',
+    sources: [
+      'DEV:92-110 (docs/source/learn/pytorch-on-xla-devices.md: sync at the end of each training iteration)',
+      'XM:1169-1207 optimizer_step(optimizer, barrier=False, ...): `if barrier: mark_step()` (torch_xla/core/xla_model.py; read at pytorch/xla@020f3f5)',
+      'PL:39-56 PerDeviceLoader.next() calls the barrier before each batch (torch_xla/distributed/parallel_loader.py; read at pytorch/xla@017acb1)',
+      'TX:78 torch_xla.sync(wait=False, reset_scope=True) since 2.4; TX:99-106 torch_xla.step(); TX:114 torch_xla.compile (torch_xla/torch_xla.py; read at pytorch/xla@022ecde)',
+      'lightning/fabric/plugins/precision/xla.py passes barrier=True to xm.optimizer_step',
+    ],
+    torchtpu: 'The torchtpu preview has no known step-barrier API, so no fix is offered: the message names the loop so you can check how its step is compiled.',
+  },
+  check(ctx) {
+    const compiled = compiledStepNames(ctx);
+    const sync = ctx.idiom.sync();
+    const flaggedBarriers = new Set<number>();
+    const misplaced = (call: Node, message: string) => {
+      if (flaggedBarriers.has(call.id)) return;
+      flaggedBarriers.add(call.id);
+      const stmt = enclosingStatement(call);
+      const removable = stmt.type === 'expression_statement' && stmt.namedChildren[0]?.id === call.id;
+      ctx.report(call, {
+        severity: 'info',
+        message,
+        fix: removable ? { title: 'Remove this barrier', applicability: 'unsafe', edits: [deleteStatement(ctx.text, stmt)] } : null,
+      });
+    };
+
+    // (b) a barrier inside forward()
+    for (const call of ctx.sema.nodes('call')) {
+      if (!isBarrierCall(ctx, call)) continue;
+      if (ctx.sema.moduleMethod(call) === 'forward') misplaced(call, `\`${call.text}\` inside \`forward()\` cuts the step's graph in the middle of the model; keep the barrier in the training loop`);
+    }
+
+    for (const info of ctx.sema.hotLoops()) {
+      const loop = info.anchor;
+      if (info.kind !== 'train') continue;
+      const body = loop.childForFieldName('body');
+      if (!body) continue;
+      const direct = reachableCalls(ctx, body, 2, true);
+      if (!direct.some((c) => isOptimizerStep(ctx, c))) continue;
+      const all = reachableCalls(ctx, body, 2, false);
+      if (!all.some((c) => isBackward(c))) continue;
+      if (all.some((c) => frameworkBackward(ctx, c) || methodName(c) === 'manual_backward')) continue;
+
+      // (b) barriers in the micro-batch loop, or between forward and backward/step of one iteration
+      const bodyCalls = ctx.sema.callsWithin(body);
+      for (const call of bodyCalls) {
+        if (!isBarrierCall(ctx, call) || /optimizer_step$/.test(ctx.sema.callee(call) ?? '')) continue;
+        if (insideNestedLoop(call, body)) {
+          let inner: Node | null = call.parent;
+          while (inner && inner.type !== 'for_statement' && inner.type !== 'while_statement') inner = inner.parent;
+          const innerBody = inner?.childForFieldName('body');
+          if (inner && innerBody && inner.parent && insideOrEqual(inner, body)) {
+            const innerCalls = reachableCalls(ctx, innerBody, 1, false);
+            if (innerCalls.some((c) => isBackward(c)) && !innerCalls.some((c) => isOptimizerStep(ctx, c))) {
+              misplaced(call, `\`${call.text}\` inside the gradient-accumulation loop executes every micro-batch; put the barrier after the optimizer step`);
+            }
+          }
+          continue;
+        }
+        const stmt = enclosingStatement(call);
+        if (!straightLine(stmt, body)) continue;
+        const before = bodyCalls.filter((c) => c.endIndex <= stmt.startIndex && !insideNestedLoop(c, body) && (tensorish(ctx, c, true) || isBackward(c)));
+        const after = bodyCalls.filter((c) => c.startIndex >= stmt.endIndex && !insideNestedLoop(c, body) && (isBackward(c) || isOptimizerStep(ctx, c)));
+        if (before.length && after.length) {
+          misplaced(call, `\`${call.text}\` in the middle of the iteration splits one training step into several graphs; keep one barrier at the end`);
+        }
+      }
+
+      // (a) missing barrier
+      if (iteratesBarrierLoader(ctx, loop)) continue;
+      if (all.some((c) => isBarrierCall(ctx, c) || isCompiledOrLoaderStep(ctx, c, compiled))) continue;
+      if (ctx.sema.within('with_statement', body).some((w) => isStepContext(ctx, w))) continue;
+
+      const usesOptStep = all.find((c) => /(^|\.)optimizer_step$/.test(ctx.sema.callee(c) ?? ''));
+      const header = { start: loop.startIndex, end: headerEnd(loop) };
+      const what = usesOptStep
+        ? '`optimizer_step` without `barrier=True` does not sync, and this loop has no other step barrier'
+        : 'Training loop has no step barrier';
+      const message = sync
+        ? `${what}: the lazily traced graph grows across iterations; end each iteration with \`${sync.text}\``
+        : `${what} (no sync, MpDeviceLoader or compiled step): check how the torchtpu step is compiled; no known barrier API`;
+      ctx.report(header, {
+        message,
+        fix: sync ? barrierFix(ctx, loop, body, sync.text, sync.imports, sync.needsAccel) : null,
+      });
+    }
+  },
+});
+
+function insideOrEqual(node: Node, scope: Node): boolean {
+  return node.startIndex >= scope.startIndex && node.endIndex <= scope.endIndex;
+}
+
+function barrierFix(ctx: RuleContext, loop: Node, body: Node, text: string, imports: { module: string; alias?: string }[], needsAccel: boolean) {
+  const stmts = body.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
+  const last = stmts[stmts.length - 1];
+  if (!last) return null;
+  const oneLine = !ctx.text.slice(loop.startIndex, body.startIndex).includes('\n');
+  let edit;
+  if (oneLine) {
+    if (JUMPS.has(last.type)) return null;
+    edit = insertAt(last.endIndex, `; ${text}`);
+  } else if (JUMPS.has(last.type)) {
+    edit = insertLineBefore(ctx.text, last, text);
+  } else {
+    edit = insertLineAfter(ctx.text, last, text);
+  }
+  return { title: `Add \`${text}\` at the end of the training iteration`, edits: [edit], imports, needsAccel };
+}
