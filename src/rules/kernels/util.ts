@@ -82,7 +82,15 @@ export function isOptionalImport(stmt: Node): boolean {
 
 /** Whether `name` is used outside `except` (identifier nodes in the file, not counting those inside `except`). */
 export function nameUsedOutside(ctx: RuleContext, name: string, except: Node): boolean {
-  return ctx.sema.nodes('identifier').some((id) => id.text === name && (id.startIndex < except.startIndex || id.endIndex > except.endIndex));
+  return ctx.sema.nodes('identifier').some((id) => {
+    if (id.text !== name || (id.startIndex >= except.startIndex && id.endIndex <= except.endIndex)) return false;
+    const p = id.parent;
+    // module paths of other imports, `x.name` attribute fields and `f(name=...)` keywords are not uses
+    if (p?.type === 'dotted_name' || p?.type === 'aliased_import') return false;
+    if (p?.type === 'attribute' && p.childForFieldName('attribute')?.id === id.id) return false;
+    if (p?.type === 'keyword_argument' && p.childForFieldName('name')?.id === id.id) return false;
+    return true;
+  });
 }
 
 /** Deletes an import statement whose bindings are all unused (a safe cleanup once usages were replaced). */
@@ -156,4 +164,13 @@ export function statementOfCall(call: Node): Node | null {
   const p = call.parent;
   if (p?.type === 'expression_statement' && p.namedChildren.length === 1) return p;
   return null;
+}
+
+/** Appends the argument text `kw` after the last argument of a call. */
+export function insertKw(call: Node, kw: string): Edit {
+  const list = call.childForFieldName('arguments')!;
+  const args = list.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
+  const last = args[args.length - 1];
+  if (!last) return { start: list.startIndex + 1, end: list.startIndex + 1, text: kw };
+  return { start: last.endIndex, end: last.endIndex, text: `, ${kw}` };
 }

@@ -1,0 +1,147 @@
+import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import { kwValue } from '../../core/semantics';
+import { deleteStatement, replace } from '../../core/edits';
+import { argShape, deleteUnusedImport, importInfos, insertKw, isOptionalImport, refFor, removeArg } from './util';
+
+/** Keyword arguments the torch optimizer accepts with the same meaning, and Apex-only ones that only tune the kernel. */
+const ADAM_KEEP = new Set(['lr', 'betas', 'eps', 'weight_decay', 'amsgrad']);
+const ADAM_DROP = new Set(['adam_w_mode', 'set_grad_none']);
+const SGD_KEEP = new Set(['lr', 'momentum', 'dampening', 'weight_decay', 'nesterov']);
+const NORM_KEEP = new Set(['normalized_shape', 'eps', 'elementwise_affine']);
+
+export default defineRule({
+  id: 'TPU702',
+  name: 'apex',
+  title: 'NVIDIA Apex',
+  severity: 'error',
+  step: 5,
+  effort: 3,
+  message: 'NVIDIA Apex is CUDA-only and does not run on TPU',
+  fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Replace the Apex API with its PyTorch equivalent' },
+  triggers: ['apex', 'amp_C'],
+  docs: {
+    what:
+      'Checks for NVIDIA Apex: `import apex`, `from apex import amp` (`amp.initialize`, `amp.scale_loss`), `apex.optimizers.FusedAdam/FusedLAMB/FusedSGD`, ' +
+      '`apex.normalization.FusedLayerNorm/FusedRMSNorm`, `apex.parallel.DistributedDataParallel`/`SyncBatchNorm`, and `import amp_C`.',
+    why:
+      'Apex ships CUDA kernels and CUDA-only mixed precision; a TPU host cannot import or run them. The PyTorch equivalents lower to XLA: ' +
+      '`torch.autocast("xla", dtype=torch.bfloat16)` instead of `amp` (no loss scaling needed for bf16, TPU301/TPU303), `torch.optim.AdamW`/`SGD` instead of the fused optimizers (without `fused=True`, TPU706), ' +
+      '`torch.nn.LayerNorm` instead of `FusedLayerNorm`, `torch.nn.RMSNorm` instead of `FusedRMSNorm` (the minimum torch version of `nn.RMSNorm` is unverified here), and torch_xla data parallelism instead of `apex.parallel` (TPU504/TPU505). ' +
+      'XLA support for `SyncBatchNorm` is unverified: review it by hand.',
+    example:
+      'from apex import amp\nfrom apex.optimizers import FusedAdam\nfrom apex.normalization import FusedLayerNorm\n\n' +
+      'norm = FusedLayerNorm(512)\nopt = FusedAdam(model.parameters(), lr=1e-4)\nmodel, opt = amp.initialize(model, opt, opt_level="O1")\n' +
+      'with amp.scale_loss(loss, opt) as scaled_loss:\n    scaled_loss.backward()',
+    useInstead:
+      'import torch\n\nnorm = torch.nn.LayerNorm(512)\nopt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)\n' +
+      'with torch.autocast("xla", dtype=torch.bfloat16):\n    loss = criterion(model(x), y)\nloss.backward()',
+    fixSafety:
+      '`FusedLayerNorm` → `torch.nn.LayerNorm` with the same arguments is safe (same normalization and parameters). ' +
+      'The rest is unsafe and needs review: `FusedAdam` becomes `torch.optim.AdamW` (`adam_w_mode=False`: `Adam`) with `weight_decay=0.0` made explicit, because Apex defaults to 0 and torch AdamW to 0.01; ' +
+      '`FusedRMSNorm` becomes `torch.nn.RMSNorm` with `eps=1e-5` made explicit (torch defaults to the dtype epsilon); ' +
+      'dropping `amp.initialize` and `amp.scale_loss` removes fp16 loss scaling, and you still add a bf16 autocast around the forward pass. ' +
+      'An Apex import is deleted (safely) once nothing uses it.',
+    sources: [
+      'AMP (docs/source/perf/amp.md: bf16 autocast on XLA without a GradScaler)',
+      'MIG (docs/source/learn/migration-to-xla-on-tpus.md)',
+      'PT:torch/utils/_foreach_utils.py (fused kernels: no xla)',
+    ],
+    torchtpu: 'The same PyTorch replacements apply; the bf16 autocast becomes `torch.autocast("tpu", dtype=torch.bfloat16)`.',
+  },
+  check(ctx) {
+    for (const info of importInfos(ctx)) {
+      if (!info.modules.some((m) => /^apex(\.|$)/.test(m) || m === 'amp_C')) continue;
+      if (isOptionalImport(info.stmt)) continue;
+      const edits = deleteUnusedImport(ctx, info);
+      ctx.report(info.stmt, {
+        message: `\`${info.stmt.text.split('\n')[0]}\` imports NVIDIA Apex, which is CUDA-only and not installable on a TPU host`,
+        fix: edits ? { title: 'Remove the unused Apex import', applicability: 'safe', edits } : null,
+      });
+    }
+    for (const call of ctx.sema.nodes('call')) {
+      const callee = ctx.sema.callee(call) ?? '';
+      if (!/^apex\./.test(callee)) continue;
+      if (ctx.sema.inXlaAwareBranch(call)) continue;
+      const name = callee.split('.').pop()!;
+      ctx.report(call, { message: messageFor(name, callee), fix: fixFor(ctx, call, callee) });
+    }
+  },
+});
+
+function messageFor(name: string, callee: string): string {
+  if (callee === 'apex.amp.initialize') return '`amp.initialize` is Apex CUDA mixed precision; use bf16 `torch.autocast` on TPU';
+  if (callee === 'apex.amp.scale_loss') return '`amp.scale_loss` is Apex fp16 loss scaling; bf16 on TPU needs no loss scaling';
+  if (/^apex\.optimizers\./.test(callee)) return `Apex \`${name}\` is a fused CUDA optimizer; use the torch.optim equivalent on TPU`;
+  if (/^apex\.normalization\./.test(callee)) return `Apex \`${name}\` is a fused CUDA kernel; use the torch.nn layer on TPU`;
+  if (/^apex\.parallel\./.test(callee)) return `\`apex.parallel.${name}\` is CUDA data parallelism; use torch_xla data parallelism on TPU`;
+  return `Apex \`${name}\` is CUDA-only and does not run on TPU`;
+}
+
+function fixFor(ctx: RuleContext, call: Node, callee: string): FixDraft | null {
+  const { positional, keywords, hasSplat } = argShape(call);
+  if (hasSplat) return null;
+  const fn = call.childForFieldName('function')!;
+  const name = callee.split('.').pop()!;
+  switch (callee) {
+    case 'apex.normalization.FusedLayerNorm':
+    case 'apex.normalization.fused_layer_norm.FusedLayerNorm': {
+      if ([...keywords.keys()].some((k) => !NORM_KEEP.has(k)) || positional.length > 3) return null;
+      const ref = refFor(ctx, 'torch.nn.LayerNorm');
+      return { title: `Replace \`${name}\` with \`${ref.text}\``, applicability: 'safe', edits: [replace(fn, ref.text)], imports: ref.imports };
+    }
+    case 'apex.normalization.FusedRMSNorm':
+    case 'apex.normalization.fused_layer_norm.FusedRMSNorm': {
+      if ([...keywords.keys()].some((k) => !NORM_KEEP.has(k)) || positional.length > 3) return null;
+      const ref = refFor(ctx, 'torch.nn.RMSNorm');
+      const edits = [replace(fn, ref.text)];
+      if (!keywords.has('eps') && positional.length < 2) edits.push(insertKw(call, 'eps=1e-5'));
+      return { title: `Replace \`${name}\` with \`${ref.text}\` (eps=1e-5 kept)`, edits, imports: ref.imports };
+    }
+    case 'apex.optimizers.FusedAdam': {
+      if ([...keywords.keys()].some((k) => !ADAM_KEEP.has(k) && !ADAM_DROP.has(k)) || positional.length > 1) return null;
+      const mode = kwValue(keywords.get('adam_w_mode'));
+      if (mode && mode.type !== 'true' && mode.type !== 'false') return null;
+      const adamw = !mode || mode.type === 'true';
+      const ref = refFor(ctx, adamw ? 'torch.optim.AdamW' : 'torch.optim.Adam');
+      const edits = [replace(fn, ref.text), ...[...keywords].filter(([k]) => ADAM_DROP.has(k)).map(([, kw]) => removeArg(ctx, kw))];
+      if (adamw && !keywords.has('weight_decay')) edits.push(insertKw(call, 'weight_decay=0.0'));
+      return { title: `Replace \`FusedAdam\` with \`${ref.text}\``, edits, imports: ref.imports };
+    }
+    case 'apex.optimizers.FusedSGD': {
+      if ([...keywords.keys()].some((k) => !SGD_KEEP.has(k)) || positional.length > 2) return null;
+      const ref = refFor(ctx, 'torch.optim.SGD');
+      return { title: `Replace \`FusedSGD\` with \`${ref.text}\``, edits: [replace(fn, ref.text)], imports: ref.imports };
+    }
+    case 'apex.amp.initialize': {
+      // model, opt = amp.initialize(model, opt, opt_level="O1")  →  (deleted)
+      const assign = call.parent;
+      if (assign?.type !== 'assignment' || assign.parent?.type !== 'expression_statement') return null;
+      const left = assign.childForFieldName('left');
+      const lhs = left?.type === 'pattern_list' || left?.type === 'tuple_pattern' ? left.namedChildren.map((c) => c?.text) : [left?.text];
+      const rhs = positional.map((p) => p.text);
+      if (lhs.length !== rhs.length || lhs.some((l, i) => l !== rhs[i])) return null;
+      return { title: 'Remove `amp.initialize` (add a bf16 autocast around the forward pass)', edits: [deleteStatement(ctx.text, assign.parent)] };
+    }
+    case 'apex.amp.scale_loss': {
+      // with amp.scale_loss(loss, opt) as scaled: scaled.backward()  →  loss.backward()
+      // (with_statement (with_clause (with_item value: (as_pattern (call) alias: (as_pattern_target)))))
+      const item = call.parent;
+      const clause = item?.parent?.parent;
+      const withStmt = clause?.parent;
+      if (item?.type !== 'as_pattern' || clause?.type !== 'with_clause' || clause.namedChildren.length !== 1 || withStmt?.type !== 'with_statement' || positional.length < 1) return null;
+      const alias = item.childForFieldName('alias')?.text ?? item.namedChildren[1]?.text;
+      const body = withStmt.childForFieldName('body');
+      const stmts = body?.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment') ?? [];
+      if (stmts.length !== 1 || !alias) return null;
+      const m = new RegExp(`^${alias}\\.backward\\((.*)\\)$`).exec(stmts[0].text);
+      if (!m) return null;
+      return {
+        title: 'Call `backward()` on the loss directly (no loss scaling with bf16)',
+        edits: [replace(withStmt, `${positional[0].text}.backward(${m[1]})`)],
+      };
+    }
+    default:
+      return null;
+  }
+}
