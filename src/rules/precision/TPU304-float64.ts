@@ -1,0 +1,170 @@
+import { defineRule } from '../../core/rule';
+import { downgrade } from '../../core/engine';
+import { insertAt, replace, replaceRange } from '../../core/edits';
+import type { Node } from '../../core/parse';
+import type { RuleContext } from '../../core/rule';
+import { callArgs, kwValue, methodName, receiver, stringContent } from '../../core/semantics';
+import { isFloat64, torchAttr } from './util';
+
+/** numpy constructors that return float64 unless given a dtype. */
+const NP_FLOAT64 = /^numpy\.(random\.(rand|randn|random|random_sample|uniform|normal|standard_normal)|linspace|zeros|ones|empty|full|loadtxt|genfromtxt|eye|identity)$/;
+/** Methods that set the dtype right after the conversion. */
+const CASTS = /^(float|half|bfloat16|double|long|int|short|bool|byte|to|type)$/;
+
+function isNpFloat64Dtype(ctx: RuleContext, node: Node | null): boolean {
+  if (!node) return false;
+  if (node.type === 'string') return /^(float64|double|f8|<f8)$/.test(stringContent(node) ?? '');
+  const q = ctx.sema.resolve(node);
+  return q === 'numpy.float64' || q === 'numpy.double';
+}
+
+/** A numpy expression that is float64: constructors without dtype, float literals in np.array, astype(float64). */
+function isNpFloat64(ctx: RuleContext, node: Node, depth = 0): boolean {
+  if (depth > 3) return false;
+  if (node.type === 'identifier') {
+    const values = ctx.sema.bindings(node.text);
+    return values.length > 0 && values.every((v) => isNpFloat64(ctx, v, depth + 1));
+  }
+  if (node.type !== 'call') return false;
+  const q = ctx.sema.callee(node) ?? '';
+  const { positional, keywords } = callArgs(node);
+  if (methodName(node) === 'astype') return isNpFloat64Dtype(ctx, kwValue(keywords.get('dtype')) ?? positional[0] ?? null);
+  if (keywords.has('dtype')) return isNpFloat64Dtype(ctx, kwValue(keywords.get('dtype')));
+  if (q === 'numpy.array' || q === 'numpy.asarray') {
+    const first = positional[0];
+    return !!first && (first.type === 'list' || first.type === 'tuple') && /\d\.\d*|\d[eE]-?\d/.test(first.text) && !/[a-zA-Z_]\w*\s*\(/.test(first.text);
+  }
+  if (q === 'numpy.full') return positional[1]?.type === 'float';
+  return NP_FLOAT64.test(q) && positional.length <= 3;
+}
+
+/** The receiver chain already left the device (`x.cpu().double()`, `.numpy()`): host-side math. */
+function hostSide(node: Node | null): boolean {
+  for (let n = node; n; n = n.type === 'call' ? receiver(n) : n.type === 'attribute' ? n.childForFieldName('object') : null) {
+    if (n.type === 'call' && /^(cpu|numpy|item|tolist|detach_cpu)$/.test(methodName(n) ?? '')) return true;
+  }
+  return false;
+}
+
+export default defineRule({
+  id: 'TPU304',
+  name: 'float64-tensor',
+  title: 'float64 tensors on TPU',
+  severity: 'warning',
+  step: 5,
+  effort: 1,
+  message: 'float64 on TPU is emulated and slow, and some ops fail',
+  fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Use float32' },
+  triggers: ['double', 'float64', 'from_numpy', 'as_tensor', 'torch.tensor'],
+  docs: {
+    what:
+      'Checks for `.double()`, `torch.float64`/`torch.double` dtype arguments (`dtype=`, `.to(...)`, `torch.set_default_dtype(...)`), ' +
+      '`torch.set_default_tensor_type(torch.DoubleTensor)`, `torch.from_numpy(a)`/`torch.as_tensor(a)`/`torch.tensor(a)` of NumPy arrays that are float64 ' +
+      '(`np.random.rand`, `np.linspace`, `np.zeros`, `np.array([1.0, …])`, `.astype(np.float64)`; not cast right after) in a script that moves data to a device, ' +
+      'and `dtype=np.float64` inside `Dataset` classes. Host-side math after `.cpu()`/`.numpy()`, `torch.tensor(python_floats)` (float32) and int64 index tensors are not flagged.',
+    why:
+      'torch_xla hands F64 to XLA unchanged unless the deprecated `XLA_USE_BF16`/`XLA_DOWNCAST_BF16` are set (DTYPE:141-160). TPUs have no native 64-bit arithmetic: ' +
+      'XLA rewrites 64-bit types, which is slow, and some ops fail with "UNIMPLEMENTED: While rewriting computation to not contain X64 element types" (jax-ml/jax#21108, #30629). ' +
+      'NumPy defaults to float64, so `torch.from_numpy` silently brings it in. The torch_xla tests pin `torch.set_default_dtype(torch.float32)` (T:test_train_mp_mnist.py:204). ' +
+      'The size of the slowdown is unverified.',
+    example: 'x = torch.from_numpy(np.random.rand(64, 10))\nw = w.double()\nt = torch.zeros(3, dtype=torch.float64)',
+    useInstead: 'x = torch.from_numpy(np.random.rand(64, 10)).float()\nw = w.float()\nt = torch.zeros(3, dtype=torch.float32)',
+    fixSafety:
+      'The `.float()` appended to a NumPy conversion is safe (the input pipeline feeds a float32 model; the catalog marks it safe-suggested). ' +
+      'The other fixes (`.double()` → `.float()`, `torch.float64` → `torch.float32`, `np.float64` → `np.float32`) are unsafe: code that really needs 64-bit precision ' +
+      '(accumulators, numerically sensitive solvers) changes results; keep such math on the host instead.',
+    sources: [
+      'DTYPE (torch_xla/csrc/dtype.cpp:141-160): F64 passed to XLA unless XLA_USE_BF16/XLA_DOWNCAST_BF16',
+      'jax-ml/jax#21108, jax-ml/jax#30629 (X64 rewrite UNIMPLEMENTED errors on TPU)',
+      'T:test/test_train_mp_mnist.py:204 (torch.set_default_dtype(torch.float32))',
+    ],
+    torchtpu: 'Same detection and fixes (plain PyTorch dtypes); the tpu device has the same hardware limits.',
+  },
+  check(ctx) {
+    const sev = (node: Node) => {
+      const hot = ctx.sema.hot(node);
+      return hot && (hot.kind === 'eval' || hot.throttled) ? downgrade('warning') : 'warning';
+    };
+    const f32 = (node: Node) => (node.type === 'attribute' ? { text: `${node.childForFieldName('object')!.text}.float32`, imports: [] } : torchAttr(ctx, 'float32'));
+    const movesToDevice = ctx.sema.xlaAware || ctx.sema.nodes('call').some((c) => /^(to|cuda)$/.test(methodName(c) ?? '')) || ctx.sema.nodes('keyword_argument').some((k) => k.childForFieldName('name')?.text === 'device');
+
+    for (const call of ctx.sema.nodes('call')) {
+      if (ctx.sema.inXlaAwareBranch(call)) continue;
+      const q = ctx.sema.callee(call) ?? '';
+      const meth = methodName(call);
+      const recv = receiver(call);
+      const { positional, keywords } = callArgs(call);
+
+      if (meth === 'double' && recv && !ctx.sema.resolve(recv) && !positional.length && !keywords.size && !hostSide(recv)) {
+        const attr = call.childForFieldName('function')!.childForFieldName('attribute')!;
+        ctx.report(call, {
+          severity: sev(call),
+          message: '`.double()` makes a float64 tensor: TPUs have no native float64 (slow, some ops fail)',
+          fix: { title: 'Replace `.double()` with `.float()`', edits: [replaceRange(attr.startIndex, call.endIndex, 'float()')] },
+        });
+        continue;
+      }
+
+      if (q === 'torch.set_default_tensor_type') {
+        const a = positional[0];
+        if (a && (ctx.sema.resolve(a) === 'torch.DoubleTensor' || stringContent(a) === 'torch.DoubleTensor')) {
+          ctx.report(a, { message: '`torch.DoubleTensor` as the default makes every new float tensor float64 on TPU', fix: null });
+        }
+        continue;
+      }
+
+      // dtype=torch.float64 anywhere; positional in .to(...)/.type(...)/set_default_dtype(...)
+      const dtypeNodes: Node[] = [];
+      const kw = kwValue(keywords.get('dtype'));
+      if (kw && isFloat64(ctx, kw)) dtypeNodes.push(kw);
+      if ((meth === 'to' || meth === 'type' || q === 'torch.set_default_dtype') && !(recv && hostSide(recv))) {
+        for (const p of positional) if (isFloat64(ctx, p)) dtypeNodes.push(p);
+      }
+      const dev = kwValue(keywords.get('device'));
+      const onCpu = !!dev && dev.type === 'string' && stringContent(dev) === 'cpu';
+      if (dtypeNodes.length && !onCpu && !(recv && hostSide(recv))) {
+        for (const d of dtypeNodes) {
+          const t = f32(d);
+          ctx.report(d, {
+            severity: sev(call),
+            message: q === 'torch.set_default_dtype' ? 'A float64 default dtype makes every new float tensor float64 on TPU' : `\`${d.text}\` makes a float64 tensor: TPUs have no native float64 (slow, some ops fail)`,
+            fix: { title: `Replace with \`${t.text}\``, edits: [replace(d, t.text)], imports: t.imports },
+          });
+        }
+        continue;
+      }
+
+      // NumPy float64 arrays converted to tensors without a cast
+      if ((q === 'torch.from_numpy' || q === 'torch.as_tensor' || q === 'torch.tensor') && movesToDevice) {
+        const arr = positional[0];
+        if (!arr || keywords.has('dtype') || positional.length > 1) continue;
+        const parentAttr = call.parent?.type === 'attribute' && call.parent.childForFieldName('object')?.id === call.id ? call.parent : null;
+        const next = parentAttr?.childForFieldName('attribute')?.text ?? '';
+        const nextCall = parentAttr?.parent?.type === 'call' ? parentAttr.parent : null;
+        // `.to(device)` keeps the dtype; `.to(torch.float32)` / `.to(dtype=…)` casts
+        if (parentAttr && CASTS.test(next) && !(next === 'to' && nextCall && !/dtype|float|half|bfloat|long|int|bool|double/.test(nextCall.childForFieldName('arguments')?.text ?? ''))) continue;
+        if (!isNpFloat64(ctx, arr)) continue;
+        ctx.report(call, {
+          severity: sev(call),
+          message: `\`${q.replace(/^torch\./, 'torch.')}(${arr.text.length > 30 ? '…' : arr.text})\` keeps NumPy's float64: cast it to float32 before it reaches the TPU`,
+          fix: { title: 'Append `.float()`', applicability: 'safe', edits: [insertAt(call.endIndex, '.float()')] },
+        });
+        continue;
+      }
+    }
+
+    // dtype=np.float64 inside Dataset classes
+    for (const kwNode of ctx.sema.nodes('keyword_argument')) {
+      if (kwNode.childForFieldName('name')?.text !== 'dtype') continue;
+      const v = kwValue(kwNode);
+      if (!v || !isNpFloat64Dtype(ctx, v) || v.type === 'string' && !ctx.sema.imports('numpy')) continue;
+      const cls = ctx.sema.enclosingClass(kwNode);
+      if (!cls || !/Dataset/.test(cls.childForFieldName('superclasses')?.text ?? '')) continue;
+      const text = v.type === 'string' ? `${v.text[0]}float32${v.text[v.text.length - 1]}` : `${v.childForFieldName('object')?.text ?? 'np'}.float32`;
+      ctx.report(v, {
+        message: `\`dtype=${v.text}\` in a Dataset produces float64 samples; TPUs have no native float64`,
+        fix: { title: `Replace with \`${text}\``, edits: [replace(v, text)] },
+      });
+    }
+  },
+});
