@@ -3,7 +3,8 @@ import TPU501 from './TPU501-cuda-process-group';
 import TPU502 from './TPU502-cuda-launcher';
 import TPU503 from './TPU503-cuda-rank-world-size';
 import TPU504 from './TPU504-ddp-device-ids';
+import TPU505 from './TPU505-missing-gradient-reduction';
 
-const rules: Rule[] = [TPU501, TPU502, TPU503, TPU504];
+const rules: Rule[] = [TPU501, TPU502, TPU503, TPU504, TPU505];
 
 export default rules;
