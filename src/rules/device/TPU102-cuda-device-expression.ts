@@ -1,0 +1,392 @@
+import { defineRule, type RuleContext } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import { callArgs, isAncestor, isFString, kwValue, methodName, mentionsXla, receiver, stringContent } from '../../core/semantics';
+import type { Snippet } from '../../core/idioms';
+import type { Edit } from '../../core/types';
+import { cudaGuarded, removeArgument, short, withQuotes } from './cuda-util';
+
+/** Names that carry an int device ordinal (`model.to(rank)`, `torch.device(local_rank)`). */
+const RANK_NAME = /^(local_?rank|rank|gpu|gpu_?(id|idx|index)|device_?(id|idx|index)|local_?device|dev_?id|cuda_?id|local_?gpu)$/i;
+/** A ternary or `if` keyed on CUDA availability: `"cuda" if torch.cuda.is_available() else "cpu"`. */
+const AVAILABILITY = /\bis_available\s*\(|\bdevice_count\s*\(/;
+/** Device-type checks belong to TPU103: `'cuda' if 'cuda' in device else 'cpu'`, `device.type == 'cuda'`. */
+const TYPE_CHECK = /['"]cuda(:\d+)?['"]\s*(not\s+)?(in|==|!=)|(==|!=)\s*['"]cuda(:\d+)?['"]|\.type\b/;
+
+/** Where a CUDA value is written: an expression to rewrite, with how its replacement must be typed. */
+interface Site {
+  node: Node;
+  /** Evaluated at definition time (parameter defaults, class fields, argparse defaults): no runtime calls. */
+  defTime: boolean;
+  /** An argparse default: the CLI may legitimately pass another device. */
+  argparse?: Node;
+}
+
+type SinkKind = 'to' | 'device-kw' | 'reach';
+
+export default defineRule({
+  id: 'TPU102',
+  name: 'cuda-device-expression',
+  title: 'CUDA device expression flows into a device sink',
+  severity: 'error',
+  step: 3,
+  effort: 1,
+  message: 'A CUDA device ("cuda", "cuda:N", an int ordinal) reaches a device argument; a TPU host has no CUDA device',
+  fix: { availability: 'sometimes', applicability: 'safe', title: 'Use the XLA device' },
+  triggers: ['cuda', '.to(', 'device'],
+  docs: {
+    what:
+      'Checks for CUDA device expressions (`"cuda"`, `"cuda:0"`, `f"cuda:{rank}"`, `"cuda:%d" % r`, `torch.device("cuda", i)`, ' +
+      '`torch.cuda.current_device()`, and int ordinals such as `model.to(rank)`) that reach a device argument: `.to(...)`, the `device=` ' +
+      'argument of tensor factories, module constructors and `torch.Generator`, and, through variables, `torch.load(map_location=)`, ' +
+      '`DDP(device_ids=)`, `torch.cuda.set_device` and `torch.autocast(device_type=)`. A variable, attribute (`self.device`, `args.device`), ' +
+      'parameter default, argparse default, dataclass field or helper return value that holds a CUDA device is reported once, where it is set. ' +
+      'Hard-coded CUDA devices inside an `nn.Module`\'s `forward` or `__init__` are reported with their own message.',
+    why:
+      '`"cuda"` and int ordinals name CUDA devices, which a TPU host does not have: moving a tensor there fails. The XLA device is ' +
+      '`torch.device("xla")` (MIG:41-55) or `torch_xla.device()` (DEV:81-84; TX:19), and each process started by `torch_xla.launch` ' +
+      'sees its own device as `xla:0`, so rank-indexed devices do not carry over. Mixing CPU tensors with XLA tensors in one op raises ' +
+      '(DEV, "Input tensor is not an XLA tensor"). Inside a module, a hard-coded device breaks a model that is otherwise device-agnostic.',
+    example:
+      'device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")\nmodel = Net().to(device)\n\n' +
+      'class Net(nn.Module):\n    def forward(self, x):\n        pos = torch.arange(x.size(1), device="cuda")',
+    useInstead:
+      'import torch_xla\n\ndevice = torch_xla.device()   # each launched process gets its own device\nmodel = Net().to(device)\n\n' +
+      'class Net(nn.Module):\n    def forward(self, x):\n        pos = torch.arange(x.size(1), device=x.device)',
+    fixSafety:
+      'Safe when the source is a literal, a config or parameter default, or a `"cuda" if torch.cuda.is_available() else "cpu"` choice ' +
+      '(also as an `if`/`else` pair): the source is rewritten once. String-valued sources stay strings (`"xla"`; dual-path ' +
+      '`accel.device_type()`, or `str(accel.device())` for rank-indexed ones) so comparisons and f-strings keep working; definition-time ' +
+      'values never initialise the runtime. Unsafe when the choice comes from the user (a ternary on a flag keeps the choice and only ' +
+      'replaces the CUDA arm; an argparse default with `choices=` needs an `xla` choice added), when an int literal other than 0 picks ' +
+      'one of several GPUs, and when a `device=` argument is dropped in `__init__` (the tensor must be a parameter or buffer to follow ' +
+      '`model.to(device)`). Inside `forward`, `device=x.device` (the first input) is device-agnostic and safe.',
+    sources: [
+      'MIG:41-55 (torch.device("xla"))',
+      'DEV:81-84, 147-160 (torch_xla.device(); xla:0 in every launched process)',
+      'TX:19 torch_xla/torch_xla.py `def device(index: int = None)` (pytorch/xla@022ecde)',
+      'catalog §0.5 CUDA device expression, CUDA-device taint, device sinks',
+    ],
+    torchtpu: 'The replacement is `torch.device("tpu")` (or `"tpu"` where the value is a string) after `import torch_tpu`.',
+  },
+  check(ctx) {
+    const sema = ctx.sema;
+    const memo = new Map<number, Site[]>();
+
+    const isRankName = (n: Node): boolean => {
+      if (n.type === 'identifier') return RANK_NAME.test(n.text);
+      if (n.type === 'attribute') return RANK_NAME.test(n.childForFieldName('attribute')?.text ?? '');
+      if (n.type === 'call' && n.childForFieldName('function')?.text === 'int') return /LOCAL_RANK|local_rank/.test(n.text);
+      return false;
+    };
+    const isIntDevice = (n: Node | null | undefined): boolean => !!n && (n.type === 'integer' || isRankName(n));
+    const typeCheckTernary = (n: Node) => n.type === 'conditional_expression' && TYPE_CHECK.test(n.namedChildren[1]?.text ?? '');
+
+    /** A CUDA device written out here (not read through a name). */
+    const isDirect = (n: Node | null | undefined, depth = 0): boolean => {
+      if (!n || depth > 4) return false;
+      switch (n.type) {
+        case 'string':
+          return sema.isCudaString(n);
+        case 'parenthesized_expression':
+          return isDirect(n.namedChildren[0], depth + 1);
+        case 'conditional_expression': {
+          if (mentionsXla(n.text) || typeCheckTernary(n)) return false;
+          return isDirect(n.namedChildren[0], depth + 1) || isDirect(n.namedChildren[2], depth + 1);
+        }
+        case 'binary_operator':
+          return sema.isCudaDevice(n);
+        case 'call': {
+          const callee = sema.callee(n);
+          if (callee === 'torch.cuda.current_device') return true;
+          if (callee === 'torch.device') {
+            const { positional, keywords } = callArgs(n);
+            const first = positional[0] ?? kwValue(keywords.get('type'));
+            return isDirect(first, depth + 1) || (positional.length === 1 && isIntDevice(first));
+          }
+          return methodName(n) === 'format' && sema.isCudaDevice(n);
+        }
+        default:
+          return false;
+      }
+    };
+
+    const paramsOf = (fn: Node): Node[] => (fn.childForFieldName('parameters')?.namedChildren ?? []).filter((p): p is Node => !!p);
+    const paramName = (p: Node): string | undefined => (p.type === 'identifier' ? p.text : p.childForFieldName('name')?.text);
+
+    /** The places a CUDA device read at `n` was written (flow-insensitive, scoped by function). */
+    const origins = (n: Node | null | undefined, depth = 0): Site[] => {
+      if (!n || depth > 8) return [];
+      const cached = memo.get(n.id);
+      if (cached) return cached;
+      memo.set(n.id, []);
+      let out: Site[] = [];
+      if (isDirect(n)) out = [{ node: n, defTime: false }];
+      else if (n.type === 'parenthesized_expression') out = origins(n.namedChildren[0], depth + 1);
+      else if (n.type === 'conditional_expression') {
+        if (!mentionsXla(n.text) && !typeCheckTernary(n)) out = [...origins(n.namedChildren[0], depth + 1), ...origins(n.namedChildren[2], depth + 1)];
+      } else if (n.type === 'identifier') {
+        const fn = sema.enclosingFunction(n);
+        const owned = (v: Node) => (sema.enclosingFunction(v)?.id ?? -1) === (fn?.id ?? -1);
+        const rhs = sema.bindings(n.text).filter(owned);
+        const param = fn ? paramsOf(fn).find((p) => paramName(p) === n.text) : undefined;
+        if (param && (param.type === 'default_parameter' || param.type === 'typed_default_parameter')) {
+          out.push(...origins(param.childForFieldName('value'), depth + 1).map((s) => ({ ...s, defTime: s.defTime || s.node.id === param.childForFieldName('value')?.id })));
+        }
+        for (const v of rhs) out.push(...origins(v, depth + 1));
+        if (fn && !rhs.length && !param) {
+          for (const v of sema.bindings(n.text).filter((v) => sema.enclosingFunction(v) === null)) out.push(...origins(v, depth + 1));
+        }
+      } else if (n.type === 'attribute') {
+        const attr = n.childForFieldName('attribute')?.text ?? '';
+        if (n.childForFieldName('object')?.type !== 'call' && sema.cudaTaintedAttrs().has(attr)) out = attributeOrigins(attr, depth);
+      } else if (n.type === 'call') {
+        const callee = sema.callee(n);
+        if (callee === 'torch.device') out = origins(callArgs(n).positional[0], depth + 1);
+        else {
+          const fn = n.childForFieldName('function');
+          if (fn?.type === 'identifier') {
+            for (const def of sema.calledFunctions(n)) {
+              for (const r of sema.within('return_statement', def)) {
+                if (sema.enclosingFunction(r)?.id === def.id) out.push(...origins(r.namedChildren[0], depth + 1));
+              }
+            }
+          }
+        }
+      }
+      memo.set(n.id, out);
+      return out;
+    };
+
+    const attrMemo = new Map<string, Site[]>();
+    const attributeOrigins = (attr: string, depth: number): Site[] => {
+      const cached = attrMemo.get(attr);
+      if (cached) return cached;
+      attrMemo.set(attr, []);
+      const out: Site[] = [];
+      for (const a of sema.nodes('assignment')) {
+        const left = a.childForFieldName('left');
+        const right = a.childForFieldName('right');
+        if (!left || !right) continue;
+        if (left.type === 'attribute' && left.childForFieldName('attribute')?.text === attr) out.push(...origins(right, depth + 1));
+        else if (left.type === 'identifier' && left.text === attr && sema.enclosingClass(a) && !sema.enclosingFunction(a)) {
+          out.push(...origins(right, depth + 1).map((s) => ({ ...s, defTime: true })));
+        }
+      }
+      for (const call of sema.nodes('call')) {
+        if (methodName(call) !== 'add_argument') continue;
+        const { positional, keywords } = callArgs(call);
+        const def = kwValue(keywords.get('default'));
+        if (!def || !isDirect(def)) continue;
+        const dest = kwValue(keywords.get('dest'));
+        const flag = positional.find((x) => x.type === 'string' && (stringContent(x) ?? '').startsWith('--'));
+        const name = dest ? stringContent(dest) : flag ? stringContent(flag)!.replace(/^-+/, '').replace(/-/g, '_') : null;
+        if (name === attr) out.push({ node: def, defTime: true, argparse: call });
+      }
+      attrMemo.set(attr, out);
+      return out;
+    };
+
+    // ---- sinks
+    const inline: { arg: Node; call: Node; int: boolean }[] = [];
+    const sources = new Map<number, { site: Site; sink: Node }>();
+    const visitSink = (arg: Node | null | undefined, call: Node, kind: SinkKind) => {
+      if (!arg || sema.inXlaAwareBranch(call) || cudaGuarded(call)) return;
+      if (kind !== 'reach' && isDirect(arg)) {
+        inline.push({ arg, call, int: false });
+        return;
+      }
+      if (kind !== 'reach' && isIntDevice(arg) && (kind === 'to' || (sema.callee(call) ?? '').startsWith('torch.'))) {
+        inline.push({ arg, call, int: true });
+        return;
+      }
+      for (const site of origins(arg)) if (!sources.has(site.node.id)) sources.set(site.node.id, { site, sink: call });
+    };
+    for (const call of sema.nodes('call')) {
+      const { positional, keywords } = callArgs(call);
+      const callee = sema.callee(call);
+      if (methodName(call) === 'to' && receiver(call) && !callee) visitSink(positional[0], call, 'to');
+      if (keywords.has('device')) visitSink(kwValue(keywords.get('device')), call, methodName(call) === 'to' && !callee ? 'to' : 'device-kw');
+      visitSink(kwValue(keywords.get('map_location')), call, 'reach');
+      visitSink(kwValue(keywords.get('output_device')), call, 'reach');
+      const ids = kwValue(keywords.get('device_ids'));
+      if (ids?.type === 'list') for (const el of ids.namedChildren) visitSink(el, call, 'reach');
+      if (callee === 'torch.cuda.set_device') visitSink(positional[0], call, 'reach');
+      if (/^torch\.(amp\.|cuda\.amp\.)?autocast$/.test(callee ?? '')) visitSink(kwValue(keywords.get('device_type')) ?? positional[0], call, 'reach');
+    }
+
+    // ---- report inline expressions
+    for (const { arg, call, int } of inline) {
+      const method = sema.moduleMethod(arg);
+      const cls = method ? sema.enclosingClass(arg)?.childForFieldName('name')?.text ?? 'Module' : '';
+      if (method === 'forward' || method === '__init__') {
+        reportInModule(ctx, arg, call, method, cls);
+        continue;
+      }
+      const dev = ctx.idiom.device();
+      const selectsGpu = (int && arg.type === 'integer' && arg.text !== '0') || (arg.type === 'string' && /^cuda:[1-9]/.test(stringContent(arg) ?? ''));
+      ctx.report(arg, {
+        message: int
+          ? `\`${short(arg.text, 30)}\` as a device means \`cuda:${arg.type === 'integer' ? arg.text : `<${short(arg.text, 30)}>`}\`; a TPU host has no CUDA device`
+          : `\`${short(arg.text)}\` is a CUDA device; a TPU host has none`,
+        fix: fixFrom(ctx, [{ start: arg.startIndex, end: arg.endIndex, text: dev.text }], dev, selectsGpu ? 'unsafe' : 'safe', `Use \`${dev.text}\``),
+      });
+    }
+
+    // ---- report named sources once, where they are written
+    const reported = inline.map((i) => i.arg);
+    for (const { site, sink } of sources.values()) {
+      const n = site.node;
+      if (reported.some((r) => r.id === n.id || isAncestor(r, n) || isAncestor(n, r))) continue;
+      if (sema.inXlaAwareBranch(n)) continue;
+      reported.push(n);
+      const holder = holderName(n, site);
+      const sinkText = short(sink.text, 40);
+      const method = sema.moduleMethod(n);
+      if (method === 'forward') {
+        const dev = forwardDevice(sema, n);
+        ctx.report(n, {
+          message: `hard-coded CUDA device in \`forward\` (\`${short(n.text)}\`, used by \`${sinkText}\`): the module is no longer device-agnostic`,
+          fix: fixFrom(ctx, [{ start: n.startIndex, end: n.endIndex, text: dev }], { text: dev, imports: [], needsAccel: false }, 'safe', `Use \`${dev}\``),
+        });
+        continue;
+      }
+      ctx.report(n, {
+        message: `${holder ? `\`${holder}\` ${holder.endsWith(')') ? 'returns' : 'is set to'}` : 'this is'} a CUDA device (\`${short(n.text, 40)}\`) and reaches \`${sinkText}\`; a TPU host has none`,
+        fix: sourceFix(ctx, site),
+      });
+    }
+  },
+});
+
+function fixFrom(ctx: RuleContext, edits: Edit[], snip: Snippet, applicability: 'safe' | 'unsafe', title: string) {
+  return { edits, imports: snip.imports, needsAccel: snip.needsAccel, applicability, title };
+}
+
+/** The variable, attribute or option that holds a source (for the message). */
+function holderName(n: Node, site: Site): string | null {
+  if (site.argparse) {
+    const flag = callArgs(site.argparse).positional.find((x) => x.type === 'string');
+    return flag ? stringContent(flag) : null;
+  }
+  for (let p: Node | null = n.parent; p; p = p.parent) {
+    if (p.type === 'assignment') return p.childForFieldName('left')?.text ?? null;
+    if (p.type === 'default_parameter' || p.type === 'typed_default_parameter') return p.childForFieldName('name')?.text ?? null;
+    if (p.type === 'return_statement') {
+      for (let f: Node | null = p.parent; f; f = f.parent) if (f.type === 'function_definition') return `${f.childForFieldName('name')?.text}()`;
+    }
+    if (p.type === 'expression_statement' || p.type === 'block' || p.type === 'call') break;
+  }
+  return null;
+}
+
+/** `x.device` for the first input of `forward`, else the module's own parameters' device. */
+function forwardDevice(sema: RuleContext['sema'], n: Node): string {
+  const fn = sema.enclosingFunction(n);
+  const params = (fn?.childForFieldName('parameters')?.namedChildren ?? []).filter((p): p is Node => !!p);
+  const first = params.find((p, i) => i > 0 && (p.type === 'identifier' || p.type === 'typed_parameter' || p.type === 'default_parameter' || p.type === 'typed_default_parameter'));
+  const name = first ? (first.type === 'identifier' ? first.text : first.childForFieldName('name')?.text ?? first.namedChildren[0]?.text) : null;
+  return name ? `${name}.device` : 'next(self.parameters()).device';
+}
+
+/** Hard-coded device inside a module: `forward` uses the input's device; `__init__` leaves placement to `model.to(device)`. */
+function reportInModule(ctx: RuleContext, arg: Node, call: Node, method: string, cls: string): void {
+  const where = `\`${cls}.${method}\``;
+  if (method === 'forward') {
+    const dev = forwardDevice(ctx.sema, arg);
+    ctx.report(arg, {
+      message: `hard-coded CUDA device \`${short(arg.text, 30)}\` in ${where}: the module is no longer device-agnostic`,
+      fix: fixFrom(ctx, [{ start: arg.startIndex, end: arg.endIndex, text: dev }], { text: dev, imports: [], needsAccel: false }, 'safe', `Use \`${dev}\``),
+    });
+    return;
+  }
+  let edit: Edit | null = null;
+  const kw = arg.parent?.type === 'keyword_argument' ? arg.parent : null;
+  if (kw) edit = removeArgument(kw);
+  else if (methodName(call) === 'to' && callArgs(call).positional.length === 1 && !callArgs(call).keywords.size) {
+    const recv = receiver(call)!;
+    edit = { start: call.startIndex, end: call.endIndex, text: recv.text };
+  }
+  ctx.report(arg, {
+    message: `hard-coded CUDA device \`${short(arg.text, 30)}\` in ${where}: the module is no longer device-agnostic`,
+    fix: edit ? { edits: [edit], applicability: 'unsafe', title: 'Leave placement to `model.to(device)`' } : null,
+  });
+}
+
+/** The replacement for a named source, typed like the original (string or torch.device). */
+function sourceFix(ctx: RuleContext, site: Site) {
+  const sema = ctx.sema;
+  const n = site.node;
+  const idiom = ctx.idiom;
+  const isDeviceObject = (x: Node): boolean => {
+    if (x.type === 'parenthesized_expression') return !!x.namedChildren[0] && isDeviceObject(x.namedChildren[0]);
+    if (x.type === 'conditional_expression') return [x.namedChildren[0], x.namedChildren[2]].some((a) => !!a && a.type !== 'string' && isDeviceObject(a));
+    return x.type === 'call' && /^torch\.(device|cuda\.current_device)$/.test(sema.callee(x) ?? '');
+  };
+  const indexed = (x: Node): boolean => (x.type === 'string' && isFString(x)) || x.type === 'binary_operator' || methodName(x) === 'format';
+  let snip: Snippet;
+  if (isDeviceObject(n)) {
+    if (site.defTime) {
+      const t = idiom.deviceType();
+      snip = { ...t, text: `torch.device(${t.text})` };
+    } else snip = idiom.device();
+  } else if (idiom.dualPath && !site.defTime && indexed(n)) {
+    const d = idiom.device();
+    snip = { ...d, text: `str(${d.text})` };
+  } else snip = withQuotes(idiom.deviceType(), n.type === 'string' ? n : n.descendantsOfType('string')[0] ?? n);
+
+  // `"cuda" if torch.cuda.is_available() else "cpu"` is replaced whole; a ternary on a user flag keeps the choice.
+  let target: Node = n;
+  let applicability: 'safe' | 'unsafe' = 'safe';
+  const stripParens = (x: Node): Node => (x.type === 'parenthesized_expression' && x.namedChildren[0] ? stripParens(x.namedChildren[0]) : x);
+  const tern = [n, ...(n.type === 'call' ? callArgs(n).positional.slice(0, 1) : [])].map(stripParens).find((x) => x.type === 'conditional_expression');
+  if (tern && !AVAILABILITY.test(tern.namedChildren[1]?.text ?? '')) {
+    const arm = [tern.namedChildren[0], tern.namedChildren[2]].find((a) => !!a && sema.isCudaDevice(a));
+    if (!arm) return null;
+    target = arm;
+    applicability = 'unsafe';
+    if (tern.id !== n.id) return null; // torch.device("cuda" if flag else "cpu"): keep as is, review by hand
+  }
+  const extra: Edit[] = [];
+  if (site.argparse && callArgs(site.argparse).keywords.has('choices')) {
+    // argparse checks command-line values (not defaults) against `choices`: offer the XLA device there too
+    applicability = 'unsafe';
+    const choices = kwValue(callArgs(site.argparse).keywords.get('choices'));
+    const items = choices && (choices.type === 'list' || choices.type === 'tuple') ? choices.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment') : [];
+    const literal = idiom.profile === 'torchtpu' ? '"tpu"' : '"xla"';
+    const choice = items[0]?.type === 'string' ? withQuotes({ text: literal, imports: [], needsAccel: false }, items[0]).text : literal;
+    if (items.length && items.every((c) => c.type === 'string') && !items.some((c) => c.text.slice(1, -1) === choice.slice(1, -1))) {
+      extra.push({ start: items[items.length - 1].endIndex, end: items[items.length - 1].endIndex, text: `, ${choice}` });
+    }
+  }
+  if (target.type === 'string' && /^cuda:[1-9]/.test(stringContent(target) ?? '')) applicability = 'unsafe';
+
+  // `if torch.cuda.is_available(): device = "cuda" [else: device = "cpu"]` becomes one assignment.
+  if (cudaGuarded(n)) {
+    const edit = ifPairRewrite(ctx, n, snip.text);
+    if (!edit) return null;
+    return fixFrom(ctx, [edit], snip, 'safe', `Use \`${snip.text}\``);
+  }
+  return fixFrom(ctx, [{ start: target.startIndex, end: target.endIndex, text: snip.text }, ...extra], snip, applicability, `Use \`${snip.text}\``);
+}
+
+/** Rewrites `if <cuda available>: X = <cuda>` (with an optional `else: X = <other>`) into `X = <replacement>`. */
+function ifPairRewrite(ctx: RuleContext, n: Node, replacement: string): Edit | null {
+  const assign = n.parent;
+  if (assign?.type !== 'assignment' || assign.childForFieldName('right')?.id !== n.id) return null;
+  const stmt = assign.parent;
+  const block = stmt?.parent;
+  const ifs = block?.parent;
+  if (!stmt || stmt.type !== 'expression_statement' || block?.type !== 'block' || ifs?.type !== 'if_statement') return null;
+  if (ifs.childForFieldName('consequence')?.id !== block.id || !AVAILABILITY.test(ifs.childForFieldName('condition')?.text ?? '')) return null;
+  const body = (b: Node | null | undefined) => (b?.namedChildren ?? []).filter((s): s is Node => !!s && s.type !== 'comment');
+  if (body(block).length !== 1) return null;
+  const left = assign.childForFieldName('left')!.text;
+  const alts = ifs.childrenForFieldName('alternative').filter((a): a is Node => !!a);
+  if (alts.length > 1 || alts.some((a) => a.type !== 'else_clause')) return null;
+  if (alts.length === 1) {
+    const other = body(alts[0].childForFieldName('body'));
+    const a = other[0]?.namedChildren[0];
+    if (other.length !== 1 || a?.type !== 'assignment' || a.childForFieldName('left')?.text !== left) return null;
+  }
+  return { start: ifs.startIndex, end: ifs.endIndex, text: `${left} = ${replacement}` };
+}

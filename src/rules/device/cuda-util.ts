@@ -1,0 +1,134 @@
+/** Helpers of the device family (TPU102–TPU106): guards, scopes and small edit builders. */
+import type { Node } from '../../core/parse';
+import type { Semantics } from '../../core/semantics';
+import { mentionsXla } from '../../core/semantics';
+import type { Snippet } from '../../core/idioms';
+import type { Edit } from '../../core/types';
+
+/** A condition that is true only on CUDA (`torch.cuda.is_available()`, `device.type == "cuda"`, `use_cuda`, `args.gpu`). */
+function positiveCudaCondition(cond: Node): boolean {
+  const t = cond.text;
+  if (!/cuda|gpu|nvidia/i.test(t)) return false;
+  return !/^\s*not\b/.test(t) && !/!=|\bnot\s+in\b/.test(t);
+}
+
+/** A condition that is true only off CUDA (`not torch.cuda.is_available()`, `device.type != "cuda"`). */
+function negativeCudaCondition(cond: Node): boolean {
+  const t = cond.text;
+  return /cuda|gpu/i.test(t) && (/^\s*not\b/.test(t) || /!=|\bnot\s+in\b/.test(t));
+}
+
+/**
+ * Whether `node` only runs when CUDA is present: inside the body of `if torch.cuda.is_available():`
+ * (or a similar CUDA-only condition), the else of a negated one, or the CUDA arm of a ternary.
+ */
+export function cudaGuarded(node: Node): boolean {
+  for (let child: Node = node, p = node.parent; p; child = p, p = p.parent) {
+    if (p.type === 'function_definition' || p.type === 'class_definition') return false;
+    if (p.type === 'if_statement' || p.type === 'elif_clause') {
+      const cond = p.childForFieldName('condition');
+      if (cond && child.id === p.childForFieldName('consequence')?.id && positiveCudaCondition(cond)) return true;
+    }
+    if (p.type === 'else_clause' && p.parent?.type === 'if_statement') {
+      const cond = p.parent.childForFieldName('condition');
+      if (cond && negativeCudaCondition(cond) && !p.parent.childrenForFieldName('alternative').some((a) => a?.type === 'elif_clause')) return true;
+    }
+    if (p.type === 'conditional_expression') {
+      const [a, cond] = p.namedChildren;
+      if (a && cond && child.id === a.id && positiveCudaCondition(cond)) return true;
+    }
+  }
+  return false;
+}
+
+/** The `if` statement whose condition holds `node` (through `and`/`or`/`not`/parentheses), else null. */
+export function conditionOwner(node: Node): { owner: Node; cond: Node } | null {
+  let n: Node = node;
+  for (let p = node.parent; p; n = p, p = p.parent) {
+    if (p.type === 'boolean_operator' || p.type === 'not_operator' || p.type === 'parenthesized_expression' || p.type === 'comparison_operator') continue;
+    if ((p.type === 'if_statement' || p.type === 'elif_clause' || p.type === 'while_statement') && p.childForFieldName('condition')?.id === n.id) return { owner: p, cond: n };
+    if (p.type === 'conditional_expression' && p.namedChildren[1]?.id === n.id) return { owner: p, cond: n };
+    if (p.type === 'assert_statement') return { owner: p, cond: n };
+    return null;
+  }
+  return null;
+}
+
+/** The whole `if`/`elif`/`else` chain (or ternary) that owns a condition, for XLA-arm checks. */
+export function chainOf(owner: Node): Node {
+  return owner.type === 'elif_clause' && owner.parent ? owner.parent : owner;
+}
+
+/** The chain already has an XLA or TPU arm (or is nested in one). */
+export function xlaArmed(sema: Semantics, owner: Node): boolean {
+  return mentionsXla(chainOf(owner).text) || sema.inXlaAwareBranch(owner);
+}
+
+/** Callee names of calls that only do optional CUDA work, logging or printing. */
+const CUDA_ONLY_CALL = /^(torch\.cuda\.|torch\.backends\.|print$|logging\.|logger\.|log\.|warnings\.warn$)/;
+
+/** A block whose statements only do optional CUDA work (cudnn flags, CUDA seeding, diagnostics, printing). */
+export function cudaOnlyBlock(sema: Semantics, block: Node | null): boolean {
+  if (!block) return false;
+  const stmts = block.namedChildren.filter((s): s is Node => !!s && s.type !== 'comment');
+  if (!stmts.length) return false;
+  return stmts.every((s) => {
+    if (s.type === 'pass_statement') return true;
+    if (s.type !== 'expression_statement') return false;
+    const e = s.namedChildren[0];
+    if (!e) return false;
+    if (e.type === 'call') {
+      const name = sema.callee(e) ?? e.childForFieldName('function')?.text ?? '';
+      return CUDA_ONLY_CALL.test(name);
+    }
+    if (e.type === 'assignment') {
+      const left = e.childForFieldName('left');
+      return !!left && /^torch\.(backends|cuda)\./.test(sema.resolve(left) ?? '');
+    }
+    return false;
+  });
+}
+
+/** The function (or module) scope of a node. */
+export function scopeOf(sema: Semantics, node: Node): Node {
+  return sema.enclosingFunction(node) ?? sema.root;
+}
+
+/** Whether `node` lies in `scope` and not in a nested function. */
+export function directlyIn(sema: Semantics, scope: Node, node: Node): boolean {
+  return scopeOf(sema, node).id === scope.id;
+}
+
+/** The expression statement when `call` is a whole statement of its own in a block or module, else null. */
+export function statementOf(call: Node): Node | null {
+  const stmt = call.parent;
+  if (stmt?.type !== 'expression_statement' || stmt.namedChildren.length !== 1) return null;
+  const block = stmt.parent;
+  if (!block || (block.type !== 'block' && block.type !== 'module')) return null;
+  return stmt;
+}
+
+/** Removes one argument from an argument list with its separating comma. */
+export function removeArgument(arg: Node): Edit | null {
+  const list = arg.parent;
+  if (!list || list.type !== 'argument_list') return null;
+  const args = list.namedChildren.filter((a): a is Node => !!a && a.type !== 'comment');
+  const i = args.findIndex((a) => a.id === arg.id);
+  if (i < 0) return null;
+  if (i > 0) return { start: args[i - 1].endIndex, end: arg.endIndex, text: '' };
+  if (args.length > 1) return { start: arg.startIndex, end: args[1].startIndex, text: '' };
+  return { start: arg.startIndex, end: arg.endIndex, text: '' };
+}
+
+/** Keeps the quote style of an original string literal for a `"xla"`-like snippet. */
+export function withQuotes(snippet: Snippet, original: Node): Snippet {
+  const q = /^[a-zA-Z]*(['"])/.exec(original.text)?.[1];
+  if (q === "'" && /^"\w+"$/.test(snippet.text)) return { ...snippet, text: `'${snippet.text.slice(1, -1)}'` };
+  return snippet;
+}
+
+/** Shortens code for a one-line message. */
+export function short(text: string, max = 48): string {
+  const one = text.replace(/\s+/g, ' ');
+  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
+}
