@@ -1,8 +1,9 @@
 import type { Rule } from '../../core/rule';
 import TPU101 from './TPU101-cuda-call';
+import TPU102 from './TPU102-cuda-device-expression';
 import TPU111 from './TPU111-deprecated-xla-api';
 import TPU107 from './TPU107-cuda-backend-flag';
 
-const rules: Rule[] = [TPU101, TPU107, TPU111];
+const rules: Rule[] = [TPU101, TPU102, TPU107, TPU111];
 
 export default rules;
