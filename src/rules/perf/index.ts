@@ -4,7 +4,8 @@ import TPU802 from './TPU802-eager-mode-without-compile';
 import TPU803 from './TPU803-lazy-timing';
 import TPU804 from './TPU804-no-compilation-cache';
 import TPU805 from './TPU805-debug-env-and-gpu-profilers';
+import TPU806 from './TPU806-upstream-activation-checkpoint';
 
-const rules: Rule[] = [TPU801, TPU802, TPU803, TPU804, TPU805];
+const rules: Rule[] = [TPU801, TPU802, TPU803, TPU804, TPU805, TPU806];
 
 export default rules;
