@@ -2,7 +2,7 @@ import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { kwValue } from '../../core/semantics';
 import { deleteStatement, replace } from '../../core/edits';
-import { argShape, deleteUnusedImport, importInfos, insertKw, isOptionalImport, refFor, removeArg } from './util';
+import { argShape, deleteUnusedImport, importInfos, insertKw, isOptionalImport, refFor, removeArgs } from './util';
 
 /** Keyword arguments the torch optimizer accepts with the same meaning, and Apex-only ones that only tune the kernel. */
 const ADAM_KEEP = new Set(['lr', 'betas', 'eps', 'weight_decay', 'amsgrad']);
@@ -104,7 +104,7 @@ function fixFor(ctx: RuleContext, call: Node, callee: string): FixDraft | null {
       if (mode && mode.type !== 'true' && mode.type !== 'false') return null;
       const adamw = !mode || mode.type === 'true';
       const ref = refFor(ctx, adamw ? 'torch.optim.AdamW' : 'torch.optim.Adam');
-      const edits = [replace(fn, ref.text), ...[...keywords].filter(([k]) => ADAM_DROP.has(k)).map(([, kw]) => removeArg(ctx, kw))];
+      const edits = [replace(fn, ref.text), ...removeArgs(ctx, [...keywords].filter(([k]) => ADAM_DROP.has(k)).map(([, kw]) => kw))];
       if (adamw && !keywords.has('weight_decay')) edits.push(insertKw(call, 'weight_decay=0.0'));
       return { title: `Replace \`FusedAdam\` with \`${ref.text}\``, edits, imports: ref.imports };
     }

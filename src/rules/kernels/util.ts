@@ -174,3 +174,25 @@ export function insertKw(call: Node, kw: string): Edit {
   if (!last) return { start: list.startIndex + 1, end: list.startIndex + 1, text: kw };
   return { start: last.endIndex, end: last.endIndex, text: `, ${kw}` };
 }
+
+/** Removes several arguments of one argument list with non-overlapping edits (runs of neighbours merged). */
+export function removeArgs(ctx: RuleContext, remove: Node[]): Edit[] {
+  if (!remove.length) return [];
+  const list = remove[0].parent!;
+  const args = list.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
+  const ids = new Set(remove.map((r) => r.id));
+  const edits: Edit[] = [];
+  for (let i = 0; i < args.length; i++) {
+    if (!ids.has(args[i].id)) continue;
+    let j = i;
+    while (j + 1 < args.length && ids.has(args[j + 1].id)) j++;
+    if (j + 1 < args.length) edits.push({ start: args[i].startIndex, end: args[j + 1].startIndex, text: '' });
+    else if (i > 0) edits.push({ start: args[i - 1].endIndex, end: args[j].endIndex, text: '' });
+    else {
+      const comma = /^\s*,/.exec(ctx.text.slice(args[j].endIndex, list.endIndex - 1));
+      edits.push({ start: args[i].startIndex, end: args[j].endIndex + (comma ? comma[0].length : 0), text: '' });
+    }
+    i = j;
+  }
+  return edits;
+}

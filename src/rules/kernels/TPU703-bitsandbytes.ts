@@ -1,0 +1,109 @@
+import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import { callArgs, kwValue } from '../../core/semantics';
+import { replace, replaceRange } from '../../core/edits';
+import { argShape, contentRange, deleteUnusedImport, importInfos, isOptionalImport, isTrue, literal, refFor, removeArg, removeArgs } from './util';
+
+const TORCH_OPTIM_KW = new Set(['lr', 'betas', 'eps', 'weight_decay', 'amsgrad']);
+/** bitsandbytes-only kwargs that only choose the state precision or paging: dropped with the 8-bit state. */
+const BNB_STATE_KW = new Set(['optim_bits', 'min_8bit_size', 'block_wise', 'is_paged']);
+const ADAM = /^(Paged)?Adam(8bit|32bit)?$/;
+const ADAMW = /^(Paged)?AdamW(8bit|32bit)?$/;
+/** Hugging Face `optim=` values backed by bitsandbytes, and the plain torch value with the same update rule. */
+const HF_OPTIM: Record<string, string | null> = {
+  adamw_bnb_8bit: 'adamw_torch', adamw_8bit: 'adamw_torch', paged_adamw_8bit: 'adamw_torch', paged_adamw_32bit: 'adamw_torch',
+  paged_adamw: 'adamw_torch', lion_8bit: null, lion_32bit: null, paged_lion_8bit: null, paged_lion_32bit: null,
+  rmsprop_bnb: null, rmsprop_bnb_8bit: null, rmsprop_bnb_32bit: null, ademamix_8bit: null, paged_ademamix_8bit: null,
+};
+
+export default defineRule({
+  id: 'TPU703',
+  name: 'bitsandbytes',
+  title: 'bitsandbytes (8-bit/4-bit optimizers and quantized layers)',
+  severity: 'error',
+  step: 2,
+  effort: 3,
+  message: 'bitsandbytes kernels have no XLA backend',
+  fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Replace the bitsandbytes API with plain PyTorch' },
+  triggers: ['bitsandbytes', 'bnb', 'load_in_8bit', 'load_in_4bit', 'BitsAndBytesConfig', '8bit', '32bit'],
+  docs: {
+    what:
+      'Checks for `import bitsandbytes`, `bnb.optim.*` (8-bit and paged optimizers), `bnb.nn.Linear8bitLt/Linear4bit/Params4bit`, `BitsAndBytesConfig`, ' +
+      '`load_in_8bit=True`/`load_in_4bit=True`, and Hugging Face `optim="adamw_bnb_8bit"|"paged_adamw_8bit"|"paged_adamw_32bit"|"adamw_8bit"`.',
+    why:
+      'bitsandbytes implements its quantized optimizers and layers as CUDA (and other GPU) kernels; it has no XLA backend (checked against the catalog, not against the latest bitsandbytes multi-backend list: unverified). ' +
+      'On a TPU, cut optimizer memory by sharding parameters and optimizer state with FSDPv2 (TPU508) instead of quantizing the state. ' +
+      'For int8 inference torch_xla has quantized ops (docs/source/perf/quantized_ops.md; API not re-read: unverified).',
+    example:
+      'import bitsandbytes as bnb\nopt = bnb.optim.AdamW8bit(model.parameters(), lr=2e-4)\n' +
+      'model = AutoModelForCausalLM.from_pretrained(name, load_in_8bit=True)\nargs = TrainingArguments(output_dir="out", optim="paged_adamw_8bit")',
+    useInstead:
+      'import torch\nopt = torch.optim.AdamW(model.parameters(), lr=2e-4)\n' +
+      'model = AutoModelForCausalLM.from_pretrained(name, torch_dtype=torch.bfloat16)\nargs = TrainingArguments(output_dir="out", optim="adamw_torch")',
+    fixSafety:
+      'Unsafe: a 32-bit optimizer state takes about four times the memory of an 8-bit one, and dropping `load_in_8bit`/`load_in_4bit` loads full-precision weights. ' +
+      'The optimizer rewrite keeps `lr`, `betas`, `eps`, `weight_decay` and `amsgrad` (the bitsandbytes defaults match torch: AdamW 1e-2, Adam 0) and drops only the state-precision options; ' +
+      'it is not offered with `percentile_clipping` or other options that change the update. A bitsandbytes import is deleted (safely) once nothing uses it.',
+    sources: ['Catalog TPU703 (bitsandbytes has no XLA backend; unverified against bitsandbytes\' latest backends)', 'FSDP2 (docs/source/perf/fsdp_spmd.md)'],
+    torchtpu: 'The same plain PyTorch replacements apply.',
+  },
+  check(ctx) {
+    for (const info of importInfos(ctx)) {
+      if (!info.modules.some((m) => /^bitsandbytes(\.|$)/.test(m)) || isOptionalImport(info.stmt)) continue;
+      const edits = deleteUnusedImport(ctx, info);
+      ctx.report(info.stmt, {
+        message: '`bitsandbytes` is imported: its kernels have no XLA backend',
+        fix: edits ? { title: 'Remove the unused bitsandbytes import', applicability: 'safe', edits } : null,
+      });
+    }
+    const configCalls: Node[] = [];
+    for (const call of ctx.sema.nodes('call')) {
+      const callee = ctx.sema.callee(call) ?? '';
+      const text = call.childForFieldName('function')?.text ?? '';
+      if (ctx.sema.inXlaAwareBranch(call)) continue;
+      if (/^bitsandbytes\.optim\./.test(callee)) {
+        const name = callee.split('.').pop()!;
+        ctx.report(call, { message: `\`bnb.optim.${name}\` keeps its state in bitsandbytes CUDA kernels; use torch.optim on TPU`, fix: optimizerFix(ctx, call, name) });
+      } else if (/^bitsandbytes\.nn\./.test(callee)) {
+        ctx.report(call, { message: `\`bnb.nn.${callee.split('.').pop()}\` is a bitsandbytes quantized layer with no XLA kernel` });
+      } else if (/(^|\.)BitsAndBytesConfig$/.test(callee || text)) {
+        configCalls.push(call);
+        ctx.report(call, { message: '`BitsAndBytesConfig` quantizes the model with bitsandbytes kernels, which have no XLA backend' });
+      }
+    }
+    for (const kw of ctx.sema.nodes('keyword_argument')) {
+      const name = kw.childForFieldName('name')?.text;
+      const value = kwValue(kw);
+      if (!value) continue;
+      if ((name === 'load_in_8bit' || name === 'load_in_4bit') && isTrue(value)) {
+        if (configCalls.some((c) => c.startIndex <= kw.startIndex && kw.endIndex <= c.endIndex)) continue;
+        if (ctx.sema.inXlaAwareBranch(kw)) continue;
+        ctx.report(kw, {
+          message: `\`${name}=True\` loads the model through bitsandbytes, which has no XLA backend`,
+          fix: { title: `Remove \`${name}=True\` (full-precision weights)`, edits: [removeArg(ctx, kw)] },
+        });
+      } else if (name === 'optim') {
+        const v = literal(value);
+        if (v === null || !(v in HF_OPTIM)) continue;
+        const to = HF_OPTIM[v];
+        const r = contentRange(value);
+        ctx.report(kw, {
+          message: `\`optim="${v}"\` selects a bitsandbytes optimizer, which has no XLA backend`,
+          fix: to ? { title: `Use \`optim="${to}"\``, edits: [replaceRange(r.start, r.end, to)] } : null,
+        });
+      }
+    }
+  },
+});
+
+function optimizerFix(ctx: RuleContext, call: Node, name: string): FixDraft | null {
+  const target = ADAMW.test(name) ? 'torch.optim.AdamW' : ADAM.test(name) ? 'torch.optim.Adam' : null;
+  if (!target) return null;
+  const { positional, keywords, hasSplat } = argShape(call);
+  if (hasSplat || positional.length > 6) return null;
+  if ([...keywords.keys()].some((k) => !TORCH_OPTIM_KW.has(k) && !BNB_STATE_KW.has(k) && k !== 'params')) return null;
+  const ref = refFor(ctx, target);
+  const edits = [replace(call.childForFieldName('function')!, ref.text)];
+  edits.push(...removeArgs(ctx, [...callArgs(call).keywords].filter(([k]) => BNB_STATE_KW.has(k)).map(([, kw]) => kw)));
+  return { title: `Replace \`${name}\` with \`${ref.text}\` (32-bit state)`, edits, imports: ref.imports };
+}
