@@ -1,0 +1,169 @@
+import { defineRule, type RuleContext } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import { callArgs, kwValue } from '../../core/semantics';
+import { replace, replaceRange } from '../../core/edits';
+import { hotAt, severityIn, short, tensorCondition, tensorish, torchName } from './util';
+
+export default defineRule({
+  id: 'TPU202',
+  name: 'data-dependent-control-flow',
+  title: 'Data-dependent Python control flow and value checks',
+  severity: 'warning',
+  step: 6,
+  effort: 3,
+  message: 'Python control flow on a tensor value forces the graph to execute and can compile one graph per branch',
+  fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Rewrite the branch with torch.where' },
+  triggers: ['if ', 'while ', 'assert ', ' and ', ' or ', 'not ', 'error_if_nonfinite', 'detect_anomaly'],
+  docs: {
+    what:
+      'Checks, in a hot loop or `forward`, for `if`/`elif`/`while`/`assert`/ternary tests and `and`/`or`/`not` operands whose value is a tensor ' +
+      '(`if loss > thr:`, `if torch.isnan(loss):`, `while (err > eps).any():`, `assert torch.isfinite(loss)`, `if not torch.isfinite(grad_norm): continue`), ' +
+      '`clip_grad_norm_(..., error_if_nonfinite=True)`, and anomaly detection left on (`torch.autograd.set_detect_anomaly(True)`, `detect_anomaly()`). ' +
+      'Tests on Python scalars, configuration, the step counter, `.shape`/`.size()`, or `is None` are not flagged; `.item()` reads are TPU201. ' +
+      'Eval loops and throttled code get info.',
+    why:
+      'A Python branch on a tensor needs its value now: "Even if `x[0][0]` was a Tensor, we need to execute/materialize its value for python interpreter to proceed. ' +
+      'And different branch choices … means we have a lot of graph to compile" (RECOMP, "#3. From control flow"). The troubleshooting guide recommends ' +
+      '`torch.where` instead (TS:324-346). The torch_xla-patched `clip_grad_norm_` evaluates `total_norm.isnan() or total_norm.isinf()` in Python when ' +
+      '`error_if_nonfinite=True` (PATCH:49-53). Anomaly mode is a debugging aid that inspects every backward result (its sync cost on XLA is unverified).',
+    example: 'if loss > max_loss:\n    loss = loss * 0.1',
+    useInstead: 'loss = torch.where(loss > max_loss, loss * 0.1, loss)',
+    fixSafety:
+      'Unsafe. The `torch.where` rewrite is offered only for `if <tensor test>: x = a` (optionally `else: x = b`) where `x` is already a tensor: ' +
+      'both branches are now computed and broadcast, and a multi-element test no longer raises. Dropping `error_if_nonfinite=True` stops the NaN/inf check from raising; ' +
+      'log the norm through a step closure instead. NaN guards (`if not torch.isfinite(g): continue`) need a redesign (mask the update with tensor math).',
+    sources: [
+      'RECOMP #3 "From control flow" (docs/source/perf/recompilation.md)',
+      'TS:324-346 (docs/source/learn/troubleshoot.md: use torch.where instead of control flow)',
+      'PATCH:49-53 (torch_xla/_patched_functions.py, clip_grad_norm_ with error_if_nonfinite)',
+    ],
+    torchtpu: '`torch.where` is plain PyTorch, so the same rewrite is offered on the torchtpu preview.',
+  },
+  check(ctx) {
+    const seen = new Set<number>();
+    const flag = (node: Node, what: string, fix: ReturnType<typeof whereFix> = null, message?: string) => {
+      if (seen.has(node.id)) return;
+      const hot = hotAt(ctx, node);
+      if (!hot) return;
+      seen.add(node.id);
+      ctx.report(node, {
+        severity: severityIn('warning', hot),
+        message: message ?? `${what} needs the tensor's value on the host: the graph runs early and each branch outcome can compile a new graph`,
+        fix,
+      });
+    };
+
+    for (const stmt of ctx.sema.nodes('if_statement')) {
+      const cond = stmt.childForFieldName('condition');
+      if (cond && tensorCondition(ctx, cond)) flag(cond, `\`if ${short(cond.text, 36)}\``, whereFix(ctx, stmt, cond));
+      for (const alt of stmt.childrenForFieldName('alternative')) {
+        const c = alt?.type === 'elif_clause' ? alt.childForFieldName('condition') : null;
+        if (c && tensorCondition(ctx, c)) flag(c, `\`elif ${short(c.text, 36)}\``);
+      }
+    }
+    for (const stmt of ctx.sema.nodes('while_statement')) {
+      const cond = stmt.childForFieldName('condition');
+      if (cond && tensorCondition(ctx, cond)) flag(cond, `\`while ${short(cond.text, 36)}\``);
+    }
+    for (const stmt of ctx.sema.nodes('assert_statement')) {
+      const cond = stmt.namedChildren[0];
+      if (cond && tensorCondition(ctx, cond)) flag(cond, `\`assert ${short(cond.text, 36)}\``);
+    }
+    for (const ce of ctx.sema.nodes('conditional_expression')) {
+      const cond = ce.namedChildren[1];
+      if (cond && tensorCondition(ctx, cond)) flag(cond, `Conditional expression on \`${short(cond.text, 36)}\``);
+    }
+    // `ok = torch.isfinite(loss) and step > 0`: boolean operators used as values
+    for (const type of ['boolean_operator', 'not_operator']) {
+      for (const op of ctx.sema.nodes(type)) {
+        if (insideTest(op)) continue;
+        const operands = type === 'not_operator' ? [op.childForFieldName('argument') ?? op.namedChildren[0]] : op.namedChildren;
+        const t = operands.find((o) => o && tensorish(ctx, o, true));
+        if (t) flag(op, `\`${type === 'not_operator' ? 'not' : short(op.text, 36)}\` on tensor \`${short(t.text, 24)}\``);
+      }
+    }
+
+    for (const call of ctx.sema.nodes('call')) {
+      const callee = ctx.sema.callee(call) ?? '';
+      if (/(^|\.)clip_grad_norm_?$/.test(callee) || /clip_grad_norm_$/.test(call.childForFieldName('function')?.text ?? '')) {
+        const kw = callArgs(call).keywords.get('error_if_nonfinite');
+        if (kw && kwValue(kw)?.type === 'true') {
+          flag(kw, '', dropKeyword(ctx, kw), '`error_if_nonfinite=True` makes `clip_grad_norm_` test the norm for NaN/inf in Python every step, which runs the graph early');
+        }
+        continue;
+      }
+      if (callee === 'torch.autograd.set_detect_anomaly' || callee === 'torch.autograd.detect_anomaly' || callee === 'torch.autograd.anomaly_mode.set_detect_anomaly') {
+        const arg = callArgs(call).positional[0];
+        if (callee.endsWith('set_detect_anomaly') && arg?.type !== 'true') continue;
+        if (callee.endsWith('detect_anomaly') && !callee.endsWith('set_detect_anomaly') && arg?.type === 'false') continue;
+        // module-level switch in a training script, or a context manager in the loop
+        if (ctx.sema.hot(call) || (!ctx.sema.enclosingFunction(call) && ctx.sema.hotLoops().some((h) => h.kind === 'train'))) {
+          seen.add(call.id);
+          ctx.report(call, {
+            message: `\`${short(call.text, 40)}\` leaves autograd anomaly detection on: a debugging mode that checks every backward result; turn it off for TPU training runs`,
+          });
+        }
+      }
+    }
+  },
+});
+
+/** Inside the test of an if/while/assert/ternary (reported there). */
+function insideTest(node: Node): boolean {
+  for (let p = node.parent, c: Node = node; p; c = p, p = p.parent) {
+    if ((p.type === 'if_statement' || p.type === 'while_statement' || p.type === 'elif_clause') && p.childForFieldName('condition')?.id === c.id) return true;
+    if (p.type === 'assert_statement' && p.namedChildren[0]?.id === c.id) return true;
+    if (p.type === 'conditional_expression' && p.namedChildren[1]?.id === c.id) return true;
+    if (/statement|block|function_definition/.test(p.type)) return false;
+  }
+  return false;
+}
+
+/** `if c: x = a` [`else: x = b`] → `x = torch.where(c, a, x|b)` when x is already a tensor. */
+function whereFix(ctx: RuleContext, ifStmt: Node, cond: Node) {
+  const alts = ifStmt.childrenForFieldName('alternative').filter((a): a is Node => !!a);
+  if (alts.some((a) => a.type === 'elif_clause') || alts.length > 1) return null;
+  const single = (block: Node | null | undefined): { target: string; value: Node } | null => {
+    const stmts = block?.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment') ?? [];
+    if (stmts.length !== 1 || stmts[0].type !== 'expression_statement') return null;
+    const a = stmts[0].namedChildren[0];
+    if (a?.type !== 'assignment' || a.childForFieldName('type')) return null;
+    const left = a.childForFieldName('left');
+    const right = a.childForFieldName('right');
+    if (left?.type !== 'identifier' || !right) return null;
+    return { target: left.text, value: right };
+  };
+  const then = single(ifStmt.childForFieldName('consequence'));
+  if (!then || !ctx.sema.tensorNames().has(then.target)) return null;
+  let other = then.target;
+  if (alts.length === 1) {
+    const e = single(alts[0].childForFieldName('body'));
+    if (!e || e.target !== then.target) return null;
+    other = e.value.text;
+  }
+  if (/\n/.test(cond.text + then.value.text + other)) return null;
+  // comments inside the branches would be lost: rewrite only when they all sit on the `if` line (kept there)
+  const comments = ctx.sema.within('comment', ifStmt);
+  const headerLineEnd = ctx.text.indexOf('\n', ifStmt.startIndex);
+  if (comments.some((c) => headerLineEnd >= 0 && c.startIndex > headerLineEnd)) return null;
+  const trailing = comments.map((c) => c.text).join(' ');
+  const torch = torchName(ctx);
+  const condText = cond.type === 'parenthesized_expression' ? cond.namedChildren[0]!.text : cond.text;
+  return {
+    title: `Rewrite as \`${then.target} = ${torch.name}.where(...)\``,
+    edits: [replace(ifStmt, `${then.target} = ${torch.name}.where(${condText}, ${then.value.text}, ${other})${trailing ? '  ' + trailing : ''}`)],
+    imports: torch.imports,
+  };
+}
+
+/** Removes `, error_if_nonfinite=True` from the argument list. */
+function dropKeyword(ctx: RuleContext, kw: Node) {
+  const prev = kw.previousNamedSibling;
+  const next = kw.nextNamedSibling;
+  let start = kw.startIndex;
+  let end = kw.endIndex;
+  if (prev) start = prev.endIndex;
+  else if (next) end = next.startIndex;
+  if (/#/.test(ctx.text.slice(start, end))) return null;
+  return { title: 'Drop `error_if_nonfinite=True` (log the norm from a step closure instead)', edits: [replaceRange(start, end, '')] };
+}
