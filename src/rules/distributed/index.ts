@@ -4,7 +4,8 @@ import TPU502 from './TPU502-cuda-launcher';
 import TPU503 from './TPU503-cuda-rank-world-size';
 import TPU504 from './TPU504-ddp-device-ids';
 import TPU505 from './TPU505-missing-gradient-reduction';
+import TPU506 from './TPU506-mixed-parallelism';
 
-const rules: Rule[] = [TPU501, TPU502, TPU503, TPU504, TPU505];
+const rules: Rule[] = [TPU501, TPU502, TPU503, TPU504, TPU505, TPU506];
 
 export default rules;
