@@ -3,7 +3,8 @@ import TPU301 from './TPU301-cuda-autocast';
 import TPU302 from './TPU302-float16';
 import TPU303 from './TPU303-grad-scaler';
 import TPU304 from './TPU304-float64';
+import TPU305 from './TPU305-precision-env';
 
-const rules: Rule[] = [TPU301, TPU302, TPU303, TPU304];
+const rules: Rule[] = [TPU301, TPU302, TPU303, TPU304, TPU305];
 
 export default rules;
