@@ -1,4 +1,4 @@
-import { defineRule, type RuleContext } from '../../core/rule';
+import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, kwValue } from '../../core/semantics';
 import { replace, replaceRange } from '../../core/edits';
@@ -41,7 +41,7 @@ export default defineRule({
   },
   check(ctx) {
     const seen = new Set<number>();
-    const flag = (node: Node, what: string, fix: ReturnType<typeof whereFix> = null, message?: string) => {
+    const flag = (node: Node, what: string, fix: FixDraft | null = null, message?: string) => {
       if (seen.has(node.id)) return;
       const hot = hotAt(ctx, node);
       if (!hot) return;
