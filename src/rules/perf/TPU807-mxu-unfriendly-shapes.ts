@@ -1,0 +1,85 @@
+import { defineRule } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import { callArgs, kwValue, stringContent } from '../../core/semantics';
+import { replace } from '../../core/edits';
+
+const FEATURE = /^(vocab_size|n_vocab|padded_vocab_size|hidden_size|n_embd|n_embed|d_model|embed_dim|emb_dim|embedding_dim|intermediate_size|ffn_dim|ffn_hidden_size|d_ff|dim_feedforward|hidden_dim)$/;
+const BATCH = /^(batch_size|train_batch_size|per_device_train_batch_size|micro_batch_size|train_micro_batch_size_per_gpu)$/;
+
+function intValue(node: Node | null | undefined): number | null {
+  if (node?.type !== 'integer' || !/^\d+$/.test(node.text)) return null;
+  return parseInt(node.text, 10);
+}
+
+export default defineRule({
+  id: 'TPU807',
+  name: 'mxu-unfriendly-shapes',
+  title: 'Shapes that waste the TPU matrix units',
+  severity: 'info',
+  step: 6,
+  effort: 1,
+  message: 'A model dimension that is not a multiple of 128 can leave part of the TPU matrix units idle',
+  fix: { availability: 'always', applicability: 'unsafe', title: 'Round up to the next multiple' },
+  triggers: ['vocab', 'hidden', 'embd', 'embed', 'd_model', 'intermediate', 'ffn', 'd_ff', 'dim_feedforward', 'batch_size'],
+  docs: {
+    what:
+      'Checks for integer literals given to vocabulary, hidden, embedding and feed-forward sizes (`vocab_size`, `hidden_size`, `n_embd`, `d_model`, ' +
+      '`intermediate_size`, …) that are 128 or more but not multiples of 128, and per-device training batch sizes above 8 that are not multiples of 8: ' +
+      'in assignments, dataclass fields, keyword arguments and argparse defaults.',
+    why:
+      'The TPU matrix unit works on fixed-size tiles; XLA pads other sizes up to the tile, so the padding is computed and thrown away. nanoGPT pads ' +
+      'GPT-2\'s 50257-token vocabulary to 50304 for the same reason on GPUs. This is general Cloud TPU performance-guide advice, unverified against a ' +
+      'torch_xla document, and the exact best multiples per TPU generation are unverified.',
+    example: 'vocab_size = 50257\nparser.add_argument("--batch_size", type=int, default=12)',
+    useInstead: 'vocab_size = 50304  # padded to a multiple of 128\nparser.add_argument("--batch_size", type=int, default=16)',
+    fixSafety:
+      'Unsafe: a padded vocabulary changes the embedding and output shapes (pretrained checkpoints no longer load as-is, and padded logits must be masked or ' +
+      'ignored); a different hidden size is a different model; a different batch size changes the optimisation. Review each one.',
+    sources: ['Cloud TPU performance guide (general advice; unverified against torch_xla docs)', 'nanoGPT model.py GPTConfig (vocab_size 50304 padding comment)'],
+    torchtpu: 'The same advice applies to the native TPU device.',
+  },
+  check(ctx) {
+    const sema = ctx.sema;
+    if (!sema.usesTorch() && !ctx.notebook) return;
+    const check = (name: string, value: Node | null | undefined) => {
+      const n = intValue(value);
+      if (n === null) return;
+      const feature = FEATURE.test(name);
+      const batch = BATCH.test(name);
+      if (feature && n >= 128 && n % 128 !== 0) {
+        const up = Math.ceil(n / 128) * 128;
+        ctx.report(value!, {
+          message: `\`${name}\` = ${n} is not a multiple of 128, the tile size TPU matrix units work best with (pad to ${up})`,
+          fix: { title: `Pad \`${name}\` to ${up}`, edits: [replace(value!, String(up))] },
+        });
+      } else if (batch && n > 8 && n % 8 !== 0) {
+        const up = Math.ceil(n / 8) * 8;
+        ctx.report(value!, {
+          message: `\`${name}\` = ${n} is not a multiple of 8, which suits the TPU matrix units better (e.g. ${up})`,
+          fix: { title: `Use \`${name}\` = ${up}`, edits: [replace(value!, String(up))] },
+        });
+      }
+    };
+    for (const a of sema.nodes('assignment')) {
+      const left = a.childForFieldName('left');
+      if (left?.type === 'identifier') check(left.text, a.childForFieldName('right'));
+    }
+    for (const kw of sema.nodes('keyword_argument')) {
+      const name = kw.childForFieldName('name')?.text ?? '';
+      const call = kw.parent?.parent;
+      // argparse defaults are handled with their flag
+      if (call?.type === 'call' && call.childForFieldName('function')?.childForFieldName('attribute')?.text === 'add_argument') continue;
+      check(name, kwValue(kw));
+    }
+    for (const p of [...sema.nodes('default_parameter'), ...sema.nodes('typed_default_parameter')]) {
+      check(p.childForFieldName('name')?.text ?? '', p.childForFieldName('value'));
+    }
+    for (const call of sema.nodes('call')) {
+      if (call.childForFieldName('function')?.childForFieldName('attribute')?.text !== 'add_argument') continue;
+      const { positional, keywords } = callArgs(call);
+      const flag = positional.map((p) => (p.type === 'string' ? stringContent(p) ?? '' : '')).find((s) => s.startsWith('--'));
+      const dest = keywords.has('dest') ? stringContent(kwValue(keywords.get('dest'))!) : flag ? flag.slice(2).replace(/-/g, '_') : null;
+      if (dest) check(dest, kwValue(keywords.get('default')));
+    }
+  },
+});
