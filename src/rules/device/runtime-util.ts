@@ -98,6 +98,8 @@ export interface EnvWrite {
   magic: boolean;
   /** The node the write sits in (for branch checks); null for magics. */
   node: Node | null;
+  /** Offsets of a magic's value (without quotes). */
+  valueRange: { start: number; end: number } | null;
 }
 
 /** `os.environ["X"] = v`, `os.environ.setdefault("X", v)`, `os.putenv("X", v)`, `%env X=v` / `%env X v` / `%set_env X=v`. */
@@ -113,7 +115,7 @@ export function envWrites(ctx: RuleContext): EnvWrite[] {
     if (!name || !key) continue;
     const right = a.childForFieldName('right');
     const stmt = a.parent?.type === 'expression_statement' ? a.parent : null;
-    out.push({ name, value: literal(right), at: { start: left.startIndex, end: a.endIndex }, nameNode: key, valueNode: right, stmt, lineRange: null, magic: false, node: a });
+    out.push({ name, value: literal(right), at: { start: left.startIndex, end: a.endIndex }, nameNode: key, valueNode: right, stmt, lineRange: null, magic: false, node: a, valueRange: null });
   }
   for (const call of sema.nodes('call')) {
     const callee = sema.callee(call);
@@ -122,14 +124,19 @@ export function envWrites(ctx: RuleContext): EnvWrite[] {
     const name = literal(k);
     if (!name || !k) continue;
     const stmt = call.parent?.type === 'expression_statement' ? call.parent : null;
-    out.push({ name, value: literal(v), at: { start: call.startIndex, end: call.endIndex }, nameNode: k, valueNode: v ?? null, stmt, lineRange: null, magic: false, node: call });
+    out.push({ name, value: literal(v), at: { start: call.startIndex, end: call.endIndex }, nameNode: k, valueNode: v ?? null, stmt, lineRange: null, magic: false, node: call, valueRange: null });
   }
   if (ctx.notebook) {
     for (const m of ctx.notebook.magics) {
       const mm = /^([ \t]*)%(?:env|set_env)[ \t]+([A-Za-z_]\w*)(?:[ \t]*=[ \t]*|[ \t]+)(\S.*?)?[ \t]*$/.exec(m.text);
       if (!mm) continue;
-      const value = (mm[3] ?? '').replace(/^(['"])(.*)\1$/, '$2');
-      out.push({ name: mm[2], value, at: { start: m.start + mm[1].length, end: m.end }, nameNode: null, valueNode: null, stmt: null, lineRange: wholeLine(ctx.text, m.start, m.end), magic: true, node: null });
+      const rawValue = mm[3] ?? '';
+      const value = rawValue.replace(/^(['"])(.*)\1$/, '$2');
+      const vStart = m.start + mm[0].length - rawValue.length + (value.length < rawValue.length ? 1 : 0);
+      out.push({
+        name: mm[2], value, at: { start: m.start + mm[1].length, end: m.end }, nameNode: null, valueNode: null, stmt: null,
+        lineRange: wholeLine(ctx.text, m.start, m.end), magic: true, node: null, valueRange: rawValue ? { start: vStart, end: vStart + value.length } : null,
+      });
     }
   }
   return out.sort((a, b) => a.at.start - b.at.start);
