@@ -70,7 +70,7 @@ export default defineRule({
       if (ctx.sema.inXlaAwareBranch(call)) continue;
       if (FLASH_FUNCS.test(callee) || XFORMERS.test(callee)) {
         const name = callee.split('.').pop()!;
-        const tpu = ctx.idiom.profile === 'torchtpu' ? '`F.scaled_dot_product_attention`' : "torch_xla's Pallas `flash_attention`";
+        const tpu = ctx.idiom.profile === 'torchtpu' || ctx.idiom.dualPath ? '`F.scaled_dot_product_attention`' : "torch_xla's Pallas `flash_attention`";
         ctx.report(call, {
           message: `\`${name}\` is a CUDA kernel; on TPU use ${tpu} ([B, H, S, D] layout, explicit scale)`,
           fix: attentionFix(ctx, call, XFORMERS.test(callee)),
