@@ -1,0 +1,91 @@
+/** Conversions between the engine's model (offsets, LocatedFinding, SourceDocument) and `vscode` types. */
+import * as vscode from 'vscode';
+import { docsUrl } from '../core/rule';
+import { LineIndex } from '../core/source';
+import type { SourceDocument } from '../core/engine';
+import type { LocatedFinding, Severity } from '../core/types';
+import { diffText } from './textDiff';
+
+export const SOURCE = 'tpu-ready';
+
+/** Titles of the ten integration-checklist steps (shared/RULES.md §0.4). */
+export const STEP_TITLES: Record<number, string> = {
+  1: 'Environment',
+  2: 'Install',
+  3: 'Move model to the XLA device',
+  4: 'Data input and static shapes',
+  5: 'Mixed precision',
+  6: 'Shape discipline and compilation boundaries',
+  7: 'Distributed training',
+  8: 'Checkpointing and resilience',
+  9: 'Profiling and debugging',
+  10: 'CI and reproducibility',
+};
+
+export function toSeverity(s: Severity): vscode.DiagnosticSeverity {
+  switch (s) {
+    case 'error':
+      return vscode.DiagnosticSeverity.Error;
+    case 'warning':
+      return vscode.DiagnosticSeverity.Warning;
+    case 'info':
+      return vscode.DiagnosticSeverity.Information;
+    case 'hint':
+      return vscode.DiagnosticSeverity.Hint;
+  }
+}
+
+export function toRange(f: LocatedFinding): vscode.Range {
+  return new vscode.Range(f.startPos.line, f.startPos.character, f.endPos.line, f.endPos.character);
+}
+
+export function docsUri(rule: string): vscode.Uri {
+  return vscode.Uri.parse(docsUrl(rule));
+}
+
+/** A diagnostic for a finding placed in `uri` (the file, or the notebook cell it lies in). */
+export function toDiagnostic(f: LocatedFinding, uri: vscode.Uri, range = toRange(f)): vscode.Diagnostic {
+  const d = new vscode.Diagnostic(range, f.message || f.rule, toSeverity(f.severity));
+  d.source = SOURCE;
+  d.code = { value: f.rule, target: docsUri(f.rule) };
+  d.relatedInformation = [
+    new vscode.DiagnosticRelatedInformation(new vscode.Location(uri, range), `Checklist step ${f.step} of 10: ${STEP_TITLES[f.step] ?? ''}`),
+  ];
+  return d;
+}
+
+/** Where an analysed document lives in the editor: a file, or one cell document per notebook cell index. */
+export interface DocumentTarget {
+  uri: vscode.Uri;
+  cells: readonly vscode.Uri[] | null;
+}
+
+function addTextEdits(edit: vscode.WorkspaceEdit, uri: vscode.Uri, before: string, after: string): number {
+  const changes = diffText(before, after);
+  if (!changes.length) return 0;
+  const lines = new LineIndex(before);
+  const pos = (o: number) => {
+    const p = lines.position(o);
+    return new vscode.Position(p.line, p.character);
+  };
+  for (const c of changes) edit.replace(uri, new vscode.Range(pos(c.start), pos(c.end)), c.text);
+  return changes.length;
+}
+
+/**
+ * Adds to `edit` the changes turning `before` into `after` (as the engine rewrote it): minimal text edits
+ * on the file, or on each changed cell document of a notebook. Returns the number of text edits.
+ */
+export function addDocumentEdits(edit: vscode.WorkspaceEdit, target: DocumentTarget, before: SourceDocument, after: SourceDocument): number {
+  if (before.kind === 'notebook' && after.kind === 'notebook') {
+    let n = 0;
+    before.cells.forEach((cell, i) => {
+      const next = after.cells[i];
+      const uri = target.cells?.[i];
+      if (next && uri && next.text !== cell.text) n += addTextEdits(edit, uri, cell.text, next.text);
+    });
+    return n;
+  }
+  if (before.kind !== 'notebook' && after.kind !== 'notebook') return addTextEdits(edit, target.uri, before.text, after.text);
+  return 0;
+}
