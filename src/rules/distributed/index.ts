@@ -5,7 +5,8 @@ import TPU503 from './TPU503-cuda-rank-world-size';
 import TPU504 from './TPU504-ddp-device-ids';
 import TPU505 from './TPU505-missing-gradient-reduction';
 import TPU506 from './TPU506-mixed-parallelism';
+import TPU507 from './TPU507-collective-hazards';
 
-const rules: Rule[] = [TPU501, TPU502, TPU503, TPU504, TPU505, TPU506];
+const rules: Rule[] = [TPU501, TPU502, TPU503, TPU504, TPU505, TPU506, TPU507];
 
 export default rules;
