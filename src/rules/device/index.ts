@@ -5,7 +5,8 @@ import TPU111 from './TPU111-deprecated-xla-api';
 import TPU107 from './TPU107-cuda-backend-flag';
 import TPU109 from './TPU109-cuda-runtime-env';
 import TPU104 from './TPU104-cuda-runtime-api';
+import TPU105 from './TPU105-cuda-memory-api';
 
-const rules: Rule[] = [TPU101, TPU102, TPU104, TPU107, TPU109, TPU111];
+const rules: Rule[] = [TPU101, TPU102, TPU104, TPU105, TPU107, TPU109, TPU111];
 
 export default rules;
