@@ -1,5 +1,6 @@
 import type { Rule } from '../../core/rule';
+import TPU901 from './TPU901-runtime-initialized-before-launch';
 
-const rules: Rule[] = [];
+const rules: Rule[] = [TPU901];
 
 export default rules;
