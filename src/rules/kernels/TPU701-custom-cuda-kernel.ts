@@ -1,0 +1,102 @@
+import { defineRule } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import { kwValue } from '../../core/semantics';
+import { argShape, importInfos, isOptionalImport, literal } from './util';
+
+const KERNEL_LIBS = /^(triton|cupy|pycuda|numba\.cuda|cuda\.(cuda|cudart|bindings)|warp)(\.|$)/;
+const EXT = 'torch.utils.cpp_extension.';
+
+export default defineRule({
+  id: 'TPU701',
+  name: 'custom-cuda-kernel',
+  title: 'Custom CUDA or Triton kernels and C++/CUDA extensions',
+  severity: 'error',
+  step: 2,
+  effort: 7,
+  message: 'custom CUDA/Triton kernel: TPUs run neither',
+  fix: { availability: 'none' },
+  triggers: ['triton', 'cpp_extension', 'cupy', 'pycuda', 'numba', 'CUDAExtension', 'torch.library', 'cuda'],
+  docs: {
+    what:
+      'Checks for custom GPU kernels: `import triton` / `triton.language`, `@triton.jit` kernels, `torch.library.triton_op`/`wrap_triton`, custom ops registered only for the CUDA dispatch key ' +
+      '(`torch.library.impl(..., "CUDA")`, `register_kernel(..., "cuda")`), `torch.utils.cpp_extension` builds (`CUDAExtension`, `load(sources=[*.cu])`, `load_inline(cuda_sources=...)`, also in setup.py), and `cupy`, `pycuda`, `numba.cuda`. ' +
+      'CPU-only C++ extensions (`CppExtension`, `load` of .cpp sources, `load_inline` without CUDA sources) are reported as warnings.',
+    why:
+      'A TPU runs neither CUDA nor Triton code, and torch_xla\'s (GPU-only) Triton integration was removed in 2.9 (commit d4cf42a). ' +
+      'CPU-only C++ extensions run, but each call moves tensors from the TPU to the host and back (a graph break and a device↔host copy per call).',
+    example: 'import triton\nimport triton.language as tl\n\n@triton.jit\ndef add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n    ...',
+    useInstead:
+      '# Rewrite with PyTorch ops that lower to XLA, e.g. out = x + y\n' +
+      '# or write a Pallas kernel (needs torch_xla[pallas]):\n' +
+      'from torch_xla.experimental.custom_kernel import make_kernel_from_pallas, jax_import_guard',
+    fixSafety: 'No automatic fix: a kernel has to be rewritten as XLA-lowerable PyTorch ops or as a Pallas kernel (PALLAS:14-60, the `torch_xla[pallas]` extra: PALLAS:112).',
+    sources: [
+      'commit d4cf42a (Triton integration removed from torch_xla in 2.9)',
+      'PALLAS:14-60, 112 (docs/source/features/pallas.md: make_kernel_from_pallas, jax_import_guard, torch_xla[pallas])',
+    ],
+    torchtpu: 'The same: torch_tpu has no CUDA or Triton path; a TPU kernel language for torch_tpu is not documented yet.',
+  },
+  check(ctx) {
+    for (const info of importInfos(ctx)) {
+      const mod = info.modules.find((m) => KERNEL_LIBS.test(m));
+      if (!mod || isOptionalImport(info.stmt) || ctx.sema.inXlaAwareBranch(info.stmt)) continue;
+      const lib = mod.startsWith('triton') ? 'Triton' : mod.split('.').slice(0, 2).join('.');
+      ctx.report(info.stmt, { message: `\`${lib}\` is imported: ${lib === 'Triton' ? 'Triton kernels' : 'this CUDA library'} cannot run on a TPU` });
+    }
+    for (const dec of ctx.sema.nodes('decorated_definition')) {
+      for (const d of dec.namedChildren) {
+        if (d?.type !== 'decorator') continue;
+        const expr = d.namedChildren[0];
+        const target = expr?.type === 'call' ? expr.childForFieldName('function') : expr;
+        const name = ctx.sema.resolve(target) ?? '';
+        if (name === 'triton.jit' || name === 'numba.cuda.jit' || name === 'torch.library.triton_op') {
+          ctx.report(d, { message: `\`@${name}\` defines a GPU kernel that cannot run on a TPU` });
+        } else if (name === 'torch.library.impl' || name === 'torch.library.register_kernel') {
+          if (expr?.type === 'call' && cudaOnlyOp(ctx, expr)) ctx.report(d, { message: 'this custom op is registered only for CUDA: a TPU has no kernel for it' });
+        }
+      }
+    }
+    for (const call of ctx.sema.nodes('call')) {
+      const callee = ctx.sema.callee(call) ?? '';
+      if (ctx.sema.inXlaAwareBranch(call)) continue;
+      if (callee === 'torch.library.wrap_triton' || callee === 'torch.library.triton_op') {
+        if (call.parent?.type === 'decorator') continue;
+        ctx.report(call, { message: `\`${callee}\` runs a Triton kernel, which cannot run on a TPU` });
+      } else if ((callee === 'torch.library.impl' || callee === 'torch.library.register_kernel') && call.parent?.type !== 'decorator') {
+        if (cudaOnlyOp(ctx, call)) ctx.report(call, { message: 'this custom op is registered only for CUDA: a TPU has no kernel for it' });
+      } else if (callee.startsWith(EXT)) {
+        const fn = callee.slice(EXT.length);
+        const { positional, keywords } = argShape(call);
+        if (fn === 'CUDAExtension') ctx.report(call, { message: '`CUDAExtension` builds CUDA code that cannot run on a TPU' });
+        else if (fn === 'CppExtension') ctx.report(call, { severity: 'warning', message: '`CppExtension` runs on the host: every call copies tensors from the TPU and back' });
+        else if (fn === 'load') {
+          const sources = positional[1] ?? kwValue(keywords.get('sources'));
+          const cuda = !!sources && /\.cuh?\b/.test(sources.text);
+          ctx.report(call, cuda
+            ? { message: '`cpp_extension.load` compiles CUDA sources that cannot run on a TPU' }
+            : { severity: 'warning', message: '`cpp_extension.load` builds a host extension: every call copies tensors from the TPU and back' });
+        } else if (fn === 'load_inline') {
+          const cuda = kwValue(keywords.get('cuda_sources')) ?? positional[2];
+          ctx.report(call, cuda && cuda.type !== 'none'
+            ? { message: '`load_inline(cuda_sources=...)` compiles CUDA code that cannot run on a TPU' }
+            : { severity: 'warning', message: '`load_inline` builds a host extension: every call copies tensors from the TPU and back' });
+        }
+      }
+    }
+  },
+});
+
+/** `torch.library.impl("lib::op", "CUDA")` with no registration of the same op for another dispatch key in the file. */
+function cudaOnlyOp(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['check']>>[0], call: Node): boolean {
+  const { positional, keywords } = argShape(call);
+  const op = positional[0]?.text;
+  const key = literal(positional[1] ?? kwValue(keywords.get('types')) ?? kwValue(keywords.get('device_types')) ?? kwValue(keywords.get('dispatch_key')));
+  if (!op || !key || !/^cuda$/i.test(key)) return false;
+  return !ctx.sema.nodes('call').some((c) => {
+    const callee = ctx.sema.callee(c) ?? '';
+    if (c.id === call.id || (callee !== 'torch.library.impl' && callee !== 'torch.library.register_kernel' && !/\.(impl|register_fake|register_kernel)$/.test(callee))) return false;
+    const a = argShape(c).positional;
+    const k = literal(a[1]);
+    return a[0]?.text === op && (/register_fake$/.test(callee) ? false : !!k && !/^cuda$/i.test(k));
+  });
+}
