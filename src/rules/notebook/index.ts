@@ -1,6 +1,7 @@
 import type { Rule } from '../../core/rule';
 import TPU901 from './TPU901-runtime-initialized-before-launch';
+import TPU902 from './TPU902-spawn-without-fork';
 
-const rules: Rule[] = [TPU901];
+const rules: Rule[] = [TPU901, TPU902];
 
 export default rules;
