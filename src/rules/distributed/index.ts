@@ -6,7 +6,8 @@ import TPU504 from './TPU504-ddp-device-ids';
 import TPU505 from './TPU505-missing-gradient-reduction';
 import TPU506 from './TPU506-mixed-parallelism';
 import TPU507 from './TPU507-collective-hazards';
+import TPU508 from './TPU508-upstream-sharding';
 
-const rules: Rule[] = [TPU501, TPU502, TPU503, TPU504, TPU505, TPU506, TPU507];
+const rules: Rule[] = [TPU501, TPU502, TPU503, TPU504, TPU505, TPU506, TPU507, TPU508];
 
 export default rules;
