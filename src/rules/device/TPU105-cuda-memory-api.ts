@@ -1,0 +1,124 @@
+import { defineRule } from '../../core/rule';
+import { deleteStatement } from '../../core/edits';
+import { cudaGuarded, short, statementOf } from './cuda-util';
+
+type Kind = 'zero' | 'raises' | 'noop';
+
+/** `torch.cuda.*` and `torch.cuda.memory.*` memory APIs. */
+const API: Record<string, Kind> = {
+  memory_allocated: 'zero',
+  max_memory_allocated: 'zero',
+  memory_reserved: 'zero',
+  max_memory_reserved: 'zero',
+  memory_cached: 'zero',
+  max_memory_cached: 'zero',
+  memory_stats: 'zero',
+  memory_stats_as_nested_dict: 'zero',
+  memory_summary: 'zero',
+  mem_get_info: 'raises',
+  reset_peak_memory_stats: 'raises',
+  reset_max_memory_allocated: 'raises',
+  reset_accumulated_memory_stats: 'raises',
+  set_per_process_memory_fraction: 'raises',
+  _record_memory_history: 'raises',
+  memory_snapshot: 'raises',
+  _dump_snapshot: 'raises',
+  empty_cache: 'noop',
+};
+
+const CURRENT = new Set(['memory_allocated', 'memory_reserved', 'memory_cached']);
+const PEAK = new Set(['max_memory_allocated', 'max_memory_reserved', 'max_memory_cached']);
+
+export default defineRule({
+  id: 'TPU105',
+  name: 'cuda-memory-api',
+  title: '`torch.cuda` memory APIs return 0 or raise',
+  severity: 'warning',
+  step: 9,
+  effort: 1,
+  message: 'A `torch.cuda` memory API reports nothing about TPU memory',
+  fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Read TPU memory with `xm.get_memory_info`' },
+  triggers: ['cuda'],
+  docs: {
+    what:
+      'Checks for `torch.cuda` memory APIs (also under `torch.cuda.memory`): `memory_allocated`, `max_memory_allocated`, ' +
+      '`memory_reserved`, `max_memory_reserved`, `memory_stats`, `memory_summary`, `mem_get_info`, `reset_peak_memory_stats`, ' +
+      '`empty_cache`, `set_per_process_memory_fraction` and `torch.cuda.memory._record_memory_history`. Calls that only run under a ' +
+      'CUDA-only guard, or in a branch that already has an XLA arm, are not flagged.',
+    why:
+      'On a TPU host CUDA is never initialised. The statistics functions read `memory_stats_as_nested_dict`, which returns `{}` when ' +
+      'CUDA is not initialised (`if not is_initialized(): return {}`), so `memory_allocated`-style metrics silently report 0. Functions ' +
+      'that resolve the current device or call `_lazy_init()` (`reset_peak_memory_stats`, `set_per_process_memory_fraction`, ' +
+      '`mem_get_info`) raise. `empty_cache` does nothing. TPU memory is read with `xm.get_memory_info(device)`, which returns ' +
+      '`bytes_used` and `bytes_limit` (and `peak_bytes_used` in its documented example).',
+    example: 'print(torch.cuda.memory_allocated() / 2**30)\ntorch.cuda.empty_cache()',
+    useInstead:
+      'import torch_xla\nimport torch_xla.core.xla_model as xm\n\nprint(int(xm.get_memory_info(torch_xla.device())["bytes_used"]) / 2**30)',
+    fixSafety:
+      'Safe: a statement `torch.cuda.empty_cache()` is deleted (it does nothing on TPU; dual-path keeps it, it still matters on CUDA). ' +
+      'Unsafe (different schema): `memory_allocated`/`memory_reserved` become `int(xm.get_memory_info(torch_xla.device())["bytes_used"])` ' +
+      'and the `max_*` variants read `peak_bytes_used` (0 when the backend does not report it); dual-path `memory_allocated()` becomes ' +
+      '`accel.memory_info().get("bytes_used", 0)`, which is `torch.cuda.memory_allocated()` on CUDA. These rewrites are offered for ' +
+      'torch_xla 2.5+ targets: the `bytes_used`/`bytes_limit` schema was verified on current sources only (older releases reported ' +
+      'kilobytes; the exact release of the change is unverified). The other calls need a hand rewrite.',
+    sources: [
+      'XM: torch_xla/core/xla_model.py `get_memory_info(device=None) -> MemoryInfo` with `bytes_used`, `bytes_limit`, example `peak_bytes_used` (pytorch/xla@fa72136; catalog XM:1508-1525)',
+      'PT:torch/cuda/memory.py `memory_stats_as_nested_dict`: `if not is_initialized(): return {}`',
+    ],
+    torchtpu: 'No preview memory API is known: the finding names the call; remove it or read the TPU runtime\'s own metrics.',
+  },
+  check(ctx) {
+    const sema = ctx.sema;
+    const idiom = ctx.idiom;
+    for (const call of sema.nodes('call')) {
+      const callee = sema.callee(call) ?? '';
+      const m = /^torch\.cuda\.(?:memory\.)?(\w+)$/.exec(callee);
+      const kind = m ? API[m[1]] : undefined;
+      if (!m || !kind) continue;
+      if (sema.inXlaAwareBranch(call) || cudaGuarded(call)) continue;
+      const fnName = m[1];
+      const label = `torch.cuda.${fnName}()`;
+      const message =
+        kind === 'zero'
+          ? `\`${label}\` reads CUDA allocator stats: on a TPU host it reports 0 or nothing, not TPU memory`
+          : kind === 'raises'
+            ? `\`${label}\` needs an initialised CUDA device and raises on a TPU host`
+            : `\`${label}\` has no effect on a TPU host`;
+      let fix = null;
+      const stmt = statementOf(call);
+      // inside an f-string, keys use the other quote (same-quote nesting needs Python 3.12)
+      let outer = call.parent;
+      while (outer && outer.type !== 'string' && outer.type !== 'module') outer = outer.parent;
+      const q = outer?.type === 'string' && /^[a-zA-Z]*"/.test(outer.text) ? "'" : '"';
+      if (kind === 'noop' && stmt && !idiom.dualPath) {
+        fix = { edits: [deleteStatement(ctx.text, stmt)], applicability: 'safe' as const, title: 'Remove `torch.cuda.empty_cache()`' };
+      } else if ((CURRENT.has(fnName) || PEAK.has(fnName)) && idiom.at('2.5')) {
+        if (idiom.dualPath) {
+          if (fnName === 'memory_allocated') {
+            fix = {
+              edits: [{ start: call.startIndex, end: call.endIndex, text: `accel.memory_info().get(${q}bytes_used${q}, 0)` }],
+              imports: [{ module: ctx.options.accelModule }],
+              needsAccel: true,
+              applicability: 'unsafe' as const,
+              title: 'Use `accel.memory_info()`',
+            };
+            if (ctx.options.accelModule.includes('.')) fix = null;
+          }
+        } else {
+          const dev = idiom.xlaOnly('torch_xla.device()', { module: 'torch_xla' });
+          if (dev) {
+            const read = PEAK.has(fnName) ? `.get(${q}peak_bytes_used${q}, 0)` : `[${q}bytes_used${q}]`;
+            const text = `int(xm.get_memory_info(${dev.text})${read})`;
+            fix = {
+              edits: [{ start: call.startIndex, end: call.endIndex, text }],
+              imports: [...dev.imports, { module: 'torch_xla.core.xla_model', alias: 'xm' }],
+              applicability: 'unsafe' as const,
+              title: `Use \`${short(text, 60)}\``,
+            };
+          }
+        }
+      }
+      ctx.report(call, { message, fix });
+    }
+  },
+});
