@@ -1,5 +1,6 @@
 import type { Rule } from '../../core/rule';
+import TPU401 from './TPU401-dataloader-without-mpdeviceloader';
 
-const rules: Rule[] = [];
+const rules: Rule[] = [TPU401];
 
 export default rules;

@@ -1,0 +1,129 @@
+import { defineRule } from '../../core/rule';
+import { downgrade } from '../../core/engine';
+import { replace } from '../../core/edits';
+import type { FixDraft } from '../../core/rule';
+import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
+import { deviceExprFor } from '../shared';
+import { batchMoves, fileWrapsLoaders, isDataLoaderCall, isPlainDataLoader, iteratedLoader, removeArg } from './util';
+
+export default defineRule({
+  id: 'TPU401',
+  name: 'dataloader-without-mpdeviceloader',
+  title: '`DataLoader` batches moved to the device by hand, without `pl.MpDeviceLoader`; CUDA pinning flags',
+  severity: 'warning',
+  step: 4,
+  effort: 1,
+  message: 'Batches are copied to the device by hand inside the step: wrap the loader in `pl.MpDeviceLoader`',
+  fix: { availability: 'sometimes', applicability: 'safe', title: 'Wrap the loader in `pl.MpDeviceLoader`' },
+  triggers: ['DataLoader', 'pin_memory', 'non_blocking'],
+  docs: {
+    what:
+      'Checks for training and eval loops that iterate a plain `torch.utils.data.DataLoader` (directly, or through `enumerate`/`tqdm`) and move the batch items with `.to(device)`/`.cuda()`, ' +
+      'with no `MpDeviceLoader`/`ParallelLoader` wrapper; and for the CUDA pinning flags `DataLoader(pin_memory=True)`, `pin_memory_device=`, `tensor.pin_memory()` and `.to(..., non_blocking=True)` (info). ' +
+      'HF Trainer, Accelerate and Lightning scripts are not flagged: the framework owns data loading.',
+    why:
+      '"`MpDeviceLoader` handles prefetching data to the device, overlapping data transfers with computation" (MIG:121); it also issues the per-step `torch_xla.sync()` ' +
+      '(PL:39-56), which covers the step barrier (TPU204). Its prefetch knobs are forwarded to `ParallelLoader` (`loader_prefetch_size=16`, `device_prefetch_size=8`, ' +
+      '`host_to_device_transfer_threads=1`, PL:85-93). Copying by hand in the loop serializes the host-to-device transfer with the step. ' +
+      '`pin_memory=True` on a host without an accelerator only warns that pinned memory will not be used (pytorch/pytorch#146821); `non_blocking=True` has no CUDA stream to overlap with.',
+    example:
+      'loader = DataLoader(ds, batch_size=B, shuffle=True, num_workers=8, pin_memory=True)\nfor x, y in loader:\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)',
+    useInstead:
+      'import torch_xla.distributed.parallel_loader as pl\n\nloader = DataLoader(ds, batch_size=B, shuffle=True, num_workers=8, drop_last=True)\nfor x, y in pl.MpDeviceLoader(loader, device):   # batches arrive on `device`\n    ...',
+    fixSafety:
+      'Safe: the loop iterates `pl.MpDeviceLoader(loader, device)` (dual-path: `accel.wrap_loader(loader, device)`, which moves batches itself on CUDA); the existing `.to(device)` calls stay and are no-ops on tensors already there. ' +
+      'The device is the one the loop already moves to. Removing `pin_memory=True`/`non_blocking=True` is safe; in dual-path style `pin_memory` becomes `not accel.is_xla()` so CUDA keeps pinning, and `non_blocking`/`.pin_memory()` are left alone. ' +
+      'Keep `num_workers>0` and `persistent_workers=True` when CPU-side transforms are heavy (general PyTorch practice, unverified as TPU tuning).',
+    sources: [
+      'MIG:121 (docs/source/learn/migration-to-xla-on-tpus.md, MpDeviceLoader prefetching)',
+      'PL:39-56, 85-93, 253-287 (torch_xla/distributed/parallel_loader.py: per-batch sync, prefetch arguments, MpDeviceLoader)',
+      'pytorch/pytorch#146821 (pin_memory without an accelerator warning)',
+    ],
+    torchtpu: 'No known loader wrapper for the tpu device yet: the loop is reported without a fix; the pinning flags are still removed.',
+  },
+  check(ctx) {
+    if (ctx.sema.framework) return;
+    const wraps = fileWrapsLoaders(ctx);
+    const constructs = ctx.sema.nodes('call').some((c) => isDataLoaderCall(ctx, c));
+
+    // (a) loops over a plain DataLoader that move the batch by hand
+    for (const info of ctx.sema.hotLoops()) {
+      const loop = info.anchor;
+      if (loop.type !== 'for_statement') continue;
+      const it = iteratedLoader(ctx, loop);
+      if (!it) continue;
+      let plain = isPlainDataLoader(ctx, it);
+      if (!plain && it.type === 'identifier' && !wraps && constructs && /(loader|_dl|^dl)$/i.test(it.text)) {
+        // a loader passed in as a parameter of the enclosing function, in a file that builds DataLoaders
+        const fn = ctx.sema.enclosingFunction(loop);
+        const params = fn?.childForFieldName('parameters')?.namedChildren ?? [];
+        plain = params.some((p) => p?.text === it.text || p?.childForFieldName('name')?.text === it.text) && ctx.sema.bindings(it.text).length === 0;
+      }
+      if (!plain) continue;
+      const moves = batchMoves(ctx, loop);
+      if (!moves.length) continue;
+      const first = moves[0];
+      const firstArg = methodName(first) === 'to' ? callArgs(first).positional[0] ?? kwValue(callArgs(first).keywords.get('device')) : null;
+      const dev = firstArg && (firstArg.type === 'identifier' || firstArg.type === 'attribute') ? { text: firstArg.text, imports: [], needsAccel: false } : deviceExprFor(ctx, loop);
+      const wrap = ctx.idiom.wrapLoader(it.text, dev.text);
+      const severity = info.kind === 'eval' ? downgrade('warning') : 'warning';
+      const what = ctx.idiom.profile === 'torchtpu' ? 'prefetch batches to the device instead' : 'wrap it in `pl.MpDeviceLoader`';
+      ctx.report(it, {
+        severity,
+        message: `\`${it.text.length > 40 ? it.text.slice(0, 37) + '…' : it.text}\` yields CPU batches that the loop copies to the device by hand (\`${first.text.length > 40 ? first.text.slice(0, 37) + '…' : first.text}\`): ${what}`,
+        fix: wrap
+          ? {
+              title: `Iterate \`${wrap.text}\``,
+              edits: [replace(it, wrap.text)],
+              imports: [...dev.imports, ...wrap.imports],
+              needsAccel: dev.needsAccel || wrap.needsAccel,
+            }
+          : null,
+      });
+    }
+
+    // (b) CUDA pinning flags
+    for (const call of ctx.sema.nodes('call')) {
+      if (ctx.sema.inXlaAwareBranch(call)) continue;
+      const { keywords, positional } = callArgs(call);
+      if (isDataLoaderCall(ctx, call)) {
+        const pin = keywords.get('pin_memory');
+        if (pin && kwValue(pin)?.text === 'True') {
+          let fix: FixDraft | null = null;
+          if (ctx.idiom.dualPath) {
+            const x = ctx.idiom.isXla();
+            fix = { title: `Pin only off XLA (\`pin_memory=not ${x.text}\`)`, edits: [replace(kwValue(pin)!, `not ${x.text}`)], imports: x.imports, needsAccel: x.needsAccel };
+          } else {
+            const e = removeArg(call, pin);
+            if (e) fix = { title: 'Remove `pin_memory=True`', edits: [e] };
+          }
+          ctx.report(pin, { severity: 'info', message: '`pin_memory=True` pins host memory for CUDA copies; a TPU host has no CUDA device to use it', fix });
+        }
+        const pinDev = keywords.get('pin_memory_device');
+        if (pinDev) {
+          const e = ctx.idiom.dualPath ? null : removeArg(call, pinDev);
+          ctx.report(pinDev, { severity: 'info', message: '`pin_memory_device=` names a CUDA pinning device; it has no effect on TPU', fix: e ? { title: 'Remove `pin_memory_device=`', edits: [e] } : null });
+        }
+        continue;
+      }
+      const meth = methodName(call);
+      const recv = receiver(call);
+      if (!recv || ctx.sema.resolve(recv)) continue;
+      if (meth === 'pin_memory' && !positional.length && !keywords.size) {
+        ctx.report(call, {
+          severity: 'info',
+          message: '`.pin_memory()` pins host memory for CUDA copies; a TPU host has no CUDA device to use it',
+          fix: ctx.idiom.dualPath ? null : { title: 'Remove `.pin_memory()`', edits: [replace(call, recv.text)] },
+        });
+      } else if (meth === 'to' && !ctx.sema.xlaAware) {
+        // harmless on XLA tensors: migrated scripts stay quiet
+        const nb = keywords.get('non_blocking');
+        if (nb && kwValue(nb)?.text === 'True') {
+          const e = ctx.idiom.dualPath ? null : removeArg(call, nb);
+          ctx.report(nb, { severity: 'info', message: '`non_blocking=True` overlaps copies on a CUDA stream; on TPU let `MpDeviceLoader` prefetch instead', fix: e ? { title: 'Remove `non_blocking=True`', edits: [e] } : null });
+        }
+      }
+    }
+  },
+});
+
