@@ -1,0 +1,90 @@
+import { defineRule } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import { kwValue, receiver, methodName } from '../../core/semantics';
+import { importInfos, isOptionalImport, removeArg } from './util';
+
+const DS_CALLS = new Set(['deepspeed.initialize', 'deepspeed.init_distributed', 'deepspeed.add_config_arguments', 'deepspeed.zero.Init']);
+const TRAINING_ARGS = /(TrainingArguments|SFTConfig|DPOConfig|GRPOConfig|ORPOConfig|KTOConfig|RewardConfig)$/;
+
+export default defineRule({
+  id: 'TPU705',
+  name: 'deepspeed',
+  title: 'DeepSpeed',
+  severity: 'error',
+  step: 7,
+  effort: 7,
+  message: 'DeepSpeed has no XLA accelerator and does not run on TPU',
+  fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Remove the DeepSpeed config' },
+  triggers: ['deepspeed', 'DEEPSPEED'],
+  textKinds: ['yaml', 'shell'],
+  docs: {
+    what:
+      'Checks for `import deepspeed`, `deepspeed.initialize(...)` (and `init_distributed`, `add_config_arguments`, `zero.Init`), `backward`/`step` on the engine it returns, ' +
+      'Hugging Face `TrainingArguments(deepspeed=...)`, the `deepspeed` launcher in shell scripts, and Accelerate configs with `distributed_type: DEEPSPEED`.',
+    why:
+      'DeepSpeed ships no XLA accelerator: its `accelerator/` directory has cuda, cpu, xpu, npu, mps, hpu, mlu, sdaa and supa only. ' +
+      'On TPU, shard parameters and optimizer state with FSDPv2/SPMD (TPU508/TPU509), use a bf16 autocast instead of DeepSpeed fp16/bf16, and `xm.optimizer_step` in multi-process data parallelism. ' +
+      'Map the DeepSpeed batch keys (train_micro_batch_size_per_gpu, gradient_accumulation_steps) to the canonical fields of the cost estimator.',
+    example: 'import deepspeed\nengine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds.json")\nengine.backward(loss)\nengine.step()',
+    useInstead:
+      'from torch_xla.experimental.spmd_fully_sharded_data_parallel import SpmdFullyShardedDataParallel as FSDPv2\n' +
+      'model = FSDPv2(model)              # mesh with an "fsdp" axis (TPU508)\nloss.backward()\noptimizer.step()',
+    fixSafety:
+      'Only `TrainingArguments(deepspeed=...)` has a fix (unsafe): it removes the DeepSpeed config, so the Trainer runs without ZeRO sharding. ' +
+      'Configure FSDPv2 instead (`fsdp_config={"xla": True, "xla_fsdp_v2": True}`) or the model may not fit. The rest needs a rewrite.',
+    sources: ['deepspeedai/DeepSpeed accelerator/ directory at HEAD (no XLA accelerator; catalog TPU705)', 'FSDP2 (docs/source/perf/fsdp_spmd.md)', 'XM:1169 (xm.optimizer_step)'],
+    torchtpu: 'The same: DeepSpeed has no torch_tpu accelerator either.',
+  },
+  check(ctx) {
+    for (const info of importInfos(ctx)) {
+      if (!info.modules.some((m) => /^deepspeed(\.|$)/.test(m)) || isOptionalImport(info.stmt)) continue;
+      ctx.report(info.stmt, { message: '`deepspeed` is imported: DeepSpeed has no XLA accelerator' });
+    }
+    const engines = new Set<string>();
+    for (const call of ctx.sema.nodes('call')) {
+      const callee = ctx.sema.callee(call) ?? '';
+      if (!DS_CALLS.has(callee) || ctx.sema.inXlaAwareBranch(call)) continue;
+      ctx.report(call, { message: `\`${callee}\` sets up DeepSpeed, which has no XLA accelerator; use FSDPv2/SPMD on TPU` });
+      if (callee === 'deepspeed.initialize') {
+        const left = call.parent?.type === 'assignment' ? call.parent.childForFieldName('left') : null;
+        const first = left?.type === 'pattern_list' || left?.type === 'tuple_pattern' ? left.namedChildren[0] : left;
+        if (first?.type === 'identifier') engines.add(first.text);
+      }
+    }
+    for (const call of ctx.sema.nodes('call')) {
+      const recv = receiver(call);
+      const meth = methodName(call);
+      if (recv?.type !== 'identifier' || !engines.has(recv.text) || (meth !== 'backward' && meth !== 'step')) continue;
+      ctx.report(call, { message: `\`${recv.text}.${meth}()\` is the DeepSpeed engine's ${meth}; on TPU call \`loss.backward()\`/\`optimizer.step()\`` });
+    }
+    for (const kw of ctx.sema.nodes('keyword_argument')) {
+      if (kw.childForFieldName('name')?.text !== 'deepspeed') continue;
+      const call = kw.parent?.parent as Node | null;
+      if (call?.type !== 'call') continue;
+      const callee = ctx.sema.callee(call) ?? call.childForFieldName('function')?.text ?? '';
+      const value = kwValue(kw);
+      if (!TRAINING_ARGS.test(callee) || !value || value.type === 'none') continue;
+      ctx.report(kw, {
+        message: '`deepspeed=` makes the Trainer run DeepSpeed, which has no XLA accelerator; configure FSDPv2 (`fsdp_config={"xla": True, "xla_fsdp_v2": True}`)',
+        fix: { title: 'Remove `deepspeed=` (configure FSDPv2 instead)', edits: [removeArg(ctx, kw)] },
+      });
+    }
+  },
+  checkText(ctx) {
+    for (let i = 0; i < ctx.lines.lineCount; i++) {
+      const line = ctx.lines.lineText(i);
+      const start = ctx.lines.starts[i];
+      if (/^\s*#/.test(line)) continue;
+      if (ctx.fileKind === 'yaml') {
+        const m = /^(\s*distributed_type\s*:\s*)(['"]?)DEEPSPEED\2\s*(#.*)?$/.exec(line);
+        if (m) ctx.report({ start: start + m[1].length, end: start + line.trimEnd().replace(/\s*#.*$/, '').length }, { message: 'Accelerate `distributed_type: DEEPSPEED` has no XLA accelerator; use an XLA (FSDPv2) config on TPU' });
+      } else {
+        const m = /(^|[;&|]\s*|\bexec\s+)(deepspeed)(\s+)(?!-h\b)/.exec(line);
+        if (m) {
+          const at = start + m.index + m[1].length;
+          ctx.report({ start: at, end: at + 'deepspeed'.length }, { message: 'the `deepspeed` launcher starts DeepSpeed, which has no XLA accelerator; launch with `torch_xla.launch` or SPMD on TPU' });
+        }
+      }
+    }
+  },
+});
