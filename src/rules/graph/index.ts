@@ -1,8 +1,9 @@
 import type { Rule } from '../../core/rule';
 import TPU201 from './TPU201-host-read-in-hot-loop';
 import TPU202 from './TPU202-data-dependent-control-flow';
+import TPU203 from './TPU203-dynamic-shape-op';
 import TPU204 from './TPU204-step-barrier';
 
-const rules: Rule[] = [TPU201, TPU202, TPU204];
+const rules: Rule[] = [TPU201, TPU202, TPU203, TPU204];
 
 export default rules;

@@ -34,7 +34,7 @@ export function tensorish(ctx: RuleContext, node: Node | null | undefined, stric
       if (sema.resolve(node)) return false;
       if (scalarBound(ctx, node)) return false;
       if (sema.tensorNames().has(node.text)) return true;
-      return !strict && sema.isTensorValued(node);
+      return !strict && (sema.isTensorValued(node) || loaderTarget(ctx, node));
     }
     case 'attribute': {
       const attr = node.childForFieldName('attribute')?.text ?? '';
@@ -122,6 +122,20 @@ export function hostValue(ctx: RuleContext, node: Node): boolean {
     return !!inner && hostValue(ctx, inner);
   }
   return false;
+}
+
+/** `x`/`y` in `for x, y in loader:` (a batch from a DataLoader-like iterable, in the same scope). */
+function loaderTarget(ctx: RuleContext, id: Node): boolean {
+  const fn = ctx.sema.enclosingFunction(id);
+  return ctx.sema.nodes('for_statement').some((loop) => {
+    if ((ctx.sema.enclosingFunction(loop)?.id ?? null) !== (fn?.id ?? null)) return false;
+    const left = loop.childForFieldName('left');
+    if (!left || !ctx.sema.within('identifier', left).some((n) => n.text === id.text)) return false;
+    // enumerate(loader) yields (index, batch): the index is an int
+    const right = loop.childForFieldName('right');
+    if (right?.type === 'call' && /enumerate$/.test(right.childForFieldName('function')?.text ?? '') && left.namedChildren[0]?.text === id.text) return false;
+    return ctx.sema.iteratesLoader(loop);
+  });
 }
 
 function sameScopeBindings(ctx: RuleContext, name: Node): Node[] {

@@ -1,0 +1,180 @@
+import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import { callArgs, methodName, receiver } from '../../core/semantics';
+import { replace } from '../../core/edits';
+import { hostValue, hotAt, severityIn, short, tensorish, torchName } from './util';
+
+const DYNAMIC_FNS = new Set(['nonzero', 'argwhere', 'masked_select', 'unique', 'unique_consecutive', 'bincount', 'repeat_interleave']);
+const FACTORIES = /^torch\.(zeros|ones|empty|full|rand|randn|randint|arange|randperm)$/;
+const SHAPE_METHODS = new Set(['view', 'reshape', 'expand', 'narrow', 'new_zeros', 'new_ones', 'new_empty', 'new_full', 'repeat', 'split']);
+const BOOL_METHODS = /^(bool|isnan|isinf|isfinite|eq|ne|gt|lt|ge|le|logical_and|logical_or|logical_not|logical_xor)$/;
+
+/** A boolean tensor expression usable as a mask. `self` is the indexed value (`x[x > 0]`). */
+function boolMask(ctx: RuleContext, e: Node | null | undefined, indexed: Node | null, depth = 0): boolean {
+  if (!e || depth > 4) return false;
+  switch (e.type) {
+    case 'parenthesized_expression':
+      return boolMask(ctx, e.namedChildren[0], indexed, depth + 1);
+    case 'comparison_operator': {
+      const ops = e.children.filter((c) => c && !c.isNamed).map((c) => c!.type);
+      if (ops.some((o) => /^(is|in|not|is not|not in)$/.test(o))) return false;
+      return e.namedChildren.some((c) => !!c && (tensorish(ctx, c, false) || (!!indexed && c.text === indexed.text)));
+    }
+    case 'unary_operator':
+      return e.text.startsWith('~') && boolMask(ctx, e.namedChildren[0], indexed, depth + 1);
+    case 'binary_operator': {
+      const op = e.children.find((c) => c && !c.isNamed)?.type;
+      return (op === '&' || op === '|' || op === '^') && boolMask(ctx, e.childForFieldName('left'), indexed, depth + 1);
+    }
+    case 'call': {
+      const callee = ctx.sema.callee(e) ?? '';
+      if (/^torch\.(isnan|isinf|isfinite|logical_\w+|isin|eq|ne|gt|lt|ge|le)$/.test(callee)) return true;
+      const m = methodName(e);
+      const recv = receiver(e);
+      return !!m && BOOL_METHODS.test(m) && !!recv && !hostValue(ctx, recv) && (tensorish(ctx, recv, false) || (!!indexed && recv.text === indexed.text) || /mask/i.test(recv.text));
+    }
+    case 'identifier': {
+      const vals = ctx.sema.bindings(e.text).filter((v) => v.id !== e.id);
+      return vals.length > 0 && vals.every((v) => boolMask(ctx, v, indexed, depth + 1));
+    }
+    default:
+      return false;
+  }
+}
+
+/** A Python number read from a tensor's value: `n.item()`, `int(n.max())`, or the tensor itself used as a size/bound. */
+function valueDerived(ctx: RuleContext, e: Node | null | undefined): boolean {
+  if (!e) return false;
+  if (e.type === 'integer' || e.type === 'identifier' && /^[A-Z_0-9]+$/.test(e.text)) return false;
+  if (tensorish(ctx, e, false)) return true;
+  for (const call of [e, ...ctx.sema.within('call', e)]) {
+    if (call.type !== 'call') continue;
+    const m = methodName(call);
+    const recv = receiver(call);
+    if ((m === 'item' || m === 'tolist') && recv && !hostValue(ctx, recv) && tensorish(ctx, recv, false)) return true;
+    const fn = call.childForFieldName('function');
+    if (fn?.type === 'identifier' && /^(int|float|round)$/.test(fn.text)) {
+      const a = callArgs(call).positional[0];
+      if (a && tensorish(ctx, a, false)) return true;
+    }
+  }
+  return false;
+}
+
+export default defineRule({
+  id: 'TPU203',
+  name: 'dynamic-shape-op',
+  title: 'Dynamic-shape ops and shapes derived from tensor values',
+  severity: 'warning',
+  step: 6,
+  effort: 3,
+  message: 'This op produces a shape that depends on tensor values: each new shape compiles a new graph',
+  fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Compute with a static-shape mask' },
+  triggers: ['nonzero', 'argwhere', 'masked_select', 'unique', 'bincount', 'repeat_interleave', 'where', '[', '.item(', 'int('],
+  docs: {
+    what:
+      'Checks, in a hot loop or `forward`, for ops whose output shape depends on tensor values: `torch.nonzero`/`Tensor.nonzero` (also `as_tuple=True`), ' +
+      '`torch.argwhere`, one-argument `torch.where(cond)`, `masked_select`, `unique`/`unique_consecutive`, `repeat_interleave` with a tensor of repeats, ' +
+      '`bincount`; boolean-mask reads (`y = x[mask]`, `x[x > 0].mean()`); and shapes built from values (`torch.zeros(int(n.max()))`, ' +
+      '`x.view(k.item(), -1)`, `x[:lengths.max()]`). Mask writes (`x[mask] = v`), three-argument `torch.where` and `topk` with a constant `k` are static and not flagged. ' +
+      'Loop trip counts from tensor values are TPU205.',
+    why:
+      '"Direct or indirect uses of `nonzero` introduce dynamic shapes; for example, masked indexing `base[index]` where `index` is a mask tensor" (TS:288-290). ' +
+      'XLA compiles for static shapes, so every new output size is a new graph; `nonzero` and `_local_scalar_dense` also appear as `aten::` counters in the ' +
+      'metrics report, meaning CPU fallbacks and context switches (TS, "Understand The Metrics Report"). RECOMP §2 describes operator-output dynamism ' +
+      'and `torch.unique`. Bounded dynamic shape (`XLA_EXPERIMENTAL="nonzero:masked_select:masked_scatter"`) is experimental and covers MLP-style models only (DS).',
+    example: 'm = x[x > 0].mean()\nloss = F.cross_entropy(logits[mask], labels[mask])',
+    useInstead:
+      'm = torch.where(x > 0, x, 0).sum() / (x > 0).sum().clamp(min=1)\n' +
+      'loss = F.cross_entropy(logits.view(-1, V), labels.masked_fill(~mask, -100).view(-1), ignore_index=-100)\n' +
+      '# fixed-size outputs: torch.topk with a constant k, or pad to the static maximum',
+    fixSafety:
+      'Unsafe. Offered for `v[mask].sum()` and `v[mask].mean()` when the mask is a comparison on `v` itself (same shape): the masked-out elements become 0 ' +
+      'and the mean divides by the clamped count, so an empty selection gives 0 instead of NaN. Other patterns need the rewrites above by hand. ' +
+      '`torch.nonzero_static` is not in torch_xla\'s native lowering list (unverified whether it falls back to CPU), so it is not suggested.',
+    sources: [
+      'TS:288-290 (docs/source/learn/troubleshoot.md: nonzero and masked indexing introduce dynamic shapes)',
+      'TS "Understand The Metrics Report" (aten:: counters mean CPU fallback)',
+      'RECOMP §2 (docs/source/perf/recompilation.md, operator-output dynamism)',
+      'DS (docs/source/learn/dynamic_shape.md, bounded dynamic shape is experimental)',
+    ],
+    torchtpu: 'The masked-sum rewrite is plain PyTorch and is offered on the torchtpu preview too; static shapes matter there as well (torch.compile(..., dynamic=False)).',
+  },
+  check(ctx) {
+    const report = (at: Node, what: string, fix: FixDraft | null = null) => {
+      const hot = hotAt(ctx, at);
+      if (!hot) return;
+      ctx.report(at, {
+        severity: severityIn('warning', hot),
+        message: `${what}: the shape depends on tensor values, so each new size compiles a new graph${hot.anchor.type === 'function_definition' ? '' : ' in this loop'}`,
+        fix,
+      });
+    };
+
+    for (const call of ctx.sema.nodes('call')) {
+      const callee = ctx.sema.callee(call) ?? '';
+      const meth = methodName(call);
+      const { positional, keywords } = callArgs(call);
+      // torch.nonzero(x), x.nonzero(), torch.unique(x), ...
+      const fnName = callee.startsWith('torch.') ? callee.slice(6) : null;
+      if (fnName && DYNAMIC_FNS.has(fnName)) {
+        if (fnName === 'repeat_interleave' && !(positional[1] && tensorish(ctx, positional[1], false))) continue;
+        report(call, `\`${short(call.text, 40)}\``);
+        continue;
+      }
+      if (callee === 'torch.where' && positional.length === 1 && keywords.size === 0) {
+        report(call, `One-argument \`${short(call.text, 40)}\` (same as nonzero)`);
+        continue;
+      }
+      if (!callee && meth && DYNAMIC_FNS.has(meth)) {
+        const recv = receiver(call);
+        if (!recv || hostValue(ctx, recv) || !tensorish(ctx, recv, false)) continue;
+        if (meth === 'repeat_interleave' && !(positional[0] && positional[0].type !== 'integer' && tensorish(ctx, positional[0], false))) continue;
+        report(call, `\`${short(call.text, 40)}\``);
+        continue;
+      }
+      // torch.zeros(int(n.max())), x.view(k.item(), -1)
+      const sizeArgs = FACTORIES.test(callee) ? positional : !callee && meth && SHAPE_METHODS.has(meth) && tensorish(ctx, receiver(call), false) ? positional : [];
+      const derived = sizeArgs.find((a) => valueDerived(ctx, a));
+      if (derived) report(call, `\`${short(call.text, 40)}\` takes its size from \`${short(derived.text, 24)}\``);
+    }
+
+    for (const sub of ctx.sema.nodes('subscript')) {
+      const value = sub.childForFieldName('value');
+      const indexes = sub.childrenForFieldName('subscript').filter((n): n is Node => !!n);
+      if (!value || !indexes.length || isWriteTarget(sub)) continue;
+      // x[:lengths.max()], x[:, :n.item()]
+      const slice = indexes.flatMap((i) => (i.type === 'slice' ? i.namedChildren.filter((c): c is Node => !!c) : [])).find((b) => valueDerived(ctx, b));
+      if (slice && tensorish(ctx, value, false)) {
+        report(sub, `Slice \`${short(sub.text, 40)}\` ends at a tensor value`);
+        continue;
+      }
+      if (indexes.length !== 1 || !boolMask(ctx, indexes[0], value)) continue;
+      report(sub, `Boolean-mask read \`${short(sub.text, 40)}\``, maskedReduceFix(ctx, sub, value, indexes[0]));
+    }
+  },
+});
+
+function isWriteTarget(sub: Node): boolean {
+  const p = sub.parent;
+  if (!p) return false;
+  if ((p.type === 'assignment' || p.type === 'augmented_assignment') && p.childForFieldName('left')?.id === sub.id) return true;
+  if (p.type === 'delete_statement') return true;
+  return (p.type === 'pattern_list' || p.type === 'tuple_pattern') && p.parent?.type === 'assignment' && p.parent.childForFieldName('left')?.id === p.id;
+}
+
+/** `v[v > 0].sum()` → `torch.where(v > 0, v, 0).sum()`; `.mean()` divides by the clamped count. */
+function maskedReduceFix(ctx: RuleContext, sub: Node, value: Node, mask: Node): FixDraft | null {
+  const call = sub.parent?.type === 'attribute' ? sub.parent.parent : null;
+  if (call?.type !== 'call' || call.childForFieldName('function')?.id !== sub.parent!.id) return null;
+  const meth = methodName(call);
+  if ((meth !== 'sum' && meth !== 'mean') || callArgs(call).positional.length || callArgs(call).keywords.size) return null;
+  const inner = mask.type === 'parenthesized_expression' ? mask.namedChildren[0]! : mask;
+  // the mask must have the shape of the value: a comparison on the value itself
+  if (inner.type !== 'comparison_operator' || !inner.namedChildren.some((c) => c?.text === value.text)) return null;
+  if (/\n/.test(call.text)) return null;
+  const torch = torchName(ctx);
+  const where = `${torch.name}.where(${inner.text}, ${value.text}, 0)`;
+  const text = meth === 'sum' ? `${where}.sum()` : `(${where}.sum() / (${inner.text}).sum().clamp(min=1))`;
+  return { title: `Rewrite as a static-shape masked ${meth}`, edits: [replace(call, text)], imports: torch.imports };
+}
