@@ -1,7 +1,8 @@
 import type { Rule } from '../../core/rule';
 import TPU901 from './TPU901-runtime-initialized-before-launch';
 import TPU902 from './TPU902-spawn-without-fork';
+import TPU903 from './TPU903-notebook-install-pitfalls';
 
-const rules: Rule[] = [TPU901, TPU902];
+const rules: Rule[] = [TPU901, TPU902, TPU903];
 
 export default rules;
