@@ -1,0 +1,142 @@
+/** Helpers of the checkpoint family (TPU601–TPU604): save/load calls, device state, master guards, SPMD context. */
+import type { Node } from '../../core/parse';
+import type { RuleContext } from '../../core/rule';
+import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
+
+export const TORCH_SAVE = 'torch.save';
+export const XM_SAVE = 'torch_xla.core.xla_model.save';
+export const XSER_SAVE = 'torch_xla.utils.serialization.save';
+export const XSER_LOAD = 'torch_xla.utils.serialization.load';
+
+/** The object and path arguments of `torch.save(obj, f)` / `xm.save(data, file_or_path)` / `xser.save(data, path)`. */
+export function saveArgs(call: Node): { obj: Node | null; path: Node | null; extra: string[] } {
+  const { positional, keywords } = callArgs(call);
+  const obj = positional[0] ?? kwValue(keywords.get('obj')) ?? kwValue(keywords.get('data'));
+  const path = positional[1] ?? kwValue(keywords.get('f')) ?? kwValue(keywords.get('file_or_path')) ?? kwValue(keywords.get('path'));
+  const extra = [...keywords.keys()].filter((k) => !['obj', 'data', 'f', 'file_or_path', 'path'].includes(k));
+  if (positional.length > 2) extra.push('positional');
+  return { obj, path, extra };
+}
+
+const CPU_MOVE = /\.cpu\(\)|\.to\(\s*(['"])cpu\1|\.to\(\s*device\s*=\s*(['"])cpu\2|torch\.device\(\s*(['"])cpu\3\s*\)|_maybe_convert_to_cpu|\.numpy\(\)|\.tolist\(\)|\.item\(\)/;
+
+/**
+ * Whether a saved object holds device tensors: a `state_dict()` (of a model, optimizer, scheduler), a dict
+ * holding one, or a tensor-valued expression; names are followed through their bindings. Explicit CPU
+ * copies (`.cpu()`, `.to("cpu")`) are not device state.
+ */
+export function holdsDeviceState(ctx: RuleContext, node: Node | null, depth = 0): boolean {
+  if (!node || depth > 4) return false;
+  if (CPU_MOVE.test(node.text)) return false;
+  switch (node.type) {
+    case 'call': {
+      const meth = methodName(node);
+      if (meth === 'state_dict') {
+        const recv = receiver(node);
+        return !recv || !movedToCpu(ctx, recv.text, node);
+      }
+      if (ctx.sema.callee(node) === 'dict') return node.childForFieldName('arguments')!.namedChildren.some((a) => !!a && holdsDeviceState(ctx, a.type === 'keyword_argument' ? kwValue(a) : a, depth + 1));
+      return ctx.sema.isTensorValued(node) && !ctx.sema.callee(node)?.startsWith('torch.load');
+    }
+    case 'keyword_argument':
+      return holdsDeviceState(ctx, kwValue(node), depth + 1);
+    case 'dictionary':
+      return node.namedChildren.some((p) => p?.type === 'pair' && holdsDeviceState(ctx, p.childForFieldName('value'), depth + 1));
+    case 'list':
+    case 'tuple':
+      return node.namedChildren.some((c) => !!c && holdsDeviceState(ctx, c, depth + 1));
+    case 'identifier': {
+      const bound = ctx.sema.bindings(node.text).filter((v) => v.startIndex < node.startIndex);
+      if (bound.some((v) => holdsDeviceState(ctx, v, depth + 1))) return true;
+      // checkpoint["model"] = model.state_dict()
+      return ctx.sema.nodes('assignment').some((a) => {
+        const left = a.childForFieldName('left');
+        return left?.type === 'subscript' && left.childForFieldName('value')?.text === node.text && a.startIndex < node.startIndex && holdsDeviceState(ctx, a.childForFieldName('right'), depth + 1);
+      });
+    }
+    default:
+      return false;
+  }
+}
+
+/** `model.cpu()` / `model.to("cpu")` as a statement before `at`. */
+function movedToCpu(ctx: RuleContext, recv: string, at: Node): boolean {
+  const esc = recv.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const re = new RegExp(`(^|[^\\w.])${esc}\\s*(=\\s*${esc}\\s*)?\\.(cpu\\(\\)|to\\(\\s*(['"])cpu\\4)`);
+  return re.test(ctx.text.slice(0, at.startIndex));
+}
+
+const MASTER = /\b(master_process|is_master|is_main_process|is_main|is_local_main_process|is_world_process_zero|is_local_master|main_process)\b|\bis_master_ordinal\(|\b\w*rank\w*(\(\))?\s*(==\s*0\b|in\s*[[({]\s*-1\s*,\s*0\s*[\])}])|\b(global_ordinal|get_ordinal|local_ordinal)\(\)\s*==\s*0\b/;
+
+/** The innermost `if` whose condition is a master/rank-0 check and whose body holds `node`. */
+export function masterGuard(node: Node): Node | null {
+  for (let p: Node | null = node.parent, child: Node = node; p; child = p, p = p.parent) {
+    if (p.type === 'function_definition' || p.type === 'module') return null;
+    if (p.type === 'if_statement' && p.childForFieldName('consequence')?.id === child.id && MASTER.test(p.childForFieldName('condition')?.text ?? '')) return p;
+  }
+  return null;
+}
+
+/** A condition that is only a master check (no `and`/`or`). */
+export function isPureMasterCheck(ifNode: Node): boolean {
+  const cond = ifNode.childForFieldName('condition');
+  return !!cond && MASTER.test(cond.text) && !/\b(and|or)\b/.test(cond.text);
+}
+
+const MULTI = new Set([
+  'torch.distributed.init_process_group', 'torch.multiprocessing.spawn', 'torch_xla.distributed.xla_multiprocessing.spawn', 'torch_xla.launch',
+  'torch.nn.parallel.DistributedDataParallel', 'torch.distributed.get_rank', 'torch.distributed.get_world_size', 'torch_xla.runtime.world_size',
+  'torch_xla.runtime.global_ordinal', 'torch_xla.core.xla_model.get_ordinal', 'torch_xla.core.xla_model.xrt_world_size', 'torch_xla.runtime.local_ordinal',
+]);
+
+/** The file runs several processes (a launcher, a process group, DDP, rank reads). */
+export function isMultiProcess(ctx: RuleContext): boolean {
+  if (ctx.sema.nodes('call').some((c) => MULTI.has(ctx.sema.callee(c) ?? ''))) return true;
+  return ctx.sema.nodes('string').some((s) => /^['"](LOCAL_RANK|RANK|WORLD_SIZE)['"]$/.test(s.text));
+}
+
+/** SPMD or FSDPv2 code: sharded tensors that need distributed checkpointing (TPU603). */
+export function isSpmd(ctx: RuleContext): boolean {
+  if (ctx.sema.imports('torch_xla.experimental.spmd_fully_sharded_data_parallel')) return true;
+  return ctx.sema.nodes('call').some((c) => /^torch_xla\.(runtime\.use_spmd|distributed\.spmd\.(mark_sharding|Mesh)|experimental\.xla_sharding\.mark_sharding)$/.test(ctx.sema.callee(c) ?? ''));
+}
+
+const FSDP1 = /^torch_xla\.distributed\.fsdp\.(xla_fully_sharded_data_parallel\.)?XlaFullyShardedDataParallel$/;
+
+/** Names bound to a torch_xla FSDP (v1) wrapper, and whether the file wraps with it at all. */
+export function fsdpV1(ctx: RuleContext): { used: boolean; names: Set<string> } {
+  const names = new Set<string>();
+  let used = false;
+  for (const c of ctx.sema.nodes('call')) {
+    if (!FSDP1.test(ctx.sema.callee(c) ?? '')) continue;
+    used = true;
+    const a = c.parent;
+    if (a?.type === 'assignment') {
+      const left = a.childForFieldName('left');
+      if (left?.type === 'identifier') names.add(left.text);
+    }
+  }
+  return { used, names };
+}
+
+/** The file references CUDA: `.cuda()`, a CUDA device expression, or `torch.cuda.*`. */
+export function referencesCuda(ctx: RuleContext): boolean {
+  if (ctx.sema.nodes('call').some((c) => methodName(c) === 'cuda')) return true;
+  if (ctx.sema.nodes('string').some((s) => ctx.sema.isCudaString(s))) return true;
+  return ctx.sema.nodes('attribute').some((a) => (ctx.sema.resolve(a) ?? '').startsWith('torch.cuda.'));
+}
+
+/** The file moves work to an accelerator (XLA-aware, or CUDA placement): saved state is device state. */
+export function placesOnDevice(ctx: RuleContext): boolean {
+  return ctx.sema.xlaAware || referencesCuda(ctx) || ctx.sema.nodes('call').some((c) => {
+    if (methodName(c) !== 'to') return false;
+    const a = callArgs(c).positional[0] ?? kwValue(callArgs(c).keywords.get('device'));
+    return !!a && (ctx.sema.isCudaDevice(a) || /^(device|dev|self\.device|args\.device)$/.test(a.text));
+  });
+}
+
+/** First `import torch…` statement: where file-level advice is anchored. */
+export function torchImport(ctx: RuleContext): Node | null {
+  const stmts = [...ctx.sema.nodes('import_statement'), ...ctx.sema.nodes('import_from_statement')].sort((a, b) => a.startIndex - b.startIndex);
+  return stmts.find((s) => /^(import|from)\s+torch(\.|\s|,|$)/.test(s.text)) ?? null;
+}
