@@ -120,7 +120,7 @@ export default defineRule({
         const nb = keywords.get('non_blocking');
         if (nb && kwValue(nb)?.text === 'True') {
           const e = ctx.idiom.dualPath ? null : removeArg(call, nb);
-          ctx.report(nb, { severity: 'info', message: '`non_blocking=True` overlaps copies on a CUDA stream; on TPU let `MpDeviceLoader` prefetch instead', fix: e ? { title: 'Remove `non_blocking=True`', edits: [e] } : null });
+          ctx.report(nb, { severity: 'info', message: '`non_blocking=True` overlaps copies on a CUDA stream; on TPU let the loader prefetch instead', fix: e ? { title: 'Remove `non_blocking=True`', edits: [e] } : null });
         }
       }
     }
