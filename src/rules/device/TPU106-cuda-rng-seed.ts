@@ -1,0 +1,127 @@
+import { defineRule } from '../../core/rule';
+import { callArgs } from '../../core/semantics';
+import { insertLineAfter } from '../../core/edits';
+import { Idioms, type Snippet } from '../../core/idioms';
+import { directlyIn, scopeOf, short, statementOf } from './cuda-util';
+
+const SEED = new Set(['manual_seed', 'manual_seed_all']);
+const STATE = new Set(['get_rng_state', 'get_rng_state_all', 'set_rng_state', 'set_rng_state_all']);
+const RANDOM = new Set(['seed', 'seed_all', 'initial_seed']);
+/** Calls that already seed or restore the XLA (or TPU) device RNG. */
+const XLA_SEEDING = /^(torch_xla\.manual_seed|torch_xla\.core\.xla_model\.(set_rng_state|get_rng_state)|torch_tpu\.)/;
+
+export default defineRule({
+  id: 'TPU106',
+  name: 'cuda-rng-seed',
+  title: 'CUDA RNG seeding is a silent no-op for the TPU',
+  severity: 'warning',
+  step: 10,
+  effort: 1,
+  message: 'CUDA RNG seeding does not seed the TPU device RNG',
+  fix: { availability: 'sometimes', applicability: 'safe', title: 'Also seed the XLA device RNG' },
+  triggers: ['cuda'],
+  docs: {
+    what:
+      'Checks for CUDA RNG calls: `torch.cuda.manual_seed`, `manual_seed_all`, `seed`, `seed_all`, `initial_seed`, ' +
+      '`get_rng_state(_all)` and `set_rng_state(_all)`, which is how seeding helpers that seed `random`, `numpy`, `torch` and ' +
+      '`torch.cuda` show up. A scope (function or module) that already seeds the XLA device (`torch_xla.manual_seed`, ' +
+      '`xm.set_rng_state`, or the generated `accel.manual_seed`) is not flagged.',
+    why:
+      'The CUDA seeding functions are documented as "silently ignored" when CUDA is not available (PT:torch/cuda/random.py), and the ' +
+      'XLA device has its own RNG: `torch_xla.manual_seed(seed)` calls `xm.set_rng_state(seed)` (TX:229-238). Without it, device-side ' +
+      'randomness (dropout, on-device `torch.rand`) is not controlled by the script\'s seed. `torch.cuda.get_rng_state` and ' +
+      '`initial_seed` eagerly initialise CUDA and raise on a TPU host.',
+    example: 'torch.manual_seed(seed)\ntorch.cuda.manual_seed_all(seed)',
+    useInstead:
+      'import torch_xla\n\ntorch.manual_seed(seed)\ntorch.cuda.manual_seed_all(seed)   # harmless without CUDA\ntorch_xla.manual_seed(seed)',
+    fixSafety:
+      'Safe: the fix adds one line after the first CUDA seeding call of the scope and changes nothing else: ' +
+      '`torch_xla.manual_seed(seed)` (torch_xla 2.5+; `xm.set_rng_state(seed)` for older targets), dual-path `accel.manual_seed(seed)`, ' +
+      'which seeds the host and the active device and keeps CUDA seeding on CUDA. Unsafe: `torch.cuda.get_rng_state()` / ' +
+      '`set_rng_state(s)` become `xm.get_rng_state()` / `xm.set_rng_state(s)`; the XLA state is an int seed, not a ByteTensor, so saved ' +
+      'checkpoints change shape. Save and restore both sides together.',
+    sources: [
+      'TX:229-238 torch_xla/torch_xla.py `manual_seed(seed, device=None)` → `xm.set_rng_state(seed, device)` (pytorch/xla@022ecde)',
+      'XM: torch_xla/core/xla_model.py `set_rng_state(seed, device=None)`, `get_rng_state(device=None) -> int` (pytorch/xla@fa72136; catalog XM:1453-1480)',
+      'PT:torch/cuda/random.py `manual_seed`/`manual_seed_all`/`seed`: "It\'s safe to call this function if CUDA is not available; in that case, it is silently ignored"; `get_rng_state`/`initial_seed`: "This function eagerly initializes CUDA"',
+    ],
+    torchtpu: 'No preview seeding API is confirmed: the finding says to seed the TPU device RNG as well.',
+  },
+  check(ctx) {
+    const sema = ctx.sema;
+    const idiom = ctx.idiom;
+    const accelSeed = `${ctx.options.accelModule.split('.').pop()}.manual_seed`;
+    const seededScopes = new Set<number>();
+    for (const call of sema.nodes('call')) {
+      const callee = sema.callee(call) ?? '';
+      const text = call.childForFieldName('function')?.text ?? '';
+      if (XLA_SEEDING.test(callee) || text === accelSeed) seededScopes.add(scopeOf(sema, call).id);
+    }
+    const fixedScopes = new Set<number>();
+    for (const call of sema.nodes('call')) {
+      const m = /^torch\.cuda\.(?:random\.)?(\w+)$/.exec(sema.callee(call) ?? '');
+      if (!m || !(SEED.has(m[1]) || STATE.has(m[1]) || RANDOM.has(m[1]))) continue;
+      const fn = m[1];
+      const scope = scopeOf(sema, call);
+      if (seededScopes.has(scope.id) || sema.inXlaAwareBranch(call)) continue;
+      const label = `torch.cuda.${fn}()`;
+      let message: string;
+      let fix = null;
+      if (SEED.has(fn)) {
+        message = `\`${label}\` is ignored without CUDA: the TPU device RNG stays unseeded`;
+        const seedArg = callArgs(call).positional[0] ?? callArgs(call).keywords.get('seed')?.childForFieldName('value');
+        const stmt = statementOf(call);
+        if (seedArg && stmt && !fixedScopes.has(scope.id) && directlyIn(sema, scope, call)) {
+          const snip = seedSnippet(idiom, seedArg.text);
+          if (snip) {
+            fixedScopes.add(scope.id);
+            // after the last CUDA seeding statement of the same block, so the seeds stay together
+            let last = stmt;
+            for (let next = stmt.nextNamedSibling; next; next = next.nextNamedSibling) {
+              const c = next.type === 'expression_statement' ? next.namedChildren[0] : null;
+              const name = c?.type === 'call' ? /^torch\.cuda\.(?:random\.)?(\w+)$/.exec(sema.callee(c) ?? '')?.[1] : undefined;
+              if (name && (SEED.has(name) || RANDOM.has(name))) last = next;
+              else if (next.type !== 'comment') break;
+            }
+            fix = {
+              edits: [insertLineAfter(ctx.text, last, snip.text)],
+              imports: snip.imports,
+              needsAccel: snip.needsAccel,
+              applicability: 'safe' as const,
+              title: `Add \`${short(snip.text, 50)}\``,
+            };
+          }
+        }
+      } else if (fn === 'get_rng_state' || fn === 'set_rng_state' || fn === 'initial_seed') {
+        message =
+          fn === 'set_rng_state'
+            ? `\`${label}\` is ignored without CUDA: the TPU device RNG state is not restored`
+            : `\`${label}\` initialises CUDA and raises on a TPU host`;
+        const { positional } = callArgs(call);
+        if (fn !== 'initial_seed' && positional.length <= 1 && !callArgs(call).keywords.size) {
+          const snip = idiom.xlaOnly(`xm.${fn}(${fn === 'set_rng_state' ? positional[0]?.text ?? '' : ''})`, Idioms.imports.XM);
+          if (snip && (fn === 'get_rng_state' || positional.length === 1)) {
+            fix = {
+              edits: [{ start: call.startIndex, end: call.endIndex, text: snip.text }],
+              imports: snip.imports,
+              applicability: 'unsafe' as const,
+              title: `Use \`${short(snip.text, 40)}\` (an int seed, not a ByteTensor)`,
+            };
+          }
+        }
+      } else {
+        message = STATE.has(fn)
+          ? `\`${label}\` works on CUDA generators only: the TPU device RNG state is not saved or restored`
+          : `\`${label}\` is ignored without CUDA: the TPU device RNG stays unseeded`;
+      }
+      ctx.report(call, { message, fix });
+    }
+  },
+});
+
+/** The statement that seeds the device RNG for the profile and version. */
+function seedSnippet(idiom: Idioms, seed: string): Snippet | null {
+  if (idiom.profile === 'torch_xla' && !idiom.dualPath && !idiom.at('2.5')) return idiom.xlaOnly(`xm.set_rng_state(${seed})`, Idioms.imports.XM);
+  return idiom.manualSeed(seed);
+}
+
