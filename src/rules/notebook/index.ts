@@ -2,7 +2,8 @@ import type { Rule } from '../../core/rule';
 import TPU901 from './TPU901-runtime-initialized-before-launch';
 import TPU902 from './TPU902-spawn-without-fork';
 import TPU903 from './TPU903-notebook-install-pitfalls';
+import TPU904 from './TPU904-env-after-torch-xla-import';
 
-const rules: Rule[] = [TPU901, TPU902, TPU903];
+const rules: Rule[] = [TPU901, TPU902, TPU903, TPU904];
 
 export default rules;

@@ -90,3 +90,24 @@ export function deleteStatementInCell(ctx: RuleContext, stmt: Node): Edit {
   if (s > span.start && ctx.text.charCodeAt(s - 1) === 13) s--;
   return { start: s, end: span.end, text: '' };
 }
+
+/** Deletes a whole line [start, end) of the combined program (a magic line), staying inside its cell. */
+export function deleteLineInCell(ctx: RuleContext, start: number, end: number): Edit {
+  const span = ctx.notebook?.spans.find((s) => s.start <= start && end <= s.end);
+  let e = end;
+  if (ctx.text.charCodeAt(e) === 13) e++;
+  if (ctx.text.charCodeAt(e) === 10 && (!span || e + 1 <= span.end)) return { start, end: e + 1, text: '' };
+  if (span && start > span.start) {
+    let s = start - 1;
+    if (s > span.start && ctx.text.charCodeAt(s - 1) === 13) s--;
+    return { start: s, end: span ? Math.min(e, span.end) : e, text: '' };
+  }
+  return { start, end: span ? Math.min(e, span.end) : e, text: '' };
+}
+
+/** Import statements of torch_xla (any submodule), in document order. */
+export function torchXlaImports(ctx: RuleContext): Node[] {
+  return [...ctx.sema.nodes('import_statement'), ...ctx.sema.nodes('import_from_statement')]
+    .filter((n) => /^(import|from)\s+torch_xla\b/.test(n.text))
+    .sort((a, b) => a.startIndex - b.startIndex);
+}
