@@ -1,6 +1,7 @@
 import type { Rule } from '../../core/rule';
 import TPU601 from './TPU601-torch-save-xla-state';
+import TPU602 from './TPU602-torch-load-cuda';
 
-const rules: Rule[] = [TPU601];
+const rules: Rule[] = [TPU601, TPU602];
 
 export default rules;

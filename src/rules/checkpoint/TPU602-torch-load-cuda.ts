@@ -1,0 +1,99 @@
+import { defineRule } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import { callArgs, kwValue } from '../../core/semantics';
+import { replace, replaceRange } from '../../core/edits';
+import { referencesCuda, saveArgs, XSER_SAVE } from './util';
+
+const LOADS = new Set(['torch.load', 'torch.hub.load_state_dict_from_url']);
+
+export default defineRule({
+  id: 'TPU602',
+  name: 'torch-load-cuda',
+  title: '`torch.load` maps to CUDA',
+  severity: 'error',
+  step: 8,
+  effort: 1,
+  message: '`torch.load` maps the checkpoint to CUDA, which a TPU host does not have',
+  fix: { availability: 'always', applicability: 'safe', title: 'Load to CPU (`map_location="cpu"`)' },
+  triggers: ['load'],
+  docs: {
+    what:
+      'Checks for `torch.load(...)` (and `torch.hub.load_state_dict_from_url`) whose `map_location` is a CUDA device (`"cuda:0"`, `torch.device("cuda")`, a CUDA-tainted variable, ' +
+      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors), ' +
+      'and `torch.load` of a file the same script writes with `xser.save`.',
+    why:
+      'Tensors saved from a GPU carry their CUDA device; loading them on a host without CUDA fails unless they are mapped elsewhere. Load to the CPU, then let `load_state_dict` copy into the model already on the XLA device ' +
+      '(load order from MIG:352-356). Files written by `torch_xla.utils.serialization.save` hold tensor references and must be read with `xser.load` (DEV:325-341).',
+    example: 'sd = torch.load("ckpt.pt", map_location="cuda:0")\nmodel.load_state_dict(sd)',
+    useInstead: 'sd = torch.load("ckpt.pt", map_location="cpu")\nmodel.load_state_dict(sd)\nmodel.to(device)',
+    fixSafety:
+      'Safe when the loaded object goes to `load_state_dict` (it copies into the parameters on their device). When the loaded tensors are used directly they now live on the CPU: ' +
+      'the fix is then marked unsafe, move them with `.to(device)`. Replacing `torch.load` by `xser.load` for an `xser.save` file is safe.',
+    sources: ['MIG:352-356 (load to CPU, load_state_dict, then move)', 'DEV:325-341 (xser.save/xser.load)', 'torch_xla/utils/serialization.py (save writes tensor references, load resolves them)'],
+    torchtpu: 'The same `map_location="cpu"` fix applies to torch_tpu.',
+  },
+  check(ctx) {
+    if (!ctx.sema.usesTorch()) return;
+    let cudaFile: boolean | undefined;
+    const xserPaths = new Set(ctx.sema.nodes('call').filter((c) => ctx.sema.callee(c) === XSER_SAVE).map((c) => saveArgs(c).path?.text).filter((t): t is string => !!t));
+    for (const call of ctx.sema.nodes('call')) {
+      const callee = ctx.sema.callee(call) ?? '';
+      if (!LOADS.has(callee) || ctx.sema.inXlaAwareBranch(call)) continue;
+      const { positional, keywords, list } = callArgs(call);
+      const first = positional[0] ?? kwValue(keywords.get('f'));
+      if (callee === 'torch.load' && first && xserPaths.has(first.text)) {
+        const xser = ctx.idiom.xlaAlways('xser.load', { module: 'torch_xla.utils.serialization', alias: 'xser' });
+        ctx.report(call, {
+          message: '`torch.load` reads a file this script writes with `xser.save`; read it with `xser.load`',
+          fix: xser ? { title: 'Read it with `xser.load`', edits: [replace(call, `${xser.text}(${first.text})`)], imports: xser.imports } : null,
+        });
+        continue;
+      }
+      const applicability = feedsLoadStateDict(ctx, call) ? 'safe' : 'unsafe';
+      const ml = keywords.get('map_location');
+      const mlValue = kwValue(ml) ?? (callee === 'torch.load' ? positional[1] : undefined) ?? null;
+      if (mlValue) {
+        if (!mapsToCuda(ctx, mlValue)) continue;
+        ctx.report(ml ?? mlValue, {
+          message: `\`map_location=${short(mlValue.text)}\` loads the checkpoint onto CUDA, which a TPU host does not have; load to "cpu"`,
+          fix: { title: 'Load to CPU (`map_location="cpu"`)', applicability, edits: [replace(mlValue, '"cpu"')] },
+        });
+      } else {
+        cudaFile ??= referencesCuda(ctx);
+        if (!cudaFile || !list) continue;
+        const args = list.namedChildren.filter((a): a is Node => !!a && a.type !== 'comment');
+        const last = args[args.length - 1];
+        if (!last) continue;
+        ctx.report(call, {
+          message: '`torch.load` without `map_location` in CUDA code: GPU-saved tensors fail to load on a TPU host; load to "cpu"',
+          fix: { title: 'Load to CPU (`map_location="cpu"`)', applicability, edits: [replaceRange(last.endIndex, last.endIndex, ', map_location="cpu"')] },
+        });
+      }
+    }
+  },
+});
+
+function short(t: string): string {
+  return t.length > 30 ? '…' : t;
+}
+
+function mapsToCuda(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['check']>>[0], v: Node): boolean {
+  if (ctx.sema.isCudaDevice(v)) return true;
+  if (v.type === 'lambda') return /\.cuda\(|['"]cuda/.test(v.childForFieldName('body')?.text ?? '');
+  if (v.type === 'dictionary') return v.namedChildren.some((p) => p?.type === 'pair' && ctx.sema.isCudaDevice(p.childForFieldName('value')));
+  return false;
+}
+
+/** `m.load_state_dict(torch.load(...))`, or `sd = torch.load(...)` with `load_state_dict(sd…)` in the file. */
+function feedsLoadStateDict(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['check']>>[0], call: Node): boolean {
+  for (let p = call.parent; p && p.type !== 'expression_statement' && p.type !== 'block'; p = p.parent) {
+    if (p.type === 'call' && /\.load_state_dict$/.test(p.childForFieldName('function')?.text ?? '')) return true;
+    if (p.type === 'assignment') {
+      const left = p.childForFieldName('left');
+      if (left?.type !== 'identifier') return false;
+      const name = left.text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      return new RegExp(`load_state_dict\\(\\s*${name}\\b`).test(ctx.text);
+    }
+  }
+  return false;
+}
