@@ -8,7 +8,8 @@ import TPU104 from './TPU104-cuda-runtime-api';
 import TPU105 from './TPU105-cuda-memory-api';
 import TPU108 from './TPU108-param-identity-move';
 import TPU106 from './TPU106-cuda-rng-seed';
+import TPU103 from './TPU103-cuda-capability-check';
 
-const rules: Rule[] = [TPU101, TPU102, TPU104, TPU105, TPU106, TPU107, TPU108, TPU109, TPU111];
+const rules: Rule[] = [TPU101, TPU102, TPU103, TPU104, TPU105, TPU106, TPU107, TPU108, TPU109, TPU111];
 
 export default rules;
