@@ -34,7 +34,7 @@ export function tensorish(ctx: RuleContext, node: Node | null | undefined, stric
       if (sema.resolve(node)) return false;
       if (scalarBound(ctx, node)) return false;
       if (sema.tensorNames().has(node.text)) return true;
-      return !strict && (sema.isTensorValued(node) || loaderTarget(ctx, node));
+      return !strict && (sema.isTensorValued(node) || loaderTarget(ctx, node) || isParamOfHotFunction(ctx, node));
     }
     case 'attribute': {
       const attr = node.childForFieldName('attribute')?.text ?? '';

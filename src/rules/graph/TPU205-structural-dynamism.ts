@@ -1,0 +1,122 @@
+import { defineRule, type RuleContext } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import { callArgs, methodName, receiver } from '../../core/semantics';
+import { hostValue, hotAt, severityIn, short, tensorCondition, tensorish } from './util';
+
+/** `range(...)` bound read from tensor values or a per-batch length: `t.item()`, `int(t.max())`, `len(x)`, `x.size(1)`, `x.shape[1]`. */
+function dynamicBound(ctx: RuleContext, e: Node): string | null {
+  if (tensorish(ctx, e, false)) return 'a tensor value';
+  for (const n of [e, ...ctx.sema.within('call', e), ...ctx.sema.within('subscript', e)]) {
+    if (n.type === 'call') {
+      const m = methodName(n);
+      const recv = receiver(n);
+      if ((m === 'item' || m === 'tolist') && recv && !hostValue(ctx, recv) && tensorish(ctx, recv, false)) return 'a tensor value';
+      if (m === 'size' && recv && callArgs(n).positional.length === 1 && tensorish(ctx, recv, false)) return 'a per-batch size';
+      const fn = n.childForFieldName('function');
+      if (fn?.type === 'identifier' && /^(int|round|len|max)$/.test(fn.text)) {
+        const a = callArgs(n).positional[0];
+        if (a && callArgs(n).positional.length === 1 && tensorish(ctx, a, false)) return fn.text === 'len' ? 'a per-batch length' : 'a tensor value';
+      }
+    } else if (n.type === 'subscript') {
+      const v = n.childForFieldName('value');
+      if (v?.type === 'attribute' && v.childForFieldName('attribute')?.text === 'shape' && tensorish(ctx, v.childForFieldName('object'), false)) return 'a per-batch size';
+    }
+  }
+  return null;
+}
+
+const PY_RANDOM = /^(random\.(random|uniform|randint|choice|randrange|getrandbits)|numpy\.random\.\w+)$/;
+
+export default defineRule({
+  id: 'TPU205',
+  name: 'structural-dynamism',
+  title: 'Python-level structural dynamism: loop trip counts, random branches, packed RNNs',
+  severity: 'warning',
+  step: 6,
+  effort: 5,
+  message: 'The traced graph\'s structure changes from step to step: each variant compiles a new graph',
+  fix: { availability: 'none' },
+  triggers: ['range(', 'break', 'random', 'pack_padded_sequence', 'pad_packed_sequence'],
+  docs: {
+    what:
+      'Checks, in `forward` or a hot loop, for Python structure that changes between steps: `for t in range(...)` whose trip count comes from a tensor value ' +
+      '(`n.item()`, `int(lengths.max())`) or a per-batch size (`len(x)`, `x.size(1)`, `x.shape[1]`); `break` under a tensor-valued condition; branches chosen by ' +
+      'Python or NumPy randomness (`if self.training and random.random() < p: return x`, LayerDrop, stochastic depth); and ' +
+      '`pack_padded_sequence`/`pad_packed_sequence`. Loops over constants or configuration (`range(self.n_layers)`) are not flagged. ' +
+      'Variable-length decode loops and beam search are only caught through these shapes.',
+    why:
+      '"Loops with a different number of iterations between steps can result in different execution graphs, thus require recompilations" (TS:291-293). ' +
+      'The loop is unrolled into the graph, so its trip count is part of the graph. Each random branch pattern is a distinct graph too: up to 2^L graphs ' +
+      'for L LayerDrop layers (derived from the same rule). Packed sequences carry data-dependent batch sizes per time step.',
+    example:
+      'class Block(nn.Module):\n    def forward(self, x):\n        if self.training and random.random() < self.p:\n            return x\n        return x + self.f(x)\n\n' +
+      'for t in range(int(lengths.max())):\n    h = cell(x[:, t], h)',
+    useInstead:
+      'class Block(nn.Module):\n    def forward(self, x):\n        if not self.training:\n            return x + self.f(x)\n' +
+      '        keep = torch.bernoulli(torch.full((x.shape[0], 1, 1), 1 - self.p, device=x.device))\n        return x + keep * self.f(x) / (1 - self.p)\n\n' +
+      'for t in range(MAX_LEN):           # fixed trip count, pad to MAX_LEN and mask\n    h = torch.where(t < lengths[:, None], cell(x[:, t], h), h)',
+    fixSafety:
+      'No automatic fix: each rewrite changes the model\'s structure. Use fixed trip counts with masking, a tensor mask for stochastic depth, ' +
+      '`torch_xla.experimental.scan`/`scan_layers` for repeated identical layers (docs/source/features/scan.md), `torch_xla.experimental.fori_loop` ' +
+      '(experimental, docs/source/perf/fori_loop.md), and sequences padded to a fixed length (TPU404).',
+    sources: [
+      'TS:291-293 (docs/source/learn/troubleshoot.md: loops with a different number of iterations require recompilation)',
+      'docs/source/features/scan.md (scan, scan_layers)',
+      'docs/source/perf/fori_loop.md (fori_loop, experimental)',
+    ],
+    torchtpu: 'The same patterns recompile under torch.compile(backend="tpu", dynamic=False); no fix is offered in either profile.',
+  },
+  check(ctx) {
+    const report = (at: Node, message: string) => {
+      const hot = hotAt(ctx, at);
+      if (hot) ctx.report(at, { severity: severityIn('warning', hot), message });
+    };
+
+    for (const loop of ctx.sema.nodes('for_statement')) {
+      const it = loop.childForFieldName('right');
+      if (it?.type !== 'call' || it.childForFieldName('function')?.text !== 'range' || ctx.sema.resolve(it.childForFieldName('function'))) continue;
+      const { positional } = callArgs(it);
+      for (const bound of positional) {
+        const why = dynamicBound(ctx, bound);
+        if (why) {
+          report(it, `\`${short(it.text, 40)}\` takes its trip count from ${why}: the loop is unrolled into the graph, so each new count compiles a new graph`);
+          break;
+        }
+      }
+    }
+
+    for (const brk of ctx.sema.nodes('break_statement')) {
+      let cond: Node | null = null;
+      for (let p = brk.parent; p && p.type !== 'for_statement' && p.type !== 'while_statement' && p.type !== 'function_definition'; p = p.parent) {
+        if (p.type === 'if_statement' || p.type === 'elif_clause') {
+          cond = p.childForFieldName('condition');
+          break;
+        }
+      }
+      if (cond && tensorCondition(ctx, cond)) report(brk, `\`break\` on tensor condition \`${short(cond.text, 30)}\` ends the loop at a data-dependent step: each trip count is a new graph`);
+    }
+
+    for (const call of ctx.sema.nodes('call')) {
+      const callee = ctx.sema.callee(call) ?? '';
+      if (PY_RANDOM.test(callee) && inBranchTest(call)) {
+        report(call, `Branch chosen by \`${short(call.text, 30)}\`: every random branch pattern is a different graph (LayerDrop/stochastic depth); use a tensor mask`);
+      } else if (/^torch\.nn\.utils\.rnn\.(pack_padded_sequence|pad_packed_sequence)$/.test(callee)) {
+        report(call, `\`${callee.split('.').pop()}\` packs sequences by their lengths: shapes change with every batch; pad to a fixed length and mask instead`);
+      }
+    }
+  },
+});
+
+/** The call is part of an if/elif/while/ternary test. */
+function inBranchTest(node: Node): boolean {
+  for (let p = node.parent, c: Node = node; p; c = p, p = p.parent) {
+    if ((p.type === 'if_statement' || p.type === 'elif_clause' || p.type === 'while_statement') && p.childForFieldName('condition')?.id === c.id) {
+      // a branch that does nothing (`pass`) changes no graph
+      const body = p.childForFieldName('consequence') ?? p.childForFieldName('body');
+      return !!body && body.namedChildren.some((s) => !!s && s.type !== 'pass_statement' && s.type !== 'comment');
+    }
+    if (p.type === 'conditional_expression' && p.namedChildren[1]?.id === c.id) return true;
+    if (/statement|block|function_definition|lambda/.test(p.type)) return false;
+  }
+  return false;
+}
