@@ -126,8 +126,8 @@ export function removeArg(call: Node, arg: Node): Edit | null {
   return { start: args[i - 1].endIndex, end: arg.endIndex, text: '' };
 }
 
-/** Appends `text` (e.g. `drop_last=True`) as the last argument of a call. */
-export function appendArg(call: Node, text: string): Edit | null {
+/** Appends `text` (e.g. `drop_last=True`) as the last argument of a call (on its own line when the arguments are one per line). */
+export function appendArg(call: Node, text: string, source?: string): Edit | null {
   const list = call.childForFieldName('arguments');
   if (!list || list.type !== 'argument_list') return null;
   const args = argNodes(list);
@@ -136,6 +136,12 @@ export function appendArg(call: Node, text: string): Edit | null {
   if (last.type === 'dictionary_splat' || last.type === 'list_splat') {
     // keep keywords before `**kwargs`
     return { start: last.startIndex, end: last.startIndex, text: `${text}, ` };
+  }
+  if (source && last.startPosition.row > list.startPosition.row) {
+    const ls = source.lastIndexOf('\n', last.startIndex - 1) + 1;
+    const indent = /^[ \t]*/.exec(source.slice(ls, last.startIndex))![0];
+    const eol = source.includes('\r\n') ? '\r\n' : '\n';
+    if (source.slice(ls, last.startIndex) === indent) return { start: last.endIndex, end: last.endIndex, text: `,${eol}${indent}${text}` };
   }
   return { start: last.endIndex, end: last.endIndex, text: `, ${text}` };
 }

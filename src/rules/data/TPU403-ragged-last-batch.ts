@@ -1,0 +1,80 @@
+import { defineRule } from '../../core/rule';
+import { replace } from '../../core/edits';
+import type { Node } from '../../core/parse';
+import type { RuleContext } from '../../core/rule';
+import { callArgs, kwValue } from '../../core/semantics';
+import { appendArg, isDataLoaderCall, iteratedLoader } from './util';
+
+const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig)$/;
+const EVAL_NAME = /val|eval|test|pred|infer/i;
+
+/** The name a DataLoader call is assigned to, or the method it is returned from. */
+function ownerName(ctx: RuleContext, call: Node): string {
+  const p = call.parent;
+  if (p?.type === 'assignment' && p.childForFieldName('right')?.id === call.id) return p.childForFieldName('left')?.text ?? '';
+  if (p?.type === 'return_statement') return ctx.sema.enclosingFunction(call)?.childForFieldName('name')?.text ?? '';
+  return '';
+}
+
+/** Whether a training loop (not eval) iterates the loader bound to `name`. */
+function iteratedByTrainLoop(ctx: RuleContext, name: string): boolean {
+  return ctx.sema.hotLoops().some((h) => h.kind === 'train' && h.anchor.type === 'for_statement' && iteratedLoader(ctx, h.anchor)?.text === name);
+}
+
+export default defineRule({
+  id: 'TPU403',
+  name: 'ragged-last-batch',
+  title: 'Ragged final batch (`drop_last=False`)',
+  severity: 'warning',
+  step: 4,
+  effort: 1,
+  message: 'The smaller last batch compiles a second graph: set `drop_last=True`',
+  fix: { availability: 'always', applicability: 'safe', title: 'Set `drop_last=True`' },
+  triggers: ['DataLoader', 'dataloader_drop_last'],
+  docs: {
+    what:
+      'Checks for training `DataLoader`s without `drop_last=True` (assigned to a `train…` name, shuffling, given a sampler, returned from `train_dataloader()`, or iterated by a training loop; ' +
+      'loaders named `val`/`eval`/`test` and `batch_sampler` loaders are left alone), and for HF `dataloader_drop_last=False`. ' +
+      'A `drop_last=` set from a variable (`drop_last=flags.drop_last`) is not flagged.',
+    why:
+      'Unless the dataset size divides the batch size, the last batch of every epoch has a different shape, so the forward and backward graphs are compiled a second time ' +
+      '("XLA recompiles when input shape changes", RECOMP). The torch_xla examples use fixed-size batches and the tests expose `--drop_last` (T:test_train_mp_mnist.py). ' +
+      'Under SPMD the batch dimension must also stay divisible by the mesh axis (error mode unverified).',
+    example: 'train_loader = DataLoader(ds, batch_size=64, shuffle=True)',
+    useInstead: 'train_loader = DataLoader(ds, batch_size=64, shuffle=True, drop_last=True)',
+    fixSafety:
+      'Safe for training loaders: at most `batch_size - 1` samples per epoch are skipped (a different subset each epoch when shuffling). ' +
+      'Eval loaders are not flagged: dropping samples there changes metrics; pad the last batch and mask it instead.',
+    sources: ['RECOMP (docs/source/perf/recompilation.md, "XLA recompiles when input shape changes")', 'T:test/test_train_mp_mnist.py (--drop_last flag, DataLoader(drop_last=flags.drop_last))'],
+    torchtpu: 'Same: the tpu device compiles per shape (`torch.compile(backend="tpu", dynamic=False)`).',
+  },
+  check(ctx) {
+    for (const call of ctx.sema.nodes('call')) {
+      const q = ctx.sema.callee(call) ?? '';
+      const { keywords } = callArgs(call);
+      if (HF_ARGS.test(q)) {
+        const v = kwValue(keywords.get('dataloader_drop_last'));
+        if (v?.text === 'False') ctx.report(v, { message: '`dataloader_drop_last=False` keeps a smaller last batch, which compiles a second graph', fix: { title: 'Set `dataloader_drop_last=True`', edits: [replace(v, 'True')] } });
+        continue;
+      }
+      if (!isDataLoaderCall(ctx, call)) continue;
+      // `**kwargs` may already carry drop_last
+      if (keywords.has('batch_sampler') || call.childForFieldName('arguments')?.namedChildren.some((a) => a?.type === 'dictionary_splat')) continue;
+      const bs = kwValue(keywords.get('batch_size'));
+      if (bs && (bs.text === '1' || bs.text === 'None')) continue;
+      const dl = kwValue(keywords.get('drop_last'));
+      if (dl && dl.text !== 'False') continue;
+      const owner = ownerName(ctx, call);
+      const last = owner.split('.').pop() ?? '';
+      if (EVAL_NAME.test(last)) continue;
+      const training =
+        /train/i.test(last) || kwValue(keywords.get('shuffle'))?.text === 'True' || keywords.has('sampler') || (!!owner && iteratedByTrainLoop(ctx, owner));
+      if (!training) continue;
+      const edit = dl ? replace(dl, 'True') : appendArg(call, 'drop_last=True', ctx.text);
+      ctx.report(dl ?? call, {
+        message: `${dl ? '`drop_last=False`' : 'This training DataLoader'} keeps a smaller last batch: its new shape compiles a second graph every epoch`,
+        fix: edit ? { title: 'Set `drop_last=True`', edits: [edit] } : null,
+      });
+    }
+  },
+});
