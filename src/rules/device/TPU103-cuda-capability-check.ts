@@ -1,0 +1,176 @@
+import { defineRule, type RuleContext } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import { callArgs, mentionsXla, stringContent } from '../../core/semantics';
+import { chainOf, conditionOwner, cudaOnlyBlock, short, xlaArmed } from './cuda-util';
+
+/** A device-ish operand: `device`, `args.device`, `x.device.type`, `str(device)`, `device_type`. */
+const DEVICE_NAME = /(^|[._])(device|dev|device_type|device_str|device_name|accelerator)$/i;
+/** Calls that emit or log a value (uses there are diagnostics, not decisions). */
+const LOGGING = /^(print|logging\.\w+|logger\.\w+|log\.\w+|warnings\.warn|\w+\.(info|debug|warning|write|add_scalar|log))$/;
+
+export default defineRule({
+  id: 'TPU103',
+  name: 'cuda-capability-check',
+  title: 'CUDA capability or device-type checks silently choose a non-TPU path',
+  severity: 'warning',
+  step: 3,
+  effort: 3,
+  message: 'A CUDA-only capability or device-type check picks the non-TPU path on a TPU host',
+  fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Add an XLA arm' },
+  triggers: ['cuda'],
+  docs: {
+    what:
+      'Checks for decisions keyed on CUDA: `torch.cuda.is_available()` in a condition (device, dtype, AMP or backend choice), ' +
+      '`torch.cuda.device_count()` used for process counts, world size or batch/LR scaling, device-type tests that only recognise ' +
+      'CUDA (`device.type == "cuda"`, `"cuda" in str(device)`, nanoGPT\'s `device_type = "cuda" if "cuda" in device else "cpu"`, ' +
+      '`_get_available_device_type() or "cuda"`), and `torch.cuda.is_bf16_supported()` as a dtype selector. Guards whose chain already ' +
+      'has an XLA/TPU arm, guards that only gate optional CUDA work (cuDNN flags, CUDA seeding, diagnostics), and ' +
+      '`"cuda" if torch.cuda.is_available() else "cpu"` device pickers (TPU102 rewrites those) are not flagged.',
+    why:
+      'On a TPU host `torch.cuda.is_available()` is False and `torch.cuda.device_count()` is 0. Code then silently trains on the CPU, ' +
+      'spawns no processes, divides by zero, or turns autocast off (nanoGPT sets `ctx = nullcontext()` when `device_type == "cpu"`). ' +
+      'torch_xla reports devices through `torch_xla.runtime`: `xr.global_runtime_device_count()` (SPMD) and `xr.world_size()` inside a ' +
+      'launched function (XR:106-115); `xr.device_type()` only reads `PJRT_DEVICE`, so it is safe before a spawn (XR:74-83).',
+    example:
+      'device_type = "cuda" if "cuda" in device else "cpu"\nworld = torch.cuda.device_count()\n' +
+      'dtype = torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32',
+    useInstead:
+      'device_type = "xla" if "xla" in str(device) else ("cuda" if "cuda" in device else "cpu")\n' +
+      'import torch_xla.runtime as xr\nworld = xr.global_runtime_device_count()   # or xr.world_size() inside a launched function',
+    fixSafety:
+      'Unsafe: the branch needs an explicit XLA arm, and what it should do there is the author\'s call. Offered for two shapes: a ' +
+      'device-type ternary gets an XLA arm in front of the original (`"xla" if "xla" in str(device) else (<original>)`), which keeps the ' +
+      'CUDA and CPU behaviour; `torch.cuda.device_count()` becomes `xr.global_runtime_device_count()` (torch_xla profile, tpu-only ' +
+      'style; it initialises the runtime, so do not call it before `torch_xla.launch`, see TPU901). No fix for `nprocs=` (a launcher ' +
+      'concern) or for `is_available()` guards.',
+    sources: [
+      'XR: torch_xla/runtime.py `device_type()`, `world_size()`, `global_runtime_device_count()` (pytorch/xla@022ecde; catalog XR:74-83, 106-115)',
+      'pytorch/xla#7765 (xm.xla_real_devices initialises the runtime)',
+      'karpathy/nanoGPT train.py `device_type = "cuda" if "cuda" in device else "cpu"` / `nullcontext()`',
+    ],
+    torchtpu: 'The device-type ternary gets a `"tpu"` arm; no device-count replacement is known for the preview.',
+  },
+  check(ctx) {
+    const sema = ctx.sema;
+    const picker = (owner: Node) => isDevicePicker(ctx, owner);
+    for (const call of sema.nodes('call')) {
+      const callee = sema.callee(call);
+      if (callee === 'torch.cuda.is_available' || callee === 'torch.cuda.is_bf16_supported') {
+        const decision = conditionOwner(call);
+        let owner = decision?.owner ?? null;
+        if (!owner) {
+          // `use_cuda = torch.cuda.is_available()`: a flag that later decisions read (not in migrated files)
+          const a = call.parent;
+          if (a?.type !== 'assignment' || a.childForFieldName('right')?.id !== call.id || sema.xlaAware) continue;
+          if (sema.inXlaAwareBranch(call)) continue;
+          ctx.report(call, { message: `\`${a.childForFieldName('left')?.text}\` is False on a TPU host: code keyed on it takes the non-TPU path` });
+          continue;
+        }
+        if (xlaArmed(sema, owner) || picker(owner)) continue;
+        if (owner.type === 'if_statement' && !owner.childrenForFieldName('alternative').some(Boolean) && cudaOnlyBlock(sema, owner.childForFieldName('consequence'))) continue;
+        if (owner.type === 'conditional_expression' && inLogging(sema, owner)) continue;
+        const message =
+          callee === 'torch.cuda.is_bf16_supported'
+            ? '`torch.cuda.is_bf16_supported()` picks the dtype from CUDA: on a TPU host this does not detect bfloat16 support'
+            : owner.type === 'assert_statement'
+              ? '`torch.cuda.is_available()` is asserted: this fails on a TPU host'
+              : '`torch.cuda.is_available()` is False on a TPU host: this takes the non-TPU path (CPU device, no AMP, wrong backend)';
+        ctx.report(call, { message });
+      } else if (callee === 'torch.cuda.device_count') {
+        if (sema.inXlaAwareBranch(call) || inLogging(sema, call)) continue;
+        const own = conditionOwner(call);
+        if (own && (xlaArmed(sema, own.owner) || (own.owner.type === 'if_statement' && cudaOnlyBlock(sema, own.owner.childForFieldName('consequence'))))) continue;
+        const kw = call.parent?.type === 'keyword_argument' ? call.parent.childForFieldName('name')?.text : null;
+        const snip = kw === 'nprocs' ? null : ctx.idiom.xlaOnly('xr.global_runtime_device_count()', { module: 'torch_xla.runtime', alias: 'xr' });
+        ctx.report(call, {
+          message: '`torch.cuda.device_count()` is 0 on a TPU host: process counts, world size or batch scaling built on it break',
+          fix: snip
+            ? { edits: [{ start: call.startIndex, end: call.endIndex, text: snip.text }], imports: snip.imports, applicability: 'unsafe', title: 'Use `xr.global_runtime_device_count()`' }
+            : null,
+        });
+      }
+    }
+
+    for (const cmp of sema.nodes('comparison_operator')) {
+      const check = cudaTypeCheck(ctx, cmp);
+      if (!check) continue;
+      const own = conditionOwner(cmp);
+      const owner = own?.owner ?? null;
+      if (sema.inXlaAwareBranch(cmp) || (owner && xlaArmed(sema, owner))) continue;
+      if (owner?.type === 'if_statement' && !owner.childrenForFieldName('alternative').some(Boolean) && cudaOnlyBlock(sema, owner.childForFieldName('consequence'))) continue;
+      if (!owner && (cmp.parent?.type !== 'assignment' || inLogging(sema, cmp))) continue;
+      ctx.report(cmp, {
+        message: `\`${short(cmp.text, 40)}\` only recognises CUDA: an XLA device takes the ${owner?.type === 'conditional_expression' ? 'CPU arm' : 'non-CUDA path'}`,
+        fix: owner?.type === 'conditional_expression' ? ternaryFix(ctx, owner, cmp, check.operand) : null,
+      });
+    }
+
+    // torchtitan: `_get_available_device_type() or "cuda"`
+    for (const s of sema.nodes('string')) {
+      const p = s.parent;
+      if (p?.type !== 'boolean_operator' || p.childForFieldName('right')?.id !== s.id || !/^cuda$/.test(stringContent(s) ?? '')) continue;
+      const left = p.childForFieldName('left');
+      if (left?.type !== 'call' || !/device_type/.test(left.childForFieldName('function')?.text ?? '') || sema.inXlaAwareBranch(p)) continue;
+      ctx.report(s, { message: `\`${short(p.text, 50)}\` falls back to CUDA when no accelerator type is detected; XLA is not among the choices` });
+    }
+  },
+});
+
+/** Inside a print/log call: a diagnostic, not a decision. */
+function inLogging(sema: RuleContext['sema'], node: Node): boolean {
+  for (let p = node.parent; p && p.type !== 'expression_statement' && p.type !== 'block'; p = p.parent) {
+    if (p.type === 'call' && LOGGING.test(sema.callee(p) ?? p.childForFieldName('function')?.text ?? '')) return true;
+  }
+  return false;
+}
+
+/** `"cuda" if torch.cuda.is_available() else "cpu"` (or the `if`/`else` pair): TPU102 rewrites these. */
+function isDevicePicker(ctx: RuleContext, owner: Node): boolean {
+  const sema = ctx.sema;
+  if (owner.type === 'conditional_expression') {
+    const [a, , b] = owner.namedChildren;
+    return [a, b].some((x) => !!x && sema.isCudaDevice(x));
+  }
+  if (owner.type === 'if_statement') {
+    const body = (owner.childForFieldName('consequence')?.namedChildren ?? []).filter((s): s is Node => !!s && s.type !== 'comment');
+    return body.length > 0 && body.every((s) => {
+      const a = s.namedChildren[0];
+      return s.type === 'expression_statement' && a?.type === 'assignment' && sema.isCudaDevice(a.childForFieldName('right'));
+    });
+  }
+  return false;
+}
+
+/** `X == "cuda"`, `X.type != "cuda"`, `"cuda" in X`, `"cuda" in str(X)` where X is a device. */
+function cudaTypeCheck(ctx: RuleContext, cmp: Node): { operand: Node; op: string } | null {
+  const parts = cmp.namedChildren.filter((c): c is Node => !!c);
+  if (parts.length !== 2) return null;
+  const op = cmp.children.find((c) => c && !c.isNamed)?.text ?? '';
+  const cudaStr = (n: Node) => n.type === 'string' && /^cuda(:\d+)?$/.test(stringContent(n) ?? '');
+  const deviceish = (n: Node): boolean => {
+    if (n.type === 'call' && n.childForFieldName('function')?.text === 'str') return !!callArgs(n).positional[0] && deviceish(callArgs(n).positional[0]);
+    if (n.type === 'attribute' && n.childForFieldName('attribute')?.text === 'type') return true;
+    if (n.type === 'identifier' || n.type === 'attribute') return DEVICE_NAME.test(n.text) || ctx.sema.isCudaDevice(n);
+    return false;
+  };
+  const [l, r] = parts;
+  if ((op === '==' || op === '!=') && ((cudaStr(r) && deviceish(l)) || (cudaStr(l) && deviceish(r)))) return { operand: cudaStr(r) ? l : r, op };
+  if ((op === 'in' || /not\s+in/.test(cmp.text)) && cudaStr(l) && deviceish(r)) return { operand: r, op: 'in' };
+  return null;
+}
+
+/** `"cuda" if <check> else "cpu"` → `"xla" if <xla check> else (<original>)`. */
+function ternaryFix(ctx: RuleContext, tern: Node, cmp: Node, operand: Node) {
+  const [a, cond, b] = tern.namedChildren;
+  if (!a || !b || cond?.id !== cmp.id || a.type !== 'string' || b.type !== 'string' || mentionsXla(chainOf(tern).text)) return null;
+  if (!/^cuda$/.test(stringContent(a) ?? '') || /!=|\bnot\s+in\b/.test(cmp.text)) return null;
+  const kind = ctx.idiom.profile === 'torchtpu' ? 'tpu' : 'xla';
+  const q = /^[a-zA-Z]*(['"])/.exec(a.text)?.[1] ?? '"';
+  const subject = operand.type === 'call' ? operand.text : cmp.text.includes(' in ') ? `str(${operand.text})` : operand.text;
+  const test = cmp.text.includes(' in ') ? `${q}${kind}${q} in ${subject}` : `${subject} == ${q}${kind}${q}`;
+  return {
+    edits: [{ start: tern.startIndex, end: tern.endIndex, text: `${q}${kind}${q} if ${test} else (${tern.text})` }],
+    applicability: 'unsafe' as const,
+    title: `Add an \`${kind}\` arm`,
+  };
+}
