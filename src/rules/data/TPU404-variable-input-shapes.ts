@@ -1,0 +1,171 @@
+import { defineRule } from '../../core/rule';
+import { downgrade } from '../../core/engine';
+import { replace } from '../../core/edits';
+import type { Node } from '../../core/parse';
+import type { RuleContext } from '../../core/rule';
+import { callArgs, kwValue, stringContent } from '../../core/semantics';
+import { appendArg } from './util';
+
+const HF_COLLATORS = /^transformers(\.data\.data_collator)?\.(DataCollatorWithPadding|DataCollatorForSeq2Seq|DataCollatorForLanguageModeling|DataCollatorForTokenClassification)$/;
+const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig)$/;
+const RESIZE = /^torchvision\.transforms(\.v2)?\.Resize$/;
+const FIXED_CROP = /^torchvision\.transforms(\.v2)?\.(CenterCrop|RandomCrop|RandomResizedCrop|FiveCrop|TenCrop)$/;
+const RANDOM = /^(random|numpy\.random|torch)\.(choice|randint|uniform|random|rand|randrange|sample)$/;
+
+/** Functions used as a DataLoader `collate_fn` (by name) or named like a collate function. */
+function collateFunctions(ctx: RuleContext): Node[] {
+  const names = new Set<string>();
+  for (const kw of ctx.sema.nodes('keyword_argument')) {
+    if (kw.childForFieldName('name')?.text !== 'collate_fn') continue;
+    const v = kwValue(kw);
+    if (v?.type === 'identifier') names.add(v.text);
+    if (v?.type === 'attribute') names.add(v.childForFieldName('attribute')?.text ?? '');
+  }
+  return ctx.sema.nodes('function_definition').filter((f) => {
+    const n = f.childForFieldName('name')?.text ?? '';
+    return names.has(n) || /collate/i.test(n) || n === '__call__' && /collat/i.test(ctx.sema.enclosingClass(f)?.childForFieldName('name')?.text ?? '');
+  });
+}
+
+function inside(node: Node, scopes: Node[]): boolean {
+  return scopes.some((s) => node.startIndex >= s.startIndex && node.endIndex <= s.endIndex);
+}
+
+export default defineRule({
+  id: 'TPU404',
+  name: 'variable-input-shapes',
+  title: 'Variable input shapes: dynamic padding, per-batch lengths, variable image sizes',
+  severity: 'warning',
+  step: 4,
+  effort: 3,
+  message: 'Batches of varying shape recompile the graph for every new shape',
+  fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Pad to a fixed or bucketed length' },
+  triggers: ['padding', 'pad_sequence', 'DataCollator', 'group_by_length', 'Resize', 'collate', 'interpolate', 'max('],
+  docs: {
+    what:
+      'Checks for inputs whose shape changes from batch to batch: tokenizer calls with `padding=True`/`"longest"` (and `padding="max_length"` with no `max_length`, info); ' +
+      '`pad_sequence(...)` or `max(len(s) for s in batch)` in a `collate_fn`; HF `DataCollatorWithPadding`/`DataCollatorForSeq2Seq`/`DataCollatorForLanguageModeling`/`DataCollatorForTokenClassification` ' +
+      'without `pad_to_multiple_of` (unless the script pre-pads to a fixed length); `group_by_length=True`; torchvision `Resize(int)` not followed by a fixed crop in the same `Compose`; ' +
+      'random sizes in `Resize`/`F.interpolate`; and per-batch truncation to the longest sequence (`input_ids[:, :lengths.max()]`) in a hot loop or collate function.',
+    why:
+      '"it\'s pretty common that input dataset contains examples with different shapes … Without normalization, it\'ll cause recompilation for every new input shape" (RECOMP #1). ' +
+      'The HF Accelerate TPU guide asks for the same: "all tensors in your batches must have the same length (for example, no dynamic padding for NLP tasks)". ' +
+      '`Resize(int)` resizes the shorter side and keeps the aspect ratio, so image batches differ in shape unless a fixed crop follows.',
+    example: 'tok(texts, padding=True, truncation=True, max_length=512)\nDataCollatorWithPadding(tok)\nT.Compose([T.Resize(256), T.ToTensor()])',
+    useInstead:
+      'tok(texts, padding="max_length", truncation=True, max_length=512)      # one compiled shape\nDataCollatorWithPadding(tok, pad_to_multiple_of=128)                 # at most L/128 shapes\nT.Compose([T.Resize((256, 256)), T.ToTensor()])                       # or RandomResizedCrop(S)/CenterCrop(S)',
+    fixSafety:
+      'Unsafe: padding to `max_length` costs compute on padding tokens (attention masks keep results the same); `pad_to_multiple_of=128` buckets shapes; `Resize((S, S))` changes the aspect ratio. ' +
+      'The tokenizer fix is offered only when the call already has a `max_length`; collate functions, `group_by_length` and per-batch truncation are reported without a fix.',
+    sources: [
+      'RECOMP (docs/source/perf/recompilation.md, "#1 dynamic shape from input data")',
+      'HF Accelerate TPU guide ("no dynamic padding for NLP tasks"; huggingface/accelerate docs/source/concept_guides/training_tpu.md)',
+      'DS (docs/source/learn/dynamic_shape.md)',
+    ],
+    torchtpu: 'Same detection: the tpu device compiles per shape (`torch.compile(backend="tpu", dynamic=False)`).',
+  },
+  check(ctx) {
+    const collates = collateFunctions(ctx);
+    // a tokenizer call that pads to a fixed max_length: the collator then sees equal lengths
+    const fixedPrepad = ctx.sema.nodes('call').some((c) => {
+      if (HF_COLLATORS.test(ctx.sema.callee(c) ?? '')) return false;
+      const k = callArgs(c).keywords;
+      return stringContent(kwValue(k.get('padding')) ?? c) === 'max_length' && k.has('max_length');
+    });
+    const sevAt = (n: Node) => {
+      const hot = ctx.sema.hot(n);
+      return hot && hot.kind === 'eval' ? downgrade('warning') : 'warning';
+    };
+
+    for (const call of ctx.sema.nodes('call')) {
+      const q = ctx.sema.callee(call) ?? '';
+      const fnText = call.childForFieldName('function')?.text ?? '';
+      const { positional, keywords } = callArgs(call);
+
+      // tokenizer padding
+      const padKw = keywords.get('padding');
+      const pad = kwValue(padKw);
+      if (pad && /tok|processor|encode/i.test(fnText) && !HF_COLLATORS.test(q)) {
+        const padStr = pad.type === 'string' ? stringContent(pad) : null;
+        if (pad.text === 'True' || padStr === 'longest') {
+          const maxLen = keywords.get('max_length');
+          ctx.report(pad, {
+            severity: sevAt(call),
+            message: `\`padding=${pad.text}\` pads each batch to its longest sequence: every new length compiles a new graph`,
+            fix: maxLen ? { title: 'Pad to `max_length`', edits: [replace(pad, '"max_length"')] } : null,
+          });
+        } else if (padStr === 'max_length' && !keywords.has('max_length')) {
+          ctx.report(pad, { severity: 'info', message: '`padding="max_length"` without `max_length` pads to the tokenizer\'s `model_max_length`: set `max_length` explicitly', fix: null });
+        }
+        continue;
+      }
+
+      // HF collators without pad_to_multiple_of
+      if (HF_COLLATORS.test(q)) {
+        if (keywords.has('pad_to_multiple_of') || fixedPrepad) continue;
+        if (/ForLanguageModeling$/.test(q) && /group_texts|block_size/.test(ctx.text)) continue;
+        const p = kwValue(keywords.get('padding'));
+        if (p && (stringContent(p) === 'max_length' || p.text === 'False')) continue;
+        const edit = appendArg(call, 'pad_to_multiple_of=128', ctx.text);
+        ctx.report(call, {
+          message: `\`${q.split('.').pop()}\` pads each batch to its longest sequence: set \`pad_to_multiple_of\` (or pre-pad to a fixed length) to bound the number of shapes`,
+          fix: edit ? { title: 'Bucket with `pad_to_multiple_of=128`', edits: [edit] } : null,
+        });
+        continue;
+      }
+
+      // group_by_length=True
+      if (HF_ARGS.test(q)) {
+        const g = kwValue(keywords.get('group_by_length'));
+        if (g?.text === 'True') ctx.report(g, { message: '`group_by_length=True` batches by length: with dynamic padding each length bucket compiles its own graph', fix: null });
+        continue;
+      }
+
+      // Resize(int) without a fixed crop; random sizes
+      if (RESIZE.test(q) || q === 'torch.nn.functional.interpolate') {
+        const size = kwValue(keywords.get('size')) ?? (RESIZE.test(q) ? positional[0] : positional[1]) ?? kwValue(keywords.get('scale_factor')) ?? null;
+        if (!size) continue;
+        const randomCall = (n: Node): boolean => (n.type === 'call' && RANDOM.test(ctx.sema.callee(n) ?? '')) || n.namedChildren.some((c) => !!c && randomCall(c));
+        if (randomCall(size)) {
+          ctx.report(size, { severity: sevAt(call), message: 'A random size per call gives every batch a new shape: pick from a few fixed sizes per run, or resize once in the dataset', fix: null });
+          continue;
+        }
+        if (!RESIZE.test(q) || (size.type !== 'integer' && size.type !== 'identifier')) continue;
+        const list = call.parent?.type === 'list' ? call.parent : null;
+        if (!list) continue;
+        const later = list.namedChildren.filter((c): c is Node => !!c && c.startIndex > call.endIndex);
+        const cropped = later.some((c) => c.type === 'call' && (FIXED_CROP.test(ctx.sema.callee(c) ?? '') || (RESIZE.test(ctx.sema.callee(c) ?? '') && /^[([]/.test(callArgs(c).positional[0]?.text ?? ''))));
+        if (cropped) continue;
+        ctx.report(call, {
+          message: `\`${call.text}\` resizes the shorter side and keeps the aspect ratio: images of different shapes give batches of different shapes; add a fixed crop or resize to \`(H, W)\``,
+          fix: { title: `Resize to \`(${size.text}, ${size.text})\``, edits: [replace(size, `(${size.text}, ${size.text})`)] },
+        });
+        continue;
+      }
+
+      // pad_sequence / max(len(...) for ...) in collate functions
+      if (inside(call, collates)) {
+        if (q === 'torch.nn.utils.rnn.pad_sequence') {
+          ctx.report(call, { message: '`pad_sequence` in a collate function pads to the longest sequence of each batch: pad to a fixed (or bucketed) length instead', fix: null });
+        } else if (fnText === 'max' && /^generator_expression$/.test(call.childForFieldName('arguments')?.type ?? '') && /\blen\(/.test(call.childForFieldName('arguments')!.text)) {
+          // max(len(x) for x in xs): (call arguments: (generator_expression …))
+          ctx.report(call, { message: '`max(len(...))` in a collate function sizes each batch by its longest item: pad to a fixed (or bucketed) length instead', fix: null });
+        }
+      }
+    }
+
+    // per-batch truncation to the longest sequence: x[:, :lengths.max()]
+    for (const sub of ctx.sema.nodes('subscript')) {
+      const hot = ctx.sema.hot(sub);
+      if (!hot && !inside(sub, collates)) continue;
+      const slices = sub.namedChildren.filter((c) => c?.type === 'slice');
+      const bound = slices.find((s) => /\.max\(\)|\bmax\(/.test(s!.text) && /len|mask|length/i.test(s!.text));
+      if (!bound) continue;
+      ctx.report(sub, {
+        severity: hot ? sevAt(sub) : 'warning',
+        message: `\`${sub.text.length > 50 ? sub.text.slice(0, 47) + '…' : sub.text}\` truncates each batch to its longest sequence: every length compiles a new graph`,
+        fix: null,
+      });
+    }
+  },
+});
