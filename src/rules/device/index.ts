@@ -9,7 +9,8 @@ import TPU105 from './TPU105-cuda-memory-api';
 import TPU108 from './TPU108-param-identity-move';
 import TPU106 from './TPU106-cuda-rng-seed';
 import TPU103 from './TPU103-cuda-capability-check';
+import TPU110 from './TPU110-tpu-runtime-requirements';
 
-const rules: Rule[] = [TPU101, TPU102, TPU103, TPU104, TPU105, TPU106, TPU107, TPU108, TPU109, TPU111];
+const rules: Rule[] = [TPU101, TPU102, TPU103, TPU104, TPU105, TPU106, TPU107, TPU108, TPU109, TPU110, TPU111];
 
 export default rules;
