@@ -4,7 +4,8 @@ import TPU902 from './TPU902-spawn-without-fork';
 import TPU903 from './TPU903-notebook-install-pitfalls';
 import TPU904 from './TPU904-env-after-torch-xla-import';
 import TPU905 from './TPU905-implicit-materialization';
+import TPU906 from './TPU906-legacy-tpu-notebook-setup';
 
-const rules: Rule[] = [TPU901, TPU902, TPU903, TPU904, TPU905];
+const rules: Rule[] = [TPU901, TPU902, TPU903, TPU904, TPU905, TPU906];
 
 export default rules;
