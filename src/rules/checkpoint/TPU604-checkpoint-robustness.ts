@@ -1,0 +1,98 @@
+import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import { methodName, receiver } from '../../core/semantics';
+import { indentAt, lineStart } from '../../core/edits';
+import { detectEol } from '../../core/source';
+import { saveArgs, torchImport, TORCH_SAVE, XM_SAVE, XSER_SAVE } from './util';
+
+const SAVES = new Set([TORCH_SAVE, XM_SAVE, XSER_SAVE, 'torch.distributed.checkpoint.save']);
+const LOADS = /^(torch\.load|torch_xla\.utils\.serialization\.load|torch\.distributed\.checkpoint\.(load|load_state_dict)|torch\.hub\.load_state_dict_from_url|safetensors\.torch\.load_file)$/;
+
+export default defineRule({
+  id: 'TPU604',
+  name: 'fragile-checkpointing',
+  title: 'Checkpoint robustness: host memory, preemption, remote storage',
+  severity: 'info',
+  step: 8,
+  effort: 3,
+  message: 'checkpoints are written but the run cannot survive a preemption',
+  fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Resume from the last checkpoint' },
+  triggers: ['save'],
+  docs: {
+    what:
+      'Checks training scripts that write checkpoints (`torch.save`, `xm.save`, `xser.save`, `dist_cp.save`) for what a preemptible TPU VM needs: resume logic (a load of the checkpoint), ' +
+      'remote storage (a `gs://` path or an fsspec/GCS client) or preemption handling (`SIGTERM`, `CheckpointManager`). Scripts using torch_xla\'s `CheckpointManager` are left alone. ' +
+      'Reported once per file, on the `import torch` line.',
+    why:
+      'Spot and preemptible TPU VMs can be reclaimed: a run that never reloads its checkpoint starts over, and checkpoints on the VM\'s local disk can go with it. ' +
+      '`CheckpointManager("gs://bucket/run", N)` writes through fsspec (GCS), saves asynchronously and, on a QueuedResource with autocheckpointing enabled, checkpoints on preemption (DCP:55-79). ' +
+      'For very large models `xm.save` materializes every CPU copy at once; `xser.save(sd, path)`/`xser.load(path)` stream one tensor at a time to cut host memory (DEV:318-341).',
+    example: 'for epoch in range(epochs):\n    train_one_epoch(model)\n    xm.save(model.state_dict(), "ckpt.pt")',
+    useInstead:
+      'if os.path.exists("ckpt.pt"):\n    model.load_state_dict(torch.load("ckpt.pt", map_location="cpu"))\n' +
+      'for epoch in range(epochs):\n    train_one_epoch(model)\n    xm.save(model.state_dict(), "gs://bucket/run/ckpt.pt")   # or CheckpointManager',
+    fixSafety:
+      'Unsafe: the fix inserts a resume step before the training loop that reloads the saved state dict when the file exists; it is offered when the script saves one `<module>.state_dict()` to a fixed path. ' +
+      'Review that the checkpoint matches the model, and restore the optimizer, scheduler and step counter too.',
+    sources: ['DCP:55-79 (CheckpointManager: fsspec/GCS, async saves, autocheckpoint on preemption)', 'DEV:318-341 (xser.save/xser.load stream tensors)', 'MIG:352-356 (load to CPU, then load_state_dict)'],
+    torchtpu: 'The resume step is plain PyTorch and applies to torch_tpu too.',
+  },
+  check(ctx) {
+    if (!ctx.sema.usesTorch() || ctx.sema.framework) return;
+    const calls = ctx.sema.nodes('call');
+    const saves = calls.filter((c) => SAVES.has(ctx.sema.callee(c) ?? '') && stateDictRecv(ctx, saveArgs(c).obj, 0) !== undefined);
+    if (!saves.length) return;
+    if (calls.some((c) => /(^|\.)CheckpointManager$/.test(ctx.sema.callee(c) ?? ''))) return;
+    const trainLoops = ctx.sema.hotLoops().filter((h) => h.kind === 'train' && h.anchor.type !== 'function_definition');
+    if (!trainLoops.length) return;
+    const resume = calls.some((c) => LOADS.test(ctx.sema.callee(c) ?? '') || /^(load_checkpoint|restore|resume\w*|load_from_checkpoint)$/.test(methodName(c) ?? c.childForFieldName('function')?.text ?? ''))
+      || /\bresume\w*\b/i.test(ctx.sema.nodes('identifier').map((i) => i.text).join(' '));
+    const remote = ctx.sema.nodes('string').some((s) => /^[rbfu]*['"](gs|s3|gcs|hdfs):\/\//i.test(s.text)) || ctx.sema.imports('gcsfs') || ctx.sema.imports('fsspec') || ctx.sema.imports('google.cloud.storage');
+    const preempt = /\bSIGTERM\b|preempt/i.test(ctx.text);
+    const missing: string[] = [];
+    if (!resume) missing.push('no resume logic');
+    if (!remote && !preempt) missing.push('local paths only and no preemption handling');
+    if (!missing.length) return;
+    const anchor = torchImport(ctx) ?? trainLoops[0].anchor;
+    ctx.report(anchor, {
+      message: `checkpointing is fragile on preemptible TPU VMs: ${missing.join('; ')} (see CheckpointManager / gs://)`,
+      fix: resume ? null : resumeFix(ctx, saves, trainLoops.map((h) => h.anchor)),
+    });
+  },
+});
+
+/** The module whose `state_dict()` is saved (`m.state_dict()` → `m`), else undefined. */
+function stateDictRecv(ctx: RuleContext, obj: Node | null, depth: number): Node | null | undefined {
+  if (!obj || depth > 2) return undefined;
+  if (obj.type === 'call' && methodName(obj) === 'state_dict') return receiver(obj);
+  if (obj.type === 'dictionary' && /\.state_dict\(\)/.test(obj.text)) return null;
+  if (obj.type === 'identifier') {
+    for (const b of ctx.sema.bindings(obj.text)) if (stateDictRecv(ctx, b, depth + 1) !== undefined) return null;
+  }
+  return undefined;
+}
+
+function resumeFix(ctx: RuleContext, saves: Node[], loops: Node[]): FixDraft | null {
+  if (saves.length !== 1) return null;
+  const save = saves[0];
+  const callee = ctx.sema.callee(save) ?? '';
+  if (callee === 'torch.distributed.checkpoint.save') return null;
+  const { obj, path } = saveArgs(save);
+  const recv = stateDictRecv(ctx, obj, 0);
+  if (!recv || !path || !/^(identifier|attribute)$/.test(recv.type) || !(path.type === 'string' && !/^[rbu]*f/i.test(path.text) || path.type === 'identifier')) return null;
+  // the outermost training loop around (or before) the save, in the same function
+  const fn = ctx.sema.enclosingFunction(save);
+  const candidates = loops.filter((l) => ctx.sema.enclosingFunction(l)?.id === fn?.id && l.startIndex < save.startIndex);
+  const outer = candidates.filter((l) => !candidates.some((o) => o.id !== l.id && o.startIndex <= l.startIndex && l.endIndex <= o.endIndex));
+  const loop = outer[outer.length - 1];
+  if (!loop || loop.parent?.type !== 'block' && loop.parent?.type !== 'module') return null;
+  const root = recv.type === 'attribute' ? recv.text.split('.')[0] : recv.text;
+  if (root !== 'self' && !ctx.sema.bindings(root).some((b) => b.startIndex < loop.startIndex) && !fn?.childForFieldName('parameters')?.text.includes(root)) return null;
+  if (path.type === 'identifier' && !ctx.sema.bindings(path.text).some((b) => b.startIndex < loop.startIndex)) return null;
+  const load = callee === XSER_SAVE ? `xser.load(${path.text})` : `torch.load(${path.text}, map_location="cpu")`;
+  const imports = [{ module: 'os' }, callee === XSER_SAVE ? { module: 'torch_xla.utils.serialization', alias: 'xser' } : { module: 'torch' }];
+  const eol = detectEol(ctx.text);
+  const indent = indentAt(ctx.text, loop.startIndex);
+  const text = `${indent}if os.path.exists(${path.text}):${eol}${indent}    ${recv.text}.load_state_dict(${load})${eol}`;
+  return { title: `Resume \`${recv.text}\` from ${path.text} before training`, edits: [{ start: lineStart(ctx.text, loop.startIndex), end: lineStart(ctx.text, loop.startIndex), text }], imports };
+}
