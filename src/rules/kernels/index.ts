@@ -6,7 +6,8 @@ import TPU704 from './TPU704-cuda-attention';
 import TPU705 from './TPU705-deepspeed';
 import TPU706 from './TPU706-fused-optimizer';
 import TPU707 from './TPU707-jax-before-torch-xla';
+import TPU708 from './TPU708-poor-xla-op';
 
-const rules: Rule[] = [TPU701, TPU702, TPU703, TPU704, TPU705, TPU706, TPU707];
+const rules: Rule[] = [TPU701, TPU702, TPU703, TPU704, TPU705, TPU706, TPU707, TPU708];
 
 export default rules;

@@ -1,0 +1,115 @@
+import { defineRule } from '../../core/rule';
+import type { Node } from '../../core/parse';
+import { kwValue, methodName, receiver, enclosingStatement } from '../../core/semantics';
+import { deleteStatement, replace } from '../../core/edits';
+import { argShape, isTrue, removeArg } from './util';
+
+const TENSOR_ONLY = new Set(['data_ptr', 'untyped_storage', 'as_strided', 'as_strided_']);
+const NEEDS_TENSOR = new Set(['storage', 'stride', 'storage_offset']);
+
+export default defineRule({
+  id: 'TPU708',
+  name: 'poor-xla-op',
+  title: 'Ops and tensor features with poor XLA support',
+  severity: 'warning',
+  step: 6,
+  effort: 3,
+  message: 'this op or tensor feature has poor XLA support',
+  fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Use an XLA-friendly form' },
+  triggers: ['ctc', 'CTC', 'data_ptr', 'storage', 'stride', 'is_contiguous', 'channels_last', 'copy', 'sparse'],
+  docs: {
+    what:
+      'Checks for (a) CTC loss (`nn.CTCLoss`, `F.ctc_loss`), which torch_xla\'s troubleshooting guide shows falling back to the CPU; (b) storage and stride introspection: `.data_ptr()`, `.storage()`, `.untyped_storage()`, `.stride()`, ' +
+      '`torch.as_strided`, and logic that branches on `.is_contiguous()`; (c) `memory_format=torch.channels_last`; (d) `copy.copy(tensor)`; (e) sparse tensors and `nn.Embedding(sparse=True)`.',
+    why:
+      'Ops without an XLA lowering run on the CPU: "any counter that starts with `aten::` indicates a context switch between the XLA device and CPU" (TS "Understand The Metrics Report"); the guide\'s example lists `aten::_ctc_loss` and `_ctc_loss_backward` (that list may be stale: confirm with the metrics report). ' +
+      '"XLA tensors always appear to be contiguous and without storage. Networks should not try to check the strides" (TS:359-362), and "the internal data representation of XLA tensors is opaque" (DEV "Memory Layout"), so memory-format hints do nothing useful. ' +
+      '`copy.copy` of an XLA tensor performs a deep copy (TS quirks). XLA support for sparse tensors and sparse embedding gradients is unverified: prefer dense embeddings.',
+    example:
+      'criterion = nn.CTCLoss()\nif x.is_contiguous():\n    ptr = x.data_ptr()\nmodel = model.to(memory_format=torch.channels_last)\nemb = nn.Embedding(50000, 512, sparse=True)\ny = copy.copy(x)',
+    useInstead:
+      'import torch_xla.debug.metrics as met\nprint(met.short_metrics_report())   # confirm which aten:: ops fall back\n' +
+      'emb = nn.Embedding(50000, 512)\ny = x.clone()',
+    fixSafety:
+      'Unsafe: dropping `memory_format=torch.channels_last` changes the CUDA layout (and speed, not results); dense embeddings use more gradient memory and do not work with `SparseAdam`; ' +
+      '`x.clone()` makes the copy explicit, which is what XLA does for `copy.copy`, but code that relied on a shallow copy sharing storage changes. Stride/storage logic and CTC have no automatic fix.',
+    sources: ['TS (docs/source/learn/troubleshoot.md: metrics report, aten:: counters, :359-362 strides, quirks)', 'DEV (docs/source/learn/pytorch-on-xla-devices.md "Memory Layout")'],
+    torchtpu: 'The same advice; the torch_xla metrics report does not apply to torch_tpu.',
+  },
+  check(ctx) {
+    if (!ctx.sema.usesTorch()) return;
+    for (const call of ctx.sema.nodes('call')) {
+      const callee = ctx.sema.callee(call) ?? '';
+      const meth = methodName(call);
+      if (callee === 'torch.nn.CTCLoss' || callee === 'torch.nn.functional.ctc_loss' || callee === 'torch.ctc_loss') {
+        ctx.report(call, { severity: 'info', message: 'CTC loss may run on the CPU under XLA (a listed fallback); confirm with `met.short_metrics_report()`' });
+        continue;
+      }
+      if (callee === 'torch.as_strided' || (!callee && meth && TENSOR_ONLY.has(meth)) || (meth && NEEDS_TENSOR.has(meth) && !callee && ctx.sema.isTensorValued(receiver(call)))) {
+        if (callee === '' && meth === 'data_ptr' && !receiver(call)) continue;
+        const what = callee === 'torch.as_strided' ? 'torch.as_strided' : `.${meth}()`;
+        ctx.report(call, { message: `\`${what}\` inspects storage or strides: XLA tensors have no storage and report contiguous strides` });
+        continue;
+      }
+      if (meth === 'is_contiguous' && !callee && drivesLogic(call)) {
+        ctx.report(call, { message: '`.is_contiguous()` drives logic, but XLA tensors always appear contiguous' });
+        continue;
+      }
+      if (callee === 'copy.copy') {
+        const arg = argShape(call).positional[0];
+        if (!arg || !ctx.sema.isTensorValued(arg)) continue;
+        ctx.report(call, {
+          message: '`copy.copy` of an XLA tensor makes a deep copy; write `.clone()` to say so',
+          fix: { title: `Use \`${arg.text}.clone()\``, edits: [replace(call, `${arg.text}.clone()`)] },
+        });
+        continue;
+      }
+      const { keywords } = argShape(call);
+      const mf = keywords.get('memory_format');
+      if (mf && /(^|\.)channels_last(_3d)?$/.test(kwValue(mf)?.text ?? '') && /^torch\.channels_last/.test(ctx.sema.resolve(kwValue(mf)) ?? 'torch.channels_last')) {
+        ctx.report(mf, { severity: 'info', message: '`memory_format=torch.channels_last` has no effect on XLA tensors, whose layout the compiler chooses', fix: channelsLastFix(ctx, call, mf) });
+        continue;
+      }
+      const sparse = keywords.get('sparse');
+      if (sparse && isTrue(kwValue(sparse)) && /^torch\.nn\.(Embedding|EmbeddingBag)(\.from_pretrained)?$/.test(callee)) {
+        const sparseAdam = ctx.sema.nodes('call').some((c) => ctx.sema.callee(c) === 'torch.optim.SparseAdam');
+        ctx.report(sparse, {
+          severity: 'info',
+          message: '`sparse=True` makes sparse embedding gradients; keep embeddings dense for XLA',
+          fix: sparseAdam ? null : { title: 'Use dense gradients (remove `sparse=True`)', edits: [removeArg(ctx, sparse)] },
+        });
+        continue;
+      }
+      if (/^torch\.(sparse_coo_tensor|sparse_csr_tensor|sparse\.mm|sparse\.sum)$/.test(callee) || (meth === 'to_sparse' && !callee)) {
+        ctx.report(call, { severity: 'info', message: `\`${callee || '.to_sparse()'}\` creates sparse tensors, whose XLA support is limited; prefer dense tensors` });
+      }
+    }
+  },
+});
+
+/** Under an `if`/`while`/ternary/assert condition or a boolean operator: the result drives control flow. */
+function drivesLogic(call: Node): boolean {
+  for (let p: Node | null = call.parent, child: Node = call; p; child = p, p = p.parent) {
+    if ((p.type === 'if_statement' || p.type === 'elif_clause' || p.type === 'while_statement') && p.childForFieldName('condition')?.id === child.id) return true;
+    if (p.type === 'conditional_expression' && p.namedChildren[1]?.id === child.id) return true;
+    if (p.type === 'assert_statement') return true;
+    if (!/^(not_operator|boolean_operator|parenthesized_expression|comparison_operator)$/.test(p.type)) return false;
+  }
+  return false;
+}
+
+/** `x = x.to(memory_format=torch.channels_last)` (or `m.to(...)` alone) is deleted; otherwise the keyword is removed. */
+function channelsLastFix(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['check']>>[0], call: Node, mf: Node) {
+  const { positional, keywords } = argShape(call);
+  const recv = receiver(call);
+  const onlyArg = positional.length === 0 && keywords.size === 1;
+  if (onlyArg && methodName(call) === 'to' && recv) {
+    const stmt = enclosingStatement(call);
+    const expr = stmt.type === 'expression_statement' ? stmt.namedChildren[0] : null;
+    const selfAssign = expr?.type === 'assignment' && expr.childForFieldName('left')?.text === recv.text && expr.childForFieldName('right')?.id === call.id;
+    if (selfAssign || expr?.id === call.id) return { title: 'Remove the channels_last conversion', edits: [deleteStatement(ctx.text, stmt)] };
+  }
+  if (onlyArg && methodName(call) === 'contiguous') return { title: 'Remove `memory_format=torch.channels_last`', edits: [removeArg(ctx, mf)] };
+  if (!onlyArg) return { title: 'Remove `memory_format=torch.channels_last`', edits: [removeArg(ctx, mf)] };
+  return null;
+}
