@@ -275,12 +275,24 @@ export interface FixResult {
   appliedRules: string[];
 }
 
+/**
+ * A deletion that ends on the "\n" joining two cells (a cell's last line removed with its newline)
+ * is kept inside the cell: it removes the newline before the line instead.
+ */
+function fitToCell(program: CombinedProgram, e: Edit): Edit {
+  const s = spanAt(program, e.start);
+  if (!s || e.end !== s.end + 1 || e.text !== '' || e.start < s.start) return e;
+  const start = e.start > s.start && program.text.charCodeAt(e.start - 1) === 10 ? e.start - 1 : e.start;
+  return { start, end: s.end, text: '' };
+}
+
 /** Returns the document with `edits` (combined offsets) applied. Edits spanning two cells are dropped. */
 export function applyToDocument(doc: SourceDocument, edits: Edit[]): SourceDocument {
   if (doc.kind === 'python') return pythonDocument(doc.path, applyEdits(doc.text, edits));
   if (doc.kind === 'text') return textDocument(doc.path, applyEdits(doc.text, edits), doc.fileKind);
   const perCell = new Map<number, Edit[]>();
-  for (const e of edits) {
+  for (const raw of edits) {
+    const e = fitToCell(doc.program, raw);
     const s = spanAt(doc.program, e.start);
     const t = spanAt(doc.program, e.end);
     if (!s || !t || s.cell !== t.cell || e.start < s.start || e.end > s.end) continue;
@@ -294,7 +306,8 @@ export function applyToDocument(doc: SourceDocument, edits: Edit[]): SourceDocum
 
 function editsFitCells(doc: SourceDocument, edits: Edit[]): boolean {
   if (doc.kind !== 'notebook') return true;
-  return edits.every((e) => {
+  return edits.every((raw) => {
+    const e = fitToCell(doc.program, raw);
     const s = spanAt(doc.program, e.start);
     return !!s && e.start >= s.start && e.end <= s.end;
   });

@@ -8,6 +8,7 @@ import type { Node, Tree } from './parse';
 import type { Semantics } from './semantics';
 import type { CellSpan } from './notebook';
 import { detectEol } from './source';
+import { lineEnd } from './edits';
 import type { Edit, ImportSpec } from './types';
 
 export function importKey(spec: ImportSpec): string {
@@ -15,12 +16,20 @@ export function importKey(spec: ImportSpec): string {
 }
 
 /** Whether the file already binds what `spec` binds. */
+/** Whether a module-level import already binds what `spec` binds (imports inside functions do not count). */
 export function isImported(sema: Semantics, spec: ImportSpec): boolean {
-  if (spec.name) return sema.aliases.get(spec.alias ?? spec.name) === `${spec.module}.${spec.name}`;
-  if (spec.alias) return sema.aliases.get(spec.alias) === spec.module;
-  // `import a.b.c` binds `a`; it is satisfied when a.b.c was imported or `a` is and module is a top-level
-  if (sema.importedModules.has(spec.module) && sema.aliases.get(spec.module.split('.')[0]) === spec.module.split('.')[0]) return true;
-  return false;
+  const aliases = sema.topLevelAliases;
+  if (spec.name) return aliases.get(spec.alias ?? spec.name) === `${spec.module}.${spec.name}`;
+  if (spec.alias) return aliases.get(spec.alias) === spec.module;
+  // `import a.b.c` binds `a`
+  const head = spec.module.split('.')[0];
+  return sema.topLevelModules.has(spec.module) && aliases.get(head) === head;
+}
+
+/** `import torch`, `import torch as t`, `import os, torch`. */
+function importsTorch(n: Node): boolean {
+  if (n.type !== 'import_statement') return false;
+  return n.namedChildren.some((c) => !!c && (c.type === 'dotted_name' ? c.text === 'torch' : c.type === 'aliased_import' && c.childForFieldName('name')?.text === 'torch'));
 }
 
 function isImportStmt(n: Node): boolean {
@@ -86,11 +95,12 @@ export function importEdits(tree: Tree, text: string, sema: Semantics, specs: Im
   }
 
   // `import torch_xla` right after `import torch` (the patched functions must bind first)
-  const torchLine = region.find((n) => n.type === 'import_statement' && /^import\s+torch\s*$/.test(n.text));
+  const torchLine = region.find(importsTorch);
   const xlaFirst = lines.filter((l) => l === 'import torch_xla');
   const others = lines.filter((l) => l !== 'import torch_xla');
   if (torchLine && xlaFirst.length) {
-    edits.push({ start: torchLine.endIndex, end: torchLine.endIndex, text: `${eol}import torch_xla` });
+    const at = lineEnd(text, torchLine.endIndex);
+    edits.push({ start: at, end: at, text: `${eol}import torch_xla` });
   } else others.unshift(...xlaFirst);
   if (!others.length) return edits;
 
@@ -109,12 +119,9 @@ export function importEdits(tree: Tree, text: string, sema: Semantics, specs: Im
     }
     break;
   }
-  if (anchor && (!torchLine || anchor.endIndex >= torchLine.endIndex)) {
-    // insert after the anchor statement's line
-    const at = anchor.endIndex;
-    edits.push({ start: at, end: at, text: others.map((l) => eol + l).join('') });
-  } else if (anchor && torchLine) {
-    const at = anchor.endIndex;
+  if (anchor) {
+    // after the anchor statement's line (past a trailing comment)
+    const at = lineEnd(text, anchor.endIndex);
     edits.push({ start: at, end: at, text: others.map((l) => eol + l).join('') });
   } else {
     // no imports: at the top of the region, after comments such as a shebang or encoding line

@@ -14,8 +14,11 @@ const INDEXED = new Set([
   'import_from_statement', 'keyword_argument', 'subscript', 'decorated_definition', 'comment', 'assert_statement',
   'conditional_expression', 'return_statement', 'expression_statement', 'lambda', 'typed_parameter',
   'default_parameter', 'typed_default_parameter', 'break_statement', 'comparison_operator', 'boolean_operator',
-  'not_operator', 'binary_operator', 'for_in_clause', 'identifier', 'global_statement',
+  'not_operator', 'binary_operator', 'for_in_clause', 'global_statement', 'decorator', 'elif_clause',
 ]);
+
+/** Indexed on first use only: there are many. */
+const LAZY = new Set(['identifier']);
 
 export interface HotInfo {
   /** The loop (for/while) or function (forward, compiled step) that makes the code hot. */
@@ -43,6 +46,9 @@ export class Semantics {
   readonly aliases = new Map<string, string>();
   /** Every module named in an import statement (full dotted names). */
   readonly importedModules = new Set<string>();
+  /** The same, for imports at module level only (not inside a function or class): what fixes may rely on. */
+  readonly topLevelAliases = new Map<string, string>();
+  readonly topLevelModules = new Set<string>();
   private readonly functions = new Map<string, Node[]>();
   private hotAnchors?: Map<number, HotInfo>;
   private hotFunctionIds?: Map<number, 'train' | 'eval'>;
@@ -79,27 +85,49 @@ export class Semantics {
 
   /** All nodes of an indexed type, in document order. */
   nodes(type: string): Node[] {
+    if (LAZY.has(type) && !this.byType.has(type)) this.byType.set(type, this.collect(type));
     return this.byType.get(type) ?? [];
+  }
+
+  private collect(type: string): Node[] {
+    const out: Node[] = [];
+    const cursor = this.tree.walk();
+    for (;;) {
+      if (cursor.nodeType === type) out.push(cursor.currentNode);
+      if (cursor.gotoFirstChild()) continue;
+      while (!cursor.gotoNextSibling()) {
+        if (!cursor.gotoParent()) return out;
+      }
+    }
   }
 
   // -------------------------------------------------------------------------------------------
   // Imports and names
 
   private collectImports(): void {
+    const bind = (imp: Node, alias: string, full: string, onlyIfAbsent = false) => {
+      const top = this.enclosingFunction(imp) === null && this.enclosingClass(imp) === null;
+      if (!onlyIfAbsent || !this.aliases.has(alias)) this.aliases.set(alias, full);
+      if (top && (!onlyIfAbsent || !this.topLevelAliases.has(alias))) this.topLevelAliases.set(alias, full);
+    };
+    const module = (imp: Node, full: string) => {
+      this.importedModules.add(full);
+      if (this.enclosingFunction(imp) === null && this.enclosingClass(imp) === null) this.topLevelModules.add(full);
+    };
     for (const imp of this.nodes('import_statement')) {
       for (const child of imp.namedChildren) {
         if (!child) continue;
         if (child.type === 'dotted_name') {
           const full = child.text;
-          this.importedModules.add(full);
+          module(imp, full);
           const head = full.split('.')[0];
-          if (!this.aliases.has(head)) this.aliases.set(head, head);
+          bind(imp, head, head, true);
         } else if (child.type === 'aliased_import') {
           const name = child.childForFieldName('name')?.text;
           const alias = child.childForFieldName('alias')?.text;
           if (name && alias) {
-            this.importedModules.add(name);
-            this.aliases.set(alias, name);
+            module(imp, name);
+            bind(imp, alias, name);
           }
         }
       }
@@ -108,18 +136,18 @@ export class Semantics {
       const modNode = imp.childForFieldName('module_name');
       if (!modNode || modNode.type === 'relative_import') continue;
       const mod = modNode.text;
-      this.importedModules.add(mod);
+      module(imp, mod);
       for (const child of imp.childrenForFieldName('name')) {
         if (!child) continue;
         if (child.type === 'dotted_name') {
-          this.aliases.set(child.text, `${mod}.${child.text}`);
-          this.importedModules.add(`${mod}.${child.text}`);
+          bind(imp, child.text, `${mod}.${child.text}`);
+          module(imp, `${mod}.${child.text}`);
         } else if (child.type === 'aliased_import') {
           const name = child.childForFieldName('name')?.text;
           const alias = child.childForFieldName('alias')?.text;
           if (name && alias) {
-            this.aliases.set(alias, `${mod}.${name}`);
-            this.importedModules.add(`${mod}.${name}`);
+            bind(imp, alias, `${mod}.${name}`);
+            module(imp, `${mod}.${name}`);
           }
         }
       }
@@ -351,7 +379,7 @@ export class Semantics {
     if (!this.hotAnchors) this.computeHot();
     let throttled = false;
     for (let p: Node | null = node.parent, child: Node = node; p; child = p, p = p.parent) {
-      if (p.type === 'if_statement' && p.childForFieldName('condition')?.id !== child.id && this.isThrottleCondition(p)) throttled = true;
+      if ((p.type === 'if_statement' || p.type === 'elif_clause') && p.childForFieldName('condition')?.id !== child.id && this.isThrottleCondition(p)) throttled = true;
       if ((p.type === 'for_statement' || p.type === 'while_statement') && child.type === 'block' && child.id === p.childForFieldName('body')?.id) {
         const info = this.hotAnchors!.get(p.id);
         if (info) return { ...info, kind: info.kind === 'train' && this.underNoGrad(node, p) ? 'eval' : info.kind, throttled };
@@ -591,6 +619,24 @@ export class Semantics {
   tensorNames(): Set<string> {
     if (!this.tensorNameSet) {
       const names = new Set<string>();
+      // batches from a DataLoader, and the inputs of forward()
+      for (const loop of this.nodes('for_statement')) {
+        if (!this.iteratesLoader(loop)) continue;
+        const left = loop.childForFieldName('left');
+        if (!left) continue;
+        const targets = left.type === 'identifier' ? [left] : left.descendantsOfType('identifier').filter((n): n is Node => !!n);
+        const right = loop.childForFieldName('right');
+        const enumerated = right?.type === 'call' && /(^|\.)enumerate$/.test(calleeText(right));
+        targets.forEach((t, i) => {
+          if (!(enumerated && i === 0)) names.add(t.text);
+        });
+      }
+      for (const fn of this.nodes('function_definition')) {
+        if (fn.childForFieldName('name')?.text !== 'forward' || !this.enclosingClass(fn)) continue;
+        for (const p of fn.childForFieldName('parameters')?.namedChildren ?? []) {
+          if (p?.type === 'identifier' && p.text !== 'self') names.add(p.text);
+        }
+      }
       for (let round = 0; round < 3; round++) {
         const before = names.size;
         for (const a of this.nodes('assignment')) {
@@ -640,6 +686,12 @@ export class Semantics {
         return (!!l && this.isTensorExpr(l, names, fallback, depth + 1)) || (!!r && this.isTensorExpr(r, names, fallback, depth + 1));
       }
       case 'comparison_operator':
+        // `x is None`, `k in d`: Python booleans, whatever the operands are
+        for (let i = 0; i < node.childCount; i++) {
+          const t = node.child(i)?.type;
+          if (t === 'is' || t === 'in' || t === 'is not' || t === 'not in') return false;
+        }
+        return node.namedChildren.some((c) => !!c && this.isTensorExpr(c, names, fallback, depth + 1));
       case 'unary_operator':
         return node.namedChildren.some((c) => !!c && this.isTensorExpr(c, names, fallback, depth + 1));
       case 'call': {

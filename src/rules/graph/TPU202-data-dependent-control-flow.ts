@@ -142,6 +142,8 @@ function whereFix(ctx: RuleContext, ifStmt: Node, cond: Node) {
     other = e.value.text;
   }
   if (/\n/.test(cond.text + then.value.text + other)) return null;
+  // `and`/`or`/`not`/`is`/`in` evaluate Python truthiness: torch.where needs one tensor condition
+  if (/\b(and|or|not|is|in)\b/.test(cond.text.replace(/(["'])(?:\\.|(?!\1).)*\1/g, ''))) return null;
   // comments inside the branches would be lost: rewrite only when they all sit on the `if` line (kept there)
   const comments = ctx.sema.within('comment', ifStmt);
   const headerLineEnd = ctx.text.indexOf('\n', ifStmt.startIndex);
