@@ -359,18 +359,19 @@ export function fixDocument(doc: SourceDocument, rules: Rule[], options: Analyze
       if (req.strict) {
         throw new Error(`fixes of ${batch.applied.map((i) => candidates[i].rule).join(', ')} add a syntax error:\n${analysedText(batch.doc)}`);
       }
-      // find the fixes that break parsing and drop them: apply one at a time
-      let doc1 = current;
-      const ok: number[] = [];
-      for (let i = 0; i < candidates.length; i++) {
-        const one = applyFixBatch(doc1, [candidates[i].fix!]);
-        if (one.applied.length && errorCount(one.doc) <= baseErrors) {
-          doc1 = one.doc;
-          ok.push(i);
-          break; // re-analyse: offsets of later findings changed
+      // keep the largest first-come set of fixes that adds no syntax error (offsets stay those of `current`)
+      const fixes = candidates.map((f) => f.fix!);
+      let keep: number[] = [];
+      let best = { doc: current, applied: [] as number[] };
+      for (let i = 0; i < fixes.length; i++) {
+        const trial = [...keep, i];
+        const attempt = applyFixBatch(current, trial.map((k) => fixes[k]));
+        if (attempt.applied.length === trial.length && errorCount(attempt.doc) <= baseErrors) {
+          keep = trial;
+          best = { doc: attempt.doc, applied: trial };
         }
       }
-      batch = { doc: doc1, applied: ok };
+      batch = best;
     }
     if (!batch.applied.length) return { doc: current, applied, rounds: round, converged: true, needsAccel, appliedRules };
     for (const i of batch.applied) {
