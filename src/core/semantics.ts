@@ -57,6 +57,8 @@ export class Semantics {
   private taintedAttrs?: Set<string>;
   private cudaFunctions?: Set<string>;
   private tensorNameSet?: Set<string>;
+  private readonly bindingMemo = new Map<string, Node[]>();
+  private compileWrapped?: Set<string>;
 
   constructor(readonly tree: Tree, readonly text: string) {
     this.root = tree.rootNode;
@@ -353,13 +355,17 @@ export class Semantics {
 
   private isWrappedByCompile(name: string | undefined): boolean {
     if (!name) return false;
-    for (const call of this.nodes('call')) {
-      const callee = this.callee(call) ?? '';
-      if (callee !== 'torch.compile' && callee !== 'torch_xla.compile') continue;
-      const first = call.childForFieldName('arguments')?.namedChildren[0];
-      if (first?.type === 'identifier' && first.text === name) return true;
+    if (!this.compileWrapped) {
+      // names passed to torch.compile / torch_xla.compile, collected once (was one scan of every call per function)
+      this.compileWrapped = new Set();
+      for (const call of this.nodes('call')) {
+        const callee = this.callee(call) ?? '';
+        if (callee !== 'torch.compile' && callee !== 'torch_xla.compile') continue;
+        const first = call.childForFieldName('arguments')?.namedChildren[0];
+        if (first?.type === 'identifier') this.compileWrapped.add(first.text);
+      }
     }
-    return false;
+    return this.compileWrapped.has(name);
   }
 
   private markCalledHot(scope: Node, kind: 'train' | 'eval', depth: number, out: Map<number, 'train' | 'eval'>): void {
@@ -449,6 +455,13 @@ export class Semantics {
 
   /** Right-hand sides assigned to a simple name anywhere in the file. */
   bindings(name: string): Node[] {
+    // memoized per name (the tree never changes): rules ask once per finding, which was quadratic
+    let memo = this.bindingMemo.get(name);
+    if (!memo) this.bindingMemo.set(name, (memo = this.computeBindings(name)));
+    return memo.slice();
+  }
+
+  private computeBindings(name: string): Node[] {
     const out: Node[] = [];
     for (const a of this.nodes('assignment')) {
       const left = a.childForFieldName('left');
