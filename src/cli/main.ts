@@ -1,6 +1,7 @@
 /** The `tpu-ready` command line: the engine in CI and in a terminal. */
 import os from 'node:os';
 import { runCheck, type CheckArgs } from './check';
+import { runReport } from './report';
 import { processIo, type Io } from './io';
 import { RULES } from '../rules';
 import { VERSION } from './version';
@@ -10,6 +11,8 @@ const HELP = `tpu-ready ${VERSION}: find what stops or slows PyTorch training co
 Usage:
   tpu-ready check [PATH...] [options]   scan .py, .ipynb and project files (default: .)
   tpu-ready rules [--format text|json]  list the rules
+  tpu-ready report [PATH] [--format md|html] [--output FILE] [--record]
+                                        readiness report: checklist, findings, progress history
   tpu-ready --version | --help
 
 Check options:
@@ -118,6 +121,8 @@ export async function main(argv: string[], io: Io = processIo, wasmDir = __dirna
       case '-V':
         io.out(`tpu-ready ${VERSION}\n`);
         return 0;
+      case 'report':
+        return await runReport(rest, io, wasmDir);
       case 'check':
         return await runCheck(parseCheckArgs(rest), io, wasmDir);
       case 'rules': {
@@ -129,7 +134,7 @@ export async function main(argv: string[], io: Io = processIo, wasmDir = __dirna
         return 0;
       }
       default:
-        throw new UsageError(`unknown command "${cmd}" (check, rules)`);
+        throw new UsageError(`unknown command "${cmd}" (check, report, rules)`);
     }
   } catch (e) {
     if (e instanceof UsageError) {
