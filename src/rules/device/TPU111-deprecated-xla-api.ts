@@ -39,7 +39,7 @@ export default defineRule({
       'Checks for torch_xla APIs that are deprecated or removed in the target torch_xla version (catalog §3), through import aliases: ' +
       '`xm.xla_device()`, `xm.mark_step()`, `xm.xrt_world_size()`, `xm.get_ordinal()`, `xm.parse_xla_device()`, `torch_xla.experimental.compile`, ' +
       '`torch_xla.experimental.pjrt`, `torch_xla.experimental.xla_sharding`/`xla_sharded_tensor`, `init_method="pjrt://"`, `torch_xla.amp.GradScaler`, ' +
-      'the legacy dynamo backends `torchxla_trace_once`/`aot_torchxla_trace_once`, `xmp.spawn(nprocs=N>1)` and `XLA_USE_SPMD`. ' +
+      'the legacy dynamo backends `torchxla_trace_once`/`aot_torchxla_trace_once`. Each construct is reported once, under the more specific rule: `xm.xrt_world_size()`/`xm.get_ordinal()` by TPU503, `xmp.spawn(nprocs=N>1)` by TPU502, `XLA_USE_SPMD` by TPU509, the precision variables by TPU305. ' +
       'Severity follows the target version: warning where the API is deprecated, error where it is removed, silent before it was deprecated. ' +
       'Calls under a version switch (`hasattr(torch_xla, "sync")`, `try/except AttributeError`) are left alone.',
     why:
@@ -113,7 +113,8 @@ export default defineRule({
         case 'torch_xla.core.xla_model.parse_xla_device': {
           const sev = status(ctx, '2.5', '2.7');
           handled.add(fnNode.id);
-          if (!sev) break;
+          // world size and rank are TPU503's: each construct is reported once, under the more specific rule
+          if (!sev || !callee.endsWith('.parse_xla_device')) break;
           const name = callee.split('.').pop()!;
           const repl = name === 'xrt_world_size' ? 'xr.world_size()' : name === 'get_ordinal' ? 'xr.global_ordinal()' : null;
           const snip = repl ? xla(repl, XR) : null;
@@ -125,18 +126,10 @@ export default defineRule({
           });
           break;
         }
-        case 'torch_xla.distributed.xla_multiprocessing.spawn': {
+        case 'torch_xla.distributed.xla_multiprocessing.spawn':
+          // `xmp.spawn(nprocs=N>1)` is TPU502's (launchers)
           handled.add(fnNode.id);
-          const np = keywords.get('nprocs');
-          const val = np?.childForFieldName('value');
-          if (!np || !val || val.type !== 'integer' || parseInt(val.text, 10) <= 1) break;
-          ctx.report(np, {
-            severity: 'error',
-            message: `\`${fnNode.text}(nprocs=${val.text})\` raises under PJRT: nprocs must be None or 1 (one process per local device)`,
-            fix: { title: 'Drop `nprocs` (spawn one process per local device)', applicability: 'unsafe', edits: [dropArgument(ctx.text, np)] },
-          });
           break;
-        }
         case 'torch.compile':
         case 'torch._dynamo.optimize': {
           const b = keywords.get('backend')?.childForFieldName('value') ?? (callee === 'torch._dynamo.optimize' ? positional[0] : undefined);
@@ -257,17 +250,6 @@ export default defineRule({
           });
         }
       }
-    }
-
-    // XLA_USE_SPMD
-    for (const w of envWrites(ctx)) {
-      if (w.name !== 'XLA_USE_SPMD' || !w.value || /^(0|false|)$/i.test(w.value)) continue;
-      const snip = w.stmt && !guarded ? ctx.idiom.xlaAlways('xr.use_spmd()', XR) : null;
-      ctx.report(w.at, {
-        severity: 'warning',
-        message: '`XLA_USE_SPMD` is deprecated since torch_xla 2.1; call `xr.use_spmd()` before creating any XLA tensor',
-        fix: snip && w.stmt ? { title: 'Call `xr.use_spmd()` instead', applicability: 'unsafe', edits: [replace(w.stmt, snip.text)], imports: snip.imports } : null,
-      });
     }
   },
 });
