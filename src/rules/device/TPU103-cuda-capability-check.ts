@@ -8,6 +8,9 @@ const DEVICE_NAME = /(^|[._])(device|dev|device_type|device_str|device_name|acce
 /** Calls that emit or log a value (uses there are diagnostics, not decisions). */
 const LOGGING = /^(print|logging\.\w+|logger\.\w+|log\.\w+|warnings\.warn|\w+\.(info|debug|warning|write|add_scalar|log))$/;
 
+/** Names TPU503 treats as the world size. */
+const WORLD_SIZE_NAME = /^(world_size|world|ws|num_replicas|n_replicas|ddp_world_size)$/;
+
 export default defineRule({
   id: 'TPU103',
   name: 'cuda-capability-check',
@@ -81,7 +84,10 @@ export default defineRule({
         const own = conditionOwner(call);
         if (own && (xlaArmed(sema, own.owner) || (own.owner.type === 'if_statement' && cudaOnlyBlock(sema, own.owner.childForFieldName('consequence'))))) continue;
         const kw = call.parent?.type === 'keyword_argument' ? call.parent.childForFieldName('name')?.text : null;
-        const snip = kw === 'nprocs' ? null : ctx.idiom.xlaOnly('xr.global_runtime_device_count()', { module: 'torch_xla.runtime', alias: 'xr' });
+        const assigned = call.parent?.type === 'assignment' ? call.parent.childForFieldName('left')?.text : null;
+        // reported once, under the more specific rule: `nprocs=` by TPU502 (launchers), world sizes by TPU503
+        if (kw === 'nprocs' || WORLD_SIZE_NAME.test(kw ?? assigned ?? '')) continue;
+        const snip = ctx.idiom.xlaOnly('xr.global_runtime_device_count()', { module: 'torch_xla.runtime', alias: 'xr' });
         ctx.report(call, {
           message: '`torch.cuda.device_count()` is 0 on a TPU host: process counts, world size or batch scaling built on it break',
           fix: snip

@@ -260,18 +260,6 @@ function rootName(n: Node): string {
   return cur.text;
 }
 
-/** Removes a keyword argument with its separating comma. */
-function dropArgument(text: string, kw: Node) {
-  const prev = kw.previousSibling;
-  if (prev && prev.type === ',') return { start: prev.startIndex, end: kw.endIndex, text: '' };
-  const next = kw.nextSibling;
-  if (next && next.type === ',') {
-    let end = next.endIndex;
-    while (text[end] === ' ') end++;
-    return { start: kw.startIndex, end, text: '' };
-  }
-  return { start: kw.startIndex, end: kw.endIndex, text: '' };
-}
 
 function reportSharding(
   ctx: RuleContext, imp: Node, c: Node, mod: string, full: string, sev: Severity,
