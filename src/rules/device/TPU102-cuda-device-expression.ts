@@ -133,7 +133,22 @@ export default defineRule({
           out.push(...origins(param.childForFieldName('value'), depth + 1).map((s) => ({ ...s, defTime: s.defTime || s.node.id === param.childForFieldName('value')?.id })));
         }
         for (const v of rhs) out.push(...origins(v, depth + 1));
-        if (fn && !rhs.length && !param) {
+        // `a, b, device = setup()`: the matching element of the tuples setup() returns
+        for (const a of sema.nodes('assignment')) {
+          const left = a.childForFieldName('left');
+          const right = a.childForFieldName('right');
+          if (!owned(a) || right?.type !== 'call' || (left?.type !== 'pattern_list' && left?.type !== 'tuple_pattern')) continue;
+          const idx = left.namedChildren.findIndex((c) => c?.text === n.text);
+          if (idx < 0) continue;
+          for (const def of sema.calledFunctions(right)) {
+            for (const r of sema.within('return_statement', def)) {
+              const value = r.namedChildren[0];
+              if (sema.enclosingFunction(r)?.id !== def.id || (value?.type !== 'expression_list' && value?.type !== 'tuple')) continue;
+              out.push(...origins(value.namedChildren[idx], depth + 1));
+            }
+          }
+        }
+        if (fn && !rhs.length && !param && !out.length) {
           for (const v of sema.bindings(n.text).filter((v) => sema.enclosingFunction(v) === null)) out.push(...origins(v, depth + 1));
         }
       } else if (n.type === 'attribute') {
