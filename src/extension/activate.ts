@@ -82,6 +82,7 @@ export function activate(context: vscode.ExtensionContext): void {
     const edit = new vscode.WorkspaceEdit();
     addCreateAccel(edit, target, name);
     if (!(await vscode.workspace.applyEdit(edit))) return undefined;
+    await (await vscode.workspace.openTextDocument(target)).save();
     void vscode.window.showInformationMessage(`Created ${vscode.workspace.asRelativePath(target)}: the device-abstraction module the fixes call.`, 'Open').then((pick) => {
       if (pick) void vscode.window.showTextDocument(target);
     });

@@ -38,7 +38,10 @@ export async function missingAccelModule(file: vscode.Uri, name: string): Promis
 }
 
 export function addCreateAccel(edit: vscode.WorkspaceEdit, uri: vscode.Uri, name: string): void {
-  edit.createFile(uri, { ignoreIfExists: true, contents: new TextEncoder().encode(accelModuleSource(name)) });
+  // create + insert rather than `contents`: code-server 4.100's workbench fails to revive file contents
+  // sent from the extension host ("Could not revive data transfer file")
+  edit.createFile(uri, { ignoreIfExists: true });
+  edit.insert(uri, new vscode.Position(0, 0), accelModuleSource(name));
 }
 
 export interface FixOutcome {

@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { apply, closeAll, codeActions, codeOf, ours, setSetting, waitDiagnostics, waitFor, withCode, wsPath, wsUri } from './helpers';
+
+const CELLS = [
+  '# Fine-tune a classifier on the GPU',
+  '%pip install torch torchvision',
+  'import torch\nimport torch.nn as nn',
+  'model = nn.Linear(8, 2)\nmodel = model.cuda()\nx = torch.randn(4, 8).cuda()',
+  'out = model(x)\nprint(out.shape)',
+];
+
+let copies = 0;
+
+/** Opens a fresh copy of a fixture notebook (beside it, so the same pyproject.toml applies). */
+async function openNotebook(...parts: string[]): Promise<vscode.NotebookDocument> {
+  const copy = [...parts.slice(0, -1), `copy${++copies}-${parts[parts.length - 1]}`];
+  fs.copyFileSync(wsPath(...parts), wsPath(...copy));
+  assert.equal(path.extname(copy[copy.length - 1]), '.ipynb');
+  const nb = await vscode.workspace.openNotebookDocument(wsUri(...copy));
+  await vscode.window.showNotebookDocument(nb);
+  assert.equal(nb.notebookType, 'jupyter-notebook');
+  return nb;
+}
+
+const texts = (nb: vscode.NotebookDocument) => nb.getCells().map((c) => c.document.getText());
+
+describe('notebooks', () => {
+  afterEach(closeAll);
+
+  it('shows diagnostics on the right cells (imports resolved across cells, magics skipped)', async () => {
+    const nb = await openNotebook('notebook.ipynb');
+    const cell = nb.cellAt(3).document.uri;
+    const ds = await waitDiagnostics(cell, (d) => d.filter((x) => codeOf(x) === 'TPU101').length === 2, 'two TPU101 on cell 4');
+    assert.deepEqual(
+      ds.filter((d) => codeOf(d) === 'TPU101').map((d) => [d.range.start.line, d.range.start.character]).sort(),
+      [[1, 8], [2, 4]],
+    );
+    for (const i of [0, 1, 2, 4]) assert.equal(withCode(nb.cellAt(i).document.uri, 'TPU101').length, 0, `no TPU101 on cell ${i + 1}`);
+    assert.equal(vscode.languages.getDiagnostics(nb.uri).filter((d) => d.source === 'tpu-ready').length, 0, 'nothing on the .ipynb uri itself');
+  });
+
+  it('a quick-fix edits the right cell and puts the import in the import cell', async () => {
+    const nb = await openNotebook('notebook.ipynb');
+    const cell = nb.cellAt(3).document.uri;
+    const ds = await waitDiagnostics(cell, (d) => d.filter((x) => codeOf(x) === 'TPU101').length === 2, 'two TPU101 on cell 4');
+    const target = ds.find((d) => codeOf(d) === 'TPU101' && d.range.start.line === 1)!;
+    const actions = await codeActions(cell, target.range);
+    await apply(actions.find((a) => a.title === 'Replace `.cuda()` with `.to(torch_xla.device())`'));
+    assert.deepEqual(texts(nb), [
+      CELLS[0],
+      CELLS[1],
+      'import torch\nimport torch_xla\nimport torch.nn as nn',
+      'model = nn.Linear(8, 2)\nmodel = model.to(torch_xla.device())\nx = torch.randn(4, 8).cuda()',
+      CELLS[4],
+    ]);
+    await waitDiagnostics(cell, (d) => d.filter((x) => codeOf(x) === 'TPU101').length === 1, 'one TPU101 left');
+  });
+
+  it('editing a cell updates its diagnostics', async () => {
+    const nb = await openNotebook('notebook.ipynb');
+    const cell = nb.cellAt(3).document;
+    await waitDiagnostics(cell.uri, (d) => d.filter((x) => codeOf(x) === 'TPU101').length === 2, 'two TPU101 on cell 4');
+    const edit = new vscode.WorkspaceEdit();
+    edit.replace(cell.uri, cell.lineAt(2).range, 'x = torch.randn(4, 8)');
+    assert.ok(await vscode.workspace.applyEdit(edit));
+    await waitDiagnostics(cell.uri, (d) => d.filter((x) => codeOf(x) === 'TPU101').length === 1, 'one TPU101 after the edit');
+  });
+
+  it('notebook fix-all (notebook.source.fixAll.tpuReady) fixes every cell, imports once', async () => {
+    const nb = await openNotebook('fixall', 'notebook_fixall.ipynb');
+    await waitDiagnostics(nb.cellAt(3).document.uri, (d) => d.length === 2, 'two findings on cell 4');
+    // asked on a code cell: the markdown cell has no text model until it is edited
+    const actions = await codeActions(nb.cellAt(2).document.uri, new vscode.Range(0, 0, 0, 0), 'notebook.source.fixAll.tpuReady');
+    assert.deepEqual(actions.map((a) => a.title), ['Fix all safe TPU issues in this file']);
+    await apply(actions[0]);
+    assert.deepEqual(texts(nb), [
+      CELLS[0],
+      CELLS[1],
+      'import torch\nimport torch_xla\nimport torch.nn as nn',
+      'model = nn.Linear(8, 2)\nmodel = model.to(torch_xla.device())\nx = torch.randn(4, 8).to(torch_xla.device())',
+      CELLS[4],
+    ]);
+    await waitFor(() => nb.getCells().every((c) => ours(c.document.uri).length === 0), 'no findings left');
+  });
+
+  it('notebook fix-all runs on save through notebook.codeActionsOnSave', async () => {
+    const nb = await openNotebook('fixall', 'notebook_fixall.ipynb');
+    await waitDiagnostics(nb.cellAt(3).document.uri, (d) => d.length === 2, 'two findings on cell 4');
+    await setSetting('codeActionsOnSave', { 'notebook.source.fixAll.tpuReady': 'explicit' }, 'notebook');
+    try {
+      const edit = new vscode.WorkspaceEdit();
+      edit.insert(nb.cellAt(4).document.uri, new vscode.Position(1, 16), '  # shape');
+      assert.ok(await vscode.workspace.applyEdit(edit));
+      await vscode.commands.executeCommand('workbench.action.files.save');
+      await waitFor(() => nb.cellAt(3).document.getText().includes('to(torch_xla.device())'), 'fixed on save', 20_000);
+      assert.equal(nb.cellAt(2).document.getText(), 'import torch\nimport torch_xla\nimport torch.nn as nn');
+      assert.equal(nb.cellAt(4).document.getText(), 'out = model(x)\nprint(out.shape)  # shape');
+    } finally {
+      await setSetting('codeActionsOnSave', undefined, 'notebook');
+    }
+  });
+});

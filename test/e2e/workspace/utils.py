@@ -1,0 +1,5 @@
+import torch
+
+
+def to_gpu(batch):
+    return [t.cuda() for t in batch]
