@@ -156,9 +156,24 @@ export class Semantics {
     }
   }
 
+  private readonly resolveMemo = new Map<number, string | null>();
+  private readonly calleeMemo = new Map<number, string | null>();
+  private readonly fnMemo = new Map<number, Node | null>();
+  private readonly classMemo = new Map<number, Node | null>();
+  private readonly xlaBranchMemo = new Map<number, boolean>();
+  private readonly throttleMemo = new Map<number, boolean>();
+
   /** Fully qualified dotted name of an identifier or attribute chain rooted in an import, else null. */
   resolve(node: Node | null | undefined): string | null {
     if (!node) return null;
+    const hit = this.resolveMemo.get(node.id);
+    if (hit !== undefined) return hit;
+    const r = this.resolveUncached(node);
+    this.resolveMemo.set(node.id, r);
+    return r;
+  }
+
+  private resolveUncached(node: Node): string | null {
     if (node.type === 'identifier') return this.aliases.get(node.text) ?? null;
     if (node.type === 'attribute') {
       const obj = node.childForFieldName('object');
@@ -172,7 +187,9 @@ export class Semantics {
 
   /** Qualified name of a call's callee (see resolve). */
   callee(call: Node): string | null {
-    return this.resolve(call.childForFieldName('function'));
+    let r = this.calleeMemo.get(call.id);
+    if (r === undefined) this.calleeMemo.set(call.id, (r = this.resolve(call.childForFieldName('function'))));
+    return r;
   }
 
   /** True when `name` (e.g. "torch_xla") or a submodule of it is imported. */
@@ -230,14 +247,21 @@ export class Semantics {
 
   /** The innermost enclosing function definition. */
   enclosingFunction(node: Node): Node | null {
-    for (let p = node.parent; p; p = p.parent) if (p.type === 'function_definition') return p;
-    return null;
+    return this.enclosing(node, 'function_definition', this.fnMemo);
   }
 
   /** The innermost enclosing class definition. */
   enclosingClass(node: Node): Node | null {
-    for (let p = node.parent; p; p = p.parent) if (p.type === 'class_definition') return p;
-    return null;
+    return this.enclosing(node, 'class_definition', this.classMemo);
+  }
+
+  private enclosing(node: Node, type: string, memo: Map<number, Node | null>): Node | null {
+    const hit = memo.get(node.id);
+    if (hit !== undefined) return hit;
+    const p = node.parent;
+    const r = !p ? null : p.type === type ? p : this.enclosing(p, type, memo);
+    memo.set(node.id, r);
+    return r;
   }
 
   /** Name of the method when `node` is inside `class X(nn.Module)`'s `forward`/`__init__`, else null. */
@@ -406,6 +430,12 @@ export class Semantics {
 
   /** `if step % k == 0`, `if step == last_step`, `if step in {...}`, `if not step % k`. */
   isThrottleCondition(ifNode: Node): boolean {
+    let r = this.throttleMemo.get(ifNode.id);
+    if (r === undefined) this.throttleMemo.set(ifNode.id, (r = this.throttleUncached(ifNode)));
+    return r;
+  }
+
+  private throttleUncached(ifNode: Node): boolean {
     const cond = ifNode.childForFieldName('condition')?.text ?? '';
     return (
       /%\s*[\w.()\[\]]+\s*==\s*0/.test(cond) ||
@@ -618,7 +648,9 @@ export class Semantics {
   inXlaAwareBranch(node: Node): boolean {
     for (let p = node.parent; p; p = p.parent) {
       if (p.type === 'if_statement' || p.type === 'conditional_expression') {
-        if (mentionsXla(p.text)) return true;
+        let hit = this.xlaBranchMemo.get(p.id);
+        if (hit === undefined) this.xlaBranchMemo.set(p.id, (hit = mentionsXla(p.text)));
+        if (hit) return true;
       }
       if (p.type === 'function_definition' || p.type === 'module') break;
     }
