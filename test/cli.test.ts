@@ -170,6 +170,13 @@ describe('tpu-ready check', () => {
     expect(JSON.parse(many.out)).toEqual(JSON.parse(one.out));
   });
 
+  it('the sample workspace yields findings in every rule family', () => {
+    const j = JSON.parse(run(['check', 'examples', '--format', 'json'], ROOT).out);
+    const families = new Set(j.findings.map((f: { rule: string }) => f.rule[3]));
+    expect([...families].sort()).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9']);
+    expect(j.findings.some((f: { path: string; cell: number | null }) => f.path.endsWith('.ipynb') && f.cell !== null)).toBe(true);
+  });
+
   it('rules, --version and --help', () => {
     expect(run(['--version']).out).toMatch(/^tpu-ready \d+\.\d+\.\d+/);
     expect(run(['rules']).out).toMatch(/^TPU101 /m);
