@@ -6,3 +6,4 @@ export * from './model';
 export * from './report';
 export * from './generators';
 export * from './messages';
+export * from './webviewHtml';
