@@ -2,6 +2,7 @@
 import os from 'node:os';
 import { runCheck, type CheckArgs } from './check';
 import { runReport } from './report';
+import { runCost } from './cost';
 import { processIo, type Io } from './io';
 import { RULES } from '../rules';
 import { VERSION } from './version';
@@ -13,6 +14,9 @@ Usage:
   tpu-ready rules [--format text|json]  list the rules
   tpu-ready report [PATH] [--format md|html] [--output FILE] [--record]
                                         readiness report: checklist, findings, progress history
+  tpu-ready cost [CONFIG...] [--hardware v5e,v6e,h100] [--chips 8] [--pricing on-demand|spot]
+                 [--mfu 0.4] [--price 1.2] [--format text|json|markdown]
+                                        training time and cost from the training config (cost --help)
   tpu-ready --version | --help
 
 Check options:
@@ -123,6 +127,8 @@ export async function main(argv: string[], io: Io = processIo, wasmDir = __dirna
         return 0;
       case 'report':
         return await runReport(rest, io, wasmDir);
+      case 'cost':
+        return await runCost(rest, io, wasmDir);
       case 'check':
         return await runCheck(parseCheckArgs(rest), io, wasmDir);
       case 'rules': {
@@ -134,7 +140,7 @@ export async function main(argv: string[], io: Io = processIo, wasmDir = __dirna
         return 0;
       }
       default:
-        throw new UsageError(`unknown command "${cmd}" (check, report, rules)`);
+        throw new UsageError(`unknown command "${cmd}" (check, report, cost, rules)`);
     }
   } catch (e) {
     if (e instanceof UsageError) {

@@ -1,0 +1,238 @@
+/**
+ * Usage assumptions, explicit and editable (the Infracost lesson): built-in defaults, overridden by
+ * `.tpu-ready/cost.toml` or `[tool.tpu-ready.cost]` in pyproject.toml, overridden by CLI flags or the editor.
+ * The same file can also supply canonical config fields the training config lacks (seq-len, steps, …).
+ */
+import { readToml } from './readers/toml';
+import { num } from './frameworks';
+import { HARDWARE, parseHardware, type HardwareId, type Pricing } from './prices';
+import { CostConfigError, FIELD_KEYS, type Entry, type FieldName, type Sourced, type TrainingFields } from './types';
+
+export interface Assumptions {
+  hardware: Sourced<HardwareId[]>;
+  /** Chips of every estimate; unset → the config's device count, else 8. */
+  chips?: Sourced<number>;
+  pricing: Sourced<Pricing[]>;
+  mfuLow: Sourced<number>;
+  mfu: Sourced<number>;
+  mfuHigh: Sourced<number>;
+  /** Measured tokens/s per chip, by hardware: replaces the MFU model for that hardware. */
+  tokensPerSecondPerChip: Partial<Record<HardwareId, Sourced<number>>>;
+  compileSeconds: Sourced<number>;
+  distinctShapes: Sourced<number>;
+  inputStall: Sourced<number>;
+  allReduceEfficiency: Sourced<number>;
+  preemptionsPerDay: Sourced<number>;
+  restartSeconds: Sourced<number>;
+  checkpointWriteSeconds: Sourced<number>;
+  checkpointIntervalMinutes: Sourced<number>;
+  utilization: Sourced<number>;
+  currency: Sourced<string>;
+  exchangeRate: Sourced<number>;
+  bytesPerParam: Sourced<number>;
+  prices: Partial<Record<HardwareId, { 'on-demand'?: Sourced<number>; spot?: Sourced<number> }>>;
+  /** Canonical fields supplied by the assumptions file or flags; they win over the training config. */
+  fields: TrainingFields;
+  /** Per-rule priced-finding assumptions, e.g. findings.TPU201.ms-per-sync. */
+  findings: Record<string, Record<string, Sourced<number>>>;
+}
+
+const d = <T>(value: T, note: string): Sourced<T> => ({ value, source: { kind: 'default', note } });
+
+export function defaultAssumptions(): Assumptions {
+  return {
+    hardware: d(['v5e', 'v6e', 'v5p', 'a100', 'h100'] as HardwareId[], 'TPU generations and GPUs side by side'),
+    pricing: d(['on-demand', 'spot'] as Pricing[], 'on-demand and spot side by side'),
+    mfuLow: d(0.3, 'MFU band low end'),
+    mfu: d(0.4, 'typical MFU for a well-tuned transformer step'),
+    mfuHigh: d(0.5, 'MFU band high end'),
+    tokensPerSecondPerChip: {},
+    compileSeconds: d(180, 'XLA compile seconds per distinct input shape (TPU only)'),
+    distinctShapes: d(1, 'static shapes: one compiled step graph'),
+    inputStall: d(0.02, 'fraction of step time waiting for input'),
+    allReduceEfficiency: d(0.95, 'gradient all-reduce efficiency with more than one chip'),
+    preemptionsPerDay: d(1, 'spot preemptions per day (mean time between preemptions 24 h)'),
+    restartSeconds: d(300, 'seconds to get capacity back and restart after a preemption'),
+    checkpointWriteSeconds: d(60, 'seconds to write one checkpoint'),
+    checkpointIntervalMinutes: d(60, 'minutes of training between checkpoints'),
+    utilization: d(1, 'share of paid chip time that runs this job'),
+    currency: d('USD', 'catalog currency'),
+    exchangeRate: d(1, 'currency units per USD'),
+    bytesPerParam: d(16, 'bf16 mixed precision with Adam: weights, gradients, fp32 master and two moments'),
+    prices: {},
+    fields: {},
+    findings: {},
+  };
+}
+
+type NumKey = 'compileSeconds' | 'distinctShapes' | 'inputStall' | 'allReduceEfficiency' | 'preemptionsPerDay' | 'restartSeconds' | 'checkpointWriteSeconds' | 'checkpointIntervalMinutes' | 'utilization' | 'exchangeRate' | 'bytesPerParam' | 'mfu' | 'mfuLow' | 'mfuHigh';
+
+/** File key → assumption, with its valid range. */
+const NUMERIC: Record<string, [NumKey, number, number]> = {
+  mfu: ['mfu', 0.001, 1],
+  'mfu-low': ['mfuLow', 0.001, 1],
+  'mfu-high': ['mfuHigh', 0.001, 1],
+  'compile-seconds': ['compileSeconds', 0, 1e6],
+  'distinct-shapes': ['distinctShapes', 1, 1e6],
+  'input-stall': ['inputStall', 0, 0.99],
+  'allreduce-efficiency': ['allReduceEfficiency', 0.01, 1],
+  'preemptions-per-day': ['preemptionsPerDay', 0, 1000],
+  'restart-seconds': ['restartSeconds', 0, 1e6],
+  'checkpoint-write-seconds': ['checkpointWriteSeconds', 0, 1e6],
+  'checkpoint-interval-minutes': ['checkpointIntervalMinutes', 0.1, 1e6],
+  utilization: ['utilization', 0.01, 1],
+  'exchange-rate': ['exchangeRate', 1e-9, 1e9],
+  'bytes-per-param': ['bytesPerParam', 0.1, 1000],
+};
+
+const FIELD_BY_KEY = new Map(Object.entries(FIELD_KEYS).map(([f, k]) => [k, f as FieldName]));
+export const ASSUMPTION_KEYS = ['hardware', 'chips', 'pricing', 'tokens-per-second', 'currency', 'prices', 'findings', ...Object.keys(NUMERIC), ...FIELD_BY_KEY.keys()];
+
+export function parseHardwareList(v: unknown, where: string): HardwareId[] {
+  const items = Array.isArray(v) ? v : String(v).split(',');
+  const out: HardwareId[] = [];
+  for (const it of items) {
+    const s = String(it).trim();
+    if (!s) continue;
+    const hw = parseHardware(s);
+    if (!hw) throw new CostConfigError(`${where}: unknown hardware "${s}" (known: ${Object.keys(HARDWARE).join(', ')})`, undefined, undefined, 'hardware');
+    if (!out.includes(hw.id)) out.push(hw.id);
+  }
+  if (!out.length) throw new CostConfigError(`${where}: no hardware given`, undefined, undefined, 'hardware');
+  return out;
+}
+
+export function parsePricingList(v: unknown, where: string): Pricing[] {
+  const items = Array.isArray(v) ? v : String(v).split(',');
+  const out: Pricing[] = [];
+  for (const it of items) {
+    const s = String(it).trim().toLowerCase().replace(/[\s_]/g, '-');
+    const p = s === 'on-demand' || s === 'ondemand' ? 'on-demand' : s === 'spot' || s === 'preemptible' ? 'spot' : null;
+    if (!p) throw new CostConfigError(`${where}: pricing must be on-demand or spot, not "${it}"`, undefined, undefined, 'pricing');
+    if (!out.includes(p)) out.push(p);
+  }
+  return out;
+}
+
+/**
+ * Reads `.tpu-ready/cost.toml` (keys at the top level) or a pyproject.toml (`[tool.tpu-ready.cost]`)
+ * into overrides. Unknown keys and out-of-range values are errors naming the key and line.
+ */
+export function parseAssumptionsFile(file: string, text: string): Partial<Assumptions> | null {
+  const { entries } = readToml(file, text);
+  const isPyproject = /(^|[\\/])pyproject\.toml$/.test(file);
+  const prefix = isPyproject ? 'tool.tpu-ready.cost.' : '';
+  if (isPyproject && !entries.has('tool.tpu-ready.cost')) return null;
+  const out: Partial<Assumptions> = {};
+  const src = (key: string, e: Entry) => ({ kind: 'assumption' as const, file, line: e.line, key });
+  const bad = (key: string, e: Entry, why: string): never => {
+    throw new CostConfigError(`${file}:${e.line}: \`${key}\` ${why}`, file, e.line, key);
+  };
+  const number = (key: string, e: Entry, lo: number, hi: number): number => {
+    const n = num(e.value);
+    if (n === undefined) bad(key, e, `must be a number, not ${JSON.stringify(e.value)}`);
+    if (n! < lo || n! > hi) bad(key, e, `must be between ${lo} and ${hi}, not ${n}`);
+    return n!;
+  };
+  for (const [full, e] of entries) {
+    if (!full.startsWith(prefix)) continue;
+    const key = full.slice(prefix.length);
+    const head = key.split('.')[0];
+    if (head === 'prices') {
+      const parts = key.split('.');
+      if (parts.length === 1) continue;
+      const hw = parseHardware(parts[1]);
+      if (!hw) bad(key, e, `names unknown hardware "${parts[1]}"`);
+      if (parts.length === 2) continue;
+      const p = parts[2];
+      if (p !== 'on-demand' && p !== 'spot') bad(key, e, 'must be prices.<hardware>.on-demand or .spot');
+      out.prices ??= {};
+      out.prices[hw!.id] ??= {};
+      out.prices[hw!.id]![p as Pricing] = { value: number(key, e, 0, 1e6), source: src(key, e) };
+      continue;
+    }
+    if (head === 'findings') {
+      const parts = key.split('.');
+      if (parts.length < 3) continue;
+      if (!/^TPU\d{3}$/.test(parts[1])) bad(key, e, 'must be findings.TPUnnn.<assumption>');
+      out.findings ??= {};
+      out.findings[parts[1]] ??= {};
+      out.findings[parts[1]][parts.slice(2).join('.')] = { value: number(key, e, 0, 1e9), source: src(key, e) };
+      continue;
+    }
+    if (head === 'tokens-per-second') {
+      out.tokensPerSecondPerChip ??= {};
+      if (key === head && typeof e.value === 'object') continue;
+      if (key === head) bad(key, e, 'must be a table of measured tokens/s per chip by hardware, e.g. tokens-per-second = { v6e = 5200 }');
+      const hw = parseHardware(key.split('.')[1]);
+      if (!hw) bad(key, e, `names unknown hardware "${key.split('.')[1]}"`);
+      out.tokensPerSecondPerChip[hw!.id] = { value: number(key, e, 1e-6, 1e12), source: src(key, e) };
+      continue;
+    }
+    if (key.includes('.')) continue; // children of arrays (hardware = [...]) are read with their parent
+    if (key === 'hardware') {
+      out.hardware = { value: parseHardwareList(e.value, `${file}:${e.line}: \`hardware\``), source: src(key, e) };
+    } else if (key === 'chips') {
+      const n = number(key, e, 1, 1e6);
+      if (!Number.isInteger(n)) bad(key, e, 'must be a whole number of chips');
+      out.chips = { value: n, source: src(key, e) };
+    } else if (key === 'pricing') {
+      out.pricing = { value: parsePricingList(e.value, `${file}:${e.line}: \`pricing\``), source: src(key, e) };
+    } else if (key === 'currency') {
+      if (typeof e.value !== 'string' || !/^[A-Z]{3}$/.test(e.value)) bad(key, e, 'must be a three-letter currency code');
+      out.currency = { value: e.value as string, source: src(key, e) };
+    } else if (NUMERIC[key]) {
+      const [name, lo, hi] = NUMERIC[key];
+      (out as Record<string, Sourced<number>>)[name] = { value: number(key, e, lo, hi), source: src(key, e) };
+    } else if (FIELD_BY_KEY.has(key)) {
+      const field = FIELD_BY_KEY.get(key)!;
+      out.fields ??= {};
+      if (field === 'precision' || field === 'accelerator') out.fields[field] = { value: String(e.value), source: src(key, e) };
+      else out.fields[field] = { value: number(key, e, 1e-9, 1e18), source: src(key, e) };
+    } else {
+      bad(key, e, `is not a cost assumption (known: ${ASSUMPTION_KEYS.join(', ')})`);
+    }
+  }
+  if (out.mfu && !out.mfuLow && !out.mfuHigh) {
+    // the band follows the expected value in the default proportions (0.30/0.40/0.50)
+    out.mfuLow = { value: out.mfu.value * 0.75, source: { kind: 'derived', formula: `mfu × 0.75 (${file}:${(out.mfu.source as { line: number }).line})` } };
+    out.mfuHigh = { value: Math.min(1, out.mfu.value * 1.25), source: { kind: 'derived', formula: `mfu × 1.25 (${file}:${(out.mfu.source as { line: number }).line})` } };
+  }
+  return out;
+}
+
+/** Later overrides win; prices, findings, fields and measured rates merge per key. */
+export function mergeAssumptions(base: Assumptions, ...overrides: (Partial<Assumptions> | null | undefined)[]): Assumptions {
+  const out: Assumptions = { ...base, prices: { ...base.prices }, fields: { ...base.fields }, findings: { ...base.findings }, tokensPerSecondPerChip: { ...base.tokensPerSecondPerChip } };
+  for (const o of overrides) {
+    if (!o) continue;
+    for (const [k, v] of Object.entries(o)) {
+      if (v === undefined) continue;
+      if (k === 'prices') for (const [hw, p] of Object.entries(v as Assumptions['prices'])) out.prices[hw as HardwareId] = { ...out.prices[hw as HardwareId], ...p };
+      else if (k === 'fields') Object.assign(out.fields, v);
+      else if (k === 'findings') for (const [r, f] of Object.entries(v as Assumptions['findings'])) out.findings[r] = { ...out.findings[r], ...f };
+      else if (k === 'tokensPerSecondPerChip') Object.assign(out.tokensPerSecondPerChip, v);
+      else (out as unknown as Record<string, unknown>)[k] = v;
+    }
+  }
+  if (!(out.mfuLow.value <= out.mfu.value && out.mfu.value <= out.mfuHigh.value)) {
+    throw new CostConfigError(`the MFU band must satisfy mfu-low ≤ mfu ≤ mfu-high, not ${out.mfuLow.value} / ${out.mfu.value} / ${out.mfuHigh.value}`, undefined, undefined, 'mfu');
+  }
+  return out;
+}
+
+/** Flattens assumptions for JSON and the panel: key → {value, source}. */
+export function assumptionList(a: Assumptions): { key: string; value: unknown; source: Sourced<unknown>['source'] }[] {
+  const rows: { key: string; value: unknown; source: Sourced<unknown>['source'] }[] = [];
+  const keyOf = Object.fromEntries(Object.entries(NUMERIC).map(([k, [n]]) => [n, k]));
+  const push = (key: string, s: Sourced<unknown> | undefined) => s && rows.push({ key, value: s.value, source: s.source });
+  push('hardware', a.hardware);
+  push('chips', a.chips);
+  push('pricing', a.pricing);
+  for (const n of ['mfuLow', 'mfu', 'mfuHigh', 'compileSeconds', 'distinctShapes', 'inputStall', 'allReduceEfficiency', 'preemptionsPerDay', 'restartSeconds', 'checkpointWriteSeconds', 'checkpointIntervalMinutes', 'utilization', 'exchangeRate', 'bytesPerParam'] as NumKey[]) push(keyOf[n], a[n]);
+  push('currency', a.currency);
+  for (const [hw, s] of Object.entries(a.tokensPerSecondPerChip)) push(`tokens-per-second.${hw}`, s);
+  for (const [hw, p] of Object.entries(a.prices)) for (const [k, s] of Object.entries(p ?? {})) push(`prices.${hw}.${k}`, s);
+  for (const [r, f] of Object.entries(a.findings)) for (const [k, s] of Object.entries(f)) push(`findings.${r}.${k}`, s);
+  return rows;
+}

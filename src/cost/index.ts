@@ -1,0 +1,41 @@
+/**
+ * The cost estimator (pure: hosts pass file contents in; Python configs need `initParser` first).
+ * `estimateFromFiles` is the one call hosts make; the pieces are exported for tests and the panel.
+ */
+import { defaultAssumptions, mergeAssumptions, parseAssumptionsFile, type Assumptions } from './assumptions';
+import { loadTrainingConfig } from './config';
+import { estimateAll, type CostReport } from './estimate';
+import type { ConfigFile } from './types';
+
+export * from './types';
+export * from './prices';
+export { defaultAssumptions, mergeAssumptions, parseAssumptionsFile, parseHardwareList, parsePricingList, assumptionList, type Assumptions } from './assumptions';
+export { loadTrainingConfig, resolveConfig, sniff, formatOf, readEntries, groupByFolder, describeSource, type RawConfig, type ResolvedConfig } from './config';
+export { estimateAll, flopsPerToken, MissingValuesError, type CostReport, type Estimate, type Band, type Breakdown } from './estimate';
+export { reportJson, toMarkdown, configRows, estimateRow, ESTIMATE_HEADER } from './report';
+export { priceFindings, FINDING_ASSUMPTIONS, type PricedFinding } from './findings';
+export { buildCostVM, lensText, type CostVM } from './vm';
+export { money, moneyShort, duration, sig, pct } from './format';
+
+export interface EstimateRequest {
+  /** The job's training config files, in order (later files win per field). */
+  configs: ConfigFile[];
+  /** Other files of the config folder, read through Hydra `defaults:` only. */
+  folder?: ConfigFile[];
+  /** pyproject.toml (`[tool.tpu-ready.cost]`) and `.tpu-ready/cost.toml`, in order: later wins. */
+  assumptionFiles?: ConfigFile[];
+  /** Flags or editor choices: win over every file. */
+  overrides?: Partial<Assumptions>;
+  /** ISO date for price staleness. */
+  today: string;
+}
+
+export function assumptionsFrom(files: ConfigFile[] = [], overrides?: Partial<Assumptions>): Assumptions {
+  return mergeAssumptions(defaultAssumptions(), ...files.map((f) => parseAssumptionsFile(f.path, f.text)), overrides);
+}
+
+/** Reads the configs, applies the assumptions, estimates every hardware × pricing. Throws CostConfigError. */
+export function estimateFromFiles(req: EstimateRequest): CostReport {
+  const a = assumptionsFrom(req.assumptionFiles, req.overrides);
+  return estimateAll(loadTrainingConfig(req.configs, req.folder ?? []), a, req.today);
+}

@@ -1,0 +1,394 @@
+/** The cost estimator: readers, frameworks, the model (hand-computed goldens), errors, priced findings, view model. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { init, ROOT } from './setup';
+import {
+  CostConfigError, HARDWARE, MissingValuesError, assumptionsFrom, buildCostVM, estimateAll, estimateFromFiles, lensText,
+  loadTrainingConfig, parseAssumptionsFile, priceFindings, reportJson, resolveConfig, toMarkdown, defaultAssumptions, staleness,
+  type ConfigFile, type TrainingFields,
+} from '../src/cost';
+import type { Finding } from '../src/core/types';
+
+const TODAY = '2026-11-29';
+const FX = 'test/cost-fixtures';
+const file = (p: string): ConfigFile => ({ path: p, text: fs.readFileSync(path.join(ROOT, p), 'utf8') });
+
+beforeAll(async () => {
+  await init();
+});
+
+/** Field values with the file name dropped from provenance: lines must match across formats. */
+function strip(fields: TrainingFields) {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(fields)) {
+    const s = v!.source;
+    out[k] = { value: v!.value, source: s.kind === 'config' ? { kind: s.kind, line: s.line, key: s.key } : s.kind === 'derived' ? { kind: s.kind, formula: s.formula.replace(/test\/cost-fixtures\/same\/train\.\w+/g, 'F') } : s };
+  }
+  return out;
+}
+
+describe('readers: one training config in four formats', () => {
+  it('YAML, JSON, TOML and Python globals give the identical canonical config', () => {
+    const a = defaultAssumptions();
+    const configs = ['py', 'yaml', 'json', 'toml'].map((ext) => resolveConfig(loadTrainingConfig([file(`${FX}/same/train.${ext}`)]), a).config);
+    for (const c of configs) expect(c.frameworks).toEqual(['nanogpt']);
+    const [py, ...rest] = configs.map((c) => strip(c.fields));
+    for (const other of rest) expect(other).toEqual(py);
+    // and the values are the ones written (the .py computes 5 * 8)
+    expect(py).toMatchObject({
+      microBatch: { value: 12, source: { kind: 'config', line: 2, key: 'batch_size' } },
+      seqLen: { value: 1024, source: { line: 3, key: 'block_size' } },
+      gradAccum: { value: 40, source: { line: 4, key: 'gradient_accumulation_steps' } },
+      steps: { value: 5000, source: { line: 5, key: 'max_iters' } },
+      layers: { value: 12 }, heads: { value: 12 }, dModel: { value: 768 }, vocab: { value: 50304 },
+      precision: { value: 'bfloat16', source: { line: 10 } },
+      globalBatch: { value: 480, source: { kind: 'derived' } },
+      params: { value: 123_568_128 },
+    });
+  });
+
+  it('Python: only module-level literals and arithmetic on them are read, nothing is executed', () => {
+    const raw = loadTrainingConfig([{ path: 'cfg/train.py', text: 'import os\nbatch_size = 4\nblock_size = int(os.environ["B"])\nn_layer = 2 ** 3\nmax_iters = batch_size * 250\nif True:\n    n_embd = 999\nn_embd = 512\ngradient_accumulation_steps = 2\nopen("/etc/passwd")\n' }]);
+    expect(raw.fields.microBatch?.value).toBe(4);
+    expect(raw.fields.seqLen).toBeUndefined();
+    expect(raw.fields.layers?.value).toBe(8);
+    expect(raw.fields.steps).toMatchObject({ value: 1000, source: { line: 5 } });
+    expect(raw.fields.dModel).toMatchObject({ value: 512, source: { line: 8 } });
+  });
+});
+
+describe('frameworks → canonical fields with provenance', () => {
+  const a = defaultAssumptions();
+  it('nanoGPT: GA is global, GBS = batch_size × gradient_accumulation_steps, vocab default named', () => {
+    const { config } = resolveConfig(loadTrainingConfig([file(`${FX}/nanogpt/config/train_gpt2.py`)]), a);
+    expect(config.fields.globalBatch?.value).toBe(480);
+    expect(config.fields.steps).toMatchObject({ value: 600000, source: { kind: 'config', line: 16, key: 'max_iters' } });
+    expect(config.fields.vocab?.source.kind).toBe('default');
+  });
+
+  it('HF TrainingArguments + model config.json: per-device batch × GA × devices; SEQ from the args wins over the model maximum', () => {
+    const { config } = resolveConfig(loadTrainingConfig([file(`${FX}/hf/training_args.json`), file(`${FX}/hf/config.json`)]), a);
+    expect(config.frameworks).toEqual(['hf-trainer', 'hf-model']);
+    expect(config.fields.seqLen).toMatchObject({ value: 2048, source: { file: `${FX}/hf/training_args.json`, line: 9, key: 'max_seq_length' } });
+    expect(config.fields.layers).toMatchObject({ value: 22, source: { file: `${FX}/hf/config.json`, line: 7 } });
+    expect(config.fields.globalBatch?.value).toBe(4 * 8 * 8);
+    expect(config.fields.devices?.source.kind).toBe('derived');
+  });
+
+  it('Lightning (LightningCLI): devices × num_nodes, data.init_args.batch_size per device', () => {
+    const { config } = resolveConfig(loadTrainingConfig([file(`${FX}/lightning/config.yaml`)]), a);
+    expect(config.frameworks).toEqual(['lightning']);
+    expect(config.fields.devices?.value).toBe(8);
+    expect(config.fields.globalBatch?.value).toBe(16 * 2 * 8);
+    expect(config.fields.microBatch).toMatchObject({ source: { line: 21, key: 'data.init_args.batch_size' } });
+  });
+
+  it('DeepSpeed: train_batch_size is global; the world size follows from it', () => {
+    const { config, tokens } = resolveConfig(loadTrainingConfig([file(`${FX}/deepspeed/ds_config.json`)]), assumptionsFrom([file(`${FX}/deepspeed/cost.toml`)]));
+    expect(config.fields.globalBatch).toMatchObject({ value: 256, source: { kind: 'config', line: 2, key: 'train_batch_size' } });
+    expect(config.fields.devices?.value).toBe(8);
+    expect(config.fields.steps).toMatchObject({ value: 10000, source: { kind: 'assumption', line: 2, key: 'steps' } });
+    expect(tokens?.value).toBe(10000 * 256 * 2048);
+  });
+
+  it('LitGPT: max_tokens gives the run length; null max_seq_length falls back to block_size; GA derived', () => {
+    const { config, tokens } = resolveConfig(loadTrainingConfig([file(`${FX}/litgpt/pretrain.yaml`)]), a);
+    expect(config.fields.seqLen).toMatchObject({ value: 2048, source: { key: 'model_config.block_size' } });
+    expect(config.fields.gradAccum?.value).toBe(512 / (4 * 8));
+    expect(tokens?.value).toBe(3e12);
+    expect(config.fields.vocab?.value).toBe(32000);
+  });
+
+  it('Hydra: defaults compose group files, ${...} interpolates, _self_ overrides', () => {
+    const dir = `${FX}/hydra/configs`;
+    const folder = ['train.yaml', 'data/owt.yaml', 'model/gpt_small.yaml', 'trainer/gpu.yaml', 'trainer/cpu.yaml'].map((p) => file(`${dir}/${p}`));
+    const { config } = resolveConfig(loadTrainingConfig([folder[0]], folder), a);
+    expect(config.frameworks).toEqual(['hydra', 'lightning']);
+    expect(config.fields.steps).toMatchObject({ value: 30000, source: { file: `${dir}/train.yaml`, line: 10 } });
+    expect(config.fields.microBatch).toMatchObject({ value: 24, source: { file: `${dir}/data/owt.yaml`, line: 1 } });
+    expect(config.fields.seqLen).toMatchObject({ value: 1024, source: { file: `${dir}/train.yaml`, line: 8 } });
+    expect(config.fields.devices).toMatchObject({ value: 8, source: { file: `${dir}/trainer/gpu.yaml` } });
+    expect(config.fields.globalBatch?.value).toBe(24 * 8);
+  });
+
+  it('torchtitan: flavor gives the model; local batch × data-parallel degree', () => {
+    const { config } = resolveConfig(loadTrainingConfig([file(`${FX}/torchtitan/llama3_8b.toml`)]), a);
+    expect(config.fields.params?.value).toBe(8.03e9);
+    expect(config.fields.seqLen).toMatchObject({ value: 8192, source: { line: 11, key: 'training.seq_len' } });
+    expect(config.fields.globalBatch?.value).toBe(8);
+  });
+
+  it('Accelerate: num_processes, num_machines, mixed_precision', () => {
+    const raw = loadTrainingConfig([file(`${FX}/accelerate/default_config.yaml`)]);
+    expect(raw.frameworks).toEqual(['accelerate']);
+    expect(raw.fields.devices).toMatchObject({ value: 8, source: { line: 5, key: 'num_processes' } });
+    expect(raw.fields.precision?.value).toBe('bf16');
+  });
+
+  it('[tool.tpu-ready.cost] in pyproject.toml supplies assumptions and fields; unknown keys are errors', () => {
+    const a2 = parseAssumptionsFile('pyproject.toml', '[project]\nname = "x"\n\n[tool.tpu-ready.cost]\nhardware = "v6e"\nseq-len = 4096\nmfu = 0.5\n');
+    expect(a2?.hardware?.value).toEqual(['v6e']);
+    expect(a2?.fields?.seqLen).toMatchObject({ value: 4096, source: { kind: 'assumption', file: 'pyproject.toml', line: 6 } });
+    expect(a2?.mfuLow?.value).toBeCloseTo(0.375);
+    expect(parseAssumptionsFile('pyproject.toml', '[project]\nname = "x"\n')).toBeNull();
+    expect(() => parseAssumptionsFile('.tpu-ready/cost.toml', 'mfu = 0.4\nmfuu = 3\n')).toThrow(/cost\.toml:2: `mfuu` is not a cost assumption/);
+    expect(() => parseAssumptionsFile('.tpu-ready/cost.toml', 'input-stall = 2\n')).toThrow(/`input-stall` must be between 0 and 0.99/);
+  });
+});
+
+describe('the model: golden estimates computed by hand', () => {
+  it('golden 1: nanoGPT GPT-2 124M (config/train_gpt2.py) on v5e-8, default assumptions', () => {
+    const r = estimateFromFiles({ configs: [file(`${FX}/nanogpt/config/train_gpt2.py`)], overrides: { hardware: { value: ['v5e'], source: { kind: 'flag', flag: 't' } } }, today: TODAY });
+    // N = 12·L·d² + V·d = 12·12·768² + 50304·768 = 84,934,656 + 38,633,472 = 123,568,128
+    expect(r.params.value).toBe(123_568_128);
+    // FLOPs/token = 6N + 12·L·d·T = 741,408,768 + 12·12·768·1024 (113,246,208) = 854,654,976
+    expect(r.flopsPerToken).toBe(854_654_976);
+    // tokens = max_iters × (batch_size × GA) × block_size = 600,000 × 480 × 1024
+    expect(r.tokens.value).toBe(294_912_000_000);
+    const od = r.estimates.find((e) => e.pricing === 'on-demand')!;
+    const spot = r.estimates.find((e) => e.pricing === 'spot')!;
+    expect(od.slice).toBe('v5e-8');
+    // raw tokens/s = 8 chips × 197e12 × 0.40 ÷ 854,654,976 = 737,607.59
+    // compute = 294.912e9 ÷ 737,607.59 ÷ 3600 = 111.0618 h
+    expect(od.breakdown.compute).toBeCloseTo(111.0618, 3);
+    // with all-reduce 0.95 and input stall 0.02: 111.0618 ÷ (0.95 × 0.98) = 119.2930 h
+    expect(od.breakdown.compute + od.breakdown.communication + od.breakdown.inputStall).toBeCloseTo(119.293, 3);
+    // effective tokens/s = 737,607.59 × 0.95 × 0.98 = 686,712.67
+    expect(od.tokensPerSecond).toBeCloseTo(686_712.67, 1);
+    // compile 180 s × 1 shape = 0.05 h; checkpoints ⌊119.293 h ÷ 1 h⌋ = 119 writes × 60 s = 1.98333 h
+    expect(od.breakdown.compile).toBeCloseTo(0.05, 6);
+    expect(od.checkpoint.writes).toBe(119);
+    expect(od.breakdown.checkpoint).toBeCloseTo(119 / 60, 6);
+    // hours = 119.29298 + 0.05 + 1.98333 = 121.32631; cost = 121.32631 × 8 × $1.20 = $1,164.73
+    expect(od.hours).toBeCloseTo(121.32631, 4);
+    expect(od.chipHours).toBeCloseTo(970.6105, 3);
+    expect(od.cost!).toBeCloseTo(1164.73, 1);
+    // spot: each preemption loses 300 s + 180 s + 30 min = 0.63333 h at 1/24 per hour:
+    // T = 121.32631 ÷ (1 − 0.63333/24) = 124.61476 h; cost = 124.61476 × 8 × $0.298 = $297.08
+    expect(spot.hours).toBeCloseTo(124.61476, 4);
+    expect(spot.breakdown.preemption).toBeCloseTo(124.61476 - 121.32631, 4);
+    expect(spot.preemption!.expected).toBeCloseTo(124.61476 / 24, 4);
+    expect(spot.cost!).toBeCloseTo(297.08, 1);
+    // Young/Daly: √(2 × 60 s × 86,400 s) = 3,219.9 s = 53.666 min
+    expect(spot.checkpoint.suggestedIntervalMinutes!).toBeCloseTo(53.666, 2);
+    // range: MFU 0.5 → 97.0677 h, $931.85; MFU 0.3 → 161.7573 h, $1,552.87
+    expect(od.low).toMatchObject({ mfu: 0.5 });
+    expect(od.low.hours).toBeCloseTo(97.0677, 3);
+    expect(od.low.cost!).toBeCloseTo(931.85, 1);
+    expect(od.high.cost!).toBeCloseTo(1552.87, 1);
+    // memory: 123.57M × 16 B = 1.98 GB fits on one 16 GB chip
+    expect(od.memory.smallestSlice).toEqual({ chips: 1, name: 'v5e-1' });
+    expect(lensText(r)).toBe('≈ $1,160 · 5.06 days on v5e-8 · spot $297');
+  });
+
+  it('golden 2: HF llama-style (training_args.json + config.json) on v6e-16, assumptions from .tpu-ready/cost.toml', () => {
+    const r = estimateFromFiles({ configs: [file(`${FX}/hf/training_args.json`), file(`${FX}/hf/config.json`)], assumptionFiles: [file(`${FX}/hf/.tpu-ready/cost.toml`)], today: TODAY });
+    expect(r.estimates.map((e) => `${e.slice} ${e.pricing}`)).toEqual(['v6e-16 spot', 'v6e-16 on-demand', '16× H100 spot', '16× H100 on-demand']);
+    // N = 12·22·2048² + 32000·2048 = 1,107,296,256 + 65,536,000 = 1,172,832,256
+    expect(r.params.value).toBe(1_172_832_256);
+    // FLOPs/token = 6N + 12·22·2048·2048 = 7,036,993,536 + 1,107,296,256 = 8,144,289,792
+    expect(r.flopsPerToken).toBe(8_144_289_792);
+    // GBS = 4 per device × GA 8 × 16 devices (= chips) = 512; tokens = 2000 × 512 × 2048
+    expect(r.tokens.value).toBe(2_097_152_000);
+    // dataloader_drop_last: false adds one shape: 2 shapes × 300 s = 0.16667 h
+    expect(r.distinctShapes.value).toBe(2);
+    const spot = r.estimates[0];
+    // raw = 16 × 918e12 × 0.45 ÷ 8,144,289,792 = 811,562.48 tokens/s; compute = 0.717803 h
+    expect(spot.breakdown.compute).toBeCloseTo(0.717803, 5);
+    // train = 0.717803 ÷ (0.9 × 0.95) = 0.839536 h; 1 write (30 min interval) × 120 s = 0.033333 h
+    expect(spot.checkpoint.writes).toBe(1);
+    // T0 = 0.839536 + 0.166667 + 0.033333 = 1.039536 h; each preemption = 600 s + 0.166667 h + 15 min = 0.583333 h
+    // rate 2/24 per hour → T = 1.039536 ÷ (1 − 0.583333/12) = 1.092651 h; cost = 1.092651 × 16 × $0.593 = $10.37
+    expect(spot.hours).toBeCloseTo(1.092651, 5);
+    expect(spot.cost!).toBeCloseTo(10.367, 2);
+    const od = r.estimates[1];
+    // on demand: 1.039536 h × 16 × $2.70 = $44.91
+    expect(od.hours).toBeCloseTo(1.039536, 5);
+    expect(od.cost!).toBeCloseTo(44.908, 2);
+    // Young/Daly with MTBP 12 h: √(2 × 120 × 43,200) s = 53.666 min
+    expect(spot.checkpoint.suggestedIntervalMinutes!).toBeCloseTo(53.666, 2);
+    // H100 has no spot price: compute-only
+    expect(r.estimates[2].cost).toBeNull();
+    expect(r.estimates[2].breakdown.compile).toBe(0);
+  });
+
+  it('the worked example of PRICES.md: 7B × 1T tokens on v6e at 40% MFU ≈ 31,800 chip-hours ≈ $85,800', () => {
+    const toml = 'hardware = "v6e"\npricing = "on-demand"\nparams = 7e9\ndataset-tokens = 1e12\ninput-stall = 0\nallreduce-efficiency = 1\ncompile-seconds = 0\ncheckpoint-write-seconds = 0\n';
+    const r = estimateFromFiles({ configs: [], assumptionFiles: [{ path: '.tpu-ready/cost.toml', text: toml }], today: TODAY });
+    const e = r.estimates[0];
+    // 6·N·D = 6 × 7e9 × 1e12 = 4.2e22 FLOPs; ÷ (918e12 × 0.4) ÷ 3600 = 31,772 chip-hours; × $2.70 = $85,784
+    expect(e.flopsPerToken * e.tokens).toBe(4.2e22);
+    expect(e.chipHours).toBeCloseTo(31_772, 0);
+    expect(e.cost!).toBeCloseTo(85_784, 0);
+    expect(Math.round(e.chipHours / 100) * 100).toBe(31_800);
+    expect(Math.round(e.cost! / 100) * 100).toBe(85_800);
+    // memory: 7e9 × 16 B = 112 GB does not fit in 8 × 32 GB? it does (256 GB); one chip does not
+    expect(e.memory.fitsOnOneChip).toBe(false);
+    expect(e.memory.smallestSlice?.name).toBe('v6e-4');
+  });
+
+  it('measured tokens/s replace the MFU model; utilization divides cost; prices carry source and date', () => {
+    const base = 'hardware = "v5e"\npricing = "on-demand"\nparams = 1e9\ndataset-tokens = 3.6e9\ninput-stall = 0\ncompile-seconds = 0\ncheckpoint-write-seconds = 0\nchips = 1\n';
+    const r = estimateFromFiles({ configs: [], assumptionFiles: [{ path: 'c.toml', text: base + 'utilization = 0.5\n[tokens-per-second]\nv5e = 1000\n' }], today: TODAY });
+    const e = r.estimates[0];
+    // 3.6e9 tokens ÷ 1000 tokens/s = 3.6e6 s = 1000 h; cost = 1000 × 1 × $1.20 ÷ 0.5 = $2,400
+    expect(e.measured).toBe(true);
+    expect(e.hours).toBeCloseTo(1000, 6);
+    expect(e.cost!).toBeCloseTo(2400, 6);
+    expect(e.low.hours).toBe(e.high.hours);
+    expect(e.price).toMatchObject({ asOf: '2026-11-01', region: 'us-central1', overridden: false });
+    expect(e.price!.source).toMatch(/skypilot-catalog/);
+  });
+
+  it('prices older than 180 days carry a staleness warning (today is a parameter)', () => {
+    expect(staleness(HARDWARE.v5e.onDemand!, '2027-04-30')).toBeNull();
+    expect(staleness(HARDWARE.v5e.onDemand!, '2027-06-01')).toMatch(/212 days old/);
+    const toml = 'hardware = "v5e"\nparams = 1e9\ndataset-tokens = 1e9\n';
+    const r = estimateFromFiles({ configs: [], assumptionFiles: [{ path: 'c.toml', text: toml }], today: '2027-06-01' });
+    expect(r.estimates[0].warnings.join('\n')).toMatch(/re-check it/);
+    expect(r.estimates[0].price?.stale).toBeTruthy();
+    for (const hw of Object.values(HARDWARE)) for (const p of [hw.onDemand, hw.spot]) if (p) expect(p.asOf).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+  });
+
+  it('TPU7x is compute-only; the memory check names the smallest slice that fits', () => {
+    const toml = 'hardware = ["tpu7x", "v5e"]\npricing = "on-demand"\nparams = 70e9\ndataset-tokens = 1e9\nchips = 8\n';
+    const r = estimateFromFiles({ configs: [], assumptionFiles: [{ path: 'c.toml', text: toml }], today: TODAY });
+    const [x, v5e] = r.estimates;
+    expect(x.cost).toBeNull();
+    expect(x.warnings.join()).toMatch(/no public on-demand price: compute-only/);
+    // 70e9 × 16 B = 1.12 TB; v5e 16 GB chips → 70 chips → smallest slice 128
+    expect(v5e.memory.fits).toBe(false);
+    expect(v5e.memory.smallestSlice).toEqual({ chips: 128, name: 'v5e-128' });
+    expect(v5e.warnings.join()).toMatch(/smallest slice that fits is v5e-128/);
+  });
+});
+
+describe('bad configs: a clear message naming the field', () => {
+  const fail = (configs: ConfigFile[], assumptionFiles: ConfigFile[] = []) => {
+    try {
+      estimateFromFiles({ configs, assumptionFiles, today: TODAY });
+    } catch (e) {
+      expect(e).toBeInstanceOf(CostConfigError);
+      return e as CostConfigError;
+    }
+    throw new Error('expected an error');
+  };
+  it('malformed YAML: file, line and the key near the error', () => {
+    const e = fail([file(`${FX}/bad/malformed.yaml`)]);
+    expect(e.message).toMatch(/malformed\.yaml:\d: malformed YAML at `\w+`/);
+    expect(e.line).toBeGreaterThan(1);
+  });
+  it('malformed JSON and TOML', () => {
+    expect(fail([{ path: 'a.json', text: '{\n  "max_steps": 10,\n  "x": \n}' }]).message).toMatch(/a\.json:\d: malformed JSON/);
+    expect(fail([{ path: 't.toml', text: '[training]\nseq_len = = 3\n' }]).message).toMatch(/t\.toml:2: malformed TOML/);
+  });
+  it('an alias bomb is refused before expansion', () => {
+    const t0 = Date.now();
+    const e = fail([file(`${FX}/bad/alias-bomb.yaml`)]);
+    expect(e.message).toMatch(/alias-bomb\.yaml: refused: .*alias/i);
+    expect(Date.now() - t0).toBeLessThan(2000);
+  });
+  it('a huge file is not parsed', () => {
+    expect(fail([{ path: 'big.yaml', text: 'a: 1\n' + '#'.repeat(1_000_001) }]).message).toMatch(/too large/);
+  });
+  it('missing sequence length names SEQ and how to supply it', () => {
+    const e = fail([file(`${FX}/bad/no-seq.json`)]);
+    expect(e).toBeInstanceOf(MissingValuesError);
+    expect((e as MissingValuesError).missing.map((m) => m.field)).toEqual(['seqLen']);
+    expect(e.message).toMatch(/missing SEQ \(sequence length\)/);
+    expect(e.message).toMatch(/`seq-len` in \.tpu-ready\/cost\.toml/);
+  });
+  it('contradictory batch keys name the global batch key and line', () => {
+    const e = fail([file(`${FX}/bad/contradictory.json`)]);
+    expect(e.message).toMatch(/contradictory\.json:2: contradictory batch keys: `train_batch_size`.* = 100/);
+    expect(e.field).toBe('train_batch_size');
+    // with the device count given, DeepSpeed's 256 = 8 × 4 × 8 holds; 16 devices contradicts it
+    const ok = () => estimateFromFiles({ configs: [file(`${FX}/deepspeed/ds_config.json`)], assumptionFiles: [file(`${FX}/deepspeed/cost.toml`), { path: 'c.toml', text: 'devices = 16\n' }], today: TODAY });
+    expect(ok).toThrow(/`train_batch_size`.*= 256 but it should be MBS 8 .* × GA 4 .* × devices 16/);
+    const hf = fail([{ path: 'args.json', text: '{\n "per_device_train_batch_size": 8,\n "per_gpu_train_batch_size": 4\n}' }]);
+    expect(hf.message).toMatch(/args\.json:3: contradictory batch keys: `per_device_train_batch_size` = 8 .* `per_gpu_train_batch_size` = 4/);
+  });
+  it('a non-numeric value names its key', () => {
+    expect(fail([{ path: 'c.yaml', text: 'train:\n  global_batch_size: lots\n' }]).message).toMatch(/c\.yaml:2: `train\.global_batch_size` must be a number/);
+  });
+});
+
+describe('priced findings', () => {
+  const finding = (rule: string, severity: Finding['severity'] = 'warning'): Finding => ({ rule, severity, message: `${rule} message`, start: 0, end: 1, step: 6, effort: 3, fix: null });
+  it('prices host syncs per step, recompilations and slowdowns from explicit assumptions, labelled as estimates', () => {
+    const r = estimateFromFiles({ configs: [file(`${FX}/hf/training_args.json`), file(`${FX}/hf/config.json`)], assumptionFiles: [file(`${FX}/hf/.tpu-ready/cost.toml`)], today: TODAY });
+    const od = r.estimates[1];
+    const priced = priceFindings([finding('TPU201'), finding('TPU201', 'info'), finding('TPU404'), finding('TPU301'), finding('TPU101')], r, od);
+    expect(priced.map((p) => p.rule)).toEqual(['TPU201', 'TPU201', 'TPU404', 'TPU301']);
+    // TPU201: 30 ms (cost.toml override) × 2000 steps = 60 s = 0.016667 h; × 16 chips × $2.70 = $0.72
+    expect(priced[0].hours).toBeCloseTo(60 / 3600, 9);
+    expect(priced[0].cost!).toBeCloseTo((60 / 3600) * 16 * 2.7, 9);
+    expect(priced[0].assumptions.find((x) => x.key === 'ms-per-sync')).toMatchObject({ value: 30, source: { kind: 'assumption', line: 15 } });
+    // throttled (info): every 100 steps → 20 syncs × 30 ms
+    expect(priced[1].hours).toBeCloseTo((20 * 0.03) / 3600, 9);
+    // TPU404: 16 extra shapes × 300 s compile = 1.3333 h
+    expect(priced[2].hours).toBeCloseTo((16 * 300) / 3600, 9);
+    // TPU301: slowdown 1 × training hours (0.839536)
+    expect(priced[3].hours).toBeCloseTo(0.839536, 5);
+    for (const p of priced) {
+      expect(p.label).toBe('estimate');
+      expect(p.summary).toMatch(/^≈ \+.* on v6e-16 on-demand \(estimate: /);
+    }
+  });
+});
+
+describe('outputs: JSON shape, Markdown, view model', () => {
+  const r = () => estimateFromFiles({ configs: [file('examples/gpt-cuda/config.yaml')], today: TODAY });
+  it('JSON has config (values with provenance), assumptions and estimates[] with the documented keys', () => {
+    const j = reportJson(r());
+    expect(Object.keys(j)).toEqual(expect.arrayContaining(['config', 'assumptions', 'estimates']));
+    expect(j.config.fields.globalBatch).toEqual({ value: 480, source: { kind: 'config', file: 'examples/gpt-cuda/config.yaml', line: 12, key: 'train.global_batch_size' } });
+    for (const e of j.estimates) {
+      expect(Object.keys(e)).toEqual(expect.arrayContaining(['hardware', 'chips', 'pricing', 'tokens', 'flopsPerToken', 'tokensPerSecond', 'hours', 'chipHours', 'cost', 'low', 'high', 'breakdown']));
+      expect(Object.keys(e.breakdown).sort()).toEqual(['checkpoint', 'communication', 'compile', 'compute', 'inputStall', 'preemption']);
+    }
+    expect(j.assumptions.mfu).toEqual({ value: 0.4, source: { kind: 'default', note: expect.any(String) } });
+  });
+  it('Markdown export lists config values with sources, assumptions, estimates and prices', () => {
+    const md = toMarkdown(r());
+    expect(md).toMatch(/^# Training cost estimate/);
+    expect(md).toContain('| GBS (global batch, sequences per optimizer step) | 480 | examples/gpt-cuda/config.yaml:12 `train.global_batch_size` |');
+    expect(md).toMatch(/\| TPU v5e \(v5e-8\) \| on-demand \| \$1\.20 \|/);
+    expect(md).toMatch(/as of 2026-11-01/);
+  });
+  it('CostVM: lens above the first key setting, fields with provenance, estimates, prefill', () => {
+    const vm = buildCostVM({ report: r(), forFile: 'examples/gpt-cuda/config.yaml' });
+    expect(vm.status).toBe('ok');
+    expect(vm.lens?.line).toBe(5); // model.n_layer on line 6
+    expect(vm.lens?.text).toBe('≈ $1,160 · 5.06 days on v5e-8 · spot $297');
+    expect(vm.fields.find((f) => f.key === 'globalBatch')?.source).toEqual({ text: 'examples/gpt-cuda/config.yaml:12 `train.global_batch_size`', kind: 'config', file: 'examples/gpt-cuda/config.yaml', line: 12 });
+    expect(vm.estimates.filter((e) => e.primary).map((e) => e.pricing)).toEqual(['on-demand', 'spot']);
+    expect(vm.estimates[0].breakdown.map((b) => b.label)).toEqual(['compute', 'communication', 'input stalls', 'compile', 'checkpointing', 'preemption']);
+    expect(vm.defaults).toEqual({ hardware: ['v5e', 'v6e', 'v5p', 'a100', 'h100'], chips: 8, pricing: ['on-demand', 'spot'] });
+    expect(vm.markdown).toMatch(/^# Training cost estimate/);
+  });
+  it('CostVM for a config with missing values or errors says what to do, at the right line', () => {
+    let err: unknown;
+    try {
+      estimateFromFiles({ configs: [file(`${FX}/bad/no-seq.json`)], today: TODAY });
+    } catch (e) {
+      err = e;
+    }
+    const vm = buildCostVM({ error: err });
+    expect(vm.status).toBe('missing');
+    expect(vm.lens?.text).toMatch(/missing SEQ/);
+    try {
+      estimateFromFiles({ configs: [file(`${FX}/bad/contradictory.json`)], today: TODAY });
+    } catch (e) {
+      err = e;
+    }
+    const vm2 = buildCostVM({ error: err });
+    expect(vm2.status).toBe('error');
+    expect(vm2.lens?.line).toBe(1);
+    expect(vm2.error?.field).toBe('train_batch_size');
+  });
+  it('estimateAll rejects a non-ISO today (no clock inside the model)', () => {
+    expect(() => estimateAll(loadTrainingConfig([file('examples/gpt-cuda/config.yaml')]), defaultAssumptions(), 'now')).toThrow(/ISO date/);
+  });
+});
