@@ -1,4 +1,5 @@
 import { Language, Parser, type Tree, type Node, type Edit as TsEdit, type Point } from 'web-tree-sitter';
+import { installNodeCache } from './nodecache';
 
 export type { Tree, Node };
 
@@ -17,6 +18,7 @@ export function initParser(wasmDir: string | { runtime: string; grammar: string 
     const grammar = typeof wasmDir === 'string' ? join(wasmDir, 'tree-sitter-python.wasm') : wasmDir.grammar;
     ready = (async () => {
       await Parser.init({ locateFile: () => runtime });
+      if (!process.env.TPU_READY_NO_NODE_CACHE) installNodeCache();
       const lang = await Language.load(grammar);
       const p = new Parser();
       // ABI mismatches between runtime and grammar only surface here.
