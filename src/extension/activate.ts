@@ -4,6 +4,7 @@
  */
 import * as vscode from 'vscode';
 import { RULES } from '../rules';
+import { registerChecklist } from './checklist';
 import { CodeActions } from './codeActions';
 import { CommandId } from './commands';
 import { ConfigService } from './config';
@@ -110,6 +111,7 @@ export function activate(context: vscode.ExtensionContext): void {
     return uri.toString();
   });
 
+  registerChecklist(context, { results, linter, scanner, config });
   linter.start();
 }
 

@@ -14,6 +14,24 @@ export const enum CommandId {
   ShowReadiness = 'tpuReady.showReadiness',
   /** Opens a rule's documentation (asks which rule when called without an id). */
   OpenRuleDocs = 'tpuReady.openRuleDocs',
+  /** Opens the integration panel: the migration checklist (src/extension/checklist.ts). */
+  OpenChecklist = 'tpuReady.openChecklist',
+  /** Reveals a finding in the editor (the checklist trees and panel; hidden from the palette). */
+  RevealFinding = 'tpuReady.revealFinding',
+  /** Writes the readiness report (Markdown or HTML). */
+  ExportReport = 'tpuReady.exportReport',
+  /** Applies the safe fixes of one checklist step's findings across the workspace. */
+  FixStep = 'tpuReady.fixStep',
+  /** Step 2: writes tpu_smoke_test.py. */
+  CreateSmokeTest = 'tpuReady.createSmokeTest',
+  /** Step 8: writes checkpointing.py (resume from the latest checkpoint). */
+  CreateResumeScaffold = 'tpuReady.createResumeScaffold',
+  /** Step 10: writes .github/workflows/tpu-ready.yml (SARIF to code scanning). */
+  CreateCiWorkflow = 'tpuReady.createCiWorkflow',
+  /** Step 10: adds the persistent compilation cache to the training script. */
+  EnableCompileCache = 'tpuReady.enableCompileCache',
+  /** Ticks or unticks a manual checklist item (step, item id, checked); hidden from the palette. */
+  ToggleStepItem = 'tpuReady.toggleStepItem',
 }
 
 /** The category every command is listed under in the command palette. */

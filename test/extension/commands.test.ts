@@ -34,8 +34,8 @@ describe('commands', () => {
     }
   });
 
-  it('every CommandId is registered by activate.ts', () => {
-    const activate = read('activate.ts');
+  it('every CommandId is registered by activate.ts (or by the checklist it registers)', () => {
+    const activate = read('activate.ts') + read('checklist.ts');
     for (const name of ids.keys()) expect(activate).toContain(`register(CommandId.${name},`);
   });
 
@@ -62,7 +62,8 @@ describe('settings', () => {
 
 describe('manifest', () => {
   it('activates on Python files and Jupyter notebooks only, and supports untrusted workspaces', () => {
-    expect(pkg.activationEvents).toEqual(['onLanguage:python', 'onNotebook:jupyter-notebook']);
+    // plus the checklist panel's serializer, which restores the panel after a reload
+    expect(pkg.activationEvents).toEqual(['onLanguage:python', 'onNotebook:jupyter-notebook', 'onWebviewPanel:tpuReady.checklistPanel']);
     expect(pkg.capabilities.untrustedWorkspaces.supported).toBe(true);
     expect(pkg.main).toBe('./dist/extension.js');
   });
