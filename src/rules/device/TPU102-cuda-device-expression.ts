@@ -203,9 +203,12 @@ export default defineRule({
 
     // ---- sinks
     const inline: { arg: Node; call: Node; int: boolean }[] = [];
-    const sources = new Map<number, { site: Site; sink: Node }>();
+    const sources = new Map<number, { site: Site; sink: Node; kind: SinkKind }>();
     const visitSink = (arg: Node | null | undefined, call: Node, kind: SinkKind) => {
       if (!arg || sema.inXlaAwareBranch(call) || cudaGuarded(call)) return;
+      // a CUDA device written inside `map_location=`, `device_ids=`, `set_device(...)` or `autocast(device_type=...)` is
+      // reported there by the rule that owns that call (TPU602, TPU504, TPU104, TPU301): once per construct
+      if (kind === 'reach' && isDirect(arg)) return;
       if (kind !== 'reach' && isDirect(arg)) {
         inline.push({ arg, call, int: false });
         return;
@@ -214,7 +217,11 @@ export default defineRule({
         inline.push({ arg, call, int: true });
         return;
       }
-      for (const site of origins(arg)) if (!sources.has(site.node.id)) sources.set(site.node.id, { site, sink: call });
+      for (const site of origins(arg)) {
+        // name the first plain sink (`.to(device)`, `device=`) rather than one that another rule reports
+        const prev = sources.get(site.node.id);
+        if (!prev || (prev.kind === 'reach' && kind !== 'reach')) sources.set(site.node.id, { site, sink: call, kind });
+      }
     };
     for (const call of sema.nodes('call')) {
       const { positional, keywords } = callArgs(call);
