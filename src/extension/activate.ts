@@ -7,6 +7,7 @@ import { RULES } from '../rules';
 import { registerChecklist } from './checklist';
 import { CodeActions } from './codeActions';
 import { CommandId } from './commands';
+import { registerCost } from './cost';
 import { ConfigService } from './config';
 import { docsUri } from './convert';
 import { Linter, type Analysable } from './diagnostics';
@@ -112,6 +113,7 @@ export function activate(context: vscode.ExtensionContext): void {
   });
 
   registerChecklist(context, { results, linter, scanner, config });
+  registerCost(context);
   linter.start();
 }
 

@@ -32,6 +32,8 @@ export const enum CommandId {
   EnableCompileCache = 'tpuReady.enableCompileCache',
   /** Ticks or unticks a manual checklist item (step, item id, checked); hidden from the palette. */
   ToggleStepItem = 'tpuReady.toggleStepItem',
+  /** Estimates training time and cost from a training config (quick picks; the code lens passes `{ ask: false }`). */
+  EstimateCost = 'tpuReady.estimateCost',
 }
 
 /** The category every command is listed under in the command palette. */

@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import { EXTENSION_ID, closeAll, open, waitFor, wsUri } from './helpers';
+
+/** Lenses VS Code collects for `uri` from every provider, ours filtered by their command. */
+async function costLenses(uri: vscode.Uri): Promise<vscode.CodeLens[]> {
+  const all = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri, 10)) ?? [];
+  return all.filter((l) => l.command?.command === 'tpuReady.estimateCost');
+}
+
+describe('cost estimator', () => {
+  before(async () => {
+    // a YAML file alone does not activate the extension (Python files and notebooks do)
+    await vscode.extensions.getExtension(EXTENSION_ID)?.activate();
+  });
+
+  afterEach(async () => {
+    await closeAll();
+  });
+
+  it('the code lens appears above the sample config and updates as the file is edited', async () => {
+    const uri = wsUri('cost', 'config.yaml');
+    const editor = await open(uri);
+    const [lens] = await waitFor(async () => {
+      const ls = await costLenses(uri);
+      return ls.length ? ls : undefined;
+    }, 'the cost lens');
+    assert.match(lens.command!.title, /^≈ \$[\d,]+ · [\d.]+ days on v5e-8 · spot \$[\d,]+$/);
+    assert.equal(lens.range.start.line, 5, 'above model.n_layer, the first key setting');
+    assert.deepEqual(lens.command!.arguments?.[1], { ask: false });
+    const before = lens.command!.title;
+    const text = editor.document.getText();
+    const at = text.indexOf('max_steps: 600000');
+    assert.ok(at > 0);
+    const edited = await editor.edit((e) => e.replace(new vscode.Range(editor.document.positionAt(at), editor.document.positionAt(at + 'max_steps: 600000'.length)), 'max_steps: 60000'));
+    assert.ok(edited, 'the edit applied');
+    let seen: string[] = [];
+    const after = await waitFor(async () => {
+      const ls = await costLenses(uri);
+      seen = ls.map((l) => l.command!.title);
+      return ls.length && ls[0].command!.title !== before ? ls[0].command!.title : undefined;
+    }, 'the lens to follow the edit').catch((e: Error) => {
+      throw new Error(`${e.message}; lenses: ${JSON.stringify(seen)}; line 15: ${editor.document.lineAt(14).text}`);
+    });
+    assert.match(after, /^≈ \$[\d,]+ · [\d.]+ (h|days) on v5e-8 · spot \$[\d,.]+$/);
+  });
+
+  it('Estimate Training Cost runs with the chosen hardware, chips and pricing and returns the estimate', async () => {
+    const uri = wsUri('cost', 'config.yaml');
+    const vm = await vscode.commands.executeCommand<{ status: string; estimates: { hardware: string; chips: number; pricing: string; cost: number | null }[]; fields: { key: string; source: { line?: number } }[] }>(
+      'tpuReady.estimateCost', uri, { hardware: ['v6e', 'h100'], chips: 16, pricing: ['on-demand'] },
+    );
+    assert.ok(vm, 'the command returns the view model');
+    assert.equal(vm.status, 'ok');
+    assert.deepEqual(vm.estimates.map((e) => `${e.hardware}×${e.chips} ${e.pricing}`), ['v6e×16 on-demand', 'h100×16 on-demand']);
+    assert.ok(vm.estimates.every((e) => typeof e.cost === 'number' && e.cost > 0));
+    assert.equal(vm.fields.find((f) => f.key === 'globalBatch')?.source.line, 12);
+    // the result is shown: a Markdown report opens beside the config
+    await waitFor(() => vscode.workspace.textDocuments.find((d) => d.languageId === 'markdown' && d.getText().startsWith('# Training cost estimate')), 'the Markdown report');
+  });
+});
