@@ -416,7 +416,8 @@ export class Semantics {
       }
       if (p.type === 'function_definition') {
         const kind = this.hotFunctionIds!.get(p.id);
-        if (kind) return { anchor: p, kind, throttled };
+        // a helper called from the training loop that runs under `@torch.no_grad()` (nanoGPT's estimate_loss) is eval work
+        if (kind) return { anchor: p, kind: kind === 'train' && this.underNoGrad(node, p.parent ?? undefined) ? 'eval' : kind, throttled };
       }
     }
     return null;
@@ -718,7 +719,9 @@ export class Semantics {
         const attr = node.childForFieldName('attribute')?.text ?? '';
         if (/^(shape|dtype|device|ndim|is_cuda|requires_grad|grad_fn|names|layout)$/.test(attr)) return false;
         const obj = node.childForFieldName('object');
-        if (attr === 'loss' || attr === 'logits' || attr === 'grad' || attr === 'data' || attr === 'T') return true;
+        if (attr === 'loss' || attr === 'logits' || attr === 'grad' || attr === 'data') return true;
+        // `w.T` transposes a tensor; `train_loader.T` (a sequence length) is not one
+        if (attr === 'T' || attr === 'mT') return !!obj && this.isTensorExpr(obj, names, fallback, depth + 1);
         return !!obj && obj.type !== 'identifier' ? false : !!obj && names.has(obj.text) && /^(loss|logits|grad|data|last_hidden_state)$/.test(attr);
       }
       case 'subscript': {

@@ -156,6 +156,15 @@ function isHostScalar(v: Node): boolean {
     const meth = methodName(v);
     if (meth && /^(item|tolist|numpy)$/.test(meth)) return true;
   }
+  // `lossf = loss.item() * accum_steps`: arithmetic on a host read and numbers stays on the host
+  if (v.type === 'binary_operator') {
+    const l = v.childForFieldName('left');
+    const r = v.childForFieldName('right');
+    const read = (x: Node | null): boolean => !!x && ((x.type === 'call' && isHostScalar(x)) || (x.type === 'binary_operator' && isHostScalar(x)));
+    const plain = (x: Node | null) => !!x && (isHostScalar(x) || x.type === 'attribute' || x.type === 'identifier');
+    return !!l && !!r && (read(l) || read(r)) && plain(l) && plain(r);
+  }
+  if (v.type === 'parenthesized_expression' && v.namedChildren[0]) return isHostScalar(v.namedChildren[0]);
   return false;
 }
 
