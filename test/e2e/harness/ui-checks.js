@@ -89,6 +89,8 @@ const scenarios = [
     await shot('notebook');
   }],
 
+  ...require('./checklist-ui')({ page: () => page, folder, shot, waitFor }),
+
   // Scenarios of surfaces still to come go here, each with its screenshot:
   // - the "TPU Readiness" sidebar shows the checklist (click its activity-bar item, read `.part.sidebar`);
   // - the readiness panel opens and renders (run its command, read the webview through page.frames());

@@ -20,6 +20,7 @@ export function run(): Promise<void> {
   require('./notebook.test');
   require('./config.test');
   require('./commands.test');
+  require('./checklist.test');
   require('./cost.test');
   // New surfaces add their suites here: checklist tree view (sidebar), readiness panel (webview), cost lens.
   return new Promise((resolve, reject) => {
