@@ -311,6 +311,30 @@ export class Semantics {
     return found;
   }
 
+  /** A train signal in `scope` that is not inside a loop nested in `scope` (directly or via ≤ `depth` same-file calls). */
+  private trainSignalOutsideLoops(scope: Node, depth: number, seen = new Set<number>()): boolean {
+    if (seen.has(scope.id)) return false;
+    seen.add(scope.id);
+    for (const call of this.callsWithin(scope)) {
+      let nested = false;
+      for (let p = call.parent; p && p.id !== scope.id; p = p.parent) {
+        if (p.type === 'for_statement' || p.type === 'while_statement') {
+          nested = true;
+          break;
+        }
+      }
+      if (nested) continue;
+      if (this.isTrainSignal(call)) return true;
+      if (depth > 0) {
+        for (const fn of this.calledFunctions(call)) {
+          const body = fn.childForFieldName('body');
+          if (body && !isAncestor(fn, call) && this.trainSignalOutsideLoops(body, depth - 1, seen)) return true;
+        }
+      }
+    }
+    return false;
+  }
+
   /** `.backward(`, `<optimizer>.step(`, `xm.optimizer_step(`, `scaler.step(`. */
   isTrainSignal(call: Node): boolean {
     const fn = call.childForFieldName('function');
@@ -360,7 +384,11 @@ export class Semantics {
       const body = loop.childForFieldName('body');
       if (!body) continue;
       const train = this.containsTrainSignal(body);
-      if (!train && !this.iteratesLoader(loop)) continue;
+      const loader = this.iteratesLoader(loop);
+      if (!train && !loader) continue;
+      // an epoch loop (`for epoch in range(n): train_one_epoch(loader)`): every train signal it reaches sits in an
+      // inner loop, which is the hot loop; the epoch loop's own code runs once per epoch
+      if (!loader && !this.trainSignalOutsideLoops(body, 2)) continue;
       const kind = this.underNoGrad(loop) ? 'eval' : train ? 'train' : this.bodyUnderNoGrad(body) ? 'eval' : 'train';
       anchors.set(loop.id, { anchor: loop, kind, throttled: false });
       // functions called from the loop body (≤ 2 levels) are hot too

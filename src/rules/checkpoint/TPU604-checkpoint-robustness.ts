@@ -80,9 +80,14 @@ function resumeFix(ctx: RuleContext, saves: Node[], loops: Node[]): FixDraft | n
   const { obj, path } = saveArgs(save);
   const recv = stateDictRecv(ctx, obj, 0);
   if (!recv || !path || !/^(identifier|attribute)$/.test(recv.type) || !(path.type === 'string' && !/^[rbu]*f/i.test(path.text) || path.type === 'identifier')) return null;
-  // the outermost training loop around (or before) the save, in the same function
+  // the outermost training loop around (or before) the save, in the same function: a hot loop, or an epoch loop
+  // whose body trains through an inner loop or a call (`for epoch in ...: train_one_epoch()`)
   const fn = ctx.sema.enclosingFunction(save);
-  const candidates = loops.filter((l) => ctx.sema.enclosingFunction(l)?.id === fn?.id && l.startIndex < save.startIndex);
+  const epochLoops = [...ctx.sema.nodes('for_statement'), ...ctx.sema.nodes('while_statement')].filter((l) => {
+    const body = l.childForFieldName('body');
+    return !!body && ctx.sema.containsTrainSignal(body);
+  });
+  const candidates = [...loops, ...epochLoops].filter((l) => ctx.sema.enclosingFunction(l)?.id === fn?.id && l.startIndex < save.startIndex);
   const outer = candidates.filter((l) => !candidates.some((o) => o.id !== l.id && o.startIndex <= l.startIndex && l.endIndex <= o.endIndex));
   const loop = outer[outer.length - 1];
   if (!loop || loop.parent?.type !== 'block' && loop.parent?.type !== 'module') return null;

@@ -178,6 +178,10 @@ function isParamOfHotFunction(ctx: RuleContext, id: Node): boolean {
     if (!p) return false;
     const n = p.type === 'identifier' ? p : p.childForFieldName('name') ?? p.namedChildren[0];
     if (!n || n.text !== id.text || n.text === 'self') return false;
+    // `loader`, `train_dl`: a data loader, not a tensor
+    if (/(^|_)(loader|dataloader|data_loader|dl|dataset|ds)$|loader$/i.test(n.text)) return false;
+    // `step`, `epoch`, `batch_idx`: counters
+    if (/^((global|train|cur|current)_)?(step|steps|epoch|epochs|iteration|iter|it|idx|index|batch_idx|rank)$|^[ijkn]$/i.test(n.text)) return false;
     // `flag=True`, `n: int = 3` are configuration, not tensors
     const def = p.childForFieldName('value');
     return !def || def.type === 'none';
