@@ -54,6 +54,8 @@ export default defineRule({
       for (const step of steps) {
         const fn = ctx.sema.enclosingFunction(step);
         if (!ddpScopes.has(-1) && !(fn && ddpScopes.has(fn.id)) && !enclosingScopes(ctx, step).some((id) => ddpScopes.has(id))) continue;
+        // `if ddp: opt.step() else: xm.optimizer_step(opt)`: the author picks one per run (pytorch/xla's test_train_mp_*)
+        if (plainStepInOtherBranch(ctx, step)) continue;
         ctx.report(step, {
           severity: 'warning',
           message: 'DDP already all-reduces gradients in backward; `xm.optimizer_step` reduces them a second time (use plain `optimizer.step()` with DDP)',
@@ -82,6 +84,23 @@ export default defineRule({
     }
   },
 });
+
+/** A plain `<opt>.step()` in another branch of an `if` around `xm.optimizer_step(<opt>)`. */
+function plainStepInOtherBranch(ctx: { sema: { callsWithin(n: Node): Node[] } }, step: Node): boolean {
+  const opt = callArgs(step).positional[0]?.text;
+  if (!opt) return false;
+  for (let child: Node = step, p = step.parent; p && p.type !== 'function_definition'; child = p, p = p.parent) {
+    if (p.type !== 'if_statement') continue;
+    const branch = child;
+    const other = ctx.sema.callsWithin(p).some((c) => {
+      const fn = c.childForFieldName('function');
+      if (fn?.type !== 'attribute' || fn.childForFieldName('attribute')?.text !== 'step' || fn.childForFieldName('object')?.text !== opt) return false;
+      return c.startIndex < branch.startIndex || c.endIndex > branch.endIndex;
+    });
+    if (other) return true;
+  }
+  return false;
+}
 
 function enclosingScopes(ctx: { sema: { enclosingFunction(n: Node): Node | null } }, node: Node): number[] {
   const out: number[] = [];
