@@ -92,8 +92,8 @@ export function activate(context: vscode.ExtensionContext): void {
   });
 
   register(CommandId.ShowReadiness, async () => {
-    // The checklist panel will open here once it exists; until then the findings are in the Problems panel.
-    await vscode.commands.executeCommand('workbench.actions.view.problems');
+    // status bar click: the checklist panel (the findings themselves are in the Problems panel)
+    await vscode.commands.executeCommand(CommandId.OpenChecklist);
     return results.summary();
   });
 

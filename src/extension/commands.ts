@@ -10,7 +10,7 @@ export const enum CommandId {
   FixAllInFile = 'tpuReady.fixAllInFile',
   /** Writes the device-abstraction module (`accel.py`) beside the active file. */
   CreateAccelModule = 'tpuReady.createAccelModule',
-  /** Status bar click: shows the readiness of the workspace (the Problems panel until the checklist panel lands). */
+  /** Status bar click: opens the checklist panel; returns the workspace readiness summary. */
   ShowReadiness = 'tpuReady.showReadiness',
   /** Opens a rule's documentation (asks which rule when called without an id). */
   OpenRuleDocs = 'tpuReady.openRuleDocs',
