@@ -66,6 +66,7 @@ export default defineRule({
       return { title: `Replace \`${node.text}\` with \`${b.text}\``, edits: [replace(node, b.text)], imports: b.imports };
     };
 
+    const dtypeDefs = new Set<number>();
     for (const call of ctx.sema.nodes('call')) {
       if (ctx.sema.inXlaAwareBranch(call) || underCudaOnlyBranch(ctx, call)) continue;
       const q = ctx.sema.callee(call) ?? '';
@@ -75,6 +76,21 @@ export default defineRule({
       if (ac) {
         if (ac.dtype && isFloat16(ctx, ac.dtype) && ac.dtype.type !== 'string') {
           ctx.report(ac.dtype, { severity: sev(call), message: `Autocast with \`${ac.dtype.text}\`: TPU mixed precision is bfloat16 (torch_xla disables autocast for other dtypes)`, fix: dtypeFix(ac.dtype) });
+        } else if (ac.dtype?.type === 'identifier') {
+          // `dtype = torch.float16` ... `torch.autocast(..., dtype=dtype)` (nanoGPT bench.py): reported once, where it is set
+          const fn = ctx.sema.enclosingFunction(call);
+          const defs = ctx.sema.bindings(ac.dtype.text).filter((v) => {
+            const f = ctx.sema.enclosingFunction(v);
+            return f === null || f.id === fn?.id;
+          });
+          const def = defs[0];
+          if (def && defs.every((v) => isFloat16(ctx, v) && v.type !== 'string') && !dtypeDefs.has(def.id)) {
+            dtypeDefs.add(def.id);
+            ctx.report(def, {
+              message: `\`${ac.dtype.text} = ${def.text}\` is the autocast dtype: TPU mixed precision is bfloat16 (torch_xla disables autocast for other dtypes)`,
+              fix: dtypeFix(def),
+            });
+          }
         }
         continue;
       }
