@@ -136,11 +136,11 @@ def _to(obj, dev):
 
 
 def autocast(dtype=None, enabled=True):
-    """bf16 mixed precision on XLA/TPU; bf16 on CUDA when supported, else full precision."""
+    """bf16 mixed precision on XLA/TPU (float16 is not a TPU AMP dtype); on CUDA the given dtype, else bf16 when supported."""
     b = backend()
     if b in ("xla", "tpu"):
-        return torch.autocast(b, dtype=dtype or torch.bfloat16, enabled=enabled)
-    if b == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.autocast(b, dtype=torch.bfloat16 if dtype in (None, torch.float16) else dtype, enabled=enabled)
+    if b == "cuda" and (dtype is not None or torch.cuda.is_bf16_supported()):
         return torch.autocast("cuda", dtype=dtype or torch.bfloat16, enabled=enabled)
     return contextlib.nullcontext()
 
