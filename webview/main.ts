@@ -6,8 +6,9 @@
 import './components/tpu-checklist/tpu-checklist';
 import type { TpuChecklist, UiState } from './components/tpu-checklist/tpu-checklist';
 import type { ChecklistVM } from '../src/protocol/checklist';
+import type { CostVM } from '../src/protocol/cost';
 import type { ToHostMessage } from '../src/protocol/messages';
-import { HOST_MESSAGE_EVENT, isChecklistVM, parseToWebview, toHost, type HostMessageEvent } from './protocol';
+import { HOST_MESSAGE_EVENT, isChecklistVM, isCostVM, parseToWebview, toHost, type HostMessageEvent } from './protocol';
 
 interface VsCodeApi {
   postMessage(msg: ToHostMessage): void;
@@ -18,6 +19,7 @@ declare function acquireVsCodeApi(): VsCodeApi;
 
 interface SavedState {
   checklist: ChecklistVM | null;
+  cost: CostVM | null;
   open: number[];
 }
 
@@ -28,14 +30,16 @@ function restore(): SavedState {
   const s = vscode.getState() as Partial<SavedState> | undefined;
   return {
     checklist: s && isChecklistVM(s.checklist) ? s.checklist : null,
+    cost: s && isCostVM(s.cost) ? s.cost : null,
     open: s && Array.isArray(s.open) ? s.open.filter((n): n is number => Number.isInteger(n) && n >= 1 && n <= 10) : [],
   };
 }
 
 const state = restore();
 el.vm = state.checklist;
+el.cost = state.cost;
 el.open = state.open;
-const save = () => vscode.setState({ checklist: el.vm, open: el.open });
+const save = () => vscode.setState({ checklist: el.vm, cost: el.cost, open: el.open });
 
 let noticeTimer: ReturnType<typeof setTimeout> | undefined;
 window.addEventListener('message', (event: MessageEvent) => {
@@ -44,6 +48,7 @@ window.addEventListener('message', (event: MessageEvent) => {
   switch (msg.type) {
     case 'state':
       el.vm = msg.body.checklist;
+      el.cost = msg.body.cost;
       save();
       break;
     case 'notice':

@@ -3,6 +3,7 @@
  * dropped) and posts typed messages to it.
  */
 import type { ChecklistVM, FindingVM, HistoryPointVM, StepItemVM, StepVM } from '../src/protocol/checklist';
+import type { CostEstimateVM, CostValueVM, CostVM } from '../src/protocol/cost';
 import type { StepActionId, ToHost, ToHostMessage, ToWebviewMessage } from '../src/protocol/messages';
 
 type Obj = Record<string, unknown>;
@@ -42,13 +43,39 @@ export function isChecklistVM(v: unknown): v is ChecklistVM {
   );
 }
 
+const isStrs = (v: unknown): v is string[] => Array.isArray(v) && v.every(isStr);
+const isNumOrNull = (v: unknown) => v === null || isNum(v);
+
+function costValue(v: unknown): v is CostValueVM {
+  return isObj(v) && isStr(v.key) && isStr(v.label) && isStr(v.display) && isObj(v.source) && isStr(v.source.text);
+}
+
+function estimate(v: unknown): v is CostEstimateVM {
+  return (
+    isObj(v) && isStr(v.hardware) && isStr(v.hardwareName) && isStr(v.slice) && isNum(v.chips) && (v.pricing === 'on-demand' || v.pricing === 'spot') &&
+    isNum(v.hours) && isNumOrNull(v.cost) && isObj(v.display) && isStr(v.display.time) && isStr(v.display.cost) && isStr(v.display.range) &&
+    isStr(v.display.tokensPerSecond) && isStrs(v.warnings) && typeof v.primary === 'boolean'
+  );
+}
+
+/** The fields of a CostVM the panel renders, checked. */
+export function isCostVM(v: unknown): v is CostVM {
+  return (
+    isObj(v) && ['ok', 'missing', 'error'].includes(v.status as string) && isStrs(v.files) && isStrs(v.frameworks) &&
+    Array.isArray(v.fields) && v.fields.every(costValue) && Array.isArray(v.assumptions) && v.assumptions.every(costValue) &&
+    Array.isArray(v.estimates) && v.estimates.every(estimate) &&
+    Array.isArray(v.missing) && v.missing.every((m) => isObj(m) && isStr(m.field) && isStr(m.message) && isStr(m.howToSupply)) &&
+    (v.error === null || (isObj(v.error) && isStr(v.error.message))) && isStrs(v.warnings)
+  );
+}
+
 /** The message when it is a well-formed ToWebview message, else null. */
 export function parseToWebview(msg: unknown): ToWebviewMessage | null {
   if (!isObj(msg) || !isObj(msg.body)) return null;
   const b = msg.body;
   switch (msg.type) {
     case 'state':
-      return isChecklistVM(b.checklist) ? { type: 'state', body: { checklist: b.checklist } } : null;
+      return isChecklistVM(b.checklist) && (b.cost === null || isCostVM(b.cost)) ? { type: 'state', body: { checklist: b.checklist, cost: b.cost } } : null;
     case 'notice':
       return (b.level === 'info' || b.level === 'error') && isStr(b.text) ? { type: 'notice', body: { level: b.level, text: b.text } } : null;
     default:

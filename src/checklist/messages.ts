@@ -24,6 +24,8 @@ export function parseToHost(msg: unknown): ToHostMessage | null {
       return { type: 'ready', body: {} };
     case 'rescan':
       return { type: 'rescan', body: {} };
+    case 'estimateCost':
+      return { type: 'estimateCost', body: {} };
     case 'tick':
       if (!isStep(b.step) || typeof b.item !== 'string' || !/^[a-z0-9-]{1,64}$/.test(b.item) || typeof b.checked !== 'boolean') return null;
       return { type: 'tick', body: { step: b.step, item: b.item, checked: b.checked } };

@@ -10,6 +10,7 @@ import {
 import { fixDocument } from '../core/engine';
 import type { Finding, Step } from '../core/types';
 import type { FindingVM } from '../protocol/checklist';
+import type { CostVM } from '../protocol/cost';
 import type { StepActionId, ToHostMessage } from '../protocol/messages';
 import { RULES } from '../rules';
 import { ChecklistService } from './checklistService';
@@ -105,6 +106,10 @@ export function registerChecklist(context: vscode.ExtensionContext, deps: Checkl
         return;
       case 'rescan':
         await rescan();
+        return;
+      case 'estimateCost':
+        // the cost module answers through tpuReady.showCostPanel
+        await vscode.commands.executeCommand('tpuReady.estimateCost');
         return;
     }
   };
@@ -308,6 +313,13 @@ export function registerChecklist(context: vscode.ExtensionContext, deps: Checkl
     return writeGenerated(ciWorkflow(service.currentTarget), 'findings show in code scanning after the next push');
   });
   register(CommandId.EnableCompileCache, () => enableCompileCache());
+  register(CommandId.ShowCostPanel, async (cost?: CostVM) => {
+    if (!cost || typeof cost !== 'object' || !Array.isArray(cost.estimates)) return undefined;
+    ChecklistPanel.cost = cost;
+    const panel = ChecklistPanel.createOrShow(context.extensionUri, service, handle);
+    panel.postState();
+    return panel.panel.viewType;
+  });
   register(CommandId.ToggleStepItem, async (step: number, item: string, checked: boolean) => {
     if (!isStep(step) || typeof item !== 'string') return false;
     return service.update((p) => setTick(p, step, item, checked !== false));

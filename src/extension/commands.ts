@@ -32,6 +32,8 @@ export const enum CommandId {
   EnableCompileCache = 'tpuReady.enableCompileCache',
   /** Ticks or unticks a manual checklist item (step, item id, checked); hidden from the palette. */
   ToggleStepItem = 'tpuReady.toggleStepItem',
+  /** Shows a cost estimate (a CostVM from the cost module) in the panel's estimator section; hidden from the palette. */
+  ShowCostPanel = 'tpuReady.showCostPanel',
   /** Estimates training time and cost from a training config (quick picks; the code lens passes `{ ask: false }`). */
   EstimateCost = 'tpuReady.estimateCost',
 }

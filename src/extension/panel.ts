@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { makeNonce, parseToHost, webviewHtml } from '../checklist';
+import type { CostVM } from '../protocol/cost';
 import type { ToHostMessage, ToWebview } from '../protocol/messages';
 import type { ChecklistService } from './checklistService';
 
@@ -16,6 +17,8 @@ export type PanelHandler = (msg: Exclude<ToHostMessage, { type: 'ready' }>) => P
 
 export class ChecklistPanel implements vscode.Disposable {
   static current: ChecklistPanel | undefined;
+  /** The cost module's last estimate (tpuReady.showCostPanel), shown in the estimator section. */
+  static cost: CostVM | null = null;
   private readonly disposables: vscode.Disposable[] = [];
 
   static createOrShow(extensionUri: vscode.Uri, service: ChecklistService, handle: PanelHandler): ChecklistPanel {
@@ -74,7 +77,7 @@ export class ChecklistPanel implements vscode.Disposable {
   }
 
   postState(): void {
-    if (this.panel.visible) this.post('state', { checklist: this.service.vm() });
+    if (this.panel.visible) this.post('state', { checklist: this.service.vm(), cost: ChecklistPanel.cost });
   }
 
   dispose(): void {

@@ -4,11 +4,13 @@
  * host sends (webview/protocol.ts); anything else is ignored.
  */
 import type { ChecklistVM } from './checklist';
+import type { CostVM } from './cost';
 
 /** Host → webview. */
 export interface ToWebview {
   /** The whole state: sent on load, after every change of findings or progress. */
-  state: { checklist: ChecklistVM };
+  /** `cost`: the last estimate the cost module produced (tpuReady.showCostPanel), or null. */
+  state: { checklist: ChecklistVM; cost: CostVM | null };
   /** A host-side action finished (shown as a transient notice in the panel). */
   notice: { level: 'info' | 'error'; text: string };
 }
@@ -29,6 +31,8 @@ export interface ToHost {
   exportReport: { format: 'md' | 'html' };
   /** Rescan the workspace. */
   rescan: Record<string, never>;
+  /** Run the cost estimator (tpuReady.estimateCost); its result comes back in `state.cost`. */
+  estimateCost: Record<string, never>;
 }
 
 export type StepActionId = 'fixSafe' | 'smokeTest' | 'resumeScaffold' | 'ciWorkflow' | 'compileCache';

@@ -11,6 +11,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { checklistVM, emptyProgress, NO_FACTS, recordSnapshot, setNote, setTick, webviewHtml, type ChecklistFinding } from '../../src/checklist';
 import type { ChecklistVM } from '../../src/protocol/checklist';
+import { buildCostVM, estimateFromFiles } from '../../src/cost';
 import type { Step } from '../../src/core/types';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -118,7 +119,7 @@ describe('integration panel (Chromium)', () => {
   });
 
   it('renders score, n/10 progress, burn-down and the ten steps under the strict CSP', async () => {
-    await post(page, { type: 'state', body: { checklist: sampleVM() } });
+    await post(page, { type: 'state', body: { checklist: sampleVM(), cost: null } });
     await page.waitForFunction(() => document.querySelector('tpu-checklist')?.shadowRoot?.querySelectorAll('vscode-collapsible').length === 10);
     const text = await deepText(page);
     expect(text).toContain('57/100');
@@ -132,7 +133,7 @@ describe('integration panel (Chromium)', () => {
     expect(await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations)).toEqual([]);
     for (const theme of Object.keys(THEMES)) {
       const p = theme === 'dark' ? page : await open(theme);
-      if (p !== page) await post(p, { type: 'state', body: { checklist: sampleVM() } });
+      if (p !== page) await post(p, { type: 'state', body: { checklist: sampleVM(), cost: null } });
       await p.locator('tpu-checklist vscode-collapsible[data-step="3"]').evaluate((e) => ((e as unknown as { open: boolean }).open = true));
       await p.waitForTimeout(200);
       await p.screenshot({ path: path.join(ARTIFACTS, `panel-${theme}.png`), fullPage: true });
@@ -140,7 +141,7 @@ describe('integration panel (Chromium)', () => {
   });
 
   it('a note, a path and a message carrying <img onerror> render as text and run nothing', async () => {
-    await post(page, { type: 'state', body: { checklist: sampleVM(`see ${XSS}`) } });
+    await post(page, { type: 'state', body: { checklist: sampleVM(`see ${XSS}`), cost: null } });
     await page.locator('tpu-checklist vscode-collapsible[data-step="3"]').evaluate((e) => ((e as unknown as { open: boolean }).open = true));
     await page.waitForTimeout(300);
     expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
@@ -152,7 +153,7 @@ describe('integration panel (Chromium)', () => {
   });
 
   it('ticks, notes, finding links, actions and exports become typed messages to the host', async () => {
-    await post(page, { type: 'state', body: { checklist: sampleVM() } });
+    await post(page, { type: 'state', body: { checklist: sampleVM(), cost: null } });
     const step = (n: number) => page.locator(`tpu-checklist vscode-collapsible[data-step="${n}"]`);
     await step(2).evaluate((e) => ((e as unknown as { open: boolean }).open = true));
     await step(3).evaluate((e) => ((e as unknown as { open: boolean }).open = true));
@@ -175,7 +176,7 @@ describe('integration panel (Chromium)', () => {
   });
 
   it('works with the keyboard: Tab reaches a step header, Enter opens it, Space ticks a box', async () => {
-    await post(page, { type: 'state', body: { checklist: sampleVM() } });
+    await post(page, { type: 'state', body: { checklist: sampleVM(), cost: null } });
     await page.waitForTimeout(100);
     const activeStep = () =>
       page.evaluate(() => {
@@ -202,16 +203,37 @@ describe('integration panel (Chromium)', () => {
   });
 
   it('ignores malformed messages, and restores its state (view model, open steps) on reload', async () => {
-    await post(page, { type: 'state', body: { checklist: sampleVM() } });
+    await post(page, { type: 'state', body: { checklist: sampleVM(), cost: null } });
     await page.locator('tpu-checklist vscode-collapsible[data-step="4"]').evaluate((e) => ((e as unknown as { open: boolean }).open = true));
     // the collapsible's own toggle event is what the page saves; fire it as a click on the header would
     await page.locator('tpu-checklist vscode-collapsible[data-step="5"] >> .collapsible-header').click();
-    for (const bad of [{ type: 'state', body: { checklist: { ...sampleVM(), score: 'x' } } }, { type: 'eval', body: { code: 'x' } }, 'state', null, { type: 'state' }]) await post(page, bad);
+    for (const bad of [{ type: 'state', body: { checklist: { ...sampleVM(), score: 'x' }, cost: null } }, { type: 'state', body: { checklist: sampleVM(), cost: { status: 'ok' } } }, { type: 'eval', body: { code: 'x' } }, 'state', null, { type: 'state' }]) await post(page, bad);
     await page.waitForTimeout(100);
     expect(await deepText(page)).toContain('57/100');
     await page.reload();
     await page.waitForFunction(() => document.querySelector('tpu-checklist')?.shadowRoot?.querySelectorAll('vscode-collapsible').length === 10);
     expect(await deepText(page)).toContain('57/100');
     expect(await page.locator('tpu-checklist vscode-collapsible[data-step="5"]').evaluate((e) => (e as unknown as { open: boolean }).open)).toBe(true);
+  });
+
+  it('shows the estimator section only when the cost module provides a CostVM, with workspace text escaped', async () => {
+    await post(page, { type: 'state', body: { checklist: sampleVM(), cost: null } });
+    await page.waitForTimeout(100);
+    expect(await deepText(page)).not.toContain('Training cost estimate');
+    const text = fs.readFileSync(path.join(ROOT, 'test/cost-fixtures/same/train.yaml'), 'utf8');
+    const cost = buildCostVM({ report: estimateFromFiles({ configs: [{ path: `cfg/${XSS}.yaml`, text }], today: '2026-01-01' }), forFile: 'x' });
+    expect(cost.estimates.length).toBeGreaterThan(0);
+    await post(page, { type: 'state', body: { checklist: sampleVM(), cost } });
+    await page.waitForFunction(() => !!document.querySelector('tpu-checklist')?.shadowRoot?.querySelector('tpu-estimate'));
+    const t = await deepText(page);
+    expect(t).toContain('Training cost estimate');
+    expect(t).toContain(`cfg/${XSS}.yaml`);
+    for (const e of cost.estimates) expect(t).toContain(e.display.cost);
+    expect(await deepCount(page, 'tpu-estimate')).toBe(1);
+    expect(await deepCount(page, 'img')).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+    await page.locator('tpu-checklist vscode-button', { hasText: 'Estimate training cost' }).click();
+    expect((await posted(page)).some((m) => m.type === 'estimateCost')).toBe(true);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'panel-estimate.png'), fullPage: true });
   });
 });

@@ -340,7 +340,10 @@ function barrierIterable(ctx: RuleContext, it: Node | null | undefined, depth: n
     return false;
   }
   if (it.type === 'identifier') {
-    return ctx.sema.bindings(it.text).some((v) => v.id !== it.id && barrierIterable(ctx, v, depth + 1));
+    if (ctx.sema.bindings(it.text).some((v) => v.id !== it.id && barrierIterable(ctx, v, depth + 1))) return true;
+    // `def train_loop_fn(loader, epoch)` called as `train_loop_fn(pl.MpDeviceLoader(...), epoch)` in the same file
+    const args = parameterArguments(ctx, it);
+    return args.length > 0 && args.every((a) => barrierIterable(ctx, a, depth + 1));
   }
   if (it.type === 'attribute') {
     const attr = it.childForFieldName('attribute')?.text;
@@ -351,6 +354,25 @@ function barrierIterable(ctx: RuleContext, it: Node | null | undefined, depth: n
     }
   }
   return false;
+}
+
+/** When `id` names a parameter of its enclosing function: the arguments passed for it at same-file call sites. */
+function parameterArguments(ctx: RuleContext, id: Node): Node[] {
+  const fn = ctx.sema.enclosingFunction(id);
+  const params = fn?.childForFieldName('parameters')?.namedChildren.filter((p): p is Node => !!p) ?? [];
+  const names = params.map((p) => (p.type === 'identifier' ? p.text : (p.childForFieldName('name') ?? p.namedChildren[0])?.text ?? ''));
+  const index = names.indexOf(id.text);
+  if (!fn || index < 0) return [];
+  // methods called as `self.m(...)` / `obj.m(...)` do not pass `self`
+  const offset = ctx.sema.enclosingClass(fn) && /^(self|cls)$/.test(names[0] ?? '') ? 1 : 0;
+  const out: Node[] = [];
+  for (const call of ctx.sema.nodes('call')) {
+    if (!ctx.sema.calledFunctions(call).some((f) => f.id === fn.id)) continue;
+    const { positional, keywords } = callArgs(call);
+    const arg = kwValue(keywords.get(id.text)) ?? positional[index - offset];
+    if (arg) out.push(arg);
+  }
+  return out;
 }
 
 /** Accelerate / Fabric drive the step (`accelerator.backward(loss)`, `fabric.backward(loss)`). */

@@ -5,7 +5,9 @@ import '@vscode-elements/elements/dist/vscode-collapsible/index.js';
 import '@vscode-elements/elements/dist/vscode-progress-bar/index.js';
 import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import '../tpu-burndown/tpu-burndown';
+import '../tpu-estimate/tpu-estimate';
 import type { ChecklistVM, FindingVM, StepStatus, StepVM } from '../../../src/protocol/checklist';
+import type { CostVM } from '../../../src/protocol/cost';
 import type { ToHost, ToHostMessage } from '../../../src/protocol/messages';
 import { HOST_MESSAGE_EVENT, toHost } from '../../protocol';
 import { styles } from './tpu-checklist.styles';
@@ -34,11 +36,13 @@ export interface UiState {
  * @cssprop [--vscode-textLink-foreground] - finding links
  */
 export class TpuChecklist extends LitElement {
-  static override properties = { vm: { attribute: false }, open: { attribute: false }, notice: { attribute: false } };
+  static override properties = { vm: { attribute: false }, cost: { attribute: false }, open: { attribute: false }, notice: { attribute: false } };
   static override styles = styles;
 
   // `declare` + constructor: class fields would shadow Lit's reactive accessors (useDefineForClassFields)
   declare vm: ChecklistVM | null;
+  /** The cost module's last estimate: the estimator section shows only when there is one. */
+  declare cost: CostVM | null;
   /** Steps shown expanded. */
   declare open: number[];
   declare notice: { level: 'info' | 'error'; text: string } | null;
@@ -46,6 +50,7 @@ export class TpuChecklist extends LitElement {
   constructor() {
     super();
     this.vm = null;
+    this.cost = null;
     this.open = [];
     this.notice = null;
   }
@@ -88,6 +93,7 @@ export class TpuChecklist extends LitElement {
         </div>
         <div class="toolbar">
           <vscode-button secondary @click=${() => this.send('rescan', {})}>Rescan workspace</vscode-button>
+          <vscode-button secondary @click=${() => this.send('estimateCost', {})}>Estimate training cost…</vscode-button>
           <vscode-button secondary @click=${() => this.send('exportReport', { format: 'md' })}>Export report (Markdown)</vscode-button>
           <vscode-button secondary @click=${() => this.send('exportReport', { format: 'html' })}>Export report (HTML)</vscode-button>
         </div>
@@ -96,6 +102,7 @@ export class TpuChecklist extends LitElement {
       ${this.notice ? html`<div class="notice ${this.notice.level}" role="status">${this.notice.text}</div>` : nothing}
       <h2>Burn-down</h2>
       <tpu-burndown .history=${vm.history}></tpu-burndown>
+      ${this.cost ? html`<h2>Training cost estimate</h2><tpu-estimate .cost=${this.cost}></tpu-estimate>` : nothing}
       <h2>Steps</h2>
       ${vm.steps.map((s) => this.renderStep(s))}
     `;
