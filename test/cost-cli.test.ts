@@ -86,6 +86,20 @@ describe('tpu-ready cost', () => {
     expect(none.err).toMatch(/no training config found/);
   });
 
+  it('--findings prices the hot-loop findings of the scanned files on the first estimate', () => {
+    const r = run(['examples/gpt-cuda/config.yaml', '--hardware', 'v5e', '--findings', 'examples/gpt-cuda/train.py']);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/^Priced findings \(estimates on v5e-8 on-demand: ≈ \+[\d.]+ (h|days), \+\$[\d,]+ in all\)$/m);
+    expect(r.out).toMatch(/^  examples\/gpt-cuda\/train\.py:\d+: TPU201 ≈ \+[\d.]+ h · \+\$[\d.,]+ on v5e-8 on-demand \(estimate: host sync in the hot loop; 20 ms × 600,000 steps\)$/m);
+    const j = JSON.parse(run(['examples/gpt-cuda/config.yaml', '--hardware', 'v5e', '--findings', 'examples/gpt-cuda/train.py', '--format', 'json']).out);
+    expect(j.pricedFindings.length).toBeGreaterThan(2);
+    for (const p of j.pricedFindings) {
+      expect(p.label).toBe('estimate');
+      expect(p.path).toBe('examples/gpt-cuda/train.py');
+      expect(p.assumptions.length).toBeGreaterThan(0);
+    }
+  });
+
   it('markdown export', () => {
     const r = run(['test/cost-fixtures/lightning/config.yaml', '--format', 'markdown']);
     expect(r.code).toBe(0);

@@ -331,6 +331,11 @@ describe('priced findings', () => {
     expect(priced[2].hours).toBeCloseTo((16 * 300) / 3600, 9);
     // TPU301: slowdown 1 × training hours (0.839536)
     expect(priced[3].hours).toBeCloseTo(0.839536, 5);
+    // rules priced once per file (one loop, one pipeline) collect their lines instead of adding up
+    const again = priceFindings([{ ...finding('TPU303'), path: 'train.py', line: 74 }, { ...finding('TPU303'), path: 'train.py', line: 82 }, { ...finding('TPU201'), path: 'train.py', line: 88 }, { ...finding('TPU201'), path: 'train.py', line: 90 }], r, od);
+    expect(again.map((p) => `${p.rule}:${p.lines.join(',')}`)).toEqual(['TPU303:74,82', 'TPU201:88', 'TPU201:90']);
+    // TPU303: 5 ms × 2000 steps = 10 s, once
+    expect(again[0].hours).toBeCloseTo(10 / 3600, 9);
     for (const p of priced) {
       expect(p.label).toBe('estimate');
       expect(p.summary).toMatch(/^≈ \+.* on v6e-16 on-demand \(estimate: /);

@@ -8,6 +8,10 @@ import {
   type Assumptions, type ConfigFile, type CostReport,
 } from '../cost';
 import { MAX_CONFIG_CHARS } from '../cost/readers/limits';
+import { DEFAULT_OPTIONS } from '../core/types';
+import { priceFindings, moneyShort, type PricedFinding } from '../cost';
+import { processFile } from './process';
+import { collectFiles, findProjectRoot } from './walk';
 import type { Io } from './io';
 
 export const COST_HELP = `Usage: tpu-ready cost [CONFIG...] [options]
@@ -24,6 +28,8 @@ Options:
   --mfu X                expected MFU; the band is 0.75X to 1.25X (default 0.4)
   --price P              price per chip-hour for the one --hardware (--pricing's, default on-demand)
   --format F             text (default), json or markdown
+  --findings PATHS       also scan these files (comma-separated) and price their hot-loop findings
+                         (host syncs, recompilations, step barrier, autocast) on the first estimate
   --today YYYY-MM-DD     date for price staleness (default: today)
 `;
 
@@ -34,10 +40,11 @@ export interface CostArgs {
   format: 'text' | 'json' | 'markdown';
   today: string;
   overrides: Partial<Assumptions>;
+  findings: string[];
 }
 
 export function parseCostArgs(argv: string[], today: string): CostArgs {
-  const a: CostArgs = { paths: [], format: 'text', today, overrides: {} };
+  const a: CostArgs = { paths: [], format: 'text', today, overrides: {}, findings: [] };
   let price: number | undefined;
   let pricingGiven = false;
   for (let i = 0; i < argv.length; i++) {
@@ -86,6 +93,9 @@ export function parseCostArgs(argv: string[], today: string): CostArgs {
         a.format = f === 'md' ? 'markdown' : f;
         break;
       }
+      case '--findings':
+        a.findings.push(...value().split(',').map((x) => x.trim()).filter(Boolean));
+        break;
       case '--today': {
         const t = value();
         if (!/^\d{4}-\d{2}-\d{2}$/.test(t) || Number.isNaN(Date.parse(t))) throw new CostUsage(`--today must be YYYY-MM-DD, not "${t}"`);
@@ -193,6 +203,30 @@ function table(rows: string[][], indent = '  '): string {
   return rows.map((r) => indent + r.map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat(widths[i] - [...c].length))).join('  ').trimEnd()).join('\n') + '\n';
 }
 
+/** Scans `paths` with the rule engine and prices the findings on the report's first estimate. */
+async function pricedFindingsOf(paths: string[], r: CostReport, cwd: string, wasmDir: string, io: Io): Promise<PricedFinding[]> {
+  const root = findProjectRoot(paths[0]);
+  const { files, missing } = collectFiles(paths, root, undefined);
+  for (const m of missing) throw new CostUsage(`--findings ${m}: no such file or directory`);
+  await initParser(wasmDir);
+  const found = files.flatMap((abs) => {
+    const o = processFile({ abs, display: rel(cwd, abs), options: DEFAULT_OPTIONS, fix: null, maxBytes: 2048 * 1024 });
+    if (o.skipped) io.err(`tpu-ready cost: --findings ${o.display}: skipped: ${o.skipped}\n`);
+    return o.findings;
+  });
+  const basis = r.estimates.find((e) => e.pricing === 'on-demand' && e.cost !== null) ?? r.estimates[0];
+  return priceFindings(found, r, basis);
+}
+
+export function formatFindings(priced: PricedFinding[]): string {
+  if (!priced.length) return '';
+  const total = priced.reduce((s, p) => s + p.hours, 0);
+  const cost = priced.every((p) => p.cost !== null) ? priced.reduce((s, p) => s + p.cost!, 0) : null;
+  let s = `\nPriced findings (estimates on ${priced[0].basis}: ≈ +${duration(total)}${cost !== null ? `, +${moneyShort(cost, priced[0].currency)}` : ''} in all)\n`;
+  for (const p of priced) s += `  ${p.path ?? ''}${p.lines.length ? `:${p.lines.join(',')}` : ''}: ${p.rule} ${p.summary}\n`;
+  return s;
+}
+
 export function formatText(r: CostReport): string {
   let s = `Training cost estimate: ${r.config.files.join(', ')} (${r.config.frameworks.map((f) => FRAMEWORK_LABELS[f]).join(', ')})\n`;
   s += `An estimate as of ${r.today}: each figure follows from the values and assumptions below.\n\n`;
@@ -239,6 +273,7 @@ export async function runCost(args: string[], io: Io, wasmDir: string): Promise<
   }
   const cwd = process.cwd();
   const reports: CostReport[] = [];
+  const priced: PricedFinding[][] = [];
   try {
     let jobs: string[][];
     if (parsed.paths.length) jobs = [parsed.paths.map((p) => path.resolve(cwd, p))];
@@ -257,6 +292,7 @@ export async function runCost(args: string[], io: Io, wasmDir: string): Promise<
       const folder = configs.some((c) => /\.ya?ml$/.test(c.path) && /^defaults\s*:/m.test(c.text)) ? hydraFolder(job[0], cwd) : [];
       reports.push(estimateFromFiles({ configs, folder, assumptionFiles: assumptionFiles(path.dirname(job[0]), cwd), overrides: parsed.overrides, today: parsed.today }));
     }
+    if (parsed.findings.length) for (const r of reports) priced.push(await pricedFindingsOf(parsed.findings.map((p) => path.resolve(cwd, p)), r, cwd, wasmDir, io));
   } catch (e) {
     if (e instanceof MissingValuesError) {
       io.err(`tpu-ready cost: cannot estimate from ${e.files.join(', ') || 'the config'}:\n${e.missing.map((m) => `  - ${m.message}: ${m.howToSupply}\n`).join('')}`);
@@ -269,12 +305,13 @@ export async function runCost(args: string[], io: Io, wasmDir: string): Promise<
     throw e;
   }
   if (parsed.format === 'json') {
-    const body = reports.length === 1 ? reportJson(reports[0]) : { version: 1, jobs: reports.map(reportJson) };
+    const json = reports.map((r, i) => (parsed.findings.length ? { ...reportJson(r), pricedFindings: priced[i] } : reportJson(r)));
+    const body = json.length === 1 ? json[0] : { version: 1, jobs: json };
     io.out(JSON.stringify(body, null, 2) + '\n');
   } else if (parsed.format === 'markdown') {
     io.out(reports.map(toMarkdown).join('\n---\n\n'));
   } else {
-    io.out(reports.map(formatText).join('\n'));
+    io.out(reports.map((r, i) => formatText(r) + formatFindings(priced[i] ?? [])).join('\n'));
   }
   return 0;
 }

@@ -3,7 +3,7 @@
  * editable per-finding assumptions (`[findings.TPU201] ms-per-sync = 20` in .tpu-ready/cost.toml).
  * Always labelled as an estimate, with the assumptions it rests on.
  */
-import type { Finding, LocatedFinding } from '../core/types';
+import type { Finding, Position } from '../core/types';
 import type { CostReport, Estimate } from './estimate';
 import { duration, moneyShort, sig } from './format';
 import type { Source, Sourced } from './types';
@@ -12,6 +12,8 @@ type Kind = 'per-step' | 'slowdown' | 'shapes' | 'stall';
 
 interface Rule {
   kind: Kind;
+  /** One impact per file and rule however many lines show it (one loop, one pipeline). */
+  once?: boolean;
   /** assumption key → [default, unit, what it means] */
   params: Record<string, [number, string, string]>;
   what: string;
@@ -22,19 +24,26 @@ export const FINDING_ASSUMPTIONS: Record<string, Rule> = {
   TPU201: { kind: 'per-step', what: 'host sync in the hot loop', params: { 'ms-per-sync': [20, 'ms', 'time the device pipeline drains per host read'], 'throttle-steps': [100, 'steps', 'steps between reads when the read is throttled (info/hint severity)'] } },
   TPU202: { kind: 'per-step', what: 'data-dependent control flow (a host sync per step)', params: { 'ms-per-sync': [20, 'ms', 'time lost per forced sync'], 'throttle-steps': [100, 'steps', 'steps between syncs when throttled'] } },
   TPU203: { kind: 'shapes', what: 'dynamic-shape op (recompilations)', params: { 'extra-shapes': [8, 'shapes', 'extra distinct graphs compiled'] } },
-  TPU204: { kind: 'slowdown', what: 'missing or misplaced step barrier', params: { 'slowdown': [0.3, '× train time', 'extra step time from graphs that grow across steps'] } },
+  TPU204: { once: true, kind: 'slowdown', what: 'missing or misplaced step barrier', params: { 'slowdown': [0.3, '× train time', 'extra step time from graphs that grow across steps'] } },
   TPU205: { kind: 'shapes', what: 'structural dynamism (recompilations)', params: { 'extra-shapes': [4, 'shapes', 'extra distinct graphs compiled'] } },
-  TPU301: { kind: 'slowdown', what: 'CUDA autocast disabled on TPU (runs in fp32)', params: { 'slowdown': [1, '× train time', 'fp32 matmuls on the MXU versus bf16'] } },
-  TPU303: { kind: 'per-step', what: 'GradScaler (inf check syncs each step)', params: { 'ms-per-sync': [5, 'ms', 'time lost per step to the scaler\'s check'], 'throttle-steps': [1, 'steps', 'steps between checks'] } },
-  TPU401: { kind: 'stall', what: 'batches moved by hand without MpDeviceLoader', params: { 'input-stall': [0.1, '× train time', 'extra time waiting for host-to-device copies'] } },
-  TPU403: { kind: 'shapes', what: 'ragged final batch', params: { 'extra-shapes': [1, 'shapes', 'extra graph for the last batch'] } },
-  TPU404: { kind: 'shapes', what: 'variable input shapes', params: { 'extra-shapes': [16, 'shapes', 'distinct padded lengths or image sizes'] } },
+  TPU301: { once: true, kind: 'slowdown', what: 'CUDA autocast disabled on TPU (runs in fp32)', params: { 'slowdown': [1, '× train time', 'fp32 matmuls on the MXU versus bf16'] } },
+  TPU303: { once: true, kind: 'per-step', what: 'GradScaler (inf check syncs each step)', params: { 'ms-per-sync': [5, 'ms', 'time lost per step to the scaler\'s check'], 'throttle-steps': [1, 'steps', 'steps between checks'] } },
+  TPU401: { once: true, kind: 'stall', what: 'batches moved by hand without MpDeviceLoader', params: { 'input-stall': [0.1, '× train time', 'extra time waiting for host-to-device copies'] } },
+  TPU403: { once: true, kind: 'shapes', what: 'ragged final batch', params: { 'extra-shapes': [1, 'shapes', 'extra graph for the last batch'] } },
+  TPU404: { once: true, kind: 'shapes', what: 'variable input shapes', params: { 'extra-shapes': [16, 'shapes', 'distinct padded lengths or image sizes'] } },
 };
+
+/** What pricing needs of a finding: the engine's Finding or LocatedFinding, or the CLI's output row (1-based `line`). */
+export type PriceableFinding = Pick<Finding, 'rule' | 'severity' | 'message'> & { startPos?: Position; line?: number; path?: string };
 
 export interface PricedFinding {
   rule: string;
   message: string;
+  path: string | null;
+  /** 1-based. */
   line: number | null;
+  /** Every line of the file where the rule fired, for rules priced once per file (a loop, a pipeline). */
+  lines: number[];
   /** Extra wall-clock hours on the configured run. */
   hours: number;
   /** Extra cost on the estimate's hardware and pricing; null without a price. */
@@ -48,14 +57,23 @@ export interface PricedFinding {
 }
 
 /** Prices every finding whose rule has an impact model; others are skipped. */
-export function priceFindings(findings: (Finding | LocatedFinding)[], report: CostReport, estimate: Estimate): PricedFinding[] {
+export function priceFindings(findings: PriceableFinding[], report: CostReport, estimate: Estimate): PricedFinding[] {
   const steps = report.config.fields.steps?.value ?? (report.config.fields.globalBatch && report.config.fields.seqLen ? report.tokens.value / (report.config.fields.globalBatch.value * report.config.fields.seqLen.value) : null);
   const out: PricedFinding[] = [];
   const a = report.assumptions;
   const trainHours = estimate.breakdown.compute + estimate.breakdown.communication + estimate.breakdown.inputStall;
+  const lineOf = (f: PriceableFinding) => f.line ?? (f.startPos ? f.startPos.line + 1 : null);
+  const onceSeen = new Map<string, PricedFinding>();
   for (const f of findings) {
     const rule = FINDING_ASSUMPTIONS[f.rule];
     if (!rule) continue;
+    const onceKey = rule.once ? `${f.path ?? ''}\u0000${f.rule}` : null;
+    const first = onceKey ? onceSeen.get(onceKey) : undefined;
+    if (first) {
+      const l = lineOf(f);
+      if (l !== null && !first.lines.includes(l)) first.lines.push(l);
+      continue;
+    }
     const vals: PricedFinding['assumptions'] = Object.entries(rule.params).map(([key, [def, unit, meaning]]) => {
       const o: Sourced<number> | undefined = a.findings[f.rule]?.[key];
       return { key, value: o ? o.value : def, unit, meaning, source: o ? o.source : { kind: 'default', note: `tpu-ready default for ${f.rule}` } };
@@ -84,25 +102,29 @@ export function priceFindings(findings: (Finding | LocatedFinding)[], report: Co
         if (estimate.distinctShapes === 0) continue; // GPUs: no XLA compile modelled
         const perRestart = 1 + (estimate.preemption?.expected ?? 0);
         hours = (v('extra-shapes') * a.compileSeconds.value * perRestart) / 3600;
-        why = `${v('extra-shapes')} extra shapes × ${a.compileSeconds.value} s compile${perRestart > 1 ? ` × ${sig(perRestart)} (start + expected restarts)` : ''}`;
+        why = `${v('extra-shapes')} extra shape${v('extra-shapes') === 1 ? '' : 's'} × ${a.compileSeconds.value} s compile${perRestart > 1 ? ` × ${sig(perRestart)} (start + expected restarts)` : ''}`;
         break;
       }
     }
     const cost = estimate.price ? (hours * estimate.chips * estimate.price.perChipHour * a.exchangeRate.value) / a.utilization.value : null;
     const basis = `${estimate.slice} ${estimate.pricing}`;
-    const located = 'startPos' in f ? f.startPos.line + 1 : null;
-    out.push({
+    const line = lineOf(f);
+    const priced: PricedFinding = {
       rule: f.rule,
       message: f.message,
-      line: located,
+      path: f.path ?? null,
+      line,
+      lines: line === null ? [] : [line],
       hours,
       cost,
       currency: estimate.currency,
       basis,
       label: 'estimate',
       assumptions: vals,
-      summary: `≈ +${duration(hours)}${cost !== null ? ` · +${moneyShort(cost, estimate.currency)}` : ''} on ${basis} (estimate: ${rule.what}; ${why})`,
-    });
+      summary: `≈ +${duration(hours)}${cost !== null ? ` · +${moneyShort(cost, estimate.currency)}` : ''} on ${basis} (estimate: ${rule.what}; ${why}${rule.once ? '; once per file' : ''})`,
+    };
+    if (onceKey) onceSeen.set(onceKey, priced);
+    out.push(priced);
   }
   return out;
 }
