@@ -4,7 +4,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { init, ROOT } from './setup';
 import {
-  CostConfigError, HARDWARE, MissingValuesError, assumptionsFrom, buildCostVM, estimateAll, estimateFromFiles, lensText,
+  CostConfigError, HARDWARE, MissingValuesError, assumptionsFrom, buildCostVM, costVM, estimateAll, estimateFromFiles, lensText,
   loadTrainingConfig, parseAssumptionsFile, priceFindings, reportJson, resolveConfig, toMarkdown, defaultAssumptions, staleness,
   type ConfigFile, type TrainingFields,
 } from '../src/cost';
@@ -309,6 +309,14 @@ describe('bad configs: a clear message naming the field', () => {
     const hf = fail([{ path: 'args.json', text: '{\n "per_device_train_batch_size": 8,\n "per_gpu_train_batch_size": 4\n}' }]);
     expect(hf.message).toMatch(/args\.json:3: contradictory batch keys: `per_device_train_batch_size` = 8 .* `per_gpu_train_batch_size` = 4/);
   });
+  it('epochs without a dataset size ask for one', () => {
+    const e = fail([{ path: 'args.json', text: '{\n "per_device_train_batch_size": 8,\n "num_train_epochs": 3,\n "max_seq_length": 512,\n "num_hidden_layers": 2,\n "hidden_size": 64,\n "vocab_size": 100\n}' }]);
+    expect(e.message).toMatch(/missing the dataset size for EPOCHS 3 \(args\.json:3\).*`dataset-samples`/);
+    // supplied in cost.toml: steps = 3 × ⌈10,000 ÷ 64⌉ = 471 with GBS 8 × 8 chips
+    const r = estimateFromFiles({ configs: [{ path: 'args.json', text: '{\n "per_device_train_batch_size": 8,\n "num_train_epochs": 3,\n "max_seq_length": 512,\n "num_hidden_layers": 2,\n "hidden_size": 64,\n "vocab_size": 100\n}' }], assumptionFiles: [{ path: 'c.toml', text: 'dataset-samples = 10000\n' }], today: TODAY });
+    expect(r.config.fields.steps?.value).toBe(471);
+    expect(r.tokens.value).toBe(471 * 64 * 512);
+  });
   it('a non-numeric value names its key', () => {
     expect(fail([{ path: 'c.yaml', text: 'train:\n  global_batch_size: lots\n' }]).message).toMatch(/c\.yaml:2: `train\.global_batch_size` must be a number/);
   });
@@ -392,6 +400,12 @@ describe('outputs: JSON shape, Markdown, view model', () => {
     expect(vm2.status).toBe('error');
     expect(vm2.lens?.line).toBe(1);
     expect(vm2.error?.field).toBe('train_batch_size');
+  });
+  it('costVM never throws: the panel recomputes as the user types', () => {
+    const ok = costVM({ configs: [file('examples/gpt-cuda/config.yaml')], overrides: { mfu: { value: 0.5, source: { kind: 'flag', flag: 'panel' } } }, today: TODAY }, 'examples/gpt-cuda/config.yaml');
+    expect(ok.status).toBe('ok');
+    expect(ok.assumptions.find((a) => a.key === 'mfu')).toMatchObject({ value: 0.5, source: { kind: 'flag', text: 'flag panel' } });
+    expect(costVM({ configs: [file(`${FX}/bad/alias-bomb.yaml`)], today: TODAY }).status).toBe('error');
   });
   it('estimateAll rejects a non-ISO today (no clock inside the model)', () => {
     expect(() => estimateAll(loadTrainingConfig([file('examples/gpt-cuda/config.yaml')]), defaultAssumptions(), 'now')).toThrow(/ISO date/);

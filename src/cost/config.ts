@@ -248,7 +248,9 @@ export function resolveConfig(raw: RawConfig, a: Assumptions): ResolvedConfig {
   const attentionTerm = !!(f.layers && f.dModel);
   if (!T && (attentionTerm || !f.datasetTokens)) need('seqLen', 'seqLen', FIELDS.seqLen);
   if (!tokens) {
-    if (!f.steps && !f.datasetTokens) need('tokens', 'tokens', 'run length (STEPS or TOK)');
+    if (!f.steps && !f.datasetTokens && f.epochs) {
+      missing.push({ field: 'datasetSamples', message: `missing the dataset size for ${ref('EPOCHS', f.epochs)}`, howToSupply: 'set `dataset-samples` (sequences per epoch) or `dataset-tokens` (tokens per epoch) in .tpu-ready/cost.toml, or a step limit in the training config' });
+    } else if (!f.steps && !f.datasetTokens) need('tokens', 'tokens', 'run length (STEPS or TOK)');
     else if (!f.globalBatch && !f.datasetTokens) missing.push({ field: 'globalBatch', message: `missing ${FIELDS.globalBatch}`, howToSupply: 'set the batch size in the training config (`batch_size`, `per_device_train_batch_size`, `train.global_batch_size`, `train_batch_size`…) or `global-batch` in .tpu-ready/cost.toml' });
   }
   if (!f.params) need('model', 'model', 'model size (PARAMS, or LAYERS + D_MODEL + VOCAB)');

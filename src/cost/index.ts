@@ -5,6 +5,7 @@
 import { defaultAssumptions, mergeAssumptions, parseAssumptionsFile, type Assumptions } from './assumptions';
 import { loadTrainingConfig } from './config';
 import { estimateAll, type CostReport } from './estimate';
+import { buildCostVM, type CostVM } from './vm';
 import type { ConfigFile } from './types';
 
 export * from './types';
@@ -38,4 +39,16 @@ export function assumptionsFrom(files: ConfigFile[] = [], overrides?: Partial<As
 export function estimateFromFiles(req: EstimateRequest): CostReport {
   const a = assumptionsFrom(req.assumptionFiles, req.overrides);
   return estimateAll(loadTrainingConfig(req.configs, req.folder ?? []), a, req.today);
+}
+
+/**
+ * The panel's recompute: the view model for a request, never throwing (errors and missing values
+ * become a CostVM with status "error" or "missing"). `forFile` places the lens line.
+ */
+export function costVM(req: EstimateRequest, forFile?: string): CostVM {
+  try {
+    return buildCostVM({ report: estimateFromFiles(req), forFile });
+  } catch (error) {
+    return buildCostVM({ error, files: req.configs.map((c) => c.path) });
+  }
 }

@@ -77,8 +77,8 @@ export function estimateRow(e: Estimate): string[] {
     `${sig(e.tokensPerSecond)}`,
     duration(e.hours),
     sig(e.chipHours),
-    money(e.cost, e.currency),
-    `${money(e.low.cost, e.currency)} – ${money(e.high.cost, e.currency)}`,
+    e.cost === null ? 'compute only' : money(e.cost, e.currency),
+    e.cost === null ? '—' : `${money(e.low.cost, e.currency)} – ${money(e.high.cost, e.currency)}`,
     `${duration(e.low.hours)} – ${duration(e.high.hours)}`,
   ];
 }
