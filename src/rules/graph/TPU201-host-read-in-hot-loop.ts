@@ -214,8 +214,42 @@ function closureFix(ctx: RuleContext, site: Node, hot: HotInfo) {
   const call = stmt.namedChildren[0];
   if (call?.type !== 'call' || !isReportCall(ctx, call)) return null;
   const params = closureParams(ctx, call, hot.anchor);
-  const args = params.length === 0 ? '()' : params.length === 1 ? `(${params[0]},)` : `(${params.join(', ')})`;
-  const fn = `lambda${params.length ? ' ' + params.join(', ') : ''}: ${call.text}`;
+  const values = [...params];
+  // `self.iter_num += 1` later in the iteration: the closure runs at the step barrier, after the increment, so
+  // attributes assigned in the loop are passed by value too (`lambda iter_num: print(f"step {iter_num}")`)
+  const mutated = new Set<string>();
+  for (const t of ['assignment', 'augmented_assignment']) {
+    for (const a of ctx.sema.within(t, hot.anchor)) {
+      const left = a.childForFieldName('left');
+      if (left?.type === 'attribute') mutated.add(left.text);
+    }
+  }
+  const used = new Set(
+    ctx.sema
+      .within('identifier', call)
+      .filter((n) => !(n.parent?.type === 'attribute' && n.parent.childForFieldName('attribute')?.id === n.id))
+      .map((n) => n.text),
+  );
+  const renames: { start: number; end: number; name: string }[] = [];
+  const attrParam = new Map<string, string>();
+  for (const a of ctx.sema.within('attribute', call)) {
+    if (!mutated.has(a.text) || renames.some((r) => a.startIndex >= r.start && a.endIndex <= r.end)) continue;
+    let name = attrParam.get(a.text);
+    if (!name) {
+      name = a.childForFieldName('attribute')?.text ?? 'value';
+      while (used.has(name) || params.includes(name) || [...attrParam.values()].includes(name)) name += '_';
+      attrParam.set(a.text, name);
+      params.push(name);
+      values.push(a.text);
+    }
+    renames.push({ start: a.startIndex, end: a.endIndex, name });
+  }
+  let body = call.text;
+  for (const r of [...renames].sort((x, y) => y.start - x.start)) {
+    body = body.slice(0, r.start - call.startIndex) + r.name + body.slice(r.end - call.startIndex);
+  }
+  const args = values.length === 0 ? '()' : values.length === 1 ? `(${values[0]},)` : `(${values.join(', ')})`;
+  const fn = `lambda${params.length ? ' ' + params.join(', ') : ''}: ${body}`;
   const snippet = ctx.idiom.stepClosure(fn, args);
   if (!snippet) return null;
   return {
