@@ -278,3 +278,14 @@ describe('generated device module', () => {
     expect(src).toMatch(/try:[^\n]*\n\s+import torch_xla\n[\s\S]*?except ImportError/);
   });
 });
+
+describe('file-level advice on launchers', () => {
+  it('TPU804 stays quiet on a launcher that spawns another module\'s _mp_fn (transformers xla_spawn.py)', () => {
+    const rules = [RULES_BY_ID.get('TPU804')!];
+    const launcher = 'import importlib\nimport sys\nimport torch_xla.distributed.xla_multiprocessing as xmp\n\n' +
+      'mod = importlib.import_module(sys.argv[1])\nxmp.spawn(mod._mp_fn, args=())\n';
+    expect(analyze(pythonDocument('xla_spawn.py', launcher), rules, DEFAULT_OPTIONS).findings).toEqual([]);
+    const local = launcher.replace('mod._mp_fn', '_mp_fn') + '\n\ndef _mp_fn(index):\n    pass\n';
+    expect(analyze(pythonDocument('train.py', local), rules, DEFAULT_OPTIONS).findings.map((f) => f.rule)).toEqual(['TPU804']);
+  });
+});

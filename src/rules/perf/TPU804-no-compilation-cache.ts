@@ -53,7 +53,13 @@ export default defineRule({
     const calls = sema.nodes('call');
     if (calls.some((c) => /(^|\.)initialize_cache$/.test(c.childForFieldName('function')?.text ?? ''))) return;
     const launches = launchCalls(ctx);
-    const training = launches.length > 0 || sema.hotLoops().some((h) => {
+    // the launch target: a same-file function (a launcher that spawns `mod._mp_fn` from another file, like
+    // transformers' xla_spawn.py, cannot initialize the per-process cache: the training script can)
+    const target = launches
+      .map((l) => l.childForFieldName('arguments')?.namedChildren[0])
+      .map((arg) => (arg?.type === 'identifier' ? sema.nodes('function_definition').find((f) => f.childForFieldName('name')?.text === arg.text && f.parent?.type !== 'block') : undefined))
+      .find((f) => !!f);
+    const training = !!target || sema.hotLoops().some((h) => {
       const body = h.anchor.childForFieldName('body');
       return h.kind === 'train' && !!body && sema.containsTrainSignal(body);
     });
@@ -66,10 +72,6 @@ export default defineRule({
 
     let fix: FixDraft | null = null;
     // the launch target: a per-process cache as its first statement
-    const target = launches
-      .map((l) => l.childForFieldName('arguments')?.namedChildren[0])
-      .map((arg) => (arg?.type === 'identifier' ? sema.nodes('function_definition').find((f) => f.childForFieldName('name')?.text === arg.text && f.parent?.type !== 'block') : undefined))
-      .find((f) => !!f);
     if (target) {
       const params = target.childForFieldName('parameters')?.namedChildren.filter((p): p is Node => !!p) ?? [];
       const first = params[0];
