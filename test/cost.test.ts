@@ -85,7 +85,7 @@ describe('frameworks → canonical fields with provenance', () => {
   });
 
   it('DeepSpeed: train_batch_size is global; the world size follows from it', () => {
-    const { config, tokens } = resolveConfig(loadTrainingConfig([file(`${FX}/deepspeed/ds_config.json`)]), assumptionsFrom([file(`${FX}/deepspeed/cost.toml`)]));
+    const { config, tokens } = resolveConfig(loadTrainingConfig([file(`${FX}/deepspeed/ds_config.json`)]), assumptionsFrom([file(`${FX}/deepspeed/.tpu-ready/cost.toml`)]));
     expect(config.fields.globalBatch).toMatchObject({ value: 256, source: { kind: 'config', line: 2, key: 'train_batch_size' } });
     expect(config.fields.devices?.value).toBe(8);
     expect(config.fields.steps).toMatchObject({ value: 10000, source: { kind: 'assumption', line: 2, key: 'steps' } });
@@ -304,7 +304,7 @@ describe('bad configs: a clear message naming the field', () => {
     expect(e.message).toMatch(/contradictory\.json:2: contradictory batch keys: `train_batch_size`.* = 100/);
     expect(e.field).toBe('train_batch_size');
     // with the device count given, DeepSpeed's 256 = 8 × 4 × 8 holds; 16 devices contradicts it
-    const ok = () => estimateFromFiles({ configs: [file(`${FX}/deepspeed/ds_config.json`)], assumptionFiles: [file(`${FX}/deepspeed/cost.toml`), { path: 'c.toml', text: 'devices = 16\n' }], today: TODAY });
+    const ok = () => estimateFromFiles({ configs: [file(`${FX}/deepspeed/ds_config.json`)], assumptionFiles: [file(`${FX}/deepspeed/.tpu-ready/cost.toml`), { path: 'c.toml', text: 'devices = 16\n' }], today: TODAY });
     expect(ok).toThrow(/`train_batch_size`.*= 256 but it should be MBS 8 .* × GA 4 .* × devices 16/);
     const hf = fail([{ path: 'args.json', text: '{\n "per_device_train_batch_size": 8,\n "per_gpu_train_batch_size": 4\n}' }]);
     expect(hf.message).toMatch(/args\.json:3: contradictory batch keys: `per_device_train_batch_size` = 8 .* `per_gpu_train_batch_size` = 4/);
@@ -410,4 +410,23 @@ describe('outputs: JSON shape, Markdown, view model', () => {
   it('estimateAll rejects a non-ISO today (no clock inside the model)', () => {
     expect(() => estimateAll(loadTrainingConfig([file('examples/gpt-cuda/config.yaml')]), defaultAssumptions(), 'now')).toThrow(/ISO date/);
   });
+});
+
+describe('golden reports per framework (Markdown export snapshots)', () => {
+  const hydra = ['train.yaml', 'data/owt.yaml', 'model/gpt_small.yaml', 'trainer/gpu.yaml', 'trainer/cpu.yaml'].map((p) => `${FX}/hydra/configs/${p}`);
+  const cases: [string, string[], string[], string[]][] = [
+    ['nanogpt', [`${FX}/nanogpt/config/train_gpt2.py`], [], []],
+    ['hf', [`${FX}/hf/training_args.json`, `${FX}/hf/config.json`], [], [`${FX}/hf/.tpu-ready/cost.toml`]],
+    ['lightning', [`${FX}/lightning/config.yaml`], [], []],
+    ['deepspeed', [`${FX}/deepspeed/ds_config.json`], [], [`${FX}/deepspeed/.tpu-ready/cost.toml`]],
+    ['litgpt', [`${FX}/litgpt/pretrain.yaml`], [], []],
+    ['hydra', [hydra[0]], hydra, []],
+    ['torchtitan', [`${FX}/torchtitan/llama3_8b.toml`], [], []],
+  ];
+  for (const [name, configs, folder, assumptions] of cases) {
+    it(name, async () => {
+      const r = estimateFromFiles({ configs: configs.map(file), folder: folder.map(file), assumptionFiles: assumptions.map(file), today: TODAY });
+      await expect(toMarkdown(r)).toMatchFileSnapshot(`cost-fixtures/__snapshots__/${name}.md`);
+    });
+  }
 });

@@ -186,25 +186,27 @@ export function resolveConfig(raw: RawConfig, a: Assumptions): ResolvedConfig {
     }
   } else if (f.globalBatch) {
     if (f.microBatch) {
-      const d = devOrChips();
+      // the config's own device count (not the chips of the estimate) relates its batch keys
+      const stated = dev;
       if (f.gradAccum) {
-        const expect = f.microBatch.value * f.gradAccum.value * d.value;
-        if (expect !== f.globalBatch.value) {
-          const given = raw.fields.devices || a.fields.devices || a.chips;
-          if (given) throw contradiction(f.globalBatch, `${ref('MBS', f.microBatch)} × ${ref('GA', f.gradAccum)} × ${ref('devices', d)} = ${expect}`);
-          if (!Number.isInteger(f.globalBatch.value / (f.microBatch.value * f.gradAccum.value))) {
-            throw contradiction(f.globalBatch, `${ref('MBS', f.microBatch)} × ${ref('GA', f.gradAccum)} × world size, a multiple of ${f.microBatch.value * f.gradAccum.value}`);
-          }
-          const n = f.globalBatch.value / (f.microBatch.value * f.gradAccum.value);
+        const per = f.microBatch.value * f.gradAccum.value;
+        if (stated) {
+          if (per * stated.value !== f.globalBatch.value) throw contradiction(f.globalBatch, `${ref('MBS', f.microBatch)} × ${ref('GA', f.gradAccum)} × ${ref('devices', stated)} = ${per * stated.value}`);
+        } else {
+          const n = f.globalBatch.value / per;
+          if (!Number.isInteger(n)) throw contradiction(f.globalBatch, `${ref('MBS', f.microBatch)} × ${ref('GA', f.gradAccum)} × world size, a multiple of ${per}`);
           dev = { value: n, source: { kind: 'derived', formula: `world size = ${ref('GBS', f.globalBatch)} ÷ (${ref('MBS', f.microBatch)} × ${ref('GA', f.gradAccum)})` } };
           f.devices = dev;
         }
+      } else if (stated) {
+        const ga = f.globalBatch.value / (f.microBatch.value * stated.value);
+        if (!Number.isInteger(ga) || ga < 1) throw contradiction(f.globalBatch, `a whole multiple of ${ref('MBS', f.microBatch)} × ${ref('devices', stated)} = ${f.microBatch.value * stated.value}`);
+        f.gradAccum = { value: ga, source: { kind: 'derived', formula: `${ref('GBS', f.globalBatch)} ÷ (${ref('MBS', f.microBatch)} × ${ref('devices', stated)})` } };
       } else {
+        const d = devOrChips();
         const ga = f.globalBatch.value / (f.microBatch.value * d.value);
-        if (!Number.isInteger(ga) || ga < 1) {
-          throw contradiction(f.globalBatch, `a whole multiple of ${ref('MBS', f.microBatch)} × ${ref('devices', d)} = ${f.microBatch.value * d.value}`);
-        }
-        f.gradAccum = { value: ga, source: { kind: 'derived', formula: `${ref('GBS', f.globalBatch)} ÷ (${ref('MBS', f.microBatch)} × ${ref('devices', d)})` } };
+        if (Number.isInteger(ga) && ga >= 1) f.gradAccum = { value: ga, source: { kind: 'derived', formula: `${ref('GBS', f.globalBatch)} ÷ (${ref('MBS', f.microBatch)} × ${ref('devices', d)})` } };
+        else notes.push(`global batch ${f.globalBatch.value} is not a whole multiple of micro-batch ${f.microBatch.value} × ${d.value} chips: gradient accumulation left unset (the estimate uses the global batch)`);
       }
     }
   } else if (f.microBatch) {
