@@ -675,15 +675,25 @@ export class Semantics {
 
   /** Inside an `if`/ternary that has an XLA or TPU arm or condition: code already made XLA-aware. */
   inXlaAwareBranch(node: Node): boolean {
-    for (let p = node.parent; p; p = p.parent) {
+    for (let p = node.parent, child: Node = node; p; child = p, p = p.parent) {
       if (p.type === 'if_statement' || p.type === 'conditional_expression') {
         let hit = this.xlaBranchMemo.get(p.id);
         if (hit === undefined) this.xlaBranchMemo.set(p.id, (hit = mentionsXla(p.text)));
-        if (hit) return true;
+        // the condition or another branch names XLA; XLA calls in the node's own branch alone
+        // (`if step % 100 == 0: torch_xla.sync(); print(torch.cuda.max_memory_allocated())`) do not make it XLA-aware
+        if (hit && (p.type !== 'if_statement' || this.xlaOutside(p, child))) return true;
       }
       if (p.type === 'function_definition' || p.type === 'module') break;
     }
     return false;
+  }
+
+  /** Whether `ifNode`'s text outside its branch `branch` names XLA. */
+  private xlaOutside(ifNode: Node, clause: Node): boolean {
+    // an `elif` condition belongs to the test, not to the branch's body
+    const branch = clause.type === 'elif_clause' ? clause.childForFieldName('consequence') : clause.type === 'else_clause' ? clause.childForFieldName('body') ?? clause : clause;
+    if (!branch || branch.type !== 'block' && branch.type !== 'else_clause') return true;
+    return mentionsXla(this.text.slice(ifNode.startIndex, branch.startIndex) + ' ' + this.text.slice(branch.endIndex, ifNode.endIndex));
   }
 
   // -------------------------------------------------------------------------------------------
