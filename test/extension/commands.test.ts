@@ -62,9 +62,12 @@ describe('settings', () => {
 });
 
 describe('manifest', () => {
-  it('activates on Python files and Jupyter notebooks only, and supports untrusted workspaces', () => {
-    // plus the checklist panel's serializer, which restores the panel after a reload
-    expect(pkg.activationEvents).toEqual(['onLanguage:python', 'onNotebook:jupyter-notebook', 'onWebviewPanel:tpuReady.checklistPanel']);
+  it('activates on Python files, notebooks and training configs only, and supports untrusted workspaces', () => {
+    // configs (YAML/JSON/TOML) carry the cost lens; the serializer restores the checklist panel after a reload
+    expect(pkg.activationEvents).toEqual([
+      'onLanguage:python', 'onNotebook:jupyter-notebook', 'onLanguage:yaml', 'onLanguage:json', 'onLanguage:toml', 'onWebviewPanel:tpuReady.checklistPanel',
+    ]);
+    expect(pkg.activationEvents.some((e: string) => e === '*' || e === 'onStartupFinished')).toBe(false);
     expect(pkg.capabilities.untrustedWorkspaces.supported).toBe(true);
     expect(pkg.main).toBe('./dist/extension.js');
   });
