@@ -13,6 +13,7 @@ import { priceFindings, moneyShort, type PricedFinding } from '../cost';
 import { processFile } from './process';
 import { collectFiles, findProjectRoot } from './walk';
 import type { Io } from './io';
+import { eachArg, UsageError } from './args';
 
 export const COST_HELP = `Usage: tpu-ready cost [CONFIG...] [options]
 
@@ -33,7 +34,6 @@ Options:
   --today YYYY-MM-DD     date for price staleness (default: today)
 `;
 
-class CostUsage extends Error {}
 
 export interface CostArgs {
   paths: string[];
@@ -47,29 +47,17 @@ export function parseCostArgs(argv: string[], today: string): CostArgs {
   const a: CostArgs = { paths: [], format: 'text', today, overrides: {}, findings: [] };
   let price: number | undefined;
   let pricingGiven = false;
-  for (let i = 0; i < argv.length; i++) {
-    const raw = argv[i];
-    const eq = raw.indexOf('=');
-    const flag = raw.startsWith('--') && eq > 0 ? raw.slice(0, eq) : raw;
-    const value = (): string => {
-      if (raw.startsWith('--') && eq > 0) return raw.slice(eq + 1);
-      const v = argv[++i];
-      if (v === undefined) throw new CostUsage(`${flag} needs a value`);
-      return v;
-    };
-    const number = (lo: number, hi: number, what: string): number => {
-      const v = value();
-      const n = Number(v);
-      if (!Number.isFinite(n) || n < lo || n > hi) throw new CostUsage(`${flag} must be ${what}, not "${v}"`);
-      return n;
-    };
+  eachArg(argv, (arg) => {
+    const { flag } = arg;
+    const value = arg.value;
+    const number = arg.number;
     switch (flag) {
       case '--hardware':
         a.overrides.hardware = { value: parseHardwareList(value(), '--hardware'), source: { kind: 'flag', flag: '--hardware' } };
         break;
       case '--chips': {
         const n = number(1, 1e6, 'a positive whole number');
-        if (!Number.isInteger(n)) throw new CostUsage(`--chips must be a positive whole number, not "${n}"`);
+        if (!Number.isInteger(n)) throw new UsageError(`--chips must be a positive whole number, not "${n}"`);
         a.overrides.chips = { value: n, source: { kind: 'flag', flag: '--chips' } };
         break;
       }
@@ -89,7 +77,7 @@ export function parseCostArgs(argv: string[], today: string): CostArgs {
         break;
       case '--format': {
         const f = value();
-        if (f !== 'text' && f !== 'json' && f !== 'markdown' && f !== 'md') throw new CostUsage(`--format must be text, json or markdown, not "${f}"`);
+        if (f !== 'text' && f !== 'json' && f !== 'markdown' && f !== 'md') throw new UsageError(`--format must be text, json or markdown, not "${f}"`);
         a.format = f === 'md' ? 'markdown' : f;
         break;
       }
@@ -98,20 +86,19 @@ export function parseCostArgs(argv: string[], today: string): CostArgs {
         break;
       case '--today': {
         const t = value();
-        if (!/^\d{4}-\d{2}-\d{2}$/.test(t) || Number.isNaN(Date.parse(t))) throw new CostUsage(`--today must be YYYY-MM-DD, not "${t}"`);
+        if (!/^\d{4}-\d{2}-\d{2}$/.test(t) || Number.isNaN(Date.parse(t))) throw new UsageError(`--today must be YYYY-MM-DD, not "${t}"`);
         a.today = t;
         break;
       }
       default:
-        if (raw.startsWith('-') && raw !== '-') throw new CostUsage(`unknown option ${raw} (see tpu-ready cost --help)`);
-        a.paths.push(raw);
+        a.paths.push(arg.positional('see tpu-ready cost --help'));
     }
-  }
+  });
   if (price !== undefined) {
     const hw = a.overrides.hardware?.value;
-    if (!hw || hw.length !== 1) throw new CostUsage('--price needs exactly one --hardware (the price is per chip-hour of that hardware)');
+    if (!hw || hw.length !== 1) throw new UsageError('--price needs exactly one --hardware (the price is per chip-hour of that hardware)');
     const pricing = pricingGiven ? a.overrides.pricing!.value : (['on-demand'] as const);
-    if (pricing.length !== 1) throw new CostUsage('--price needs one --pricing (on-demand or spot)');
+    if (pricing.length !== 1) throw new UsageError('--price needs one --pricing (on-demand or spot)');
     if (!pricingGiven) a.overrides.pricing = { value: ['on-demand'], source: { kind: 'flag', flag: '--price (on-demand)' } };
     a.overrides.prices = { [hw[0]]: { [pricing[0]]: { value: price, source: { kind: 'flag', flag: '--price' } } } };
   }
@@ -142,9 +129,9 @@ function readConfig(abs: string, display: string): ConfigFile {
   try {
     st = fs.statSync(abs);
   } catch {
-    throw new CostUsage(`${display}: no such file`);
+    throw new UsageError(`${display}: no such file`);
   }
-  if (st.isDirectory()) throw new CostUsage(`${display}: is a directory (name the config files, or run without CONFIG to find them)`);
+  if (st.isDirectory()) throw new UsageError(`${display}: is a directory (name the config files, or run without CONFIG to find them)`);
   if (st.size > MAX_CONFIG_CHARS * 4) throw new CostConfigError(`${display}: ${st.size} bytes is too large for a training config; not read`, display);
   return { path: display, text: fs.readFileSync(abs, 'utf8') };
 }
@@ -207,7 +194,7 @@ function table(rows: string[][], indent = '  '): string {
 async function pricedFindingsOf(paths: string[], r: CostReport, cwd: string, wasmDir: string, io: Io): Promise<PricedFinding[]> {
   const root = findProjectRoot(paths[0]);
   const { files, missing } = collectFiles(paths, root, undefined);
-  for (const m of missing) throw new CostUsage(`--findings ${m}: no such file or directory`);
+  for (const m of missing) throw new UsageError(`--findings ${m}: no such file or directory`);
   await initParser(wasmDir);
   const found = files.flatMap((abs) => {
     const o = processFile({ abs, display: rel(cwd, abs), options: DEFAULT_OPTIONS, fix: null, maxBytes: 2048 * 1024 });
@@ -265,7 +252,7 @@ export async function runCost(args: string[], io: Io, wasmDir: string): Promise<
   try {
     parsed = parseCostArgs(args, today());
   } catch (e) {
-    if (e instanceof CostUsage || e instanceof CostConfigError) {
+    if (e instanceof UsageError || e instanceof CostConfigError) {
       io.err(`tpu-ready cost: ${e.message}\n`);
       return 2;
     }
@@ -288,7 +275,7 @@ export async function runCost(args: string[], io: Io, wasmDir: string): Promise<
     for (const job of jobs) {
       const configs = job.map((abs) => readConfig(abs, rel(cwd, abs)));
       if (configs.some((c) => formatOf(c.path) === 'python')) await initParser(wasmDir);
-      for (const c of configs) if (!formatOf(c.path)) throw new CostUsage(`${c.path}: not a YAML, JSON, TOML or Python config`);
+      for (const c of configs) if (!formatOf(c.path)) throw new UsageError(`${c.path}: not a YAML, JSON, TOML or Python config`);
       const folder = configs.some((c) => /\.ya?ml$/.test(c.path) && /^defaults\s*:/m.test(c.text)) ? hydraFolder(job[0], cwd) : [];
       reports.push(estimateFromFiles({ configs, folder, assumptionFiles: assumptionFiles(path.dirname(job[0]), cwd), overrides: parsed.overrides, today: parsed.today }));
     }
@@ -298,7 +285,7 @@ export async function runCost(args: string[], io: Io, wasmDir: string): Promise<
       io.err(`tpu-ready cost: cannot estimate from ${e.files.join(', ') || 'the config'}:\n${e.missing.map((m) => `  - ${m.message}: ${m.howToSupply}\n`).join('')}`);
       return 2;
     }
-    if (e instanceof CostUsage || e instanceof CostConfigError) {
+    if (e instanceof UsageError || e instanceof CostConfigError) {
       io.err(`tpu-ready cost: ${e.message}\n`);
       return 2;
     }

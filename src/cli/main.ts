@@ -4,6 +4,7 @@ import { runCheck, type CheckArgs } from './check';
 import { runReport } from './report';
 import { runCost } from './cost';
 import { processIo, type Io } from './io';
+import { eachArg, FIX_STYLES, TARGET_VERSIONS, TARGETS, UsageError } from './args';
 import { RULES } from '../rules';
 import { VERSION } from './version';
 
@@ -40,74 +41,36 @@ Configuration: [tool.tpu-ready] in pyproject.toml (select, ignore, per-file-igno
 target, target-version, fix-style, accel-module). Flags win over pyproject.
 `;
 
-class UsageError extends Error {}
-
-function list(v: string): string[] {
-  return v.split(',').map((s) => s.trim()).filter(Boolean);
-}
-
 export function parseCheckArgs(argv: string[]): CheckArgs {
   const a: CheckArgs = {
     paths: [], format: 'text', fix: false, unsafeFixes: false, diff: false, statistics: false, exitZero: false,
     jobs: Math.max(1, os.availableParallelism?.() ?? os.cpus().length), maxBytes: 2048 * 1024, respectGitignore: true,
   };
-  for (let i = 0; i < argv.length; i++) {
-    const raw = argv[i];
-    const eq = raw.indexOf('=');
-    const flag = raw.startsWith('--') && eq > 0 ? raw.slice(0, eq) : raw;
-    const value = (): string => {
-      if (raw.startsWith('--') && eq > 0) return raw.slice(eq + 1);
-      const v = argv[++i];
-      if (v === undefined) throw new UsageError(`${flag} needs a value`);
-      return v;
-    };
-    switch (flag) {
-      case '--format': a.format = value(); break;
-      case '--output': case '-o': a.output = value(); break;
+  eachArg(argv, (arg) => {
+    switch (arg.flag) {
+      case '--format': a.format = arg.choice(['text', 'json', 'sarif', 'github']); break;
+      case '--output': case '-o': a.output = arg.value(); break;
       case '--fix': a.fix = true; break;
       case '--unsafe-fixes': a.unsafeFixes = true; break;
       case '--diff': a.diff = true; break;
-      case '--select': a.select = list(value()); break;
-      case '--ignore': a.ignore = list(value()); break;
-      case '--target': {
-        const v = value();
-        if (v !== 'torch_xla' && v !== 'torchtpu') throw new UsageError(`--target must be torch_xla or torchtpu, not "${v}"`);
-        a.target = v;
-        break;
-      }
-      case '--target-version': {
-        const v = value();
-        if (!/^2\.[3-9]$/.test(v)) throw new UsageError(`--target-version must be 2.3 to 2.9, not "${v}"`);
-        a.targetVersion = v;
-        break;
-      }
-      case '--fix-style': {
-        const v = value();
-        if (v !== 'dual-path' && v !== 'tpu-only') throw new UsageError(`--fix-style must be dual-path or tpu-only, not "${v}"`);
-        a.fixStyle = v;
-        break;
-      }
+      case '--select': a.select = arg.list(); break;
+      case '--ignore': a.ignore = arg.list(); break;
+      case '--target': a.target = arg.choice(TARGETS); break;
+      case '--target-version': a.targetVersion = arg.choice(TARGET_VERSIONS); break;
+      case '--fix-style': a.fixStyle = arg.choice(FIX_STYLES); break;
       case '--statistics': a.statistics = true; break;
       case '--exit-zero': a.exitZero = true; break;
       case '--no-gitignore': a.respectGitignore = false; break;
       case '--jobs': case '-j': {
-        const n = Number(value());
-        if (!Number.isInteger(n) || n < 1) throw new UsageError('--jobs must be a positive integer');
+        const n = arg.number(1, 256, 'a positive integer');
+        if (!Number.isInteger(n)) throw new UsageError('--jobs must be a positive integer');
         a.jobs = n;
         break;
       }
-      case '--max-file-size': {
-        const n = Number(value());
-        if (!(n > 0)) throw new UsageError('--max-file-size must be a positive number of KiB');
-        a.maxBytes = n * 1024;
-        break;
-      }
-      default:
-        if (raw.startsWith('-') && raw !== '-') throw new UsageError(`unknown option ${raw}`);
-        a.paths.push(raw);
+      case '--max-file-size': a.maxBytes = arg.number(Number.MIN_VALUE, Number.MAX_SAFE_INTEGER, 'a positive number of KiB') * 1024; break;
+      default: a.paths.push(arg.positional());
     }
-  }
-  if (!['text', 'json', 'sarif', 'github'].includes(a.format)) throw new UsageError(`--format must be text, json, sarif or github, not "${a.format}"`);
+  });
   return a;
 }
 

@@ -14,6 +14,7 @@ import { parseIpynb } from '../core/notebook';
 import type { Step, TargetProfile } from '../core/types';
 import { loadProject, runCheck, type CheckArgs } from './check';
 import type { Io } from './io';
+import { eachArg, TARGET_VERSIONS, TARGETS, UsageError } from './args';
 import { readText, type OutFinding } from './process';
 import { collectFiles, findProjectRoot } from './walk';
 
@@ -37,51 +38,22 @@ export const REPORT_HELP = `Usage: tpu-ready report [PATH] [options]
   --target, --target-version, --select, --ignore, --no-gitignore   as for check
 `;
 
-class ReportUsageError extends Error {}
-
 export function parseReportArgs(argv: string[]): ReportArgs {
   const a: ReportArgs = { format: 'md', paths: [], record: false, respectGitignore: true };
-  for (let i = 0; i < argv.length; i++) {
-    const raw = argv[i];
-    const eq = raw.indexOf('=');
-    const flag = raw.startsWith('--') && eq > 0 ? raw.slice(0, eq) : raw;
-    const value = (): string => {
-      if (raw.startsWith('--') && eq > 0) return raw.slice(eq + 1);
-      const v = argv[++i];
-      if (v === undefined) throw new ReportUsageError(`${flag} needs a value`);
-      return v;
-    };
-    const list = () => value().split(',').map((s) => s.trim()).filter(Boolean);
-    switch (flag) {
-      case '--format': {
-        const v = value();
-        if (v !== 'md' && v !== 'html') throw new ReportUsageError(`--format must be md or html, not "${v}"`);
-        a.format = v;
-        break;
-      }
-      case '--output': case '-o': a.output = value(); break;
+  eachArg(argv, (arg) => {
+    switch (arg.flag) {
+      case '--format': a.format = arg.choice(['md', 'html']); break;
+      case '--output': case '-o': a.output = arg.value(); break;
       case '--record': a.record = true; break;
-      case '--target': {
-        const v = value();
-        if (v !== 'torch_xla' && v !== 'torchtpu') throw new ReportUsageError(`--target must be torch_xla or torchtpu, not "${v}"`);
-        a.target = v;
-        break;
-      }
-      case '--target-version': {
-        const v = value();
-        if (!/^2\.[3-9]$/.test(v)) throw new ReportUsageError(`--target-version must be 2.3 to 2.9, not "${v}"`);
-        a.targetVersion = v;
-        break;
-      }
-      case '--select': a.select = list(); break;
-      case '--ignore': a.ignore = list(); break;
+      case '--target': a.target = arg.choice(TARGETS); break;
+      case '--target-version': a.targetVersion = arg.choice(TARGET_VERSIONS); break;
+      case '--select': a.select = arg.list(); break;
+      case '--ignore': a.ignore = arg.list(); break;
       case '--no-gitignore': a.respectGitignore = false; break;
-      default:
-        if (raw.startsWith('-') && raw !== '-') throw new ReportUsageError(`unknown option ${raw}`);
-        a.paths.push(raw);
+      default: a.paths.push(arg.positional());
     }
-  }
-  if (a.paths.length > 1) throw new ReportUsageError('report takes one PATH (a project folder)');
+  });
+  if (a.paths.length > 1) throw new UsageError('report takes one PATH (a project folder)');
   return a;
 }
 
@@ -157,7 +129,7 @@ export async function runReport(argv: string[], io: Io, wasmDir: string, now: ()
   try {
     a = parseReportArgs(argv);
   } catch (e) {
-    if (!(e instanceof ReportUsageError)) throw e;
+    if (!(e instanceof UsageError)) throw e;
     io.err(`tpu-ready: ${e.message}\n${REPORT_HELP}`);
     return 2;
   }

@@ -8,19 +8,10 @@ import { diffText } from './textDiff';
 
 export const SOURCE = 'tpu-ready';
 
+import { STEP_TITLES } from '../core/types';
+
 /** Titles of the ten integration-checklist steps (shared/RULES.md §0.4). */
-export const STEP_TITLES: Record<number, string> = {
-  1: 'Environment',
-  2: 'Install',
-  3: 'Move model to the XLA device',
-  4: 'Data input and static shapes',
-  5: 'Mixed precision',
-  6: 'Shape discipline and compilation boundaries',
-  7: 'Distributed training',
-  8: 'Checkpointing and resilience',
-  9: 'Profiling and debugging',
-  10: 'CI and reproducibility',
-};
+export { STEP_TITLES };
 
 export function toSeverity(s: Severity): vscode.DiagnosticSeverity {
   switch (s) {
