@@ -28,10 +28,11 @@ beforeAll(() => {
 describe('tpu-ready check', () => {
   it('text output: findings with path:line:col, notices for skipped files, summary', async () => {
     const r = run(['check', '.', '--jobs', '1']);
-    expect(r.code).toBe(1);
+    // the workspace holds a broken notebook: reported, the scan goes on, exit code 2
+    expect(r.code).toBe(2);
     expect(r.out).toMatch(/^train\.py:6:9: TPU101 \[\*\] `nn\.Linear\(16, 4\)\.cuda\(\)` places work on a CUDA device/m);
     expect(r.out).toMatch(/^notebooks\/nb\.ipynb:cell 2:2:5: TPU101 /m);
-    expect(r.out).toMatch(/notice: notebooks\/broken\.ipynb: skipped: broken notebook: not valid JSON/);
+    expect(r.out).toMatch(/error: notebooks\/broken\.ipynb: not analysed: broken notebook: not valid JSON/);
     expect(r.out).toMatch(/notice: weights\.py: skipped: binary file/);
     expect(r.out).not.toContain('vendored');
     expect(r.out).toMatch(/TPU readiness score: \d+\/100/);
@@ -40,7 +41,7 @@ describe('tpu-ready check', () => {
 
   it('json output has the documented shape', async () => {
     const r = run(['check', '--format', 'json', '--jobs', '1']);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     const j = JSON.parse(r.out);
     expect(j.version).toBe(1);
     expect(j.target).toEqual({ profile: 'torch_xla', version: '2.9' });
@@ -80,6 +81,12 @@ describe('tpu-ready check', () => {
     expect(run(['check', 'clean.py']).code).toBe(0);
     expect(run(['check', 'train.py']).code).toBe(1);
     expect(run(['check', 'train.py', '--exit-zero']).code).toBe(0);
+    // a file that cannot be analysed is an error, even with --exit-zero; the rest is still scanned
+    const broken = run(['check', 'notebooks/broken.ipynb', 'train.py', '--exit-zero']);
+    expect(broken.code).toBe(2);
+    expect(broken.out).toMatch(/^error: notebooks\/broken\.ipynb: not analysed: broken notebook: not valid JSON at line 1, column \d+$/m);
+    expect(broken.out).toMatch(/^train\.py:\d+:\d+: TPU101 /m);
+    expect(broken.out).toMatch(/1 file could not be analysed/);
     const bad = run(['check', '--format', 'xml']);
     expect(bad.code).toBe(2);
     expect(bad.err).toMatch(/--format must be text, json, sarif or github/);

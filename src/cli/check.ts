@@ -105,7 +105,7 @@ export function safeProcess(task: FileTask): FileOutcome {
   try {
     return processFile(task);
   } catch (e) {
-    return { display: task.display, abs: task.abs, kind: null, findings: [], relevant: false, ruleErrors: [], skipped: `internal error: ${(e as Error).message}` };
+    return { display: task.display, abs: task.abs, kind: null, findings: [], relevant: false, ruleErrors: [], skipped: `internal error: ${(e as Error).message}`, failed: true };
   }
 }
 
@@ -137,7 +137,7 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
   const diffs: string[] = [];
   const accelWritten = new Set<string>();
   for (const o of outcomes) {
-    if (o.skipped) notices.push({ path: o.display, message: `skipped: ${o.skipped}` });
+    if (o.skipped) notices.push({ path: o.display, message: `${o.failed ? 'not analysed' : 'skipped'}: ${o.skipped}`, error: !!o.failed });
     for (const e of o.ruleErrors) notices.push({ path: o.display, message: `internal error in ${e.rule}: ${e.error.split('\n')[0]}` });
     if (!o.fixed) continue;
     fixed += o.fixed.applied;
@@ -184,6 +184,7 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
       effort: findings.reduce((s, f) => s + f.effort, 0),
       byStep,
       skipped: outcomes.length - analysed.length,
+      failed: outcomes.filter((o) => o.failed).length,
       fixed: args.diff ? 0 : fixed,
     },
     findings,
@@ -200,6 +201,8 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
   if (args.output) fs.writeFileSync(args.output, rendered);
   else io.out(rendered);
   if (args.format !== 'text' && notices.length) for (const n of notices) io.err(`tpu-ready: ${n.path}: ${n.message}\n`);
+  // unreadable or broken files are errors (exit 2) even with --exit-zero, as in ruff
+  if (report.summary.failed) return 2;
   return args.exitZero ? 0 : findings.length ? 1 : 0;
 }
 

@@ -43,6 +43,8 @@ export interface FileOutcome {
   findings: OutFinding[];
   /** Why the file was not analysed (size, binary, encoding, broken notebook). */
   skipped?: string;
+  /** The file should have been analysed but could not be (unreadable, not UTF-8, broken notebook): exit code 2. */
+  failed?: boolean;
   /** The file uses torch: it counts toward the workspace score. */
   relevant: boolean;
   /** Present when fixing changed the file. */
@@ -50,20 +52,20 @@ export interface FileOutcome {
   ruleErrors: { rule: string; error: string }[];
 }
 
-export function readText(abs: string, maxBytes: number): { text?: string; skipped?: string } {
+export function readText(abs: string, maxBytes: number): { text?: string; skipped?: string; failed?: boolean } {
   let buf: Buffer;
   try {
     const st = fs.statSync(abs);
     if (st.size > maxBytes) return { skipped: `larger than ${Math.round(maxBytes / 1024)} KiB (${Math.round(st.size / 1024)} KiB)` };
     buf = fs.readFileSync(abs);
   } catch (e) {
-    return { skipped: `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` };
+    return { skipped: `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, failed: true };
   }
   if (buf.subarray(0, 8192).includes(0)) return { skipped: 'binary file' };
   try {
     return { text: new TextDecoder('utf-8', { fatal: true }).decode(buf) };
   } catch {
-    return { skipped: 'not valid UTF-8' };
+    return { skipped: 'not valid UTF-8', failed: true };
   }
 }
 
@@ -96,7 +98,7 @@ function toOut(display: string, doc: SourceDocument, findings: ReturnType<typeof
 export function processFile(task: FileTask): FileOutcome {
   const out: FileOutcome = { display: task.display, abs: task.abs, kind: null, findings: [], relevant: false, ruleErrors: [] };
   const read = readText(task.abs, task.maxBytes);
-  if (read.skipped) return { ...out, skipped: read.skipped };
+  if (read.skipped) return { ...out, skipped: read.skipped, failed: read.failed };
   let raw = read.text!;
   const bom = raw.charCodeAt(0) === 0xfeff;
   if (bom) raw = raw.slice(1);
@@ -107,7 +109,7 @@ export function processFile(task: FileTask): FileOutcome {
     try {
       nb = parseIpynb(raw);
     } catch (e) {
-      if (e instanceof NotebookFormatError) return { ...out, kind: 'notebook', skipped: `broken notebook: ${e.message}` };
+      if (e instanceof NotebookFormatError) return { ...out, kind: 'notebook', skipped: `broken notebook: ${e.message}`, failed: true };
       throw e;
     }
     if (nb.language !== 'python') return { ...out, kind: 'notebook', skipped: `notebook language is ${nb.language}` };

@@ -73,8 +73,9 @@ async function scan(a: ReportArgs, io: Io, wasmDir: string): Promise<CheckJson |
     targetVersion: a.targetVersion, statistics: false, exitZero: true, jobs: Math.max(1, os.availableParallelism?.() ?? os.cpus().length),
     maxBytes: 2048 * 1024, respectGitignore: a.respectGitignore,
   };
-  const code = await runCheck(args, capture, wasmDir);
-  if (code !== 0) return null;
+  // exit code 2 with JSON output means some files could not be analysed (already reported on stderr)
+  await runCheck(args, capture, wasmDir);
+  if (!out.trim()) return null;
   return JSON.parse(out) as CheckJson;
 }
 

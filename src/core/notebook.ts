@@ -149,12 +149,25 @@ export interface ParsedIpynb {
   sourceIsList: boolean[];
 }
 
+/** " at line L, column C" from a JSON.parse error (its wording differs between Node versions). */
+function jsonErrorWhere(raw: string, message: string): string {
+  const lc = /line (\d+) column (\d+)/.exec(message);
+  if (lc) return ` at line ${lc[1]}, column ${lc[2]}`;
+  const pos = /position (\d+)/.exec(message);
+  if (pos) {
+    const before = raw.slice(0, Number(pos[1]));
+    const line = before.split('\n').length;
+    return ` at line ${line}, column ${before.length - before.lastIndexOf('\n')}`;
+  }
+  return /Unexpected end/i.test(message) ? ' (the file ends early)' : '';
+}
+
 export function parseIpynb(raw: string): ParsedIpynb {
   let json: unknown;
   try {
     json = JSON.parse(raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw);
   } catch (e) {
-    throw new NotebookFormatError(`not valid JSON: ${(e as Error).message}`);
+    throw new NotebookFormatError(`not valid JSON${jsonErrorWhere(raw, (e as Error).message)}`);
   }
   if (!json || typeof json !== 'object' || !Array.isArray((json as { cells?: unknown }).cells)) {
     throw new NotebookFormatError('no "cells" array: not an nbformat 4 notebook');

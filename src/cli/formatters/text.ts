@@ -34,11 +34,13 @@ export const textFormatter: Formatter = {
         lines.push(`${paint(c, '1', location(f))}: ${paint(c, '1;31', f.rule)} ${mark}${f.message} (${sev}, step ${f.step})`);
       }
     }
-    for (const n of report.notices) lines.push(`${paint(c, '2', 'notice')}: ${n.path}: ${n.message}`);
+    for (const n of report.notices) lines.push(`${n.error ? paint(c, '31', 'error') : paint(c, '2', 'notice')}: ${n.path}: ${n.message}`);
     const s = report.summary;
     const tail: string[] = [];
     if (s.fixed) tail.push(`Fixed ${s.fixed} issue${s.fixed === 1 ? '' : 's'}.`);
-    if (s.findings === 0) tail.push(`All checks passed: ${s.files} file${s.files === 1 ? '' : 's'} checked.`);
+    if (s.failed) tail.push(`${s.failed} file${s.failed === 1 ? '' : 's'} could not be analysed (see the errors above).`);
+    if (s.findings === 0 && !s.failed) tail.push(`All checks passed: ${s.files} file${s.files === 1 ? '' : 's'} checked.`);
+    else if (s.findings === 0) tail.push(`No issues in the ${s.files} file${s.files === 1 ? '' : 's'} analysed.`);
     else {
       tail.push(
         `Found ${s.findings} issue${s.findings === 1 ? '' : 's'} in ${s.files} file${s.files === 1 ? '' : 's'} (${s.errors} error, ${s.warnings} warning, ${s.info} info).`,

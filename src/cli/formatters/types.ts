@@ -16,12 +16,16 @@ export interface Summary {
   /** Open findings per checklist step "1".."10". */
   byStep: Record<string, number>;
   skipped: number;
+  /** Files that could not be analysed: unreadable, not UTF-8, broken notebooks (exit code 2). */
+  failed: number;
   fixed: number;
 }
 
 export interface Notice {
   path: string;
   message: string;
+  /** The file could not be analysed (not just skipped by a limit). */
+  error?: boolean;
 }
 
 export interface Report {
