@@ -7,8 +7,9 @@ import * as vscode from 'vscode';
 import { initParser } from '../core/parse';
 import {
   CostConfigError, HARDWARE, HARDWARE_IDS, buildCostVM, estimateFromFiles, formatOf, money, parseHardwareList, parsePricingList, sniff,
-  type Assumptions, type ConfigFile, type CostVM, type HardwareId, type Pricing,
+  type Assumptions, type ConfigFile, type CostReport, type CostVM, type Estimate, type HardwareId, type Pricing,
 } from '../cost';
+import { PricedFindingHover } from './costHover';
 import { CommandId } from './commands';
 import { CostLensProvider } from './costLens';
 
@@ -41,6 +42,13 @@ async function exists(uri: vscode.Uri): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+export interface WorkspaceEstimate {
+  report: CostReport;
+  estimate: Estimate;
+  /** Workspace-relative path of the config. */
+  config: string;
 }
 
 export class CostService implements vscode.Disposable {
@@ -88,24 +96,66 @@ export class CostService implements vscode.Disposable {
 
   /** The view model for a document, or null when it is not a training config. */
   async vmOfDocument(doc: vscode.TextDocument, overrides?: Partial<Assumptions>): Promise<CostVM | null> {
+    const file: ConfigFile = { path: rel(doc.uri), text: doc.getText() };
+    try {
+      const report = await this.reportOfDocument(doc, overrides);
+      return report ? buildCostVM({ report, forFile: file.path }) : null;
+    } catch (e) {
+      // a file that was a config and no longer parses shows why; an unrelated malformed file shows nothing
+      if (!(e instanceof CostConfigError) || (!this.known.has(doc.uri.toString()) && !/contradictory|cannot estimate|must be/.test(e.message))) return null;
+      return buildCostVM({ error: e, files: [file.path] });
+    }
+  }
+
+  /** The cost report of a training config, null when the document is not one. Throws CostConfigError. */
+  async reportOfDocument(doc: vscode.TextDocument, overrides?: Partial<Assumptions>): Promise<CostReport | null> {
     if (!this.isCandidate(doc)) return null;
     const key = doc.uri.toString();
     const file: ConfigFile = { path: rel(doc.uri), text: doc.getText() };
-    try {
-      if (formatOf(file.path) === 'python') await initParser(this.wasmDir);
-      const ctx = await this.context(doc.uri, file.text);
-      if (!sniff(file, ctx.folder).length) {
-        this.known.delete(key);
-        return null;
-      }
-      this.known.add(key);
-      const report = estimateFromFiles({ configs: [file], folder: ctx.folder, assumptionFiles: ctx.assumptionFiles, overrides, today: today() });
-      return buildCostVM({ report, forFile: file.path });
-    } catch (e) {
-      // a file that was a config and no longer parses shows why; an unrelated malformed file shows nothing
-      if (!(e instanceof CostConfigError) || (!this.known.has(key) && !/contradictory|cannot estimate|must be/.test(e.message))) return null;
-      return buildCostVM({ error: e, files: [file.path] });
+    if (formatOf(file.path) === 'python') await initParser(this.wasmDir);
+    const ctx = await this.context(doc.uri, file.text);
+    if (!sniff(file, ctx.folder).length) {
+      this.known.delete(key);
+      return null;
     }
+    this.known.add(key);
+    return estimateFromFiles({ configs: [file], folder: ctx.folder, assumptionFiles: ctx.assumptionFiles, overrides, today: today() });
+  }
+
+  private readonly workspaceEstimates = new Map<string, Promise<WorkspaceEstimate | null>>();
+
+  /**
+   * The estimate priced findings refer to: the workspace folder's first training config that
+   * estimates cleanly, on its first priced hardware and pricing. Cached until a config is saved.
+   */
+  workspaceEstimate(uri: vscode.Uri): Promise<WorkspaceEstimate | null> {
+    const folder = vscode.workspace.getWorkspaceFolder(uri);
+    const key = folder?.uri.toString() ?? '';
+    let hit = this.workspaceEstimates.get(key);
+    if (!hit) {
+      hit = (async () => {
+        const pattern = folder ? new vscode.RelativePattern(folder, '**/*.{yaml,yml,json,toml,py}') : '**/*.{yaml,yml,json,toml,py}';
+        const uris = (await vscode.workspace.findFiles(pattern, '**/{node_modules,.git,.venv,venv,dist,build}/**', 400)).sort((a, b) => a.path.localeCompare(b.path));
+        for (const u of uris) {
+          if (!formatOf(u.path) || NOT_CONFIGS.test(u.path)) continue;
+          try {
+            const report = await this.reportOfDocument(await vscode.workspace.openTextDocument(u));
+            const estimate = report?.estimates.find((e) => e.cost !== null) ?? report?.estimates[0];
+            if (report && estimate) return { report, estimate, config: rel(u) };
+          } catch {
+            // not a usable config: try the next one
+          }
+        }
+        return null;
+      })();
+      this.workspaceEstimates.set(key, hit);
+    }
+    return hit;
+  }
+
+  /** Forget cached workspace estimates (a config or an assumptions file changed). */
+  invalidate(): void {
+    this.workspaceEstimates.clear();
   }
 
   private async pickConfig(): Promise<vscode.TextDocument | undefined> {
@@ -194,5 +244,12 @@ export function registerCost(context: vscode.ExtensionContext): CostService {
   const register = (id: CommandId, fn: (...args: never[]) => unknown) => context.subscriptions.push(vscode.commands.registerCommand(id, fn));
   context.subscriptions.push(service, vscode.languages.registerCodeLensProvider({ pattern: '**/*.{yaml,yml,json,toml,py}' }, service.lens));
   register(CommandId.EstimateCost, (uri?: vscode.Uri, opts?: CostEstimateOptions) => service.estimate(uri, opts));
+  // priced findings: the hover of a hot-loop finding estimates its time and cost on the workspace's run
+  context.subscriptions.push(
+    vscode.languages.registerHoverProvider([{ language: 'python' }, { notebookType: 'jupyter-notebook', language: 'python' }], new PricedFindingHover(service)),
+    vscode.workspace.onDidSaveTextDocument((doc) => {
+      if (formatOf(doc.uri.path) || doc.uri.path.endsWith('cost.toml')) service.invalidate();
+    }),
+  );
   return service;
 }

@@ -63,4 +63,22 @@ describe('cost estimator', () => {
       'the result in the panel or a Markdown report',
     );
   });
+
+  it('the hover of a hot-loop finding prices it on the workspace config, as an estimate with its assumptions', async () => {
+    const uri = wsUri('train.py');
+    await open(uri);
+    const priced = await waitFor(
+      () => vscode.languages.getDiagnostics(uri).find((d) => d.source === 'tpu-ready' && ['TPU204', 'TPU401', 'TPU201'].includes(String(typeof d.code === 'object' ? d.code.value : d.code))),
+      'a priced hot-loop finding on train.py',
+    );
+    const text = await waitFor(async () => {
+      const hovers = (await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', uri, priced.range.start)) ?? [];
+      const all = hovers.flatMap((h) => h.contents.map((c) => (typeof c === 'string' ? c : 'value' in c ? c.value : '')));
+      return all.find((t) => t.includes('estimated impact'));
+    }, 'the priced-finding hover');
+    assert.match(text, /cost\/config\.yaml/, 'names the config it prices against');
+    assert.match(text, /≈ \+/, 'gives the added time (and cost)');
+    assert.match(text, /Assumptions/, 'shows the editable assumptions');
+    assert.match(text, /estimate, not a measurement/);
+  });
 });
