@@ -103,6 +103,16 @@ describe('tpu-ready check', () => {
     expect(none.findings).toEqual([]);
   });
 
+  it('skips non-UTF-8 files with a notice and goes on', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpu-ready-enc-'));
+    fs.writeFileSync(path.join(dir, 'latin1.py'), Buffer.from([0x78, 0x20, 0x3d, 0x20, 0x22, 0xff, 0xfe, 0x22, 0x0a]));
+    fs.writeFileSync(path.join(dir, 'ok.py'), 'import torch\ntorch.ones(1).cuda()\n');
+    const r = run(['check', '.'], dir);
+    expect(r.out).toMatch(/notice: latin1\.py: skipped: not valid UTF-8/);
+    expect(r.out).toMatch(/^ok\.py:2:1: TPU101 /m);
+    expect(r.code).toBe(1);
+  });
+
   it('skips files over the size limit with a notice', () => {
     const r = run(['check', 'train.py', '--max-file-size', '0.1']);
     expect(r.out).toMatch(/skipped: larger than/);

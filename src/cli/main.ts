@@ -37,7 +37,7 @@ Check options:
   --no-gitignore                    do not honour .gitignore files
 
 Exit codes: 0 no findings, 1 findings, 2 usage or I/O error (also a file that cannot be
-analysed: unreadable, not UTF-8, a broken notebook; --exit-zero silences findings only).
+analysed: unreadable, a broken notebook; --exit-zero silences findings only).
 Configuration: [tool.tpu-ready] in pyproject.toml (select, ignore, per-file-ignores, exclude,
 target, target-version, fix-style, accel-module). Flags win over pyproject.
 `;

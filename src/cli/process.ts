@@ -43,7 +43,7 @@ export interface FileOutcome {
   findings: OutFinding[];
   /** Why the file was not analysed (size, binary, encoding, broken notebook). */
   skipped?: string;
-  /** The file should have been analysed but could not be (unreadable, not UTF-8, broken notebook): exit code 2. */
+  /** The file should have been analysed but could not be (unreadable, broken notebook): exit code 2. */
   failed?: boolean;
   /** The file uses torch: it counts toward the workspace score. */
   relevant: boolean;
@@ -65,7 +65,7 @@ export function readText(abs: string, maxBytes: number): { text?: string; skippe
   try {
     return { text: new TextDecoder('utf-8', { fatal: true }).decode(buf) };
   } catch {
-    return { skipped: 'not valid UTF-8', failed: true };
+    return { skipped: 'not valid UTF-8' };
   }
 }
 

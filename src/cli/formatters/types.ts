@@ -16,7 +16,7 @@ export interface Summary {
   /** Open findings per checklist step "1".."10". */
   byStep: Record<string, number>;
   skipped: number;
-  /** Files that could not be analysed: unreadable, not UTF-8, broken notebooks (exit code 2). */
+  /** Files that could not be analysed: unreadable, broken notebooks (exit code 2). */
   failed: number;
   fixed: number;
 }
