@@ -89,7 +89,8 @@ export function toFindingVM(f: ChecklistFinding): FindingVM {
 /** Findings shown per step in the panel (the count is always complete). */
 export const MAX_FINDINGS_PER_STEP = 200;
 
-export function checklistVM(input: ChecklistInput): ChecklistVM {
+/** `maxFindings`: how many findings each step lists (reports list them all). */
+export function checklistVM(input: ChecklistInput, maxFindings = MAX_FINDINGS_PER_STEP): ChecklistVM {
   const states = stepStates(input);
   const steps: StepVM[] = states.map((s) => {
     const def = STEPS[s.step - 1];
@@ -100,7 +101,7 @@ export function checklistVM(input: ChecklistInput): ChecklistVM {
       explanation: def.explanation[input.profile],
       status: s.status,
       items: s.items,
-      findings: s.open.slice(0, MAX_FINDINGS_PER_STEP).map(toFindingVM),
+      findings: s.open.slice(0, maxFindings).map(toFindingVM),
       open: s.open.length,
       note: input.progress.steps[s.step].note,
       actions: def.actions.filter((a) => (a !== 'fixSafe' || hasSafe) && (a !== 'compileCache' || input.profile === 'torch_xla')).map((id) => ({ id, label: ACTION_LABELS[id] })),

@@ -288,7 +288,7 @@ export function registerChecklist(context: vscode.ExtensionContext, deps: Checkl
       return f.cell === null ? `${rel}#L${f.line + 1}` : rel;
     };
     const options = { project: root ? root.path.split('/').pop() ?? 'workspace' : 'workspace', generated: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), link };
-    const vm = service.vm();
+    const vm = service.vm(true);
     const text = fmt === 'html' ? renderHtml(vm, options) : renderMarkdown(vm, options);
     await vscode.workspace.fs.writeFile(uri, new TextEncoder().encode(text));
     ChecklistPanel.current?.post('notice', { level: 'info', text: `Report written to ${vscode.workspace.asRelativePath(uri)}.` });

@@ -180,8 +180,9 @@ export class ChecklistService implements vscode.Disposable {
     return { profile: this.target.profile, score: this.results.summary().score, findings: this.findings(), facts: this.facts, progress: this.progress, progressError: this.progressError };
   }
 
-  vm(): ChecklistVM {
-    return checklistVM(this.input());
+  /** The panel's view model; `all` lists every finding of a step (the exported report). */
+  vm(all = false): ChecklistVM {
+    return all ? checklistVM(this.input(), Infinity) : checklistVM(this.input());
   }
 
   /**
