@@ -7,6 +7,8 @@ import { cudaGuarded, removeArgument, short, withQuotes } from './cuda-util';
 
 /** Names that carry an int device ordinal (`model.to(rank)`, `torch.device(local_rank)`). */
 const RANK_NAME = /^(local_?rank|rank|gpu|gpu_?(id|idx|index)|device_?(id|idx|index)|local_?device|dev_?id|cuda_?id|local_?gpu)$/i;
+/** Lists of int device ordinals (`device_ids[0]`, `args.gpu_ids[0]`, `gpus[0]`). */
+const ORDINAL_LIST = /^(device_?ids|gpu_?ids|gpus|cuda_?ids|local_?gpus)$/i;
 /** A ternary or `if` keyed on CUDA availability: `"cuda" if torch.cuda.is_available() else "cpu"`. */
 const AVAILABILITY = /\bis_available\s*\(|\bdevice_count\s*\(/;
 /** Device-type checks belong to TPU103: `'cuda' if 'cuda' in device else 'cpu'`, `device.type == 'cuda'`. */
@@ -36,7 +38,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for CUDA device expressions (`"cuda"`, `"cuda:0"`, `f"cuda:{rank}"`, `"cuda:%d" % r`, `torch.device("cuda", i)`, ' +
-      '`torch.cuda.current_device()`, and int ordinals such as `model.to(rank)`) that reach a device argument: `.to(...)`, the `device=` ' +
+      '`torch.cuda.current_device()`, and int ordinals such as `model.to(rank)` or an element of a device-id list, `.to(device_ids[0])`) that reach a device argument: `.to(...)`, the `device=` ' +
       'argument of tensor factories, module constructors and `torch.Generator`, and, through variables, `torch.load(map_location=)`, ' +
       '`DDP(device_ids=)`, `torch.cuda.set_device` and `torch.autocast(device_type=)`. A variable, attribute (`self.device`, `args.device`), ' +
       'parameter default, argparse default, dataclass field or helper return value that holds a CUDA device is reported once, where it is set. ' +
@@ -57,7 +59,7 @@ export default defineRule({
       '(also as an `if`/`else` pair): the source is rewritten once. String-valued sources stay strings (`"xla"`; dual-path ' +
       '`accel.device_type()`, or `str(accel.device())` for rank-indexed ones) so comparisons and f-strings keep working; definition-time ' +
       'values never initialise the runtime. Unsafe when the choice comes from the user (a ternary on a flag keeps the choice and only ' +
-      'replaces the CUDA arm; an argparse default with `choices=` needs an `xla` choice added), when an int literal other than 0 picks ' +
+      'replaces the CUDA arm; an argparse default with `choices=` needs an `xla` choice added), when an int literal other than 0 or an element of a device-id list picks ' +
       'one of several GPUs, and when a `device=` argument is dropped in `__init__` (the tensor must be a parameter or buffer to follow ' +
       '`model.to(device)`). Inside `forward`, `device=x.device` (the first input) is device-agnostic and safe.',
     sources: [
@@ -78,7 +80,17 @@ export default defineRule({
       if (n.type === 'call' && n.childForFieldName('function')?.text === 'int') return /LOCAL_RANK|local_rank/.test(n.text);
       return false;
     };
-    const isIntDevice = (n: Node | null | undefined): boolean => !!n && (n.type === 'integer' || isRankName(n));
+    /** `device_ids[0]`: an element of a list of int ordinals (`device_ids = list(range(...))`, `[0, 1]`, `gpu_ids`). */
+    const isOrdinalListItem = (n: Node): boolean => {
+      if (n.type !== 'subscript') return false;
+      const list = n.childForFieldName('value');
+      if (!list || (list.type !== 'identifier' && list.type !== 'attribute')) return false;
+      const last = list.type === 'attribute' ? list.childForFieldName('attribute')?.text ?? '' : list.text;
+      if (ORDINAL_LIST.test(last)) return true;
+      const values = list.type === 'identifier' ? sema.bindings(list.text) : [];
+      return values.length > 0 && values.every((v) => (v.type === 'list' && v.namedChildren.length > 0 && v.namedChildren.every((e) => !!e && (e.type === 'integer' || isRankName(e)))) || /^(list\(range|range)\(/.test(v.text));
+    };
+    const isIntDevice = (n: Node | null | undefined): boolean => !!n && (n.type === 'integer' || isRankName(n) || isOrdinalListItem(n));
     const typeCheckTernary = (n: Node) => n.type === 'conditional_expression' && TYPE_CHECK.test(n.namedChildren[1]?.text ?? '');
 
     /** A CUDA device written out here (not read through a name). */
@@ -245,7 +257,9 @@ export default defineRule({
         continue;
       }
       const dev = ctx.idiom.device();
-      const selectsGpu = (int && arg.type === 'integer' && arg.text !== '0') || (arg.type === 'string' && /^cuda:[1-9]/.test(stringContent(arg) ?? ''));
+      // an int other than 0, or one element of a list of GPUs, picks among several: review by hand
+      const ordinal = arg.type === 'call' && sema.callee(arg) === 'torch.device' ? callArgs(arg).positional[0] : arg;
+      const selectsGpu = (int && arg.type === 'integer' && arg.text !== '0') || ordinal?.type === 'subscript' || (arg.type === 'string' && /^cuda:[1-9]/.test(stringContent(arg) ?? ''));
       ctx.report(arg, {
         message: int
           ? `\`${short(arg.text, 30)}\` as a device means \`cuda:${arg.type === 'integer' ? arg.text : `<${short(arg.text, 30)}>`}\`; a TPU host has no CUDA device`
