@@ -16,6 +16,31 @@ function ownerName(ctx: RuleContext, call: Node): string {
   return '';
 }
 
+const SAMPLERS = /(^|\.)(RandomSampler|WeightedRandomSampler)$/;
+const INFINITE_SAMPLER = /(^|\.)\w*(Infinite|Repeat|Endless)\w*Sampler$/;
+
+/**
+ * A sampler that never ends an epoch, so no short last batch comes: an infinite/repeating sampler class, or a
+ * `RandomSampler`/`WeightedRandomSampler` drawing an iteration count of samples (`num_samples=int(1e10)`,
+ * `num_samples=max_iters * batch_size`; minGPT's trainer).
+ */
+function endlessSampler(ctx: RuleContext, node: Node | null, depth = 0): boolean {
+  if (!node || depth > 2) return false;
+  if (node.type === 'identifier') return ctx.sema.bindings(node.text).some((v) => endlessSampler(ctx, v, depth + 1));
+  if (node.type !== 'call') return false;
+  const q = ctx.sema.callee(node) ?? node.childForFieldName('function')?.text ?? '';
+  if (INFINITE_SAMPLER.test(q)) return true;
+  if (!SAMPLERS.test(q)) return false;
+  const { positional, keywords } = callArgs(node);
+  const n = kwValue(keywords.get('num_samples')) ?? (/WeightedRandomSampler$/.test(q) ? positional[1] : positional[2]);
+  if (!n) return false;
+  const text = n.text.replace(/\s+/g, '');
+  // a huge literal (int(1e10), 10**9, 1_000_000_000) or a product of a step count and the batch size
+  const big = /^(int\()?(\d+(\.\d+)?e\d+|\d+\*\*\d+|[\d_]{7,})\)?$/i.test(text) && !/^0/.test(text);
+  const product = /\*/.test(text) && /batch|bs\b/i.test(text) && /iter|step|epoch/i.test(text);
+  return big || product;
+}
+
 /** Whether a training loop (not eval) iterates the loader bound to `name`. */
 function iteratedByTrainLoop(ctx: RuleContext, name: string): boolean {
   return ctx.sema.hotLoops().some((h) => h.kind === 'train' && h.anchor.type === 'for_statement' && iteratedLoader(ctx, h.anchor)?.text === name);
@@ -34,7 +59,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for training `DataLoader`s without `drop_last=True` (assigned to a `train…` name, shuffling, given a sampler, returned from `train_dataloader()`, or iterated by a training loop; ' +
-      'loaders named `val`/`eval`/`test` and `batch_sampler` loaders are left alone), and for HF `dataloader_drop_last=False`. ' +
+      'loaders named `val`/`eval`/`test`, `batch_sampler` loaders and loaders whose sampler never ends an epoch, such as `RandomSampler(ds, replacement=True, num_samples=int(1e10))` or an `InfiniteSampler`, are left alone), and for HF `dataloader_drop_last=False`. ' +
       'A `drop_last=` set from a variable (`drop_last=flags.drop_last`) is not flagged.',
     why:
       'Unless the dataset size divides the batch size, the last batch of every epoch has a different shape, so the forward and backward graphs are compiled a second time ' +
@@ -59,6 +84,7 @@ export default defineRule({
       }
       if (!isDataLoaderCall(ctx, call)) continue;
       // `**kwargs` may already carry drop_last
+      if (endlessSampler(ctx, kwValue(keywords.get('sampler')))) continue;
       if (keywords.has('batch_sampler') || call.childForFieldName('arguments')?.namedChildren.some((a) => a?.type === 'dictionary_splat')) continue;
       const bs = kwValue(keywords.get('batch_size'));
       if (bs && (bs.text === '1' || bs.text === 'None')) continue;
