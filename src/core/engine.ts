@@ -255,8 +255,11 @@ export function locateAll(analysis: Analysis): LocatedFinding[] {
 export interface FixRequest {
   /** Apply unsafe fixes too. */
   unsafe: boolean;
-  /** Restrict to some findings (by rule id or predicate). */
-  only?: (f: Finding) => boolean;
+  /**
+   * Restrict to some findings. `doc` is the document the finding's offsets refer to: the current round's,
+   * whose offsets have shifted after earlier rounds (use `cellOf(doc, f.start)` to keep to one cell).
+   */
+  only?: (f: Finding, doc: SourceDocument) => boolean;
   /** Maximum rounds of analyse → fix (fixes converge well before). */
   maxRounds?: number;
   /** Throw when a fix adds a syntax error instead of dropping it (tests). */
@@ -284,6 +287,11 @@ function fitToCell(program: CombinedProgram, e: Edit): Edit {
   if (!s || e.end !== s.end + 1 || e.text !== '' || e.start < s.start) return e;
   const start = e.start > s.start && program.text.charCodeAt(e.start - 1) === 10 ? e.start - 1 : e.start;
   return { start, end: s.end, text: '' };
+}
+
+/** The notebook cell (index counting every cell) holding combined offset `offset`; null for files and between cells. */
+export function cellOf(doc: SourceDocument, offset: number): number | null {
+  return doc.kind === 'notebook' ? spanAt(doc.program, offset)?.cell ?? null : null;
 }
 
 /** Returns the document with `edits` (combined offsets) applied. Edits spanning two cells are dropped. */
@@ -351,7 +359,7 @@ export function fixDocument(doc: SourceDocument, rules: Rule[], options: Analyze
     const analysis = analyze(current, rules, options);
     analysis.tree?.delete();
     const candidates = analysis.findings.filter(
-      (f) => f.fix && (f.fix.applicability === 'safe' || (req.unsafe && f.fix.applicability === 'unsafe')) && (!req.only || req.only(f)),
+      (f) => f.fix && (f.fix.applicability === 'safe' || (req.unsafe && f.fix.applicability === 'unsafe')) && (!req.only || req.only(f, current)),
     );
     if (!candidates.length) return { doc: current, applied, rounds: round - 1, converged: true, needsAccel, appliedRules };
     let batch = applyFixBatch(current, candidates.map((f) => f.fix!));
@@ -383,6 +391,6 @@ export function fixDocument(doc: SourceDocument, rules: Rule[], options: Analyze
   }
   const last = analyze(current, rules, options);
   last.tree?.delete();
-  const left = last.findings.some((f) => f.fix && (f.fix.applicability === 'safe' || (req.unsafe && f.fix.applicability === 'unsafe')) && (!req.only || req.only(f)));
+  const left = last.findings.some((f) => f.fix && (f.fix.applicability === 'safe' || (req.unsafe && f.fix.applicability === 'unsafe')) && (!req.only || req.only(f, current)));
   return { doc: current, applied, rounds: maxRounds, converged: !left, needsAccel, appliedRules };
 }

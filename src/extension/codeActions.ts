@@ -3,7 +3,8 @@
  * time and are looked up from the diagnostics VS Code hands back. Per diagnostic, always in this
  * order: the fix, "Ignore TPUnnn on this line", "Learn about TPUnnn"; then "Fix all TPUnnn in this
  * file" and "Fix all safe TPU issues in this file" (also `source.fixAll.tpuReady` for
- * editor.codeActionsOnSave, and `notebook.source.fixAll.tpuReady` for notebooks).
+ * editor.codeActionsOnSave, and `notebook.source.fixAll.tpuReady` for notebooks). On a notebook cell,
+ * `source.fixAll.tpuReady` fixes that cell only ("Fix all safe TPU issues in this cell").
  */
 import * as vscode from 'vscode';
 import { CommandId } from './commands';
@@ -16,6 +17,7 @@ export const FIX_ALL_KIND = vscode.CodeActionKind.SourceFixAll.append('tpuReady'
 export const NOTEBOOK_FIX_ALL_KIND = vscode.CodeActionKind.Notebook.append(FIX_ALL_KIND.value);
 
 export const FIX_ALL_TITLE = 'Fix all safe TPU issues in this file';
+export const FIX_CELL_TITLE = 'Fix all safe TPU issues in this cell';
 
 type ActionData =
   | { type: 'fix'; ref: FindingRef }
@@ -50,9 +52,13 @@ export class CodeActions implements vscode.CodeActionProvider<vscode.CodeAction>
     // Source fix-all is computed eagerly, but only when asked for (on save, or the Source Action menu).
     if (only && !token.isCancellationRequested) {
       const cell = isNotebookCell(doc);
-      const kind = cell ? NOTEBOOK_FIX_ALL_KIND : FIX_ALL_KIND;
-      if (only.contains(kind)) {
-        const action = await this.sourceFixAll(doc, kind);
+      // on a cell: the notebook-wide kind fixes every cell, the plain kind this cell only
+      if (cell && only.contains(NOTEBOOK_FIX_ALL_KIND)) {
+        const action = await this.sourceFixAll(doc, NOTEBOOK_FIX_ALL_KIND, false);
+        if (action) actions.push(action);
+      }
+      if (only.contains(FIX_ALL_KIND) && !token.isCancellationRequested) {
+        const action = await this.sourceFixAll(doc, FIX_ALL_KIND, cell);
         if (action) actions.push(action);
       }
     }
@@ -101,16 +107,22 @@ export class CodeActions implements vscode.CodeActionProvider<vscode.CodeAction>
     return actions;
   }
 
-  private async sourceFixAll(doc: vscode.TextDocument, kind: vscode.CodeActionKind): Promise<vscode.CodeAction | null> {
+  private async sourceFixAll(doc: vscode.TextDocument, kind: vscode.CodeActionKind, perCell: boolean): Promise<vscode.CodeAction | null> {
     const a = analysableFor(doc);
     if (!a) return null;
+    let cell: number | undefined;
+    if (perCell) {
+      if (a.kind !== 'notebook') return null;
+      cell = a.nb.getCells().findIndex((c) => c.document.uri.toString() === doc.uri.toString());
+      if (cell < 0) return null;
+    }
     const { options } = await this.config.optionsFor(uriOf(a));
     if (!options) return null;
     // One resource only: on save VS Code skips actions whose edit touches other files, so the module is
     // created by a command that runs after the edit.
-    const result = await fixAllEdit(a, options, { rule: null, createAccel: false });
+    const result = await fixAllEdit(a, options, { rule: null, createAccel: false, cell });
     if (!result || !result.applied) return null;
-    const action = new vscode.CodeAction(FIX_ALL_TITLE, kind);
+    const action = new vscode.CodeAction(cell === undefined ? FIX_ALL_TITLE : FIX_CELL_TITLE, kind);
     action.edit = result.edit;
     if (result.accelToCreate) {
       action.command = { command: CommandId.CreateAccelModule, title: 'Create the device-abstraction module', arguments: [uriOf(a)] };

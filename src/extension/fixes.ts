@@ -5,7 +5,7 @@
  */
 import * as vscode from 'vscode';
 import { accelModuleSource } from '../core/accel';
-import { analysedText, applyFixBatch, applyToDocument, fixDocument, type SourceDocument } from '../core/engine';
+import { analysedText, applyFixBatch, applyToDocument, cellOf, fixDocument, type SourceDocument } from '../core/engine';
 import { parsePython } from '../core/parse';
 import { suppressionEdit } from '../core/suppress';
 import type { AnalyzeOptions, Finding } from '../core/types';
@@ -99,13 +99,22 @@ export interface FixAllRequest {
   rule: string | null;
   /** Create the device-abstraction module inside the edit (false for fix-all on save, which must touch one resource). */
   createAccel: boolean;
+  /**
+   * Only the findings in this notebook cell (index counting every cell). The imports those fixes need
+   * still go where the engine puts them (the notebook's import cell) when they are not there yet.
+   */
+  cell?: number;
 }
 
 /** Fix-all on the current text of a file or notebook: the engine applies fixes until they converge. */
 export function fixAllEdit(a: Analysable, options: AnalyzeOptions, req: FixAllRequest): Promise<FixOutcome> | null {
   const source = sourceOf(a);
   if (!source) return null;
-  const only = req.rule === null ? undefined : (f: Finding) => f.rule === req.rule;
+  const cell = req.cell;
+  const only =
+    req.rule === null && cell === undefined
+      ? undefined
+      : (f: Finding, current: SourceDocument) => (req.rule === null || f.rule === req.rule) && (cell === undefined || cellOf(current, f.start) === cell);
   const result = fixDocument(source, RULES, options, { unsafe: req.rule !== null, only });
   return outcome(targetOf(a), source, result.doc, result.applied, result.needsAccel, options, req.createAccel);
 }

@@ -86,6 +86,46 @@ describe('notebooks', () => {
     await waitFor(() => nb.getCells().every((c) => ours(c.document.uri).length === 0), 'no findings left');
   });
 
+  it('per-cell fix-all (source.fixAll.tpuReady on a cell) fixes that cell and leaves the others unchanged', async () => {
+    const cells = [
+      'import torch\nimport torch_xla\nimport torch.nn as nn',
+      'model = nn.Linear(8, 2)\nmodel = model.cuda()\nx = torch.randn(4, 8).cuda()',
+      'y = torch.zeros(4).cuda()\nprint(model(x).shape, y)',
+      '# a comment cell\nz = 1',
+    ];
+    const json = {
+      cells: [{ cell_type: 'markdown', metadata: {}, source: ['# Per-cell fix'] }, ...cells.map((c) => ({ cell_type: 'code', metadata: {}, execution_count: null, outputs: [], source: c.split(/(?<=\n)/) }))],
+      metadata: { kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' }, language_info: { name: 'python' } },
+      nbformat: 4,
+      nbformat_minor: 5,
+    };
+    fs.writeFileSync(wsPath('fixall', 'percell.ipynb'), JSON.stringify(json, null, 1) + '\n');
+    const nb = await openNotebook('fixall', 'percell.ipynb');
+    const target = nb.cellAt(2).document.uri;
+    await waitDiagnostics(target, (d) => d.length === 2, 'two findings on cell 2');
+    await waitDiagnostics(nb.cellAt(3).document.uri, (d) => d.length === 1, 'one finding on cell 3');
+    // the notebook-wide kind still fixes every cell; the plain kind, asked on a cell, that cell only
+    const wide = await codeActions(target, new vscode.Range(0, 0, 0, 0), 'notebook.source.fixAll.tpuReady');
+    assert.deepEqual(wide.map((a) => a.title), ['Fix all safe TPU issues in this file']);
+    const actions = await codeActions(target, new vscode.Range(0, 0, 0, 0), 'source.fixAll.tpuReady');
+    assert.deepEqual(actions.map((a) => a.title), ['Fix all safe TPU issues in this cell']);
+    assert.deepEqual(actions[0].kind?.value, 'source.fixAll.tpuReady');
+    const touched = actions[0].edit!.entries().map(([u]) => u.toString());
+    assert.deepEqual([...new Set(touched)], [target.toString()], 'the edit touches the cell only');
+    await apply(actions[0]);
+    assert.deepEqual(texts(nb), [
+      '# Per-cell fix',
+      cells[0],
+      'model = nn.Linear(8, 2)\nmodel = model.to(torch_xla.device())\nx = torch.randn(4, 8).to(torch_xla.device())',
+      cells[2],
+      cells[3],
+    ]);
+    await waitFor(() => ours(target).length === 0, 'no findings left on the fixed cell');
+    await waitDiagnostics(nb.cellAt(3).document.uri, (d) => d.filter((x) => codeOf(x) === 'TPU101').length === 1, 'the other cell keeps its finding');
+    // asked again on the fixed cell: nothing left to offer there
+    assert.deepEqual((await codeActions(target, new vscode.Range(0, 0, 0, 0), 'source.fixAll.tpuReady')).map((a) => a.title), []);
+  });
+
   it('notebook fix-all runs on save through notebook.codeActionsOnSave', async () => {
     const nb = await openNotebook('fixall', 'notebook_fixall.ipynb');
     await waitDiagnostics(nb.cellAt(3).document.uri, (d) => d.length === 2, 'two findings on cell 4');
