@@ -4,12 +4,12 @@ import { init } from './setup';
 import { countErrors, parsePython, treeEditFor } from '../src/core/parse';
 import { codePointColumn, LineIndex } from '../src/core/source';
 import { combineCells, maskCell, parseIpynb, serializeIpynb, spanAt } from '../src/core/notebook';
-import { analyze, applyFixBatch, fixDocument, locateAll, notebookDocument, pythonDocument, textDocument, textFileKind } from '../src/core/engine';
+import { analyze, applyFixBatch, cellOf, fixDocument, locateAll, notebookDocument, pythonDocument, textDocument, textFileKind } from '../src/core/engine';
 import { importEdits } from '../src/core/imports';
 import { Semantics } from '../src/core/semantics';
 import { applyEdits, deleteStatement } from '../src/core/edits';
 import { suppressionEdit } from '../src/core/suppress';
-import { detectTorchXlaVersion, globToRegExp, optionsFor, parseProjectConfig } from '../src/core/config';
+import { configHeaderLine, detectTorchXlaVersion, globToRegExp, optionsFor, parseProjectConfig } from '../src/core/config';
 import { fileScore, workspaceScore } from '../src/core/score';
 import { accelModuleSource, ACCEL_FUNCTIONS } from '../src/core/accel';
 import { RULES_BY_ID } from '../src/rules';
@@ -126,6 +126,29 @@ describe('notebooks', () => {
     expect(written.cells[3].source).toBe('%%bash\necho hi\nls -la');
   });
 
+  it('fixes one cell only: the predicate sees the current round document, whose offsets shifted', () => {
+    const cells = [
+      { kind: 'code' as const, text: 'import torch' },
+      { kind: 'code' as const, text: 'x = m.cuda()' },
+      { kind: 'code' as const, text: 'y = n.cuda()' },
+    ];
+    const doc = notebookDocument('nb.ipynb', cells);
+    const out = fixDocument(doc, TPU101, tpuOnly, { unsafe: false, strict: true, only: (f, current) => cellOf(current, f.start) === 2 });
+    expect((out.doc as ReturnType<typeof notebookDocument>).cells.map((c) => c.text)).toEqual([
+      'import torch\nimport torch_xla', // the import the fix needs, in the import cell
+      'x = m.cuda()', // untouched
+      'y = n.to(torch_xla.device())',
+    ]);
+    expect(out.applied).toBe(1);
+    expect(out.converged).toBe(true);
+    // a predicate on the original offsets takes cell 1's call for cell 2's once the import shifted it
+    const span = doc.program.spans.find((x) => x.cell === 2)!;
+    const stale = fixDocument(doc, TPU101, tpuOnly, { unsafe: false, only: (f) => f.start >= span.start && f.start <= span.end });
+    expect((stale.doc as ReturnType<typeof notebookDocument>).cells[1].text).not.toBe('x = m.cuda()');
+    expect(cellOf(doc, span.start)).toBe(2);
+    expect(cellOf(pythonDocument('a.py', 'x = 1'), 0)).toBeNull();
+  });
+
   it('maps combined offsets to cells', () => {
     const p = combineCells([{ kind: 'code', text: 'a = 1' }, { kind: 'markdown', text: '# x' }, { kind: 'code', text: 'b = 2' }]);
     expect(p.text).toBe('a = 1\nb = 2');
@@ -219,6 +242,38 @@ describe('config', () => {
     expect(problems.map((p) => p.message)).toEqual(['[tool.tpu-ready] unknown key "bogus"']);
     expect(parseProjectConfig('[tool.tpu-ready\n').problems[0].message).toMatch(/not valid TOML/);
     expect(parseProjectConfig('[tool.tpu-ready]\ntarget = "gpu"\n').problems[0].message).toMatch(/target must be/);
+  });
+
+  it('places each problem on the line of its key, else leaves the line to the host (the table header)', () => {
+    const text = [
+      '[project]',
+      'name = "x"  # target = "gpu" here is not ours',
+      '',
+      '[tool.tpu-ready]',
+      'select = ["TPU1"]',
+      'bogus-key = 1',
+      "'fix-style' = \"fast\"",
+      'ignore = 3',
+      '',
+      '[tool.tpu-ready.per-file-ignores]',
+      '"tests/**" = 2',
+      '',
+      '[[tool.other]]',
+      'target = "gpu"',
+    ].join('\n');
+    const { problems } = parseProjectConfig(text);
+    expect(problems.map((p) => [p.line, p.message.replace(/ must be.*| unknown key/, '')])).toEqual([
+      [6, '[tool.tpu-ready] "bogus-key"'],
+      [8, '[tool.tpu-ready] ignore'],
+      [11, '[tool.tpu-ready] per-file-ignores."tests/**"'],
+      [7, '[tool.tpu-ready] fix-style'],
+    ]);
+    expect(configHeaderLine(text)).toBe(4);
+    expect(configHeaderLine('[tool.tpu-ready.per-file-ignores]\n"a" = ["TPU1"]\n')).toBe(1);
+    expect(configHeaderLine('[project]\n')).toBeUndefined();
+    // dotted keys at the top level, and invalid TOML with the parser's line
+    expect(parseProjectConfig('x = 1\ntool.tpu-ready.target = "gpu"\n').problems).toEqual([{ message: expect.stringMatching(/target must be/), line: 2 }]);
+    expect(parseProjectConfig('[tool.tpu-ready]\nselect = ["TPU1"\n\n').problems[0]).toMatchObject({ message: expect.stringMatching(/not valid TOML/), line: expect.any(Number) });
   });
 
   it('resolves options with precedence flags > pyproject > settings > pinned', () => {

@@ -38,11 +38,51 @@ export interface ConfigProblem {
 
 const KEYS = new Set(['select', 'ignore', 'per-file-ignores', 'exclude', 'extend-exclude', 'target', 'target-version', 'fix-style', 'accel-module', 'cost']);
 
-function stringList(v: unknown, key: string, problems: ConfigProblem[]): string[] | undefined {
+/**
+ * The 1-based line of `key = …` in the `[tool.tpu-ready]` table (or its `per-file-ignores` sub-table when
+ * `sub` is given) of pyproject.toml text, also written dotted (`tool.tpu-ready.key = …` at the top level);
+ * undefined when not found (a value spread over an inline table, say).
+ */
+export function configKeyLine(text: string, key: string, sub?: string): number | undefined {
+  const lines = text.split(/\r?\n/);
+  const table = sub ? `tool.tpu-ready.${sub}` : 'tool.tpu-ready';
+  const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const bare = esc(key);
+  const keyRe = new RegExp(`^\\s*(?:${bare}|"${bare}"|'${bare}')\\s*=`);
+  const dotted = new RegExp(`^\\s*tool\\s*\\.\\s*"?tpu-ready"?\\s*\\.\\s*${sub ? `"?${esc(sub)}"?\\s*\\.\\s*` : ''}(?:${bare}|"${bare}"|'${bare}')\\s*=`);
+  let current = '';
+  for (let i = 0; i < lines.length; i++) {
+    if (/^\s*\[\[/.test(lines[i])) {
+      current = '[[]]'; // an array of tables: never ours
+      continue;
+    }
+    const header = /^\s*\[\s*([^\]]+?)\s*\]\s*(#.*)?$/.exec(lines[i]);
+    if (header) {
+      current = header[1].replace(/\s*\.\s*/g, '.').replace(/["']/g, '');
+      continue;
+    }
+    if (current === table && keyRe.test(lines[i])) return i + 1;
+    if (current === '' && dotted.test(lines[i])) return i + 1;
+  }
+  return undefined;
+}
+
+/** The 1-based line of the `[tool.tpu-ready]` header (or of its first sub-table), undefined when absent. */
+export function configHeaderLine(text: string): number | undefined {
+  const lines = text.split(/\r?\n/);
+  let sub: number | undefined;
+  for (let i = 0; i < lines.length; i++) {
+    if (/^\s*\[\s*tool\s*\.\s*"?tpu-ready"?\s*\]/.test(lines[i])) return i + 1;
+    if (sub === undefined && /^\s*\[\s*tool\s*\.\s*"?tpu-ready"?\s*\./.test(lines[i])) sub = i + 1;
+  }
+  return sub;
+}
+
+function stringList(v: unknown, key: string, problems: ConfigProblem[], line?: number): string[] | undefined {
   if (v === undefined) return undefined;
   if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return v as string[];
   if (typeof v === 'string') return [v];
-  problems.push({ message: `[tool.tpu-ready] ${key} must be a list of strings` });
+  problems.push(line ? { message: `[tool.tpu-ready] ${key} must be a list of strings`, line } : { message: `[tool.tpu-ready] ${key} must be a list of strings` });
   return undefined;
 }
 
@@ -61,37 +101,41 @@ export function parseProjectConfig(pyprojectText: string): { config: ProjectConf
   if (raw === undefined) return { config: {}, problems };
   if (typeof raw !== 'object' || raw === null) return { config: {}, problems: [{ message: '[tool.tpu-ready] must be a table' }] };
   const config: ProjectConfig = {};
-  for (const key of Object.keys(raw)) if (!KEYS.has(key)) problems.push({ message: `[tool.tpu-ready] unknown key "${key}"` });
-  config.select = stringList(raw.select, 'select', problems);
-  config.ignore = stringList(raw.ignore, 'ignore', problems);
-  const exclude = [...(stringList(raw.exclude, 'exclude', problems) ?? []), ...(stringList(raw['extend-exclude'], 'extend-exclude', problems) ?? [])];
+  // problems point at the offending key's line when it can be found (else hosts use the table header)
+  const at = (key: string, sub?: string) => configKeyLine(pyprojectText, key, sub);
+  const problem = (message: string, key: string, sub?: string) => problems.push(at(key, sub) ? { message, line: at(key, sub) } : { message });
+  for (const key of Object.keys(raw)) if (!KEYS.has(key)) problem(`[tool.tpu-ready] unknown key "${key}"`, key);
+  const list = (key: string, label = key, sub?: string) => stringList(raw[key], label, problems, at(key, sub));
+  config.select = list('select');
+  config.ignore = list('ignore');
+  const exclude = [...(list('exclude') ?? []), ...(list('extend-exclude') ?? [])];
   if (exclude.length) config.exclude = exclude;
   const pfi = raw['per-file-ignores'];
   if (pfi !== undefined) {
     if (typeof pfi === 'object' && pfi !== null && !Array.isArray(pfi)) {
       config.perFileIgnores = {};
       for (const [glob, ids] of Object.entries(pfi as Record<string, unknown>)) {
-        const list = stringList(ids, `per-file-ignores."${glob}"`, problems);
-        if (list) config.perFileIgnores[glob] = list;
+        const l = stringList(ids, `per-file-ignores."${glob}"`, problems, configKeyLine(pyprojectText, glob, 'per-file-ignores'));
+        if (l) config.perFileIgnores[glob] = l;
       }
-    } else problems.push({ message: '[tool.tpu-ready] per-file-ignores must be a table of glob = [ids]' });
+    } else problem('[tool.tpu-ready] per-file-ignores must be a table of glob = [ids]', 'per-file-ignores');
   }
   if (raw.target !== undefined) {
     if (raw.target === 'torch_xla' || raw.target === 'torchtpu') config.target = raw.target;
-    else problems.push({ message: `[tool.tpu-ready] target must be "torch_xla" or "torchtpu", not ${JSON.stringify(raw.target)}` });
+    else problem(`[tool.tpu-ready] target must be "torch_xla" or "torchtpu", not ${JSON.stringify(raw.target)}`, 'target');
   }
   if (raw['target-version'] !== undefined) {
     const v = normalizeVersion(String(raw['target-version']));
     if (v) config.targetVersion = v;
-    else problems.push({ message: `[tool.tpu-ready] target-version must be one of ${SUPPORTED_VERSIONS.join(', ')}, not ${JSON.stringify(raw['target-version'])}` });
+    else problem(`[tool.tpu-ready] target-version must be one of ${SUPPORTED_VERSIONS.join(', ')}, not ${JSON.stringify(raw['target-version'])}`, 'target-version');
   }
   if (raw['fix-style'] !== undefined) {
     if (raw['fix-style'] === 'dual-path' || raw['fix-style'] === 'tpu-only') config.fixStyle = raw['fix-style'];
-    else problems.push({ message: `[tool.tpu-ready] fix-style must be "dual-path" or "tpu-only", not ${JSON.stringify(raw['fix-style'])}` });
+    else problem(`[tool.tpu-ready] fix-style must be "dual-path" or "tpu-only", not ${JSON.stringify(raw['fix-style'])}`, 'fix-style');
   }
   if (raw['accel-module'] !== undefined) {
     if (typeof raw['accel-module'] === 'string' && /^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$/.test(raw['accel-module'])) config.accelModule = raw['accel-module'];
-    else problems.push({ message: '[tool.tpu-ready] accel-module must be a Python module name such as "accel"' });
+    else problem('[tool.tpu-ready] accel-module must be a Python module name such as "accel"', 'accel-module');
   }
   return { config, problems };
 }

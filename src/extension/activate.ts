@@ -9,6 +9,7 @@ import { CodeActions } from './codeActions';
 import { CommandId } from './commands';
 import { registerCost } from './cost';
 import { ConfigService } from './config';
+import { ConfigDiagnostics } from './configDiagnostics';
 import { docsUri } from './convert';
 import { Linter, type Analysable } from './diagnostics';
 import { addCreateAccel, fixAllEdit, missingAccelModule } from './fixes';
@@ -26,7 +27,9 @@ export function activate(context: vscode.ExtensionContext): void {
   const scanner = new Scanner(wasmDir, linter, config, results, log);
   const status = new ReadinessStatus(results);
   const codeActions = new CodeActions(linter, config);
-  context.subscriptions.push(log, config, results, linter, scanner, status);
+  // problems in [tool.tpu-ready] as diagnostics on pyproject.toml
+  const configProblems = new ConfigDiagnostics(log);
+  context.subscriptions.push(log, config, results, linter, scanner, status, configProblems);
 
   context.subscriptions.push(
     vscode.languages.registerCodeActionsProvider(
@@ -115,6 +118,7 @@ export function activate(context: vscode.ExtensionContext): void {
   registerChecklist(context, { results, linter, scanner, config });
   registerCost(context);
   linter.start();
+  configProblems.start();
 }
 
 export function deactivate(): void {
