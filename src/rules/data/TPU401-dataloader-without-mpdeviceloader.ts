@@ -3,8 +3,9 @@ import { downgrade } from '../../core/engine';
 import { replace } from '../../core/edits';
 import type { FixDraft } from '../../core/rule';
 import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
-import { deviceExprFor } from '../shared';
-import { batchMoves, fileWrapsLoaders, isDataLoaderCall, isPlainDataLoader, iteratedLoader, removeArg } from './util';
+import { handMovedLoaders, isDataLoaderCall, removeArg } from './util';
+
+const short = (t: string) => (t.length > 40 ? t.slice(0, 37) + '…' : t);
 
 export default defineRule({
   id: 'TPU401',
@@ -18,7 +19,7 @@ export default defineRule({
   triggers: ['DataLoader', 'pin_memory', 'non_blocking'],
   docs: {
     what:
-      'Checks for training and eval loops that iterate a plain `torch.utils.data.DataLoader` (directly, or through `enumerate`/`tqdm`) and move the batch items with `.to(device)`/`.cuda()`, ' +
+      'Checks for training and eval loops that iterate a plain `torch.utils.data.DataLoader` (directly, or through `enumerate`/`tqdm`, or by hand with `batch = next(data_iter)` where `data_iter = iter(loader)`) and move the batch items with `.to(device)`/`.cuda()`, ' +
       'with no `MpDeviceLoader`/`ParallelLoader` wrapper; and for the CUDA pinning flags `DataLoader(pin_memory=True)`, `pin_memory_device=`, `tensor.pin_memory()` and `.to(..., non_blocking=True)` (info). ' +
       'HF Trainer, Accelerate and Lightning scripts are not flagged: the framework owns data loading.',
     why:
@@ -31,7 +32,7 @@ export default defineRule({
     useInstead:
       'import torch_xla.distributed.parallel_loader as pl\n\nloader = DataLoader(ds, batch_size=B, shuffle=True, num_workers=8, drop_last=True)\nfor x, y in pl.MpDeviceLoader(loader, device):   # batches arrive on `device`\n    ...',
     fixSafety:
-      'Safe: the loop iterates `pl.MpDeviceLoader(loader, device)` (dual-path: `accel.wrap_loader(loader, device)`, which moves batches itself on CUDA); the existing `.to(device)` calls stay and are no-ops on tensors already there. ' +
+      'Safe: the loop iterates `pl.MpDeviceLoader(loader, device)` (or `iter(...)` of it, at every place the iterator is created) (dual-path: `accel.wrap_loader(loader, device)`, which moves batches itself on CUDA); the existing `.to(device)` calls stay and are no-ops on tensors already there. ' +
       'The device is the one the loop already moves to. Removing `pin_memory=True`/`non_blocking=True` is safe; in dual-path style `pin_memory` becomes `not accel.is_xla()` so CUDA keeps pinning, and `non_blocking`/`.pin_memory()` are left alone. ' +
       'Keep `num_workers>0` and `persistent_workers=True` when CPU-side transforms are heavy (general PyTorch practice, unverified as TPU tuning).',
     sources: [
@@ -43,43 +44,29 @@ export default defineRule({
   },
   check(ctx) {
     if (ctx.sema.framework) return;
-    const wraps = fileWrapsLoaders(ctx);
-    const constructs = ctx.sema.nodes('call').some((c) => isDataLoaderCall(ctx, c));
-
-    // (a) loops over a plain DataLoader that move the batch by hand
+    // (a) loops over a plain DataLoader (or pulling batches with next(iter(loader))) that move the batch by hand
+    const seen = new Set<number>();
     for (const info of ctx.sema.hotLoops()) {
-      const loop = info.anchor;
-      if (loop.type !== 'for_statement') continue;
-      const it = iteratedLoader(ctx, loop);
-      if (!it) continue;
-      let plain = isPlainDataLoader(ctx, it);
-      if (!plain && it.type === 'identifier' && !wraps && constructs && /(loader|_dl|^dl)$/i.test(it.text)) {
-        // a loader passed in as a parameter of the enclosing function, in a file that builds DataLoaders
-        const fn = ctx.sema.enclosingFunction(loop);
-        const params = fn?.childForFieldName('parameters')?.namedChildren ?? [];
-        plain = params.some((p) => p?.text === it.text || p?.childForFieldName('name')?.text === it.text) && ctx.sema.bindings(it.text).length === 0;
+      for (const h of handMovedLoaders(ctx, info.anchor)) {
+        // an iterator pulled in nested hot loops is reported once
+        if (seen.has(h.loader.id)) continue;
+        seen.add(h.loader.id);
+        const wrap = ctx.idiom.wrapLoader(h.loader.text, h.device.text);
+        const what = ctx.idiom.profile === 'torchtpu' ? 'prefetch batches to the device instead' : h.iterName ? 'wrap the loader in `pl.MpDeviceLoader`' : 'wrap it in `pl.MpDeviceLoader`';
+        const source = h.iterName ? `\`next(${short(h.iterName)})\` yields CPU batches of \`${short(h.loader.text)}\` that` : `\`${short(h.loader.text)}\` yields CPU batches that`;
+        ctx.report(h.loader, {
+          severity: info.kind === 'eval' ? downgrade('warning') : 'warning',
+          message: `${source} the loop copies to the device by hand (\`${short(h.move.text)}\`): ${what}`,
+          fix: wrap
+            ? {
+                title: `Iterate \`${wrap.text}\``,
+                edits: h.sites.map((l) => replace(l, wrap.text)),
+                imports: [...h.device.imports, ...wrap.imports],
+                needsAccel: h.device.needsAccel || wrap.needsAccel,
+              }
+            : null,
+        });
       }
-      if (!plain) continue;
-      const moves = batchMoves(ctx, loop);
-      if (!moves.length) continue;
-      const first = moves[0];
-      const firstArg = methodName(first) === 'to' ? callArgs(first).positional[0] ?? kwValue(callArgs(first).keywords.get('device')) : null;
-      const dev = firstArg && (firstArg.type === 'identifier' || firstArg.type === 'attribute') ? { text: firstArg.text, imports: [], needsAccel: false } : deviceExprFor(ctx, loop);
-      const wrap = ctx.idiom.wrapLoader(it.text, dev.text);
-      const severity = info.kind === 'eval' ? downgrade('warning') : 'warning';
-      const what = ctx.idiom.profile === 'torchtpu' ? 'prefetch batches to the device instead' : 'wrap it in `pl.MpDeviceLoader`';
-      ctx.report(it, {
-        severity,
-        message: `\`${it.text.length > 40 ? it.text.slice(0, 37) + '…' : it.text}\` yields CPU batches that the loop copies to the device by hand (\`${first.text.length > 40 ? first.text.slice(0, 37) + '…' : first.text}\`): ${what}`,
-        fix: wrap
-          ? {
-              title: `Iterate \`${wrap.text}\``,
-              edits: [replace(it, wrap.text)],
-              imports: [...dev.imports, ...wrap.imports],
-              needsAccel: dev.needsAccel || wrap.needsAccel,
-            }
-          : null,
-      });
     }
 
     // (b) CUDA pinning flags

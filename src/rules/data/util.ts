@@ -1,7 +1,9 @@
 /** Helpers of the data-input family (4xx): DataLoader calls, what a loop iterates, batch moves. */
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
-import { methodName, receiver } from '../../core/semantics';
+import type { Snippet } from '../../core/idioms';
+import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
+import { deviceExprFor } from '../shared';
 
 export { appendArg, removeArg } from '../precision/util';
 
@@ -85,7 +87,11 @@ export function targetNames(target: Node | null): Set<string> {
 export function batchMoves(ctx: RuleContext, loop: Node): Node[] {
   const body = loop.childForFieldName('body');
   if (!body) return [];
-  const names = targetNames(loop.childForFieldName('left'));
+  return movesOf(ctx, body, targetNames(loop.childForFieldName('left')));
+}
+
+/** `.to(device…)`/`.cuda()` calls in `body` that move the values bound to `names` (or items of them). */
+export function movesOf(ctx: RuleContext, body: Node, names: Set<string>): Node[] {
   const out: Node[] = [];
   for (const call of ctx.sema.callsWithin(body)) {
     const meth = methodName(call);
@@ -108,6 +114,96 @@ export function batchMoves(ctx: RuleContext, loop: Node): Node[] {
       }
     }
     if (root && names.has(root)) out.push(call);
+  }
+  return out;
+}
+
+/**
+ * Batches pulled by hand in a loop body: `batch = next(data_iter)` where every binding of `data_iter` is
+ * `iter(<plain DataLoader>)` (minGPT's trainer). Returns the `iter(...)` loader arguments and the names bound
+ * to the batch, per iterator.
+ */
+export function nextBatches(ctx: RuleContext, body: Node): { iterName: string; loaders: Node[]; names: Set<string>; pulls: Node[] }[] {
+  const byIter = new Map<string, { iterName: string; loaders: Node[]; names: Set<string>; pulls: Node[] }>();
+  for (const call of ctx.sema.callsWithin(body)) {
+    const fn = call.childForFieldName('function');
+    if (fn?.type !== 'identifier' || fn.text !== 'next') continue;
+    const args = call.childForFieldName('arguments')?.namedChildren.filter((c) => !!c && c.type !== 'comment') ?? [];
+    const src = args[0];
+    if (!src || (src.type !== 'identifier' && src.type !== 'attribute')) continue;
+    const assign = call.parent;
+    if (assign?.type !== 'assignment' || assign.childForFieldName('right')?.id !== call.id) continue;
+    let entry = byIter.get(src.text);
+    if (!entry) {
+      // a local iterator is bound in the function that calls next(); `self.data_iter` anywhere in the file
+      const fn = ctx.sema.enclosingFunction(call)?.id ?? -1;
+      const values = ctx.sema.bindings(src.text).filter((v) => src.type === 'attribute' || (ctx.sema.enclosingFunction(v)?.id ?? -1) === fn);
+      const loaders: Node[] = [];
+      for (const v of values) {
+        const f = v.type === 'call' ? v.childForFieldName('function') : null;
+        const inner = v.type === 'call' ? v.childForFieldName('arguments')?.namedChildren.filter((c) => !!c && c.type !== 'comment') ?? [] : [];
+        if (f?.type !== 'identifier' || f.text !== 'iter' || inner.length !== 1 || !inner[0]) break;
+        loaders.push(inner[0]);
+      }
+      if (!loaders.length || loaders.length !== values.length) continue;
+      if (!loaders.every((l) => l.text === loaders[0].text) || !isPlainDataLoader(ctx, loaders[0])) continue;
+      entry = { iterName: src.text, loaders, names: new Set(), pulls: [] };
+      byIter.set(src.text, entry);
+    }
+    entry.pulls.push(call);
+    for (const n of targetNames(assign.childForFieldName('left'))) entry.names.add(n);
+  }
+  return [...byIter.values()];
+}
+
+/** A plain DataLoader whose batches a hot loop copies to the device by hand (TPU401), and how to wrap it. */
+export interface HandMoved {
+  /** The loader expression to report (the `for` iterable, or the first `iter(<loader>)` argument). */
+  loader: Node;
+  /** Every loader expression to replace by the wrapped loader (each `iter(<loader>)` of a hand-pulled iterator). */
+  sites: Node[];
+  /** The first `.to(device)`/`.cuda()` of a batch item. */
+  move: Node;
+  /** The device the loop moves to. */
+  device: Snippet;
+  /** `data_iter` when batches are pulled with `next(data_iter)`. */
+  iterName: string | null;
+  /** The `next(data_iter)` calls in the loop body (none for a `for` over the loader). */
+  pulls: Node[];
+}
+
+function moveDevice(ctx: RuleContext, move: Node, loop: Node): Snippet {
+  const arg = methodName(move) === 'to' ? callArgs(move).positional[0] ?? kwValue(callArgs(move).keywords.get('device')) : null;
+  return arg && (arg.type === 'identifier' || arg.type === 'attribute') ? { text: arg.text, imports: [], needsAccel: false } : deviceExprFor(ctx, loop);
+}
+
+/**
+ * The plain DataLoaders a hot loop moves batches of by hand: a `for` over the loader (or over a loader
+ * parameter in a file that builds DataLoaders and wraps none), or `batch = next(data_iter)` with
+ * `data_iter = iter(loader)` (minGPT's trainer).
+ */
+export function handMovedLoaders(ctx: RuleContext, loop: Node): HandMoved[] {
+  const out: HandMoved[] = [];
+  if (loop.type === 'for_statement') {
+    const it = iteratedLoader(ctx, loop);
+    if (it) {
+      let plain = isPlainDataLoader(ctx, it);
+      if (!plain && it.type === 'identifier' && /(loader|_dl|^dl)$/i.test(it.text) && !fileWrapsLoaders(ctx) && ctx.sema.nodes('call').some((c) => isDataLoaderCall(ctx, c))) {
+        // a loader passed in as a parameter of the enclosing function, in a file that builds DataLoaders
+        const fn = ctx.sema.enclosingFunction(loop);
+        const params = fn?.childForFieldName('parameters')?.namedChildren ?? [];
+        plain = params.some((p) => p?.text === it.text || p?.childForFieldName('name')?.text === it.text) && ctx.sema.bindings(it.text).length === 0;
+      }
+      const moves = plain ? batchMoves(ctx, loop) : [];
+      if (moves.length) out.push({ loader: it, sites: [it], move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName: null, pulls: [] });
+    }
+  }
+  const body = loop.childForFieldName('body');
+  if (body) {
+    for (const { iterName, loaders, names, pulls } of nextBatches(ctx, body)) {
+      const moves = movesOf(ctx, body, names);
+      if (moves.length) out.push({ loader: loaders[0], sites: loaders, move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName, pulls });
+    }
   }
   return out;
 }
