@@ -1,11 +1,12 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, enclosingStatement, methodName } from '../../core/semantics';
-import { deleteStatement, insertAt, insertLineAfter, insertLineBefore } from '../../core/edits';
+import { deleteStatement, insertAt, insertLineAfter, insertLineBefore, replace } from '../../core/edits';
 import {
   compiledStepNames, frameworkBackward, insideNestedLoop, isBackward, isBarrierCall, isOptimizerStep, isStepContext,
   iteratesBarrierLoader, reachableCalls, tensorish,
 } from './util';
+import { handMovedLoaders } from '../data/util';
 
 const JUMPS = new Set(['continue_statement', 'break_statement', 'return_statement', 'raise_statement']);
 
@@ -69,6 +70,7 @@ export default defineRule({
       '# or iterate pl.MpDeviceLoader(loader, device) (TPU401), or call xm.optimizer_step(optimizer, barrier=True)',
     fixSafety:
       'Safe: the barrier is added as the last statement of the iteration (before a trailing `continue`/`break`), so each iteration runs as one graph; ' +
+      'when the loop iterates a plain `DataLoader` (or pulls `next(iter(loader))`) and moves the batch by hand, the fix wraps the loader in `pl.MpDeviceLoader` instead (TPU401), whose per-batch sync is the barrier; ' +
       'on CUDA/CPU the dual-path `accel.sync()` does nothing. With gradient accumulation it goes after the optimizer step in the outer loop. ' +
       'Removing a misplaced barrier is unsafe (it changes how the step is split into graphs and may grow it) and is offered one at a time.',
     sources: [
@@ -151,6 +153,22 @@ export default defineRule({
       const message = sync
         ? `${what}: the lazily traced graph grows across iterations; end each iteration with \`${sync.text}\``
         : `${what} (no sync, MpDeviceLoader or compiled step): check how the torchtpu step is compiled; no known barrier API`;
+      // a plain DataLoader whose batches the loop moves by hand (TPU401): wrapping it is the barrier (MpDeviceLoader syncs on
+      // every batch), rather than a sync that would stay redundant once TPU401's fix wraps the loader
+      const hand = sync ? handMovedLoaders(ctx, loop).find((h) => h.pulls.every((p) => !insideNestedLoop(p, body))) : undefined;
+      const wrap = hand ? ctx.idiom.wrapLoader(hand.loader.text, hand.device.text) : null;
+      if (hand && wrap) {
+        ctx.report(header, {
+          message: `${what}: the lazily traced graph grows across iterations; iterate \`${wrap.text}\`, which syncs on every batch`,
+          fix: {
+            title: `Iterate \`${wrap.text}\` (it syncs on every batch)`,
+            edits: hand.sites.map((l) => replace(l, wrap.text)),
+            imports: [...hand.device.imports, ...wrap.imports],
+            needsAccel: hand.device.needsAccel || wrap.needsAccel,
+          },
+        });
+        continue;
+      }
       ctx.report(header, {
         message,
         fix: sync ? barrierFix(ctx, loop, body, sync.text, sync.imports, sync.needsAccel) : null,
