@@ -20,13 +20,16 @@ interface TreeMemo {
   end: Map<number, number>;
 }
 
-const memos = new WeakMap<Tree, TreeMemo>();
+/** The memo lives on the tree object itself (a symbol-keyed property: cheaper than a WeakMap lookup). */
+const MEMO = Symbol('tpu-ready.nodeMemo');
+type MemoHolder = Tree & { [MEMO]?: TreeMemo };
 
 function memoOf(tree: Tree): TreeMemo {
-  let m = memos.get(tree);
+  const holder = tree as MemoHolder;
+  let m = holder[MEMO];
   if (!m) {
     m = { parent: new Map(), field: new Map(), fields: new Map(), named: new Map(), children: new Map(), end: new Map() };
-    memos.set(tree, m);
+    holder[MEMO] = m;
   }
   return m;
 }
@@ -114,7 +117,7 @@ export function installNodeCache(): void {
   };
   // an edited tree's positions change: forget what was cached for it
   (Tree.prototype as unknown as Record<string, unknown>).edit = function (this: Tree, ...args: unknown[]) {
-    memos.delete(this);
+    delete (this as MemoHolder)[MEMO];
     return edit.apply(this, args);
   };
 }

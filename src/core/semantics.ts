@@ -57,7 +57,6 @@ export class Semantics {
   private taintedAttrs?: Set<string>;
   private cudaFunctions?: Set<string>;
   private tensorNameSet?: Set<string>;
-  private readonly bindingMemo = new Map<string, Node[]>();
   private compileWrapped?: Set<string>;
 
   constructor(readonly tree: Tree, readonly text: string) {
@@ -491,20 +490,26 @@ export class Semantics {
 
   /** Calls inside `node`, in document order (uses the index). */
   callsWithin(node: Node): Node[] {
-    const out: Node[] = [];
-    for (const call of this.nodes('call')) {
-      if (call.startIndex >= node.startIndex && call.endIndex <= node.endIndex) out.push(call);
-      else if (call.startIndex >= node.endIndex) break;
-    }
-    return out;
+    return this.within('call', node);
   }
 
-  /** Indexed nodes of a type inside `node`. */
+  /** Indexed nodes of a type inside `node` (binary search: the index is in document order). */
   within(type: string, node: Node): Node[] {
+    const list = this.nodes(type);
+    const start = node.startIndex;
+    const end = node.endIndex;
+    let lo = 0;
+    let hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (list[mid].startIndex < start) lo = mid + 1;
+      else hi = mid;
+    }
     const out: Node[] = [];
-    for (const n of this.nodes(type)) {
-      if (n.startIndex >= node.startIndex && n.endIndex <= node.endIndex) out.push(n);
-      else if (n.startIndex >= node.endIndex) break;
+    for (let i = lo; i < list.length; i++) {
+      const n = list[i];
+      if (n.startIndex >= end) break;
+      if (n.endIndex <= end) out.push(n);
     }
     return out;
   }
@@ -512,30 +517,38 @@ export class Semantics {
   // -------------------------------------------------------------------------------------------
   // Bindings
 
-  /** Right-hand sides assigned to a simple name anywhere in the file. */
+  /** Right-hand sides assigned to a simple name anywhere in the file (a copy: callers may filter it). */
   bindings(name: string): Node[] {
-    // memoized per name (the tree never changes): rules ask once per finding, which was quadratic
-    let memo = this.bindingMemo.get(name);
-    if (!memo) this.bindingMemo.set(name, (memo = this.computeBindings(name)));
-    return memo.slice();
+    return (this.bindingIndex().get(name) ?? []).slice();
   }
 
-  private computeBindings(name: string): Node[] {
-    const out: Node[] = [];
+  private bindingByName?: Map<string, Node[]>;
+
+  /** name → right-hand sides, built in one pass over the assignments (`a = x`, `a, b = x, y`). */
+  private bindingIndex(): Map<string, Node[]> {
+    if (this.bindingByName) return this.bindingByName;
+    const index = new Map<string, Node[]>();
+    const add = (name: string, value: Node) => {
+      const list = index.get(name);
+      if (list) list.push(value);
+      else index.set(name, [value]);
+    };
     for (const a of this.nodes('assignment')) {
       const left = a.childForFieldName('left');
       const right = a.childForFieldName('right');
       if (!left || !right) continue;
-      if (left.text === name) out.push(right);
-      else if ((left.type === 'pattern_list' || left.type === 'tuple_pattern') && right.type === 'expression_list') {
-        const ls = left.namedChildren;
-        const rs = right.namedChildren;
-        ls.forEach((l, i) => {
-          if (l?.text === name && rs[i]) out.push(rs[i]!);
-        });
+      if (left.type === 'pattern_list' || left.type === 'tuple_pattern') {
+        if (right.type === 'expression_list') {
+          const rs = right.namedChildren;
+          left.namedChildren.forEach((l, i) => {
+            if (l && rs[i]) add(l.text, rs[i]!);
+          });
+        }
+        continue;
       }
+      add(left.text, right);
     }
-    return out;
+    return (this.bindingByName = index);
   }
 
   isBoundTo(name: string, pred: (value: Node) => boolean): boolean {
