@@ -4,7 +4,7 @@ import { replace, replaceRange } from '../../core/edits';
 import type { Node } from '../../core/parse';
 import type { RuleContext, FixDraft } from '../../core/rule';
 import { callArgs, kwValue, methodName, receiver, stringContent } from '../../core/semantics';
-import { autocastCall, isFloat16, torchAttr, underCudaOnlyBranch, evalsOnTpu } from './util';
+import { autocastCall, isBfloat16, isFloat16, torchAttr, underCudaOnlyBranch, evalsOnTpu } from './util';
 
 const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig|DPOConfig|ORPOConfig|RewardConfig|GRPOConfig)$/;
 const LIGHTNING = /^(lightning|lightning\.pytorch|pytorch_lightning|lightning\.fabric|lightning_fabric)\.(Trainer|Fabric)$/;
@@ -17,6 +17,61 @@ function bf16For(ctx: RuleContext, node: Node): { text: string; imports: { modul
   }
   if (node.type === 'attribute') return { text: `${node.childForFieldName('object')!.text}.bfloat16`, imports: [] };
   return torchAttr(ctx, 'bfloat16');
+}
+
+const short = (t: string, max = 60) => (t.length > max ? t.slice(0, max - 3) + '…' : t);
+
+/** A dtype lookup table: a dict literal with string keys (written inline or bound to a name). */
+function dtypeTable(ctx: RuleContext, node: Node | null): { key: string; value: Node }[] | null {
+  let dict = node;
+  if (dict?.type === 'identifier') {
+    const values = ctx.sema.bindings(dict.text);
+    dict = values.length === 1 ? values[0] : null;
+  }
+  if (dict?.type !== 'dictionary') return null;
+  const out: { key: string; value: Node }[] = [];
+  for (const pair of dict.namedChildren) {
+    if (pair?.type !== 'pair') continue;
+    const k = pair.childForFieldName('key');
+    const v = pair.childForFieldName('value');
+    const key = k?.type === 'string' ? stringContent(k) : null;
+    if (key !== null && v) out.push({ key, value: v });
+  }
+  return out.length ? out : null;
+}
+
+/** String literals a lookup key can hold: a literal, a name's string bindings (same scope), an argparse default or config field. */
+function keySources(ctx: RuleContext, key: Node): { node: Node; flag?: string }[] {
+  if (key.type === 'string') return [{ node: key }];
+  if (key.type === 'identifier') {
+    const fn = ctx.sema.enclosingFunction(key);
+    let values = ctx.sema.bindings(key.text).filter((v) => (ctx.sema.enclosingFunction(v)?.id ?? -1) === (fn?.id ?? -1));
+    if (!values.length && fn) values = ctx.sema.bindings(key.text).filter((v) => ctx.sema.enclosingFunction(v) === null);
+    // a CUDA-keyed picker is the picker check's; another expression (a flag, a config read) leaves the choice to the user
+    return values.filter((v) => v.type === 'string').map((node) => ({ node }));
+  }
+  if (key.type === 'attribute') {
+    const attr = key.childForFieldName('attribute')?.text ?? '';
+    const out: { node: Node; flag?: string }[] = [];
+    for (const call of ctx.sema.nodes('call')) {
+      if (methodName(call) !== 'add_argument') continue;
+      const { positional, keywords } = callArgs(call);
+      const def = kwValue(keywords.get('default'));
+      if (def?.type !== 'string') continue;
+      const dest = kwValue(keywords.get('dest'));
+      const flag = positional.find((x) => x.type === 'string' && (stringContent(x) ?? '').startsWith('--'));
+      const name = dest ? stringContent(dest) : flag ? stringContent(flag)!.replace(/^-+/, '').replace(/-/g, '_') : null;
+      if (name === attr) out.push({ node: def, flag: flag ? stringContent(flag) ?? undefined : undefined });
+    }
+    // dataclass / config class field `dtype: str = 'float16'`
+    for (const a of ctx.sema.nodes('assignment')) {
+      const left = a.childForFieldName('left');
+      const right = a.childForFieldName('right');
+      if (left?.type === 'identifier' && left.text === attr && right?.type === 'string' && ctx.sema.enclosingClass(a) && !ctx.sema.enclosingFunction(a)) out.push({ node: right });
+    }
+    return out;
+  }
+  return [];
 }
 
 export default defineRule({
@@ -34,7 +89,9 @@ export default defineRule({
       'Checks for float16 as the compute or AMP dtype: `autocast(..., dtype=torch.float16|torch.half)`, `.half()`, `.to(torch.float16)`, ' +
       '`from_pretrained(torch_dtype=torch.float16)`, HF `TrainingArguments(fp16=True)`, Lightning `Trainer(precision=16|"16"|"16-mixed"|"16-true")`, ' +
       'Accelerate `Accelerator(mixed_precision="fp16")` and `mixed_precision: fp16` in Accelerate config YAML, DeepSpeed `"fp16": {"enabled": True}` config dicts, ' +
-      'and dtype pickers keyed on CUDA such as nanoGPT\'s `\'bfloat16\' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else \'float16\'`, which evaluate to float16 on a TPU host. ' +
+      'and dtype pickers keyed on CUDA such as nanoGPT\'s `\'bfloat16\' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else \'float16\'`, which evaluate to float16 on a TPU host (or whose arms are both float16). ' +
+      'A dtype-name table reaching autocast (`ptdtype = {\'float32\': torch.float32, \'bfloat16\': torch.bfloat16, \'float16\': torch.float16}[dtype]`) is followed to where its key is set to a float16 entry: ' +
+      'a literal (`dtype = \'float16\'`), an argparse default (`--dtype` with `default=\'float16\'`) or a config-class field. ' +
       'Code in a branch that only runs when CUDA is available is not flagged.',
     why:
       'TPUs compute in bfloat16 natively and need no loss scaling (AMP:12-16, 51-52). `torch_xla.amp.autocast` with a dtype other than bf16 warns ' +
@@ -45,7 +102,7 @@ export default defineRule({
     fixSafety:
       'Unsafe: it changes numerics (bf16 has fewer mantissa bits than fp16, more exponent range). `fp16=True` becomes `bf16=True`; Lightning `"16-mixed"` becomes `"bf16-mixed"` ' +
       '(Lightning\'s XLA precision strings are unverified); Accelerate `fp16` becomes `bf16`. In dual-path style a CUDA-keyed picker keeps its CUDA behaviour and picks bf16 when ' +
-      '`accel.is_xla()`. DeepSpeed configs get no fix (DeepSpeed does not run on TPU, TPU705). `xr.is_bf16_supported()` exists (XR:86-93) but creates an XLA tensor and so ' +
+      '`accel.is_xla()`; a table key becomes `\'bfloat16\'` (dual-path: `\'bfloat16\' if accel.is_xla() else \'float16\'`) and is offered only when the table has a bfloat16 entry. DeepSpeed configs get no fix (DeepSpeed does not run on TPU, TPU705). `xr.is_bf16_supported()` exists (XR:86-93) but creates an XLA tensor and so ' +
       'initializes the runtime; the fix writes a constant instead.',
     sources: [
       'AMP (docs/source/perf/amp.md:12-16, 51-52): TPUs use bfloat16, gradient scaling is not necessary',
@@ -67,6 +124,39 @@ export default defineRule({
     };
 
     const dtypeDefs = new Set<number>();
+
+    /**
+     * `{'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}[dtype]` reaching autocast: the key
+     * set to a float16 entry by a literal (`dtype = 'float16'`), an argparse default (`--dtype float16`) or a config field
+     * is reported where it is set. CUDA-keyed pickers (`'bfloat16' if torch.cuda.is_bf16_supported() else 'float16'`) are
+     * reported by the picker check below.
+     */
+    const reportLookup = (sub: Node, holder?: string) => {
+      const table = dtypeTable(ctx, sub.childForFieldName('value'));
+      const key = sub.childForFieldName('subscript');
+      if (!table || !key) return;
+      const fp16Keys = new Set(table.filter((e) => isFloat16(ctx, e.value)).map((e) => e.key));
+      const bf16 = table.find((e) => isBfloat16(ctx, e.value))?.key ?? null;
+      if (!fp16Keys.size) return;
+      for (const site of keySources(ctx, key)) {
+        const value = stringContent(site.node) ?? '';
+        if (!fp16Keys.has(value) || dtypeDefs.has(site.node.id) || ctx.sema.inXlaAwareBranch(site.node)) continue;
+        dtypeDefs.add(site.node.id);
+        const q = site.node.text[site.node.text.length - 1];
+        let fix: FixDraft | null = null;
+        if (bf16) {
+          if (ctx.idiom.dualPath) {
+            const x = ctx.idiom.isXla();
+            fix = { title: `Pick \`${q}${bf16}${q}\` on XLA`, edits: [replace(site.node, `${q}${bf16}${q} if ${x.text} else ${site.node.text}`)], imports: x.imports, needsAccel: x.needsAccel };
+          } else fix = { title: `Replace \`${site.node.text}\` with \`${q}${bf16}${q}\``, edits: [replace(site.node, `${q}${bf16}${q}`)] };
+        }
+        const via = `${holder ? `${holder} = ` : ''}${sub.childForFieldName('value')?.type === 'identifier' ? sub.childForFieldName('value')!.text : '{…}'}[${short(key.text, 30)}]`;
+        ctx.report(site.node, {
+          message: `${site.flag ? `\`${site.flag}\` defaults to` : `\`${key.text}\` is set to`} ${site.node.text}, which selects float16 as the autocast dtype (\`${via}\`): TPU mixed precision is bfloat16`,
+          fix,
+        });
+      }
+    };
     for (const call of ctx.sema.nodes('call')) {
       if (ctx.sema.inXlaAwareBranch(call) || underCudaOnlyBranch(ctx, call)) continue;
       const q = ctx.sema.callee(call) ?? '';
@@ -76,6 +166,8 @@ export default defineRule({
       if (ac) {
         if (ac.dtype && isFloat16(ctx, ac.dtype) && ac.dtype.type !== 'string') {
           ctx.report(ac.dtype, { severity: sev(call), message: `Autocast with \`${ac.dtype.text}\`: TPU mixed precision is bfloat16 (torch_xla disables autocast for other dtypes)`, fix: dtypeFix(ac.dtype) });
+        } else if (ac.dtype?.type === 'subscript') {
+          reportLookup(ac.dtype);
         } else if (ac.dtype?.type === 'identifier') {
           // `dtype = torch.float16` ... `torch.autocast(..., dtype=dtype)` (nanoGPT bench.py): reported once, where it is set
           const fn = ctx.sema.enclosingFunction(call);
@@ -84,7 +176,9 @@ export default defineRule({
             return f === null || f.id === fn?.id;
           });
           const def = defs[0];
-          if (def && defs.every((v) => isFloat16(ctx, v) && v.type !== 'string') && !dtypeDefs.has(def.id)) {
+          // `ptdtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}[dtype]` (nanoGPT)
+          if (defs.length === 1 && def.type === 'subscript') reportLookup(def, ac.dtype.text);
+          else if (def && defs.every((v) => isFloat16(ctx, v) && v.type !== 'string') && !dtypeDefs.has(def.id)) {
             dtypeDefs.add(def.id);
             ctx.report(def, {
               message: `\`${ac.dtype.text} = ${def.text}\` is the autocast dtype: TPU mixed precision is bfloat16 (torch_xla disables autocast for other dtypes)`,
@@ -171,9 +265,19 @@ export default defineRule({
       if (onTpu === null) continue;
       const picked = onTpu ? yes : no;
       const other = onTpu ? no : yes;
-      if (!isFloat16(ctx, picked) || isFloat16(ctx, other)) continue;
+      if (!isFloat16(ctx, picked)) continue;
       if (ctx.sema.inXlaAwareBranch(cond)) continue;
       let fix: FixDraft | null;
+      if (isFloat16(ctx, other)) {
+        // both arms are float16 (`'float16' if torch.cuda.is_available() else 'float16'`): float16 everywhere
+        const b = bf16For(ctx, picked);
+        if (ctx.idiom.dualPath) {
+          const x = ctx.idiom.isXla();
+          fix = { title: `Pick \`${b.text}\` on XLA`, edits: [replace(cond, `${b.text} if ${x.text} else ${other.text}`)], imports: [...b.imports, ...x.imports], needsAccel: x.needsAccel };
+        } else fix = { title: `Replace the picker with \`${b.text}\``, edits: [replace(cond, b.text)], imports: b.imports };
+        ctx.report(cond, { message: `Both arms of this dtype picker are float16 (\`${short(picked.text)}\`), so it is float16 on a TPU host too; TPUs use bfloat16`, fix });
+        continue;
+      }
       if (ctx.idiom.dualPath) {
         const isXla = ctx.idiom.isXla();
         const t = test.type === 'boolean_operator' || test.type === 'conditional_expression' ? `(${test.text})` : test.text;
