@@ -164,8 +164,11 @@ export default defineRule({
     }
 
     // references: attribute chains and names resolving to removed modules or symbols
-    const refs = [...sema.nodes('attribute'), ...sema.nodes('identifier')].filter((n) => {
-      if (handled.has(n.id)) return false;
+    // only names rooted in a torch_xla import can resolve to a deprecated torch_xla API
+    const roots = new Set([...sema.aliases].filter(([, full]) => full === 'torch_xla' || full.startsWith('torch_xla.')).map(([alias]) => alias));
+    const rooted = (n: Node) => roots.has(n.type === 'identifier' ? n.text : (/^[A-Za-z_]\w*/.exec(n.text)?.[0] ?? ''));
+    const refs = (roots.size ? [...sema.nodes('attribute'), ...sema.nodes('identifier')] : []).filter((n) => {
+      if (!rooted(n) || handled.has(n.id)) return false;
       const p = n.parent;
       if (!p) return false;
       if (p.type === 'attribute' && p.childForFieldName('object')?.id === n.id) return false; // part of a longer chain
