@@ -45,7 +45,7 @@ export default defineRule({
     what:
       'Checks for inputs whose shape changes from batch to batch: tokenizer calls with `padding=True`/`"longest"` (and `padding="max_length"` with no `max_length`, info); ' +
       '`pad_sequence(...)` or `max(len(s) for s in batch)` in a `collate_fn`; HF `DataCollatorWithPadding`/`DataCollatorForSeq2Seq`/`DataCollatorForLanguageModeling`/`DataCollatorForTokenClassification` ' +
-      'without `pad_to_multiple_of` (unless the script pre-pads to a fixed length); `group_by_length=True`; torchvision `Resize(int)` not followed by a fixed crop in the same `Compose`; ' +
+      'without `pad_to_multiple_of`, or with one that is `None` on TPU such as `pad_to_multiple_of=(8 if accelerator.use_fp16 else None)` (unless the script pre-pads to a fixed length); `group_by_length=True`; torchvision `Resize(int)` not followed by a fixed crop in the same `Compose`; ' +
       'random sizes in `Resize`/`F.interpolate`; and per-batch truncation to the longest sequence (`input_ids[:, :lengths.max()]`) in a hot loop or collate function.',
     why:
       '"it\'s pretty common that input dataset contains examples with different shapes … Without normalization, it\'ll cause recompilation for every new input shape" (RECOMP #1). ' +
@@ -102,7 +102,20 @@ export default defineRule({
 
       // HF collators without pad_to_multiple_of
       if (HF_COLLATORS.test(q)) {
-        if (keywords.has('pad_to_multiple_of') || fixedPrepad) continue;
+        if (fixedPrepad) continue;
+        const multiple = kwValue(keywords.get('pad_to_multiple_of'));
+        if (multiple) {
+          // `pad_to_multiple_of=(8 if accelerator.use_fp16 else None)` (HF no_trainer examples): None unless fp16, and TPUs train in bf16
+          const inner = multiple.type === 'parenthesized_expression' ? multiple.namedChildren[0] ?? multiple : multiple;
+          const noneArm = inner.text === 'None' ? inner : inner.type === 'conditional_expression' ? [inner.namedChildren[0], inner.namedChildren[2]].find((a) => a?.text === 'None') ?? null : null;
+          if (!noneArm) continue;
+          const cond = inner.type === 'conditional_expression' ? inner.namedChildren[1]?.text ?? '' : '';
+          ctx.report(multiple, {
+            message: `\`pad_to_multiple_of=${multiple.text.length > 40 ? multiple.text.slice(0, 37) + '…' : multiple.text}\` ${inner.text === 'None' ? 'does not bucket' : /fp16|half|amp|mixed/i.test(cond) ? 'is None unless training in float16 (TPUs train in bfloat16)' : 'is None on some runs'}: each batch is then padded to its longest sequence and every new length compiles a new graph`,
+            fix: { title: 'Bucket with `128` where it was `None`', edits: [replace(noneArm, '128')] },
+          });
+          continue;
+        }
         if (/ForLanguageModeling$/.test(q) && /group_texts|block_size/.test(ctx.text)) continue;
         const p = kwValue(keywords.get('padding'));
         if (p && (stringContent(p) === 'max_length' || p.text === 'False')) continue;
