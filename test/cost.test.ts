@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { init, ROOT } from './setup';
 import {
   CostConfigError, HARDWARE, MissingValuesError, assumptionsFrom, buildCostVM, costVM, estimateAll, estimateFromFiles, lensText,
-  loadTrainingConfig, parseAssumptionsFile, priceFindings, reportJson, resolveConfig, toMarkdown, defaultAssumptions, staleness,
+  loadTrainingConfig, parseAssumptionsFile, priceFindings, pricedFindingsVM, reportJson, resolveConfig, toMarkdown, defaultAssumptions, staleness,
   type ConfigFile, type TrainingFields,
 } from '../src/cost';
 import type { Finding } from '../src/core/types';
@@ -348,6 +348,24 @@ describe('priced findings', () => {
       expect(p.label).toBe('estimate');
       expect(p.summary).toMatch(/^≈ \+.* on v6e-16 on-demand \(estimate: /);
     }
+  });
+
+  it('builds the panel view model: panel positions, most expensive first, sourced assumptions, capped', () => {
+    const r = estimateFromFiles({ configs: [file(`${FX}/hf/training_args.json`), file(`${FX}/hf/config.json`)], assumptionFiles: [file(`${FX}/hf/.tpu-ready/cost.toml`)], today: TODAY });
+    const od = r.estimates[1];
+    const at = (rule: string, line: number, cell: number | null = null, path = 'train.py') => ({ rule, severity: 'warning' as const, message: `${rule} message`, path, uri: `file:///ws/${path}`, line, column: 5, cell });
+    const vm = pricedFindingsVM([at('TPU201', 88), at('TPU303', 74), at('TPU303', 82), at('TPU404', 12, 3, 'nb.ipynb'), at('TPU101', 5)], r, od, 'hf/training_args.json');
+    expect(vm).toMatchObject({ label: 'estimate', config: 'hf/training_args.json', basis: 'v6e-16 on-demand', more: 0 });
+    // TPU404 (1.33 h) > TPU201 (60 s) > TPU303 (10 s, once for lines 74 and 82); TPU101 has no impact model
+    expect(vm.findings.map((f) => [f.rule, f.path, f.line, f.character, f.cell, f.lines])).toEqual([
+      ['TPU404', 'nb.ipynb', 11, 4, 3, [12]],
+      ['TPU201', 'train.py', 87, 4, null, [88]],
+      ['TPU303', 'train.py', 73, 4, null, [74, 82]],
+    ]);
+    expect(vm.findings[1].assumptions.find((a) => a.key === 'ms-per-sync')).toMatchObject({ value: 30, unit: 'ms', source: expect.stringMatching(/cost\.toml:15/) });
+    expect(vm.findings[1].summary).toBe(priceFindings([at('TPU201', 88)], r, od)[0].summary);
+    const capped = pricedFindingsVM([at('TPU201', 1), at('TPU201', 2), at('TPU201', 3)], r, od, 'x', 2);
+    expect([capped.findings.length, capped.more]).toEqual([2, 1]);
   });
 });
 

@@ -6,9 +6,9 @@
 import './components/tpu-checklist/tpu-checklist';
 import type { TpuChecklist, UiState } from './components/tpu-checklist/tpu-checklist';
 import type { ChecklistVM } from '../src/protocol/checklist';
-import type { CostVM } from '../src/protocol/cost';
+import type { CostVM, PricedFindingsVM } from '../src/protocol/cost';
 import type { ToHostMessage } from '../src/protocol/messages';
-import { HOST_MESSAGE_EVENT, isChecklistVM, isCostVM, parseToWebview, toHost, type HostMessageEvent } from './protocol';
+import { HOST_MESSAGE_EVENT, isChecklistVM, isCostVM, isPricedFindingsVM, parseToWebview, toHost, type HostMessageEvent } from './protocol';
 
 interface VsCodeApi {
   postMessage(msg: ToHostMessage): void;
@@ -20,6 +20,7 @@ declare function acquireVsCodeApi(): VsCodeApi;
 interface SavedState {
   checklist: ChecklistVM | null;
   cost: CostVM | null;
+  priced: PricedFindingsVM | null;
   open: number[];
 }
 
@@ -31,6 +32,7 @@ function restore(): SavedState {
   return {
     checklist: s && isChecklistVM(s.checklist) ? s.checklist : null,
     cost: s && isCostVM(s.cost) ? s.cost : null,
+    priced: s && isPricedFindingsVM(s.priced) ? s.priced : null,
     open: s && Array.isArray(s.open) ? s.open.filter((n): n is number => Number.isInteger(n) && n >= 1 && n <= 10) : [],
   };
 }
@@ -38,8 +40,9 @@ function restore(): SavedState {
 const state = restore();
 el.vm = state.checklist;
 el.cost = state.cost;
+el.priced = state.priced;
 el.open = state.open;
-const save = () => vscode.setState({ checklist: el.vm, cost: el.cost, open: el.open });
+const save = () => vscode.setState({ checklist: el.vm, cost: el.cost, priced: el.priced, open: el.open });
 
 let noticeTimer: ReturnType<typeof setTimeout> | undefined;
 window.addEventListener('message', (event: MessageEvent) => {
@@ -49,6 +52,7 @@ window.addEventListener('message', (event: MessageEvent) => {
     case 'state':
       el.vm = msg.body.checklist;
       el.cost = msg.body.cost;
+      el.priced = msg.body.priced;
       save();
       break;
     case 'notice':

@@ -3,7 +3,7 @@
  * dropped) and posts typed messages to it.
  */
 import type { ChecklistVM, FindingVM, HistoryPointVM, StepItemVM, StepVM } from '../src/protocol/checklist';
-import type { CostEstimateVM, CostValueVM, CostVM } from '../src/protocol/cost';
+import type { CostEstimateVM, CostValueVM, CostVM, PricedFindingVM, PricedFindingsVM } from '../src/protocol/cost';
 import type { StepActionId, ToHost, ToHostMessage, ToWebviewMessage } from '../src/protocol/messages';
 
 type Obj = Record<string, unknown>;
@@ -69,13 +69,31 @@ export function isCostVM(v: unknown): v is CostVM {
   );
 }
 
+function pricedFinding(v: unknown): v is PricedFindingVM {
+  return (
+    isObj(v) && isStr(v.rule) && isStr(v.message) && isStr(v.path) && isStr(v.uri) && isInt(v.line) && isInt(v.character) && (v.cell === null || isInt(v.cell)) &&
+    Array.isArray(v.lines) && v.lines.every(isInt) && isNum(v.hours) && isNumOrNull(v.cost) && isStr(v.summary) &&
+    Array.isArray(v.assumptions) && v.assumptions.every((a) => isObj(a) && isStr(a.key) && isNum(a.value) && isStr(a.unit) && isStr(a.meaning) && isStr(a.source))
+  );
+}
+
+/** The priced findings (always labelled as an estimate), checked. */
+export function isPricedFindingsVM(v: unknown): v is PricedFindingsVM {
+  return isObj(v) && v.label === 'estimate' && isStr(v.config) && isStr(v.basis) && Array.isArray(v.findings) && v.findings.every(pricedFinding) && isInt(v.more);
+}
+
 /** The message when it is a well-formed ToWebview message, else null. */
 export function parseToWebview(msg: unknown): ToWebviewMessage | null {
   if (!isObj(msg) || !isObj(msg.body)) return null;
   const b = msg.body;
   switch (msg.type) {
-    case 'state':
-      return isChecklistVM(b.checklist) && (b.cost === null || isCostVM(b.cost)) ? { type: 'state', body: { checklist: b.checklist, cost: b.cost } } : null;
+    case 'state': {
+      // `priced` absent reads as null (no training config priced yet)
+      const priced = b.priced ?? null;
+      return isChecklistVM(b.checklist) && (b.cost === null || isCostVM(b.cost)) && (priced === null || isPricedFindingsVM(priced))
+        ? { type: 'state', body: { checklist: b.checklist, cost: b.cost, priced } }
+        : null;
+    }
     case 'notice':
       return (b.level === 'info' || b.level === 'error') && isStr(b.text) ? { type: 'notice', body: { level: b.level, text: b.text } } : null;
     default:

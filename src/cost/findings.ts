@@ -4,6 +4,8 @@
  * Always labelled as an estimate, with the assumptions it rests on.
  */
 import type { Finding, Position } from '../core/types';
+import type { PricedFindingsVM } from '../protocol/cost';
+import { describeSource } from './config';
 import type { CostReport, Estimate } from './estimate';
 import { duration, moneyShort, sig } from './format';
 import type { Source, Sourced } from './types';
@@ -127,4 +129,37 @@ export function priceFindings(findings: PriceableFinding[], report: CostReport, 
     out.push(priced);
   }
   return out;
+}
+
+/** A finding as the panel lists it: workspace path, the uri the host opens, 1-based line and column, its cell. */
+export type PanelFinding = Pick<Finding, 'rule' | 'severity' | 'message'> & { path: string; uri: string; line: number; column: number; cell: number | null };
+
+/**
+ * The panel's priced findings: every finding with an impact model priced on `estimate` (the workspace's
+ * training config `config`), most expensive first, at most `cap` listed. Labelled as an estimate.
+ */
+export function pricedFindingsVM(findings: PanelFinding[], report: CostReport, estimate: Estimate, config: string, cap = 50): PricedFindingsVM {
+  const priced = priceFindings(findings, report, estimate);
+  const used = new Set<number>();
+  const rows = priced.map((p) => {
+    const i = findings.findIndex((f, k) => !used.has(k) && f.rule === p.rule && f.path === p.path && f.line === p.line);
+    used.add(i);
+    const f = findings[i];
+    return {
+      rule: p.rule,
+      message: p.message,
+      path: f.path,
+      uri: f.uri,
+      line: f.line - 1,
+      character: Math.max(0, f.column - 1),
+      cell: f.cell,
+      lines: [...p.lines].sort((a, b) => a - b),
+      hours: p.hours,
+      cost: p.cost,
+      summary: p.summary,
+      assumptions: p.assumptions.map((a) => ({ key: a.key, value: a.value, unit: a.unit, meaning: a.meaning, source: describeSource(a.source) })),
+    };
+  });
+  rows.sort((a, b) => b.hours - a.hours || a.path.localeCompare(b.path) || a.line - b.line || a.rule.localeCompare(b.rule));
+  return { label: 'estimate', config, basis: `${estimate.slice} ${estimate.pricing}`, findings: rows.slice(0, cap), more: Math.max(0, rows.length - cap) };
 }

@@ -14,7 +14,7 @@ export { defaultAssumptions, mergeAssumptions, parseAssumptionsFile, parseHardwa
 export { loadTrainingConfig, resolveConfig, sniff, formatOf, readEntries, groupByFolder, describeSource, type RawConfig, type ResolvedConfig } from './config';
 export { estimateAll, flopsPerToken, MissingValuesError, type CostReport, type Estimate, type Band, type Breakdown } from './estimate';
 export { reportJson, toMarkdown, configRows, estimateRow, ESTIMATE_HEADER } from './report';
-export { priceFindings, FINDING_ASSUMPTIONS, type PricedFinding, type PriceableFinding } from './findings';
+export { priceFindings, pricedFindingsVM, FINDING_ASSUMPTIONS, type PricedFinding, type PriceableFinding, type PanelFinding } from './findings';
 export { buildCostVM, lensText, type CostVM } from './vm';
 export { money, moneyShort, duration, sig, pct } from './format';
 

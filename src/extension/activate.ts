@@ -115,8 +115,8 @@ export function activate(context: vscode.ExtensionContext): void {
     return uri.toString();
   });
 
-  registerChecklist(context, { results, linter, scanner, config });
-  registerCost(context);
+  const cost = registerCost(context);
+  registerChecklist(context, { results, linter, scanner, config, cost });
   linter.start();
   configProblems.start();
 }

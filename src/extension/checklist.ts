@@ -17,6 +17,7 @@ import { ChecklistService } from './checklistService';
 import { ChecklistTreeProvider, FindingsTreeProvider, type ChecklistNode } from './checklistTree';
 import { CommandId } from './commands';
 import type { ConfigService } from './config';
+import type { CostService } from './cost';
 import { addDocumentEdits } from './convert';
 import { sourceOf, targetOf, type Linter } from './diagnostics';
 import { addCreateAccel, missingAccelModule } from './fixes';
@@ -29,6 +30,8 @@ export interface ChecklistDeps {
   linter: Linter;
   scanner: Scanner;
   config: ConfigService;
+  /** The cost module: prices the open hot-loop findings for the panel. */
+  cost?: CostService;
 }
 
 const HAS_PYTHON = 'tpuReady.hasPython';
@@ -59,6 +62,13 @@ export function registerChecklist(context: vscode.ExtensionContext, deps: Checkl
     void vscode.commands.executeCommand('setContext', HAS_PYTHON, service.hasPython);
   };
   context.subscriptions.push(service.onDidChange(refreshViews));
+
+  // the panel's "Priced findings": the open findings priced on the workspace's training config
+  const cost = deps.cost;
+  if (cost) {
+    ChecklistPanel.pricer = () => (service.root ? cost.pricedFindings(service.root, service.findings()) : Promise.resolve(null));
+    context.subscriptions.push(cost.onDidInvalidate(() => ChecklistPanel.current?.postState()), { dispose: () => (ChecklistPanel.pricer = null) });
+  }
 
   let scanning: Thenable<unknown> | null = null;
   /** The checklist is about the workspace: scan it once when the checklist is first shown. */

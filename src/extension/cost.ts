@@ -6,9 +6,10 @@
 import * as vscode from 'vscode';
 import { initParser } from '../core/parse';
 import {
-  CostConfigError, HARDWARE, HARDWARE_IDS, buildCostVM, estimateFromFiles, formatOf, money, parseHardwareList, parsePricingList, sniff,
-  type Assumptions, type ConfigFile, type CostReport, type CostVM, type Estimate, type HardwareId, type Pricing,
+  CostConfigError, FINDING_ASSUMPTIONS, HARDWARE, HARDWARE_IDS, buildCostVM, estimateFromFiles, formatOf, money, parseHardwareList, parsePricingList,
+  pricedFindingsVM, sniff, type Assumptions, type ConfigFile, type CostReport, type CostVM, type Estimate, type HardwareId, type PanelFinding, type Pricing,
 } from '../cost';
+import type { PricedFindingsVM } from '../protocol/cost';
 import { PricedFindingHover } from './costHover';
 import { CommandId } from './commands';
 import { CostLensProvider } from './costLens';
@@ -153,9 +154,25 @@ export class CostService implements vscode.Disposable {
     return hit;
   }
 
+  /**
+   * The panel's priced findings: the findings with an impact model, priced on the workspace folder's
+   * training config (as the hover prices them); null when none can be priced or there is no config.
+   */
+  async pricedFindings(uri: vscode.Uri, findings: PanelFinding[]): Promise<PricedFindingsVM | null> {
+    const priceable = findings.filter((f) => FINDING_ASSUMPTIONS[f.rule]);
+    if (!priceable.length) return null;
+    const ws = await this.workspaceEstimate(uri);
+    return ws ? pricedFindingsVM(priceable, ws.report, ws.estimate, ws.config) : null;
+  }
+
+  private readonly invalidated = new vscode.EventEmitter<void>();
+  /** Fires when a config or an assumptions file was saved: priced findings may have changed. */
+  readonly onDidInvalidate = this.invalidated.event;
+
   /** Forget cached workspace estimates (a config or an assumptions file changed). */
   invalidate(): void {
     this.workspaceEstimates.clear();
+    this.invalidated.fire();
   }
 
   private async pickConfig(): Promise<vscode.TextDocument | undefined> {
@@ -235,6 +252,7 @@ export class CostService implements vscode.Disposable {
 
   dispose(): void {
     this.lens.dispose();
+    this.invalidated.dispose();
   }
 }
 

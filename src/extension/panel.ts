@@ -6,11 +6,15 @@
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { makeNonce, parseToHost, webviewHtml } from '../checklist';
-import type { CostVM } from '../protocol/cost';
+import type { ChecklistVM } from '../protocol/checklist';
+import type { CostVM, PricedFindingsVM } from '../protocol/cost';
 import type { ToHostMessage, ToWebview } from '../protocol/messages';
 import type { ChecklistService } from './checklistService';
 
 export const PANEL_VIEW_TYPE = 'tpuReady.checklistPanel';
+
+/** Prices the open findings on the workspace's training config (the cost module); null without one. */
+export type FindingPricer = () => Promise<PricedFindingsVM | null>;
 
 /** What the panel asks the host to do (implemented in checklist.ts). */
 export type PanelHandler = (msg: Exclude<ToHostMessage, { type: 'ready' }>) => Promise<void> | void;
@@ -19,6 +23,12 @@ export class ChecklistPanel implements vscode.Disposable {
   static current: ChecklistPanel | undefined;
   /** The cost module's last estimate (tpuReady.showCostPanel), shown in the estimator section. */
   static cost: CostVM | null = null;
+  /** Set by the extension when the cost module is there: the panel's "Priced findings". */
+  static pricer: FindingPricer | null = null;
+  /** The last priced findings sent: the state goes out at once with them, then again when pricing the new findings differs. */
+  private priced: PricedFindingsVM | null = null;
+  private generation = 0;
+  private disposed = false;
   private readonly disposables: vscode.Disposable[] = [];
 
   static createOrShow(extensionUri: vscode.Uri, service: ChecklistService, handle: PanelHandler): ChecklistPanel {
@@ -77,10 +87,31 @@ export class ChecklistPanel implements vscode.Disposable {
   }
 
   postState(): void {
-    if (this.panel.visible) this.post('state', { checklist: this.service.vm(), cost: ChecklistPanel.cost });
+    if (!this.panel.visible) return;
+    const generation = ++this.generation;
+    const checklist = this.service.vm();
+    this.post('state', { checklist, cost: ChecklistPanel.cost, priced: this.priced });
+    void this.reprice(generation, checklist);
+  }
+
+  private async reprice(generation: number, checklist: ChecklistVM): Promise<void> {
+    const pricer = ChecklistPanel.pricer;
+    if (!pricer) return;
+    let priced: PricedFindingsVM | null = null;
+    try {
+      priced = await pricer();
+    } catch {
+      priced = null; // a config that no longer estimates: no priced findings
+    }
+    if (this.disposed || generation !== this.generation || !this.panel.visible) return; // closed, or a newer state went out meanwhile
+    if (JSON.stringify(priced) === JSON.stringify(this.priced)) return;
+    this.priced = priced;
+    this.post('state', { checklist, cost: ChecklistPanel.cost, priced });
   }
 
   dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
     if (ChecklistPanel.current === this) ChecklistPanel.current = undefined;
     for (const d of this.disposables.splice(0)) d.dispose();
     this.panel.dispose();

@@ -57,3 +57,40 @@ export interface CostVM {
   /** Prefill for the palette command's quick picks. */
   defaults: { hardware: string[]; chips: number; pricing: string[] };
 }
+
+/** One finding priced on the workspace's training run (src/cost/findings.ts): always an estimate. */
+export interface PricedFindingVM {
+  rule: string;
+  message: string;
+  /** Workspace-relative path shown to the user. */
+  path: string;
+  /** Uri the host opens (opaque to the webview). */
+  uri: string;
+  /** 0-based line and UTF-16 character of the finding (within the cell for notebooks). */
+  line: number;
+  character: number;
+  cell: number | null;
+  /** 1-based lines of the file where the rule fired, for rules priced once per file (a loop, a pipeline). */
+  lines: number[];
+  /** Extra wall-clock hours on the configured run. */
+  hours: number;
+  /** Extra cost on `basis`; null without a price. */
+  cost: number | null;
+  /** "≈ +2.8 h · +$56 on v5e-8 on-demand (estimate: host sync in the hot loop; 20 ms × 5,000 steps)" */
+  summary: string;
+  /** The per-finding assumptions it rests on, editable under [findings.RULE] in .tpu-ready/cost.toml. */
+  assumptions: { key: string; value: number; unit: string; meaning: string; source: string }[];
+}
+
+/** The open findings with a time and cost impact, priced on one training config of the workspace. */
+export interface PricedFindingsVM {
+  label: 'estimate';
+  /** Workspace-relative path of the training config the findings are priced on. */
+  config: string;
+  /** "v5e-8 on-demand" */
+  basis: string;
+  /** Most expensive first. */
+  findings: PricedFindingVM[];
+  /** Priced findings left out of `findings` (the list is capped). */
+  more: number;
+}

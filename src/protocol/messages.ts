@@ -4,13 +4,14 @@
  * host sends (webview/protocol.ts); anything else is ignored.
  */
 import type { ChecklistVM } from './checklist';
-import type { CostVM } from './cost';
+import type { CostVM, PricedFindingsVM } from './cost';
 
 /** Host → webview. */
 export interface ToWebview {
   /** The whole state: sent on load, after every change of findings or progress. */
   /** `cost`: the last estimate the cost module produced (tpuReady.showCostPanel), or null. */
-  state: { checklist: ChecklistVM; cost: CostVM | null };
+  /** `priced`: the open hot-loop findings priced on the workspace's training config, or null (no config). */
+  state: { checklist: ChecklistVM; cost: CostVM | null; priced: PricedFindingsVM | null };
   /** A host-side action finished (shown as a transient notice in the panel). */
   notice: { level: 'info' | 'error'; text: string };
 }

@@ -11,7 +11,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { checklistVM, emptyProgress, NO_FACTS, recordSnapshot, setNote, setTick, webviewHtml, type ChecklistFinding } from '../../src/checklist';
 import type { ChecklistVM } from '../../src/protocol/checklist';
-import { buildCostVM, estimateFromFiles } from '../../src/cost';
+import { buildCostVM, estimateFromFiles, pricedFindingsVM } from '../../src/cost';
 import type { Step } from '../../src/core/types';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -235,5 +235,57 @@ describe('integration panel (Chromium)', () => {
     await page.locator('tpu-checklist vscode-button', { hasText: 'Estimate training cost' }).click();
     expect((await posted(page)).some((m) => m.type === 'estimateCost')).toBe(true);
     await page.screenshot({ path: path.join(ARTIFACTS, 'panel-estimate.png'), fullPage: true });
+  });
+  it('lists priced findings as estimates with their assumptions, in their own section and under the step finding, escaped', async () => {
+    const text = fs.readFileSync(path.join(ROOT, 'test/cost-fixtures/same/train.yaml'), 'utf8');
+    const report = estimateFromFiles({ configs: [{ path: 'cfg/train.yaml', text }], today: '2026-01-01' });
+    const estimate = report.estimates.find((e) => e.cost !== null)!;
+    const priced = pricedFindingsVM(
+      [
+        // the sample checklist's TPU201 (step 6, notebook cell 2), and a loader finding in a file whose name and message carry markup
+        { rule: 'TPU201', severity: 'warning', message: 'host read', path: 'nb.ipynb', uri: 'file:///ws/train.py', line: 6, column: 9, cell: 2 },
+        { rule: 'TPU401', severity: 'warning', message: `batches moved by hand ${XSS}`, path: `src/${XSS}.py`, uri: 'file:///ws/x.py', line: 3, column: 5, cell: null },
+        { rule: 'TPU101', severity: 'error', message: 'not priced', path: 'train.py', uri: 'file:///ws/train.py', line: 1, column: 1, cell: null },
+      ],
+      report,
+      estimate,
+      `cfg/${XSS}.yaml`,
+    );
+    expect(priced.findings.map((f) => f.rule).sort()).toEqual(['TPU201', 'TPU401']);
+    // a malformed priced list drops the whole message; a state without `priced` shows no section
+    await post(page, { type: 'state', body: { checklist: sampleVM(), cost: null, priced: { ...priced, label: 'measured' } } });
+    await post(page, { type: 'state', body: { checklist: sampleVM(), cost: null, priced: { ...priced, findings: [{ ...priced.findings[0], hours: 'lots' }] } } });
+    await page.waitForTimeout(100);
+    expect(await deepText(page)).toContain('Loading the checklist');
+    await post(page, { type: 'state', body: { checklist: sampleVM(), cost: null } });
+    await page.waitForTimeout(100);
+    expect(await deepText(page)).toContain('57/100');
+    expect(await deepText(page)).not.toContain('Priced findings');
+    await post(page, { type: 'state', body: { checklist: sampleVM(), cost: null, priced } });
+    await page.waitForFunction(() => !!document.querySelector('tpu-checklist')?.shadowRoot?.querySelector('.priced-finding'));
+    await page.locator('tpu-checklist vscode-collapsible[data-step="6"]').evaluate((e) => ((e as unknown as { open: boolean }).open = true));
+    await page.locator('tpu-checklist .priced-finding details').first().evaluate((e) => ((e as HTMLDetailsElement).open = true));
+    await page.waitForTimeout(200);
+    const t = await deepText(page);
+    expect(t).toContain('Priced findings (estimates)');
+    expect(t).toContain(`cfg/${XSS}.yaml`);
+    expect(t).toContain('an estimate from the assumptions listed with it, not a measurement');
+    for (const f of priced.findings) {
+      expect(f.summary).toMatch(/^≈ \+.* on .* \(estimate: /);
+      expect(t).toContain(f.summary);
+    }
+    expect(t).toContain(`src/${XSS}.py:3`);
+    expect(t).toContain('ms-per-sync = 20 ms: time the device pipeline drains per host read');
+    // under the step finding it was made from (step 6, nb.ipynb cell 2, line 6)
+    const inline = await page.locator('tpu-checklist vscode-collapsible[data-step="6"] .priced-inline').allInnerTexts();
+    expect(inline).toEqual([priced.findings.find((f) => f.rule === 'TPU201')!.summary]);
+    expect(await deepCount(page, 'img')).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+    await page.locator('tpu-checklist .priced-finding[data-rule="TPU401"] button.link').click();
+    expect((await posted(page)).filter((m) => m.type === 'openFinding')).toEqual([{ type: 'openFinding', body: { uri: 'file:///ws/x.py', line: 2, character: 4, cell: null } }]);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'panel-priced.png'), fullPage: true });
+    // restored after a reload, with the rest of the state
+    await page.reload();
+    await page.waitForFunction(() => !!document.querySelector('tpu-checklist')?.shadowRoot?.querySelector('.priced-finding'));
   });
 });

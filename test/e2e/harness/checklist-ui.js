@@ -62,5 +62,22 @@ module.exports = ({ page: getPage, folder, shot, waitFor }) => {
       await page.waitForTimeout(500);
       await shot('checklist-panel');
     }],
+
+    ['the panel lists the open hot-loop findings priced on the workspace config, as estimates with their assumptions', async () => {
+      const frame = await waitFor(panelFrame, 30000, 'the checklist webview');
+      const section = frame.locator('tpu-checklist section.priced');
+      await waitFor(async () => (await section.locator('.priced-finding').count().catch(() => 0)) > 0, 60000, 'priced findings in the panel');
+      const t = (await section.innerText()).replace(/\u00a0/g, ' ');
+      for (const want of [/cost\/config\.yaml/, /≈ \+[\d.]+ (s|min|h|days)/, /\(estimate: /, /not a measurement/, /\.tpu-ready\/cost\.toml/]) {
+        if (!want.test(t)) throw new Error(`the priced findings lack ${want}:\n${t}`);
+      }
+      const heading = await frame.locator('tpu-checklist #priced-heading').innerText();
+      if (!/Priced findings/.test(heading) || !/estimate/.test(heading)) throw new Error(`unexpected heading "${heading}"`);
+      await section.locator('.priced-finding details summary').first().click();
+      await section.locator('.assumptions').first().waitFor({ state: 'visible', timeout: 5000 });
+      await section.scrollIntoViewIfNeeded();
+      await getPage().waitForTimeout(300);
+      await shot('checklist-priced');
+    }],
   ];
 };

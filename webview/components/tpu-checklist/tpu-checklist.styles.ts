@@ -40,5 +40,16 @@ export const styles = css`
   .actions { display: flex; flex-wrap: wrap; gap: 8px; margin-top: 10px; }
   vscode-textarea { width: 100%; }
   label.note-label { display: block; margin: 10px 0 4px; color: var(--vscode-descriptionForeground); }
+  .priced-note, .estimate-label { color: var(--vscode-descriptionForeground); font-weight: normal; }
+  .priced-note { margin: 0 0 6px; line-height: 1.5; }
+  .priced-finding { margin: 6px 0; }
+  .priced-head { display: flex; flex-wrap: wrap; gap: 6px; align-items: baseline; }
+  .priced-summary { font-weight: 600; overflow-wrap: anywhere; }
+  .priced-finding .message { margin-left: 1em; }
+  .priced-finding details { margin-left: 1em; }
+  .priced-finding summary { cursor: pointer; color: var(--vscode-descriptionForeground); }
+  .priced-finding summary:focus-visible { outline: 1px solid var(--vscode-focusBorder); }
+  .assumptions li { margin: 2px 0 2px 1em; }
+  .priced-inline { display: block; color: var(--vscode-descriptionForeground); font-size: 0.92em; }
   @media (forced-colors: active) { .sev, .status { forced-color-adjust: auto; } }
 `;

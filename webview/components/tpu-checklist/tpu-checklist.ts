@@ -7,7 +7,7 @@ import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import '../tpu-burndown/tpu-burndown';
 import '../tpu-estimate/tpu-estimate';
 import type { ChecklistVM, FindingVM, StepStatus, StepVM } from '../../../src/protocol/checklist';
-import type { CostVM } from '../../../src/protocol/cost';
+import type { CostVM, PricedFindingVM, PricedFindingsVM } from '../../../src/protocol/cost';
 import type { ToHost, ToHostMessage } from '../../../src/protocol/messages';
 import { HOST_MESSAGE_EVENT, toHost } from '../../protocol';
 import { styles } from './tpu-checklist.styles';
@@ -36,13 +36,15 @@ export interface UiState {
  * @cssprop [--vscode-textLink-foreground] - finding links
  */
 export class TpuChecklist extends LitElement {
-  static override properties = { vm: { attribute: false }, cost: { attribute: false }, open: { attribute: false }, notice: { attribute: false } };
+  static override properties = { vm: { attribute: false }, cost: { attribute: false }, priced: { attribute: false }, open: { attribute: false }, notice: { attribute: false } };
   static override styles = styles;
 
   // `declare` + constructor: class fields would shadow Lit's reactive accessors (useDefineForClassFields)
   declare vm: ChecklistVM | null;
   /** The cost module's last estimate: the estimator section shows only when there is one. */
   declare cost: CostVM | null;
+  /** Open findings priced on the workspace's training config (estimates): their own section, and a line under each in its step. */
+  declare priced: PricedFindingsVM | null;
   /** Steps shown expanded. */
   declare open: number[];
   declare notice: { level: 'info' | 'error'; text: string } | null;
@@ -51,6 +53,7 @@ export class TpuChecklist extends LitElement {
     super();
     this.vm = null;
     this.cost = null;
+    this.priced = null;
     this.open = [];
     this.notice = null;
   }
@@ -103,6 +106,7 @@ export class TpuChecklist extends LitElement {
       <h2>Burn-down</h2>
       <tpu-burndown .history=${vm.history}></tpu-burndown>
       ${this.cost ? html`<h2>Training cost estimate</h2><tpu-estimate .cost=${this.cost}></tpu-estimate>` : nothing}
+      ${this.renderPriced()}
       <h2>Steps</h2>
       ${vm.steps.map((s) => this.renderStep(s))}
     `;
@@ -142,13 +146,55 @@ export class TpuChecklist extends LitElement {
     `;
   }
 
+  /** The priced finding made from this finding (same file, cell, line and rule), if any. */
+  private pricedOf(f: FindingVM): PricedFindingVM | undefined {
+    return this.priced?.findings.find((p) => p.uri === f.uri && p.rule === f.rule && p.cell === f.cell && p.line === f.line);
+  }
+
+  private renderPriced() {
+    const p = this.priced;
+    if (!p || !p.findings.length) return nothing;
+    return html`
+      <h2 id="priced-heading">Priced findings <span class="estimate-label">(estimates)</span></h2>
+      <section class="priced" aria-labelledby="priced-heading">
+        <p class="priced-note">
+          What each open finding adds to the run in <code>${p.config}</code> on ${p.basis}: an estimate from the assumptions listed with it, not a
+          measurement (profile on a TPU to confirm). Edit them under <code>[findings.TPUnnn]</code> in <code>.tpu-ready/cost.toml</code>.
+        </p>
+        <ul class="priced-list">
+          ${p.findings.map((x) => {
+            const where = x.cell === null ? `${x.path}:${x.line + 1}` : `${x.path} cell ${x.cell}:${x.line + 1}`;
+            return html`<li class="priced-finding" data-rule=${x.rule}>
+              <div class="priced-head">
+                <button class="link" title="Go to the code" @click=${() => this.send('openFinding', { uri: x.uri, line: x.line, character: x.character, cell: x.cell })}>${where}</button>
+                <span class="rule">${x.rule}</span>
+                <span class="priced-summary">${x.summary}</span>
+              </div>
+              <div class="message">${withCode(x.message)}${x.lines.length > 1 ? html` <span class="more">(lines ${x.lines.join(', ')}, priced once)</span>` : nothing}</div>
+              <details>
+                <summary>Assumptions (${x.assumptions.length})</summary>
+                <ul class="assumptions">
+                  ${x.assumptions.map((a) => html`<li><code>${a.key}</code> = ${a.value} ${a.unit}: ${a.meaning} <span class="more">(${a.source})</span></li>`)}
+                </ul>
+              </details>
+            </li>`;
+          })}
+          ${p.more ? html`<li class="more">… and ${p.more} more priced finding${p.more === 1 ? '' : 's'}</li>` : nothing}
+        </ul>
+      </section>
+    `;
+  }
+
   private renderFinding(f: FindingVM) {
     const where = f.cell === null ? `${f.path}:${f.line + 1}` : `${f.path} cell ${f.cell}:${f.line + 1}`;
+    const priced = this.pricedOf(f);
     return html`<li class="finding">
       <span class="sev ${f.severity}">${f.severity}</span>
       <button class="link" title="Go to the code" @click=${() => this.send('openFinding', { uri: f.uri, line: f.line, character: f.character, cell: f.cell })}>${where}</button>
       <a href=${f.docsUrl} title="Rule documentation">${f.rule}</a>
-      <span class="message">${withCode(f.message)}${f.fix === 'safe' ? ' (safe fix)' : ''}</span>
+      <span class="message">${withCode(f.message)}${f.fix === 'safe' ? ' (safe fix)' : ''}${priced
+        ? html`<span class="priced-inline" title=${priced.assumptions.map((a) => `${a.key} = ${a.value} ${a.unit}: ${a.meaning}`).join('\n')}>${priced.summary}</span>`
+        : nothing}</span>
     </li>`;
   }
 }
