@@ -70,6 +70,7 @@ export default defineRule({
       '# or iterate pl.MpDeviceLoader(loader, device) (TPU401), or call xm.optimizer_step(optimizer, barrier=True)',
     fixSafety:
       'Safe: the barrier is added as the last statement of the iteration (before a trailing `continue`/`break`), so each iteration runs as one graph; ' +
+      'when the iteration already calls `torch.cuda.synchronize()` after the optimizer step, the fix turns that call into the barrier (the same rewrite as TPU104) instead of adding a second one; ' +
       'when the loop iterates a plain `DataLoader` (or pulls `next(iter(loader))`) and moves the batch by hand, the fix wraps the loader in `pl.MpDeviceLoader` instead (TPU401), whose per-batch sync is the barrier; ' +
       'on CUDA/CPU the dual-path `accel.sync()` does nothing. With gradient accumulation it goes after the optimizer step in the outer loop. ' +
       'Removing a misplaced barrier is unsafe (it changes how the step is split into graphs and may grow it) and is offered one at a time.',
@@ -166,6 +167,23 @@ export default defineRule({
             imports: [...hand.device.imports, ...wrap.imports],
             needsAccel: hand.device.needsAccel || wrap.needsAccel,
           },
+        });
+        continue;
+      }
+      // `torch.cuda.synchronize()` after the optimizer step (timm's train_one_epoch): TPU104 rewrites it into a barrier and a
+      // wait; the barrier fix is that same rewrite, so the iteration does not end up with two syncs
+      const wait = ctx.idiom.waitDeviceOps();
+      const cudaSync = sync && wait
+        ? bodyCalls.find((c) => {
+            if (ctx.sema.callee(c) !== 'torch.cuda.synchronize' || insideNestedLoop(c, body)) return false;
+            const stmt = enclosingStatement(c);
+            return stmt.type === 'expression_statement' && stmt.namedChildren[0]?.id === c.id && straightLine(stmt, body) && bodyCalls.some((o) => isOptimizerStep(ctx, o) && o.endIndex <= stmt.startIndex);
+          })
+        : undefined;
+      if (cudaSync && wait) {
+        ctx.report(header, {
+          message: `${what}: the lazily traced graph grows across iterations; \`${cudaSync.text}\` sits where the barrier belongs: make it \`${wait.text}\``,
+          fix: { title: `Replace \`${cudaSync.text}\` with \`${wait.text}\``, edits: [replace(cudaSync, wait.text)], imports: wait.imports, needsAccel: wait.needsAccel },
         });
         continue;
       }
