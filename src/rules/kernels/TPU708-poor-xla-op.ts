@@ -31,7 +31,7 @@ export default defineRule({
       'import torch_xla.debug.metrics as met\nprint(met.short_metrics_report())   # confirm which aten:: ops fall back\n' +
       'emb = nn.Embedding(50000, 512)\ny = x.clone()',
     fixSafety:
-      'Unsafe: dropping `memory_format=torch.channels_last` changes the CUDA layout (and speed, not results); dense embeddings use more gradient memory and do not work with `SparseAdam`; ' +
+      'Unsafe: dropping `memory_format=torch.channels_last` changes the CUDA layout (and speed, not results), so the dual-path style leaves it in place (a no-op on XLA) and only the tpu-only style removes it; dense embeddings use more gradient memory and do not work with `SparseAdam`; ' +
       '`x.clone()` makes the copy explicit, which is what XLA does for `copy.copy`, but code that relied on a shallow copy sharing storage changes. Stride/storage logic and CTC have no automatic fix.',
     sources: ['TS (docs/source/learn/troubleshoot.md: metrics report, aten:: counters, :359-362 strides, quirks)', 'DEV (docs/source/learn/pytorch-on-xla-devices.md "Memory Layout")'],
     torchtpu: 'The same advice; the torch_xla metrics report does not apply to torch_tpu.',
@@ -100,6 +100,8 @@ function drivesLogic(call: Node): boolean {
 
 /** `x = x.to(memory_format=torch.channels_last)` (or `m.to(...)` alone) is deleted; otherwise the keyword is removed. */
 function channelsLastFix(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['check']>>[0], call: Node, mf: Node) {
+  // dual-path keeps the CUDA layout (channels_last speeds up CUDA convolutions and is a no-op on XLA): nothing to change
+  if (ctx.idiom.dualPath) return null;
   const { positional, keywords } = argShape(call);
   const recv = receiver(call);
   const onlyArg = positional.length === 0 && keywords.size === 1;
