@@ -41,7 +41,8 @@ export default defineRule({
       'The rest is unsafe and needs review: `FusedAdam` becomes `torch.optim.AdamW` (`adam_w_mode=False`: `Adam`) with `weight_decay=0.0` made explicit, because Apex defaults to 0 and torch AdamW to 0.01; ' +
       '`FusedRMSNorm` becomes `torch.nn.RMSNorm` with `eps=1e-5` made explicit (torch defaults to the dtype epsilon); ' +
       'dropping `amp.initialize` and `amp.scale_loss` removes fp16 loss scaling, and you still add a bf16 autocast around the forward pass. ' +
-      'An Apex import is deleted (safely) once nothing uses it.',
+      'An Apex import is deleted (safely) once nothing uses it. When every Apex import is optional (`try: from apex import amp` / `except ImportError`), ' +
+      'the Apex calls are reported as info (that path never runs on a TPU host) and the dual-path style leaves them for CUDA.',
     sources: [
       'AMP (docs/source/perf/amp.md: bf16 autocast on XLA without a GradScaler)',
       'MIG (docs/source/learn/migration-to-xla-on-tpus.md)',
@@ -59,11 +60,24 @@ export default defineRule({
         fix: edits ? { title: 'Remove the unused Apex import', applicability: 'safe', edits } : null,
       });
     }
+    // `try: from apex import amp; has_apex = True / except ImportError: has_apex = False` (timm train.py): the Apex calls
+    // sit on an optional path that never runs on a TPU host, where apex is not installed
+    const apexImports = importInfos(ctx).filter((i) => i.modules.some((m) => /^apex(\.|$)/.test(m)));
+    const optional = apexImports.length > 0 && apexImports.every((i) => isOptionalImport(i.stmt));
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
       if (!/^apex\./.test(callee)) continue;
       if (ctx.sema.inXlaAwareBranch(call)) continue;
       const name = callee.split('.').pop()!;
+      if (optional) {
+        ctx.report(call, {
+          severity: 'info',
+          message: `${messageFor(name, callee)} (apex is imported optionally: this path does not run on a TPU host, where apex is not installed)`,
+          // dual-path keeps the CUDA Apex path working; tpu-only may clean the dead path up
+          fix: ctx.idiom.dualPath ? null : fixFor(ctx, call, callee),
+        });
+        continue;
+      }
       ctx.report(call, { message: messageFor(name, callee), fix: fixFor(ctx, call, callee) });
     }
   },
