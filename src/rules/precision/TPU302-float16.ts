@@ -163,6 +163,8 @@ export default defineRule({
       const { positional, keywords } = callArgs(call);
 
       const ac = autocastCall(ctx, call);
+      // the generated `accel.autocast(dtype=torch.float16)` already picks bf16 on XLA/TPU and keeps float16 for CUDA
+      if (ac?.kind === 'accel') continue;
       if (ac) {
         if (ac.dtype && isFloat16(ctx, ac.dtype) && ac.dtype.type !== 'string') {
           ctx.report(ac.dtype, { severity: sev(call), message: `Autocast with \`${ac.dtype.text}\`: TPU mixed precision is bfloat16 (torch_xla disables autocast for other dtypes)`, fix: dtypeFix(ac.dtype) });
