@@ -5,7 +5,7 @@ import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import type { ImportSpec } from '../../core/types';
 import { callArgs, kwValue, mentionsXla, stringContent } from '../../core/semantics';
-import { autocastCall, autocastExpr, inDecorator, isBfloat16, isFloat16, underCudaOnlyBranch } from './util';
+import { autocastCall, autocastExpr, inDecorator, isBfloat16, isFloat16, torchName, underCudaOnlyBranch } from './util';
 
 const GRAD_SCALERS = /^(torch\.cuda\.amp\.GradScaler|torch\.amp\.GradScaler|torch\.GradScaler|torch\.amp\.grad_scaler\.GradScaler|torch\.cuda\.amp\.grad_scaler\.GradScaler)$/;
 const CUSTOM_FN = /^torch\.cuda\.amp\.(custom_fwd|custom_bwd)$/;
@@ -40,7 +40,8 @@ export default defineRule({
       'Checks for autocast regions keyed on CUDA: `torch.cuda.amp.autocast(...)` (as a context manager, call or decorator), ' +
       '`torch.autocast("cuda", ...)`, `torch.amp.autocast(device_type="cuda")`, `autocast(...)` imported from `torch.cuda.amp`, ' +
       'and `torch.autocast(device_type=var)` where `var` holds a CUDA device type (`"cuda" if torch.cuda.is_available() else "cpu"`, `device.type`). ' +
-      'Also `torch.cuda.amp.custom_fwd`/`custom_bwd`, which follow the CUDA autocast state only.',
+      'Also `torch.cuda.amp.custom_fwd`/`custom_bwd`, which follow the CUDA autocast state only, and the uncalled factory assigned to a name and entered later ' +
+      '(`amp_autocast = torch.cuda.amp.autocast` … `with amp_autocast():`, timm `train.py`).',
     why:
       'PyTorch\'s autocast warns "User provided device_type of \'cuda\', but CUDA is not available. Disabling" and sets `enabled=False` ' +
       '(PT:torch/amp/autocast_mode.py `__init__`). On a TPU host the region therefore runs in float32: slower and larger than intended. ' +
@@ -52,7 +53,8 @@ export default defineRule({
       'Unsafe when the dtype was float16 (it becomes bf16, see TPU302), when it is a variable, or when a GradScaler shows the code was tuned for fp16. ' +
       '`enabled=` and `cache_enabled=` are kept. In dual-path style the region calls `accel.autocast()` (bf16 on XLA and on CUDA with bf16 support, ' +
       'full precision elsewhere); decorators are not rewritten there because that helper may return a `nullcontext`. ' +
-      '`custom_fwd`/`custom_bwd` get no fix: a `device_type="xla"` form of them is unverified.',
+      '`custom_fwd`/`custom_bwd` get no fix: a `device_type="xla"` form of them is unverified. An assigned factory becomes `lambda: <bf16 autocast>` (dual-path: `lambda: accel.autocast(dtype=torch.float16)`, float16 on CUDA as before and bf16 on XLA; unsafe: the script may scale fp16 losses) ' +
+      'only when every call of that name passes no arguments.',
     sources: [
       'AMP (docs/source/perf/amp.md:39-42): `autocast(torch.device(\'xla\'))` aliases `torch.autocast(\'xla\')`',
       'XAMP (torch_xla/amp/autocast_mode.py): calls `torch.amp.autocast_mode.autocast.__init__("xla", …)`, bf16 default on TPU (read at pytorch/xla@01834d7)',
@@ -111,6 +113,28 @@ export default defineRule({
               imports,
               needsAccel: snippet.needsAccel,
             }
+          : null,
+      });
+    }
+
+    // `amp_autocast = torch.cuda.amp.autocast` … `with amp_autocast():` (timm train.py): the CUDA autocast passed around uncalled
+    for (const ref of ctx.sema.nodes('attribute')) {
+      if (!/^torch\.cuda\.amp\.(autocast_mode\.)?autocast$/.test(ctx.sema.resolve(ref) ?? '')) continue;
+      const assign = ref.parent;
+      if (assign?.type !== 'assignment' || assign.childForFieldName('right')?.id !== ref.id) continue;
+      const name = assign.childForFieldName('left');
+      if (name?.type !== 'identifier' || ctx.sema.inXlaAwareBranch(ref) || underCudaOnlyBranch(ctx, ref)) continue;
+      // the name's calls anywhere in the file (it is usually passed on under the same parameter name)
+      const uses = ctx.sema.nodes('call').filter((c) => c.childForFieldName('function')?.text === name.text);
+      const bare = uses.length > 0 && uses.every((c) => (c.childForFieldName('arguments')?.namedChildren.filter((a) => !!a && a.type !== 'comment').length ?? 0) === 0);
+      // dual-path keeps CUDA's float16 (torch.cuda.amp.autocast's default); accel.autocast picks bf16 on XLA
+      const t = torchName(ctx);
+      const snippet = bare ? autocastExpr(ctx, ctx.idiom.dualPath ? { dtype: `${t.name}.float16` } : {}) : null;
+      if (snippet && ctx.idiom.dualPath) snippet.imports.push(...t.imports);
+      ctx.report(ref, {
+        message: `\`${name.text} = ${ref.text}\` is CUDA autocast (entered as \`${name.text}()\`), disabled without a CUDA device: those regions run in float32 on TPU (use bf16 autocast on ${where})`,
+        fix: snippet
+          ? { title: `Use \`lambda: ${snippet.text}\``, applicability: 'unsafe', edits: [replace(ref, `lambda: ${snippet.text}`)], imports: snippet.imports, needsAccel: snippet.needsAccel }
           : null,
       });
     }
