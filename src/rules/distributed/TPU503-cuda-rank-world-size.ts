@@ -27,7 +27,7 @@ export default defineRule({
   triggers: ['RANK', 'WORLD_SIZE', 'local_rank', 'device_count', 'get_rank', 'get_world_size', 'get_ordinal', 'xrt_world_size'],
   docs: {
     what:
-      'Checks for rank and world size taken from the CUDA launcher: `int(os.environ["RANK"|"LOCAL_RANK"|"WORLD_SIZE"])` (also `.get`/`os.getenv`), `args.local_rank` from a `--local_rank` flag, ' +
+      'Checks for rank and world size taken from the CUDA launcher: `int(os.environ["RANK"|"LOCAL_RANK"|"WORLD_SIZE"])` (also `.get`/`os.getenv`), `args.local_rank` from a `--local_rank` flag (once, at its first read; the fix rewrites every read), ' +
       '`torch.cuda.device_count()` used as the world size, `dist.get_rank()`/`dist.get_world_size()` in files that create no process group, and the removed `xm.get_ordinal()`/`xm.xrt_world_size()`.',
     why:
       '`torch_xla.launch` does not set `RANK`/`WORLD_SIZE` (it sets them only when torchrun started the job), `torch.cuda.device_count()` is 0 on a TPU host, and `dist.get_rank()` raises without a process group, ' +
@@ -107,13 +107,36 @@ export default defineRule({
     // args.local_rank from a --local_rank / --local-rank flag (torch.distributed.launch)
     const localRankFlag = ctx.sema.nodes('string').some((s) => /^--local[_-]rank$/.test(stringContent(s) ?? '') && s.parent?.parent?.type === 'call');
     if (localRankFlag) {
+      // one finding per spelling (`args.local_rank`), at its first read; the fix rewrites every read (timm train.py reads it a dozen times)
+      const reads = new Map<string, Node[]>();
       for (const attr of ctx.sema.nodes('attribute')) {
         const obj = attr.childForFieldName('object');
         if (attr.childForFieldName('attribute')?.text !== 'local_rank' || obj?.type !== 'identifier' || ctx.sema.resolve(obj)) continue;
         const p = attr.parent;
         if (p?.type === 'assignment' && p.childForFieldName('left')?.id === attr.id) continue;
         if (ctx.sema.inXlaAwareBranch(attr) || xlaFunction(attr)) continue;
-        report(attr, 'local', `\`${attr.text}\` comes from the \`--local_rank\` flag of the CUDA launcher`, attr, true);
+        reads.set(attr.text, [...(reads.get(attr.text) ?? []), attr]);
+      }
+      for (const [text, nodes] of reads) {
+        const first = nodes[0];
+        const more = nodes.length > 1 ? ` (read ${nodes.length} times)` : '';
+        const snippet = idiomFor(ctx, 'local');
+        const target = ctx.idiom.profile === 'torchtpu' ? 'the TorchTPU runtime (not public yet)' : `\`${XR_NAME.local}\``;
+        // at module level of a launching script the runtime call would run in the parent before the fork
+        const replaceable = nodes.filter((n) => !(launcherInFile && !ctx.sema.enclosingFunction(n)));
+        ctx.report(first, {
+          message: `\`${text}\` comes from the \`--local_rank\` flag of the CUDA launcher${more}; read it from ${target}`,
+          fix:
+            snippet && replaceable.length
+              ? {
+                  title: `Use \`${snippet.text}\`${replaceable.length > 1 ? ` (${replaceable.length} reads)` : ''}`,
+                  applicability: 'unsafe',
+                  edits: replaceable.map((n) => ({ start: n.startIndex, end: n.endIndex, text: snippet.text })),
+                  imports: snippet.imports,
+                  needsAccel: snippet.needsAccel,
+                }
+              : null,
+        });
       }
     }
 
