@@ -46,7 +46,8 @@ export default defineRule({
       'Checks for inputs whose shape changes from batch to batch: tokenizer calls with `padding=True`/`"longest"` (and `padding="max_length"` with no `max_length`, info); ' +
       '`pad_sequence(...)` or `max(len(s) for s in batch)` in a `collate_fn`; HF `DataCollatorWithPadding`/`DataCollatorForSeq2Seq`/`DataCollatorForLanguageModeling`/`DataCollatorForTokenClassification` ' +
       'without `pad_to_multiple_of`, or with one that is `None` on TPU such as `pad_to_multiple_of=(8 if accelerator.use_fp16 else None)` (unless the script pre-pads to a fixed length); `group_by_length=True`; torchvision `Resize(int)` not followed by a fixed crop in the same `Compose`; ' +
-      'random sizes in `Resize`/`F.interpolate`; and per-batch truncation to the longest sequence (`input_ids[:, :lengths.max()]`) in a hot loop or collate function.',
+      'random sizes in `Resize`/`F.interpolate`; per-batch truncation to the longest sequence (`input_ids[:, :lengths.max()]`) in a hot loop or collate function; ' +
+      'and chunks cut in hot code with a bound that shrinks at the end of the data (`seq_len = min(bptt, len(source) - 1 - i)`, then `source[i:i+seq_len]`; pytorch/examples word_language_model), once per function.',
     why:
       '"it\'s pretty common that input dataset contains examples with different shapes … Without normalization, it\'ll cause recompilation for every new input shape" (RECOMP #1). ' +
       'The HF Accelerate TPU guide asks for the same: "all tensors in your batches must have the same length (for example, no dynamic padding for NLP tasks)". ' +
@@ -165,6 +166,32 @@ export default defineRule({
           ctx.report(call, { message: '`max(len(...))` in a collate function sizes each batch by its longest item: pad to a fixed (or bucketed) length instead', fix: null });
         }
       }
+    }
+
+    // `seq_len = min(args.bptt, len(source) - 1 - i)` … `source[i:i+seq_len]` (word_language_model get_batch): the tail chunk is shorter
+    const tailBound = (n: Node) => n.type === 'call' && n.childForFieldName('function')?.text === 'min' && /\blen\(|\.size\(/.test(n.text) && /-/.test(n.text);
+    const tailReported = new Set<number>();
+    for (const sub of ctx.sema.nodes('subscript')) {
+      if (!ctx.sema.hot(sub)) continue;
+      const slice = sub.namedChildren.find((c) => c?.type === 'slice');
+      if (!slice) continue;
+      const fn = ctx.sema.enclosingFunction(sub);
+      const local = (v: Node) => (ctx.sema.enclosingFunction(v)?.id ?? -1) === (fn?.id ?? -1);
+      const bound = slice.descendantsOfType('identifier').find((id) => {
+        if (!id) return false;
+        const values = ctx.sema.bindings(id.text).filter(local);
+        return values.length > 0 && values.every(tailBound);
+      });
+      const inline = slice.descendantsOfType('call').find((c) => !!c && tailBound(c));
+      if ((!bound && !inline) || tailReported.has(fn?.id ?? -1)) continue;
+      tailReported.add(fn?.id ?? -1);
+      const def = bound ? ctx.sema.bindings(bound.text).find(local) : null;
+      const cut = def && bound ? `${bound.text} = ${def.text}` : inline!.text;
+      ctx.report(sub, {
+        severity: sevAt(sub),
+        message: `\`${sub.text.length > 40 ? sub.text.slice(0, 37) + '…' : sub.text}\` is cut by \`${cut.length > 50 ? cut.slice(0, 47) + '…' : cut}\`: the last chunk is shorter and its shape compiles another graph; drop the tail or pad it to the full length`,
+        fix: null,
+      });
     }
 
     // per-batch truncation to the longest sequence: x[:, :lengths.max()]
