@@ -40,7 +40,7 @@ export default defineRule({
   effort: 3,
   message: 'Batches of varying shape recompile the graph for every new shape',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Pad to a fixed or bucketed length' },
-  triggers: ['padding', 'pad_sequence', 'DataCollator', 'group_by_length', 'Resize', 'collate', 'interpolate', 'max('],
+  triggers: ['padding', 'pad_sequence', 'DataCollator', 'group_by_length', 'Resize', 'collate', 'interpolate', 'max(', 'min('],
   docs: {
     what:
       'Checks for inputs whose shape changes from batch to batch: tokenizer calls with `padding=True`/`"longest"` (and `padding="max_length"` with no `max_length`, info); ' +
