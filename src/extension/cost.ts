@@ -4,6 +4,7 @@
  * file only reads documents and files, asks the quick picks and shows the result.
  */
 import * as vscode from 'vscode';
+import { exists, readText as readFileText } from './files';
 import { initParser } from '../core/parse';
 import {
   CostConfigError, FINDING_ASSUMPTIONS, HARDWARE, HARDWARE_IDS, buildCostVM, estimateFromFiles, formatOf, money, parseHardwareList, parsePricingList,
@@ -27,23 +28,11 @@ export interface CostEstimateOptions {
   pricing?: string[];
 }
 
+/** A config or assumptions file's text; unreadable files read as empty (they estimate nothing). */
+const readTextOrEmpty = async (uri: vscode.Uri) => (await readFileText(uri)) ?? '';
 const today = () => new Date().toISOString().slice(0, 10);
 const rel = (uri: vscode.Uri) => vscode.workspace.asRelativePath(uri, false);
 
-async function readText(uri: vscode.Uri): Promise<string> {
-  const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
-  if (open) return open.getText();
-  return new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
-}
-
-async function exists(uri: vscode.Uri): Promise<boolean> {
-  try {
-    await vscode.workspace.fs.stat(uri);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 export interface WorkspaceEstimate {
   report: CostReport;
@@ -74,7 +63,7 @@ export class CostService implements vscode.Disposable {
     if (/\.ya?ml$/.test(uri.path) && /^defaults\s*:/m.test(text)) {
       const dir = vscode.Uri.joinPath(uri, '..');
       for (const f of await vscode.workspace.findFiles(new vscode.RelativePattern(dir, '**/*.{yaml,yml}'), '**/node_modules/**', 500)) {
-        folder.push({ path: rel(f), text: await readText(f) });
+        folder.push({ path: rel(f), text: await readTextOrEmpty(f) });
       }
     }
     const assumptionFiles: ConfigFile[] = [];
@@ -91,7 +80,7 @@ export class CostService implements vscode.Disposable {
       if (up.toString() === dir.toString()) break;
       dir = up;
     }
-    for (const f of [pyproject, costToml]) if (f) assumptionFiles.push({ path: rel(f), text: await readText(f) });
+    for (const f of [pyproject, costToml]) if (f) assumptionFiles.push({ path: rel(f), text: await readTextOrEmpty(f) });
     return { folder, assumptionFiles };
   }
 

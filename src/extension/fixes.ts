@@ -4,6 +4,7 @@
  * same edit when a dual-path fix calls it and it is not there yet.
  */
 import * as vscode from 'vscode';
+import { exists } from './files';
 import { accelModuleSource } from '../core/accel';
 import { analysedText, applyFixBatch, applyToDocument, cellOf, fixDocument, type SourceDocument } from '../core/engine';
 import { parsePython } from '../core/parse';
@@ -20,14 +21,6 @@ export function accelModuleUri(file: vscode.Uri, name: string): vscode.Uri | nul
   return vscode.Uri.joinPath(file, '..', ...parts.slice(0, -1), `${parts[parts.length - 1]}.py`);
 }
 
-async function exists(uri: vscode.Uri): Promise<boolean> {
-  try {
-    await vscode.workspace.fs.stat(uri);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The module file to create for `file`, or null when it (or a package of that name) already exists. */
 export async function missingAccelModule(file: vscode.Uri, name: string): Promise<vscode.Uri | null> {
