@@ -5,6 +5,7 @@
  *
  * Everything here is flow-insensitive and computed lazily once per analysed file.
  */
+import { Query } from 'web-tree-sitter';
 import type { Node, Tree } from './parse';
 
 /** Node types collected by the index walk. */
@@ -19,6 +20,23 @@ const INDEXED = new Set([
 
 /** Indexed on first use only: there are many. */
 const LAZY = new Set(['identifier']);
+
+const queries = new Map<string, Query>();
+
+function cachedQuery(tree: Tree, key: string, source: () => string): Query {
+  let q = queries.get(key);
+  if (!q) queries.set(key, (q = new Query(tree.language, source())));
+  return q;
+}
+
+/** `(call) @call (attribute) @attribute …`: the capture name is the node type, in document order. */
+function indexQuery(tree: Tree): Query {
+  return cachedQuery(tree, '', () => [...INDEXED].map((t) => `(${t}) @${t}`).join('\n'));
+}
+
+function lazyQuery(tree: Tree, type: string): Query {
+  return cachedQuery(tree, type, () => `(${type}) @${type}`);
+}
 
 export interface HotInfo {
   /** The loop (for/while) or function (forward, compiled step) that makes the code hot. */
@@ -69,18 +87,11 @@ export class Semantics {
   // Index
 
   private index(): void {
-    const cursor = this.tree.walk();
-    for (;;) {
-      const type = cursor.nodeType;
-      if (INDEXED.has(type)) {
-        let list = this.byType.get(type);
-        if (!list) this.byType.set(type, (list = []));
-        list.push(cursor.currentNode);
-      }
-      if (cursor.gotoFirstChild()) continue;
-      while (!cursor.gotoNextSibling()) {
-        if (!cursor.gotoParent()) return;
-      }
+    // one query runs the walk inside WebAssembly: far fewer boundary crossings than a JS cursor walk
+    for (const { name, node } of indexQuery(this.tree).captures(this.root)) {
+      let list = this.byType.get(name);
+      if (!list) this.byType.set(name, (list = []));
+      list.push(node);
     }
   }
 
@@ -91,15 +102,7 @@ export class Semantics {
   }
 
   private collect(type: string): Node[] {
-    const out: Node[] = [];
-    const cursor = this.tree.walk();
-    for (;;) {
-      if (cursor.nodeType === type) out.push(cursor.currentNode);
-      if (cursor.gotoFirstChild()) continue;
-      while (!cursor.gotoNextSibling()) {
-        if (!cursor.gotoParent()) return out;
-      }
-    }
+    return lazyQuery(this.tree, type).captures(this.root).map((c) => c.node);
   }
 
   // -------------------------------------------------------------------------------------------
