@@ -6,7 +6,7 @@
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import type { HotInfo } from '../../core/semantics';
-import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
+import { callArgs, calleeText, kwValue, methodName, receiver } from '../../core/semantics';
 import { downgrade } from '../../core/engine';
 import type { Severity } from '../../core/types';
 
@@ -145,7 +145,27 @@ function sameScopeBindings(ctx: RuleContext, name: Node): Node[] {
 
 /** A name bound (in its own scope) to a Python scalar: `x = loss.item()`, `x = 0.0`, `x = float(t)`. */
 function scalarBound(ctx: RuleContext, name: Node): boolean {
-  return sameScopeBindings(ctx, name).some((v) => isHostScalar(v));
+  return sameScopeBindings(ctx, name).some((v) => isHostScalar(v)) || counterBound(ctx, name);
+}
+
+/**
+ * A loop counter in the name's own scope: the index of `for x, (data, target) in enumerate(loader)` or the
+ * target of `for x in range(n)`. File-wide tensor names (`x` is forward()'s input) do not make it a tensor.
+ */
+function counterBound(ctx: RuleContext, name: Node): boolean {
+  const fn = ctx.sema.enclosingFunction(name)?.id ?? null;
+  return ctx.sema.nodes('for_statement').some((loop) => {
+    if ((ctx.sema.enclosingFunction(loop)?.id ?? null) !== fn) return false;
+    const left = loop.childForFieldName('left');
+    const right = loop.childForFieldName('right');
+    if (!left || right?.type !== 'call') return false;
+    const callee = calleeText(right);
+    if (/(^|\.)enumerate$/.test(callee)) {
+      const first = left.type === 'identifier' ? null : left.namedChildren[0];
+      return first?.type === 'identifier' && first.text === name.text;
+    }
+    return /^range$/.test(callee) && left.type === 'identifier' && left.text === name.text;
+  });
 }
 
 function isHostScalar(v: Node): boolean {
