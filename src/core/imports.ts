@@ -2,7 +2,8 @@
  * Adds the imports fixes need, once: skips those already bound, merges `from m import a, b` into an
  * existing `from m import …`, and inserts after the module docstring, `from __future__` imports and
  * the leading import block (`import torch_xla` goes right after `import torch`). In notebooks the
- * imports go to the first code cell that imports, else the first code cell.
+ * imports go to the first code cell that imports torch or torch_xla, else the first that imports, else the
+ * first code cell.
  */
 import type { Node, Tree } from './parse';
 import type { Semantics } from './semantics';
@@ -30,6 +31,16 @@ export function isImported(sema: Semantics, spec: ImportSpec): boolean {
 function importsTorch(n: Node): boolean {
   if (n.type !== 'import_statement') return false;
   return n.namedChildren.some((c) => !!c && (c.type === 'dotted_name' ? c.text === 'torch' : c.type === 'aliased_import' && c.childForFieldName('name')?.text === 'torch'));
+}
+
+/** `import torch.nn as nn`, `from torch_xla import runtime`, `import os, torch`. */
+function importsTorchFamily(n: Node): boolean {
+  if (n.type === 'import_from_statement') return /^(torch|torch_xla)(\.|$)/.test(n.childForFieldName('module_name')?.text ?? '');
+  if (n.type !== 'import_statement') return false;
+  return n.namedChildren.some((c) => {
+    const name = c?.type === 'aliased_import' ? c.childForFieldName('name')?.text : c?.type === 'dotted_name' ? c.text : undefined;
+    return !!name && /^(torch|torch_xla)(\.|$)/.test(name);
+  });
 }
 
 function isImportStmt(n: Node): boolean {
@@ -89,7 +100,8 @@ export function importEdits(tree: Tree, text: string, sema: Semantics, specs: Im
   let regionStart = 0;
   if (spans && spans.length) {
     const within = (s: CellSpan) => top.filter((n) => n.startIndex >= s.start && n.endIndex <= s.end);
-    const cell = spans.find((s) => within(s).some(isImportStmt)) ?? spans[0];
+    // the cell that imports torch / torch_xla: an earlier `import os` cell may run before the `%pip install` cell
+    const cell = spans.find((s) => within(s).some(importsTorchFamily)) ?? spans.find((s) => within(s).some(isImportStmt)) ?? spans[0];
     region = within(cell);
     regionStart = cell.start;
   }
