@@ -83,7 +83,11 @@ export default defineRule({
     if (!spmd || ctx.sema.nodes('call').some((c) => /(^|\.)prime_optimizer$/.test(ctx.sema.callee(c) ?? c.childForFieldName('function')?.text ?? ''))) return;
     const managers = new Set(
       ctx.sema.nodes('assignment')
-        .filter((a) => /(^|\.)CheckpointManager$/.test(ctx.sema.callee(a.childForFieldName('right')!) ?? '') && a.childForFieldName('left')?.type === 'identifier')
+        .filter((a) => {
+          // `x: int` (annotation only) and broken code have no right-hand side
+          const right = a.childForFieldName('right');
+          return right?.type === 'call' && /(^|\.)CheckpointManager$/.test(ctx.sema.callee(right) ?? '') && a.childForFieldName('left')?.type === 'identifier';
+        })
         .map((a) => a.childForFieldName('left')!.text),
     );
     for (const call of ctx.sema.nodes('call')) {
