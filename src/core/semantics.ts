@@ -699,7 +699,25 @@ export class Semantics {
         // (`if step % 100 == 0: torch_xla.sync(); print(torch.cuda.max_memory_allocated())`) do not make it XLA-aware
         if (hit && (p.type !== 'if_statement' || this.xlaOutside(p, child))) return true;
       }
+      if ((p.type === 'block' || p.type === 'module') && this.afterXlaGuard(p, child)) return true;
       if (p.type === 'function_definition' || p.type === 'module') break;
+    }
+    return false;
+  }
+
+  /**
+   * Whether `stmt` follows, in `block`, an early-exit guard on XLA: `if <XLA/TPU condition>: return …` (no else),
+   * so the statements after it are the non-XLA arm (Accelerate's `collate_fn`: `if accelerator.distributed_type ==
+   * DistributedType.TPU: return tokenizer.pad(..., padding="max_length")` then `return tokenizer.pad(..., padding="longest")`).
+   */
+  private afterXlaGuard(block: Node, stmt: Node): boolean {
+    for (const s of block.namedChildren) {
+      if (!s || s.startIndex >= stmt.startIndex) break;
+      if (s.type !== 'if_statement' || s.childForFieldName('alternative')) continue;
+      const cond = s.childForFieldName('condition');
+      const body = s.childForFieldName('consequence');
+      const last = body?.namedChildren.filter((c) => c?.type !== 'comment').pop();
+      if (cond && last && /^(return_statement|raise_statement|continue_statement|break_statement)$/.test(last.type) && mentionsXla(cond.text)) return true;
     }
     return false;
   }

@@ -87,6 +87,8 @@ export default defineRule({
       const padKw = keywords.get('padding');
       const pad = kwValue(padKw);
       if (pad && /tok|processor|encode/i.test(fnText) && !HF_COLLATORS.test(q)) {
+        // the CUDA arm of a TPU switch (`if accelerator.distributed_type == DistributedType.TPU: return tok.pad(..., padding="max_length")`)
+        if (ctx.sema.inXlaAwareBranch(call)) continue;
         const padStr = pad.type === 'string' ? stringContent(pad) : null;
         if (pad.text === 'True' || padStr === 'longest') {
           const maxLen = keywords.get('max_length');
