@@ -126,6 +126,29 @@ describe('notebooks', () => {
     expect(written.cells[3].source).toBe('%%bash\necho hi\nls -la');
   });
 
+  it("puts a fix's imports in the cell that imports torch, never after the first cell that uses them", () => {
+    const cells = [
+      { kind: 'code' as const, text: 'import os' },
+      { kind: 'code' as const, text: '%pip install torch_xla' },
+      { kind: 'code' as const, text: 'from datasets import load_dataset\nds = load_dataset("x")' },
+      { kind: 'code' as const, text: 'import torch\nn = xm.xrt_world_size()' },
+    ];
+    const doc = notebookDocument('nb.ipynb', cells);
+    const spec = { module: 'torch_xla.runtime', alias: 'xr' };
+    const at = (i: number, t: string) => doc.program.spans.find((x) => x.cell === i)!.start + cells[i].text.indexOf(t);
+    const cellTexts = (d: ReturnType<typeof applyFixBatch>['doc']) => (d as ReturnType<typeof notebookDocument>).cells.map((c) => c.text);
+    const used = (i: number, t: string) => ({ title: 't', applicability: 'safe' as const, edits: [{ start: at(i, t), end: at(i, t) + t.length, text: 'xr.world_size()' }], imports: [spec], needsAccel: false });
+    // the use is in the torch cell: the import goes there, not to the earlier `import os` cell that runs before the install
+    expect(cellTexts(applyFixBatch(doc, [used(3, 'xm.xrt_world_size()')]).doc)).toEqual([
+      'import os',
+      '%pip install torch_xla',
+      'from datasets import load_dataset\nds = load_dataset("x")',
+      'import torch\nimport torch_xla.runtime as xr\nn = xr.world_size()',
+    ]);
+    // a use in an earlier cell: the import goes to the last importing cell before it
+    expect(cellTexts(applyFixBatch(doc, [used(2, 'load_dataset("x")')]).doc)[2]).toBe('from datasets import load_dataset\nimport torch_xla.runtime as xr\nds = xr.world_size()');
+  });
+
   it('fixes one cell only: the predicate sees the current round document, whose offsets shifted', () => {
     const cells = [
       { kind: 'code' as const, text: 'import torch' },

@@ -2,8 +2,8 @@
  * Adds the imports fixes need, once: skips those already bound, merges `from m import a, b` into an
  * existing `from m import …`, and inserts after the module docstring, `from __future__` imports and
  * the leading import block (`import torch_xla` goes right after `import torch`). In notebooks the
- * imports go to the first code cell that imports torch or torch_xla, else the first that imports, else the
- * first code cell.
+ * imports go to the first code cell that imports torch or torch_xla, up to the first cell that uses the names
+ * they bind (else the last cell before that use that imports, else the first code cell).
  */
 import type { Node, Tree } from './parse';
 import type { Semantics } from './semantics';
@@ -100,8 +100,25 @@ export function importEdits(tree: Tree, text: string, sema: Semantics, specs: Im
   let regionStart = 0;
   if (spans && spans.length) {
     const within = (s: CellSpan) => top.filter((n) => n.startIndex >= s.start && n.endIndex <= s.end);
-    // the cell that imports torch / torch_xla: an earlier `import os` cell may run before the `%pip install` cell
-    const cell = spans.find((s) => within(s).some(importsTorchFamily)) ?? spans.find((s) => within(s).some(isImportStmt)) ?? spans[0];
+    // the cell that imports torch / torch_xla: an earlier `import os` cell may run before the `%pip install` cell.
+    // Never after the first cell that uses a name being imported (a fix may have edited an earlier cell): then the
+    // last cell up to that use that imports, else the first code cell.
+    const bound = remaining.map((s) => (s.name ? s.alias ?? s.name : s.alias ?? s.module.split('.')[0]));
+    const names = new Set(bound);
+    let firstPos = -1;
+    for (const id of tree.rootNode.descendantsOfType('identifier')) {
+      if (!id || !names.has(id.text) || (firstPos >= 0 && id.startIndex >= firstPos)) continue;
+      const p = id.parent;
+      if (p?.type === 'attribute' && p.childForFieldName('attribute')?.id === id.id) continue;
+      if (p?.type === 'keyword_argument' && p.childForFieldName('name')?.id === id.id) continue;
+      let q = p;
+      while (q && (q.type === 'dotted_name' || q.type === 'aliased_import')) q = q.parent;
+      if (q && isImportStmt(q)) continue;
+      firstPos = id.startIndex;
+    }
+    const firstUse = firstPos < 0 ? -1 : spans.findIndex((s) => firstPos >= s.start && firstPos <= s.end);
+    const candidates = firstUse >= 0 ? spans.slice(0, firstUse + 1) : spans;
+    const cell = candidates.find((s) => within(s).some(importsTorchFamily)) ?? [...candidates].reverse().find((s) => within(s).some(isImportStmt)) ?? candidates[0];
     region = within(cell);
     regionStart = cell.start;
   }
