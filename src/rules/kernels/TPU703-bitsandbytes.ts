@@ -28,7 +28,7 @@ export default defineRule({
   triggers: ['bitsandbytes', 'bnb', 'load_in_8bit', 'load_in_4bit', 'BitsAndBytesConfig', '8bit', '32bit'],
   docs: {
     what:
-      'Checks for `import bitsandbytes`, `bnb.optim.*` (8-bit and paged optimizers), `bnb.nn.Linear8bitLt/Linear4bit/Params4bit`, `BitsAndBytesConfig`, ' +
+      'Checks for `import bitsandbytes`, `bnb.optim.*` (8-bit and paged optimizers, called or picked as a class: `optimizer_cls = bnb.optim.AdamW8bit`, a warning when behind a flag such as diffusers\' `--use_8bit_adam`), `bnb.nn.Linear8bitLt/Linear4bit/Params4bit`, `BitsAndBytesConfig`, ' +
       '`load_in_8bit=True`/`load_in_4bit=True`, and Hugging Face `optim="adamw_bnb_8bit"|"paged_adamw_8bit"|"paged_adamw_32bit"|"adamw_8bit"`.',
     why:
       'bitsandbytes implements its quantized optimizers and layers as CUDA (and other GPU) kernels; it has no XLA backend (checked against the catalog, not against the latest bitsandbytes multi-backend list: unverified). ' +
@@ -70,6 +70,24 @@ export default defineRule({
         configCalls.push(call);
         ctx.report(call, { message: '`BitsAndBytesConfig` quantizes the model with bitsandbytes kernels, which have no XLA backend' });
       }
+    }
+    // `optimizer_cls = bnb.optim.AdamW8bit` ... `optimizer_cls(params, lr=...)` (diffusers --use_8bit_adam): the class picked, called later
+    for (const attr of ctx.sema.nodes('attribute')) {
+      const p = attr.parent;
+      if (p?.type === 'attribute' || (p?.type === 'call' && p.childForFieldName('function')?.id === attr.id)) continue;
+      const q = ctx.sema.resolve(attr) ?? '';
+      if (!/^bitsandbytes\.optim\.\w+$/.test(q) || ctx.sema.inXlaAwareBranch(attr)) continue;
+      const name = q.split('.').pop()!;
+      const target = ADAMW.test(name) ? 'torch.optim.AdamW' : ADAM.test(name) ? 'torch.optim.Adam' : null;
+      const ref = target ? refFor(ctx, target) : null;
+      // behind a flag (`if args.use_8bit_adam:`): an opt-in path to leave off on TPU, not a blocker
+      let gated = false;
+      for (let n = attr.parent; n && n.type !== 'function_definition' && n.type !== 'module'; n = n.parent) if (n.type === 'if_statement') gated = true;
+      ctx.report(attr, {
+        severity: gated ? 'warning' : undefined,
+        message: `\`bnb.optim.${name}\`${gated ? ' (opt-in here)' : ''} keeps its state in bitsandbytes CUDA kernels; use torch.optim on TPU`,
+        fix: ref ? { title: `Use \`${ref.text}\` (32-bit state)`, edits: [replace(attr, ref.text)], imports: ref.imports } : null,
+      });
     }
     for (const kw of ctx.sema.nodes('keyword_argument')) {
       const name = kw.childForFieldName('name')?.text;
