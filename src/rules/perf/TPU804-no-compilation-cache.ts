@@ -39,7 +39,7 @@ export default defineRule({
       '# multi-process: a distinct path per process, inside the launched function (DEV:439-455)\n' +
       'def _mp_fn(index):\n    xr.initialize_cache(f"/tmp/xla_cache_{index}", readonly=False)',
     fixSafety:
-      'Safe: inserted right after the leading imports (before any computation), or as the first statement of the function passed to `torch_xla.launch` / `xmp.spawn` ' +
+      'Safe: inserted right after the import block that holds `import torch` (before any computation; in a notebook, in the cell that imports torch), or as the first statement of the function passed to `torch_xla.launch` / `xmp.spawn` ' +
       'with a per-process path. Pick a persistent path (a local SSD or a mounted bucket) instead of `/tmp` for reuse across machines; in SPMD share one cache with `readonly=True` on readers.',
     sources: [
       'DEV (docs/source/learn/pytorch-on-xla-devices.md:425-455)',
@@ -94,6 +94,13 @@ export default defineRule({
       for (const n of top) {
         if (isImport(n)) last = n;
         else if (!isDocstring(n) || last) break;
+      }
+      // torch imported after the leading block (a notebook's `from datasets import …` cell before the torch cell):
+      // after the import run that holds it, so the cache call follows `import torch` and the imports it needs
+      const at = top.findIndex((n) => n.id === anchor.id);
+      if (last && at >= 0 && anchor.startIndex > last.endIndex) {
+        last = anchor;
+        for (let i = at + 1; i < top.length && isImport(top[i]); i++) last = top[i];
       }
       if (snippet && last) {
         fix = { edits: [insertLineAfter(ctx.text, last, snippet.text, '')], imports: snippet.imports, needsAccel: snippet.needsAccel };
