@@ -1,7 +1,7 @@
 import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { kwValue } from '../../core/semantics';
-import { replace, replaceRange } from '../../core/edits';
+import { deleteStatement, replace, replaceRange } from '../../core/edits';
 import type { ImportSpec } from '../../core/types';
 import {
   argShape, contentRange, deleteUnusedImport, importInfos, isOptionalImport, isSimpleRef, isTrue, isZero, literal, refFor, removeArg,
@@ -24,7 +24,7 @@ export default defineRule({
   triggers: ['flash_attn', 'xformers', 'flash_attention_', 'use_flash_attention_2', 'sdpa_kernel', 'sdp_kernel'],
   docs: {
     what:
-      'Checks for the flash-attn package (`flash_attn_func`, `flash_attn_varlen_func`, `flash_attn_qkvpacked_func`, …), `xformers.ops.memory_efficient_attention`, ' +
+      'Checks for the flash-attn package (`flash_attn_func`, `flash_attn_varlen_func`, `flash_attn_qkvpacked_func`, …), `xformers.ops.memory_efficient_attention`, diffusers `.enable_xformers_memory_efficient_attention()` (a warning behind a flag; an `import xformers` under `if is_xformers_available():` counts as optional), ' +
       'Hugging Face `attn_implementation="flash_attention_2"|"flash_attention_3"` and `use_flash_attention_2=True`, and SDPA pinned to CUDA-only backends ' +
       '(`sdpa_kernel(SDPBackend.FLASH_ATTENTION)` without `SDPBackend.MATH`, `torch.backends.cuda.sdp_kernel(enable_math=False)`).',
     why:
@@ -57,7 +57,7 @@ export default defineRule({
   },
   check(ctx) {
     for (const info of importInfos(ctx)) {
-      if (!info.modules.some((m) => /^(flash_attn|xformers)(\.|$)/.test(m)) || isOptionalImport(info.stmt)) continue;
+      if (!info.modules.some((m) => /^(flash_attn|xformers)(\.|$)/.test(m)) || isOptionalImport(info.stmt) || availabilityGuarded(info.stmt)) continue;
       const lib = /^xformers/.test(info.modules[0]) ? 'xFormers' : 'flash-attn';
       const edits = deleteUnusedImport(ctx, info);
       ctx.report(info.stmt, {
@@ -68,6 +68,19 @@ export default defineRule({
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
       if (ctx.sema.inXlaAwareBranch(call)) continue;
+      const method = call.childForFieldName('function');
+      if (method?.type === 'attribute' && method.childForFieldName('attribute')?.text === 'enable_xformers_memory_efficient_attention') {
+        // diffusers models and pipelines switch their attention processors to xFormers (--enable_xformers_memory_efficient_attention)
+        let gated = false;
+        for (let n = call.parent; n && n.type !== 'function_definition' && n.type !== 'module'; n = n.parent) if (n.type === 'if_statement') gated = true;
+        const stmt = call.parent?.type === 'expression_statement' ? call.parent : null;
+        ctx.report(call, {
+          severity: gated ? 'warning' : undefined,
+          message: `\`${method.text}()\` switches attention to xFormers CUDA kernels${gated ? ' (opt-in here: leave it off on TPU)' : ''}; the default SDPA processor runs on TPU`,
+          fix: stmt ? { title: 'Keep the default attention processor', edits: [deleteStatement(ctx.text, stmt)] } : null,
+        });
+        continue;
+      }
       if (FLASH_FUNCS.test(callee) || XFORMERS.test(callee)) {
         const name = callee.split('.').pop()!;
         const tpu = ctx.idiom.profile === 'torchtpu' || ctx.idiom.dualPath ? '`F.scaled_dot_product_attention`' : "torch_xla's Pallas `flash_attention`";
@@ -141,6 +154,14 @@ export default defineRule({
 });
 
 /** flash_attn_func(q, k, v, dropout_p, softmax_scale, causal) / memory_efficient_attention(q, k, v, attn_bias, p, scale). */
+/** `import xformers` under `if is_xformers_available():` (diffusers): an optional import, like try/except ImportError. */
+function availabilityGuarded(stmt: Node): boolean {
+  for (let p = stmt.parent; p && p.type !== 'function_definition' && p.type !== 'module'; p = p.parent) {
+    if (p.type === 'if_statement' && /\bis_\w*(xformers|flash_attn)\w*_available\(|find_spec\(/.test(p.childForFieldName('condition')?.text ?? '')) return true;
+  }
+  return false;
+}
+
 function attentionFix(ctx: RuleContext, call: Node, xformers: boolean): FixDraft | null {
   const callee = ctx.sema.callee(call) ?? '';
   if (!/\.(flash_attn_func|memory_efficient_attention)$/.test(callee)) return null;
