@@ -74,7 +74,8 @@ export default defineRule({
       // at module level of a launching script the runtime call would run in the parent before the fork
       const beforeFork = launcherInFile && !ctx.sema.enclosingFunction(node);
       const snippet = replace && !beforeFork ? idiomFor(ctx, kind) : null;
-      const target = ctx.idiom.profile === 'torchtpu' ? 'the TorchTPU runtime (not public yet)' : `\`${XR_NAME[kind]}\``;
+      // name what the fix writes (the dual-path module calls the XLA runtime on TPU)
+      const target = ctx.idiom.profile === 'torchtpu' ? 'the TorchTPU runtime (not public yet)' : `\`${idiomFor(ctx, kind)?.text ?? XR_NAME[kind]}\``;
       ctx.report(node, {
         message: `${what}; read it from ${target}`,
         fix:
@@ -121,7 +122,7 @@ export default defineRule({
         const first = nodes[0];
         const more = nodes.length > 1 ? ` (read ${nodes.length} times)` : '';
         const snippet = idiomFor(ctx, 'local');
-        const target = ctx.idiom.profile === 'torchtpu' ? 'the TorchTPU runtime (not public yet)' : `\`${XR_NAME.local}\``;
+        const target = ctx.idiom.profile === 'torchtpu' ? 'the TorchTPU runtime (not public yet)' : `\`${snippet?.text ?? XR_NAME.local}\``;
         // at module level of a launching script the runtime call would run in the parent before the fork
         const replaceable = nodes.filter((n) => !(launcherInFile && !ctx.sema.enclosingFunction(n)));
         ctx.report(first, {
