@@ -180,6 +180,7 @@ export function registerChecklist(context: vscode.ExtensionContext, deps: Checkl
     }
     await vscode.workspace.fs.createDirectory(vscode.Uri.joinPath(uri, '..'));
     await vscode.workspace.fs.writeFile(uri, new TextEncoder().encode(file.text));
+    service.noteWritten(uri); // evidence now: file watcher events can lag or be missed
     await vscode.window.showTextDocument(uri, { preview: false });
     ChecklistPanel.current?.post('notice', { level: 'info', text: `Created ${file.path}: ${what}.` });
     return uri;

@@ -137,6 +137,11 @@ export class ChecklistService implements vscode.Disposable {
 
   private pendingFacts = new Set<string>();
 
+  /** A file the extension itself wrote (a generator): read it as evidence now, without waiting for the watcher. */
+  noteWritten(uri: vscode.Uri): void {
+    if (isFactFile(vscode.workspace.asRelativePath(uri, false))) this.scheduleFactFile(uri);
+  }
+
   private scheduleFactFile(uri: vscode.Uri): void {
     this.pendingFacts.add(uri.toString());
     if (this.factsTimer) clearTimeout(this.factsTimer);
