@@ -28,7 +28,8 @@ export default defineRule({
   docs: {
     what:
       'Checks for rank and world size taken from the CUDA launcher: `int(os.environ["RANK"|"LOCAL_RANK"|"WORLD_SIZE"])` (also `.get`/`os.getenv`), `args.local_rank` from a `--local_rank` flag (once, at its first read; the fix rewrites every read), ' +
-      '`torch.cuda.device_count()` used as the world size, `dist.get_rank()`/`dist.get_world_size()` in files that create no process group, and the removed `xm.get_ordinal()`/`xm.xrt_world_size()`.',
+      '`torch.cuda.device_count()` used as the world size, `dist.get_rank()`/`dist.get_world_size()` in files that create no process group, and the removed `xm.get_ordinal()`/`xm.xrt_world_size()`. ' +
+      'Launcher environment reads and `--local_rank` flags stay quiet in files that use the HF Trainer, Accelerate or Lightning, which own ranks (and set them up on XLA).',
     why:
       '`torch_xla.launch` does not set `RANK`/`WORLD_SIZE` (it sets them only when torchrun started the job), `torch.cuda.device_count()` is 0 on a TPU host, and `dist.get_rank()` raises without a process group, ' +
       'which the native XLA path (`xm.optimizer_step`) never creates. The XLA runtime knows all of them: `xr.world_size()`, `xr.global_ordinal()`, `xr.local_ordinal()`, `xr.process_index()`/`xr.process_count()` (XR:106-149). ' +
@@ -91,8 +92,12 @@ export default defineRule({
       });
     };
 
+    // the HF Trainer, Accelerate and Lightning own ranks and world size (and set them up on XLA):
+    // launcher env reads and --local_rank flags in code they manage are theirs
+    const managed = ctx.sema.framework !== null;
+
     // int(os.environ["RANK"]), os.environ.get("LOCAL_RANK"), os.getenv("WORLD_SIZE")
-    for (const node of [...ctx.sema.nodes('subscript'), ...ctx.sema.nodes('call')]) {
+    for (const node of managed ? [] : [...ctx.sema.nodes('subscript'), ...ctx.sema.nodes('call')]) {
       const read = envRead(ctx, node);
       if (!read || !(read.name in ENV_KIND)) continue;
       if (ctx.sema.inXlaAwareBranch(node) || xlaFunction(node)) continue;
@@ -106,7 +111,7 @@ export default defineRule({
     }
 
     // args.local_rank from a --local_rank / --local-rank flag (torch.distributed.launch)
-    const localRankFlag = ctx.sema.nodes('string').some((s) => /^--local[_-]rank$/.test(stringContent(s) ?? '') && s.parent?.parent?.type === 'call');
+    const localRankFlag = !managed && ctx.sema.nodes('string').some((s) => /^--local[_-]rank$/.test(stringContent(s) ?? '') && s.parent?.parent?.type === 'call');
     if (localRankFlag) {
       // one finding per spelling (`args.local_rank`), at its first read; the fix rewrites every read (timm train.py reads it a dozen times)
       const reads = new Map<string, Node[]>();
