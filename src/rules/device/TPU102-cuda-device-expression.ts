@@ -74,8 +74,21 @@ export default defineRule({
     const sema = ctx.sema;
     const memo = new Map<number, Site[]>();
 
+    /** A right-hand side that is a device or device string, never an int ordinal. */
+    const holdsDeviceValue = (v: Node): boolean => {
+      if (v.type === 'string' || v.type === 'concatenated_string') return true;
+      if (v.type !== 'call') return false;
+      const fn = v.childForFieldName('function')?.text ?? '';
+      return /(^|\.)(device_name|device|current_device_name)$/.test(fn) || fn === 'str';
+    };
     const isRankName = (n: Node): boolean => {
-      if (n.type === 'identifier') return RANK_NAME.test(n.text);
+      if (n.type === 'identifier') {
+        if (!RANK_NAME.test(n.text)) return false;
+        // `local_device = get_accelerator().device_name(rank)` (DeepSpeed), `= torch.device(...)`, `= f"xla:{i}"`:
+        // the name holds a device, not an int ordinal, so it does not mean `cuda:<n>`.
+        const values = sema.bindings(n.text);
+        return !(values.length > 0 && values.every(holdsDeviceValue));
+      }
       if (n.type === 'attribute') return RANK_NAME.test(n.childForFieldName('attribute')?.text ?? '');
       if (n.type === 'call' && n.childForFieldName('function')?.text === 'int') return /LOCAL_RANK|local_rank/.test(n.text);
       return false;
