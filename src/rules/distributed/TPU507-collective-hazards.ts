@@ -1,3 +1,4 @@
+import type { Node } from '../../core/parse';
 import { defineRule } from '../../core/rule';
 import { callArgs, kwValue, stringContent } from '../../core/semantics';
 import { downgrade } from '../../core/engine';
@@ -23,6 +24,41 @@ const NOT_IMPLEMENTED: Record<string, string> = {
 };
 const P2P = new Set([D + 'send', D + 'recv', D + 'isend', D + 'irecv']);
 
+/** The nearest `if` whose body or `else` holds `node` (same function). */
+function enclosingIf(node: Node): Node | null {
+  for (let p = node.parent, child: Node = node; p; child = p, p = p.parent) {
+    if (p.type === 'function_definition' || p.type === 'lambda') return null;
+    if (p.type === 'if_statement' && p.childForFieldName('condition')?.id !== child.id) return p;
+  }
+  return null;
+}
+
+/** Whether `node` sits in the `else`/`elif` part of the if statement `guard` (not its consequence). */
+function inElseArm(node: Node, guard: Node): boolean {
+  const body = guard.childForFieldName('consequence');
+  return !(body && node.startIndex >= body.startIndex && node.endIndex <= body.endIndex);
+}
+
+/** `r != 0` / `r == 0`, `r > 0` / `r == 0`, `r in L` / `r not in L`, `not e` / `e` (spacing ignored). */
+export function complementary(a: string, b: string): boolean {
+  const norm = (t: string) => t.replace(/\s+/g, ' ').trim().replace(/^\((.*)\)$/, '$1').trim();
+  const parse = (t: string): { subj: string; op: string; val: string } => {
+    const m = /^(.+?) (==|!=|>|not in|in) (.+)$/.exec(norm(t));
+    if (m) return { subj: m[1].replace(/\s/g, ''), op: m[2], val: m[3].replace(/[\s[\]()]/g, '') };
+    const n = /^not (.+)$/.exec(norm(t));
+    return n ? { subj: n[1].replace(/\s/g, ''), op: 'not', val: '' } : { subj: norm(t).replace(/\s/g, ''), op: 'truthy', val: '' };
+  };
+  const x = parse(a);
+  const y = parse(b);
+  if (x.subj !== y.subj) return false;
+  const pair = (p: string, q: string) => (x.op === p && y.op === q) || (x.op === q && y.op === p);
+  if (pair('not', 'truthy')) return true;
+  // `local_rank not in [-1, 0]` / `local_rank == 0`: -1 marks a run without a process group
+  if (pair('not in', '==') && (x.op === 'not in' ? x : y).val === '-1,0' && (x.op === '==' ? x : y).val === '0') return true;
+  if (x.val !== y.val) return false;
+  return pair('==', '!=') || pair('in', 'not in') || (pair('>', '==') && x.val === '0');
+}
+
 export default defineRule({
   id: 'TPU507',
   name: 'collective-op-hazard',
@@ -35,7 +71,7 @@ export default defineRule({
   triggers: ['torch.distributed', 'dist', 'rendezvous', 'mesh_reduce', 'all_reduce', 'all_gather', 'barrier'],
   docs: {
     what:
-      'Checks for collectives (`dist.*`, `xm.all_reduce`, `xm.all_gather`, `xm.rendezvous`, `xm.mesh_reduce`, `dist.barrier`, …) under a rank guard (`if rank == 0`, `if xm.is_master_ordinal()`), ' +
+      'Checks for collectives (`dist.*`, `xm.all_reduce`, `xm.all_gather`, `xm.rendezvous`, `xm.mesh_reduce`, `dist.barrier`, …) under a rank guard (`if rank == 0`, `if xm.is_master_ordinal()`; not the rank-first idiom, where the same collective also sits under the complementary guard or in the `else` arm, so every process enters it once), ' +
       '`xm.rendezvous`/`xm.mesh_reduce` inside the training loop, and, in files that create an `xla` process group, `torch.distributed` ops the `xla` backend does not implement: ' +
       '`all_to_all_single` with split sizes, `monitored_barrier`, `all_reduce_coalesced`, `reduce`, `gather`, `scatter`, `all_to_all`, `recv` without `src`, and point-to-point `send`/`recv`.',
     why:
@@ -61,12 +97,27 @@ export default defineRule({
       const b = positional[0] ?? kwValue(keywords.get('backend'));
       return b?.type === 'string' && stringContent(b) === 'xla';
     });
+    /**
+     * The rank-first idiom: `if rank != 0: dist.barrier()` … (rank 0 works) … `if rank == 0: dist.barrier()`.
+     * The same collective under the complementary guard (or in the `else` arm) means every process enters it once.
+     */
+    const pairedUnderComplement = (call: Node, guard: Node, callee: string): boolean => {
+      const cond = guard.childForFieldName('condition')?.text ?? guard.namedChildren[1]?.text ?? '';
+      return ctx.sema.nodes('call').some((other) => {
+        if (other.id === call.id || (ctx.sema.callee(other) ?? '') !== callee) return false;
+        const g = rankGuardAbove(other) ?? enclosingIf(other);
+        if (!g) return false;
+        if (g.id === guard.id) return inElseArm(call, guard) !== inElseArm(other, guard);
+        const c2 = g.childForFieldName('condition')?.text ?? g.namedChildren[1]?.text ?? '';
+        return complementary(cond, c2);
+      });
+    };
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
       const short = call.childForFieldName('function')!.text;
       if (COLLECTIVES.has(callee)) {
         const guard = rankGuardAbove(call);
-        if (guard) {
+        if (guard && !pairedUnderComplement(call, guard, callee)) {
           ctx.report(call, { message: `\`${short}\` under a rank guard: every process must enter a collective, so the others hang; move it out of the \`if\`` });
           continue;
         }
