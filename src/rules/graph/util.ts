@@ -202,6 +202,11 @@ function isParamOfHotFunction(ctx: RuleContext, id: Node): boolean {
     if (/(^|_)(loader|dataloader|data_loader|dl|dataset|ds)$|loader$/i.test(n.text)) return false;
     // `step`, `epoch`, `batch_idx`: counters
     if (/^((global|train|cur|current)_)?(step|steps|epoch|epochs|iteration|iter|it|idx|index|batch_idx|rank)$|^[ijkn]$/i.test(n.text)) return false;
+    // `checkpoint_file`, `out_dir`, `run_name`: paths and names, not tensors
+    if (/(^|_)(path|paths|file|filename|fname|dir|directory|folder|name|prefix|suffix|url|tag)$/i.test(n.text)) return false;
+    // `out: Path`, `n: int`: an annotation that is not a tensor type
+    const ann = p.childForFieldName('type')?.text;
+    if (ann && !/Tensor|Any|^torch\./.test(ann)) return false;
     // `flag=True`, `n: int = 3` are configuration, not tensors
     const def = p.childForFieldName('value');
     return !def || def.type === 'none';
