@@ -65,7 +65,8 @@ export function xlaArmed(sema: Semantics, owner: Node): boolean {
 }
 
 /** Callee names of calls that only do optional CUDA work, logging or printing. */
-const CUDA_ONLY_CALL = /^(torch\.cuda\.|torch\.backends\.|print$|logging\.|logger\.|log\.|warnings\.warn$)/;
+/** `fabric.print`, `accelerator.print`: rank-zero printing helpers are diagnostics too. */
+const CUDA_ONLY_CALL = /^(torch\.cuda\.|torch\.backends\.|print$|logging\.|logger\.|log\.|warnings\.warn$)|^\w+\.print$/;
 
 /** A block whose statements only do optional CUDA work (cudnn flags, CUDA seeding, diagnostics, printing). */
 export function cudaOnlyBlock(sema: Semantics, block: Node | null): boolean {
