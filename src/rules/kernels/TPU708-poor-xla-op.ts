@@ -47,6 +47,7 @@ export default defineRule({
       }
       if (callee === 'torch.as_strided' || (!callee && meth && TENSOR_ONLY.has(meth)) || (meth && NEEDS_TENSOR.has(meth) && !callee && ctx.sema.isTensorValued(receiver(call)))) {
         if (callee === '' && meth === 'data_ptr' && !receiver(call)) continue;
+        if (meth === 'data_ptr' && cpuParameterIdentity(ctx.text, call)) continue;
         const what = callee === 'torch.as_strided' ? 'torch.as_strided' : `.${meth}()`;
         ctx.report(call, { message: `\`${what}\` inspects storage or strides: XLA tensors have no storage and report contiguous strides` });
         continue;
@@ -86,6 +87,24 @@ export default defineRule({
     }
   },
 });
+
+/**
+ * `{p.data_ptr(): p.numel() for p in model.parameters()}`: the tied-weight dedup of a parameter count, over a model
+ * this file never moves to a device (a framework such as the HF Trainer moves it later), so the parameters are CPU tensors.
+ */
+function cpuParameterIdentity(text: string, call: Node): boolean {
+  const recv = receiver(call);
+  if (recv?.type !== 'identifier') return false;
+  for (let p = call.parent; p && p.type !== 'function_definition' && p.type !== 'module'; p = p.parent) {
+    if (!/comprehension$|^for_statement$/.test(p.type)) continue;
+    const m = new RegExp(`\\bfor\\s+${recv.text}\\s+in\\s+([A-Za-z_][\\w.]*)\\.(named_)?parameters\\(`).exec(p.text);
+    if (!m) continue;
+    const model = m[1].replace(/[.]/g, '\\.');
+    const moves = `\\.\\s*(to|cuda|to_empty|xla)\\s*\\(`;
+    return !new RegExp(`\\b${model}\\s*${moves}`).test(text) && !new RegExp(`\\b${model}\\s*=[^\\n]*${moves}`).test(text);
+  }
+  return false;
+}
 
 /** Under an `if`/`while`/ternary/assert condition or a boolean operator: the result drives control flow. */
 function drivesLogic(call: Node): boolean {
