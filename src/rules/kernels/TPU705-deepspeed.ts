@@ -1,6 +1,6 @@
 import { defineRule } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { kwValue, receiver, methodName } from '../../core/semantics';
+import { kwValue, receiver, methodName, stringContent } from '../../core/semantics';
 import { importInfos, isOptionalImport, removeArg } from './util';
 
 const DS_CALLS = new Set(['deepspeed.initialize', 'deepspeed.init_distributed', 'deepspeed.add_config_arguments', 'deepspeed.zero.Init']);
@@ -15,12 +15,12 @@ export default defineRule({
   effort: 7,
   message: 'DeepSpeed has no XLA accelerator and does not run on TPU',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Remove the DeepSpeed config' },
-  triggers: ['deepspeed', 'DEEPSPEED'],
+  triggers: ['deepspeed', 'DEEPSPEED', 'DeepSpeed'],
   textKinds: ['yaml', 'shell'],
   docs: {
     what:
       'Checks for `import deepspeed`, `deepspeed.initialize(...)` (and `init_distributed`, `add_config_arguments`, `zero.Init`), `backward`/`step` on the engine it returns, ' +
-      'Hugging Face `TrainingArguments(deepspeed=...)`, the `deepspeed` launcher in shell scripts, and Accelerate configs with `distributed_type: DEEPSPEED`.',
+      'Hugging Face `TrainingArguments(deepspeed=...)` and its `--deepspeed` flag in shell launchers, the `deepspeed` launcher in shell scripts, Lightning `strategy="deepspeed..."` and `DeepSpeedStrategy(...)`, and Accelerate configs with `distributed_type: DEEPSPEED`.',
     why:
       'DeepSpeed ships no XLA accelerator: its `accelerator/` directory has cuda, cpu, xpu, npu, mps, hpu, mlu, sdaa and supa only. ' +
       'On TPU, shard parameters and optimizer state with FSDPv2/SPMD (TPU508/TPU509), use a bf16 autocast instead of DeepSpeed fp16/bf16, and `xm.optimizer_step` in multi-process data parallelism. ' +
@@ -57,6 +57,21 @@ export default defineRule({
       if (recv?.type !== 'identifier' || !engines.has(recv.text) || (meth !== 'backward' && meth !== 'step')) continue;
       ctx.report(call, { message: `\`${recv.text}.${meth}()\` is the DeepSpeed engine's ${meth}; on TPU call \`loss.backward()\`/\`optimizer.step()\`` });
     }
+    // Lightning: `Trainer(strategy="deepspeed_stage_2")`, `Fabric(strategy=DeepSpeedStrategy(...))`
+    for (const call of ctx.sema.nodes('call')) {
+      const callee = ctx.sema.callee(call) ?? call.childForFieldName('function')?.text ?? '';
+      if (!/(^|\.)DeepSpeedStrategy$/.test(callee) || ctx.sema.inXlaAwareBranch(call)) continue;
+      ctx.report(call, { message: '`DeepSpeedStrategy` runs Lightning on DeepSpeed, which has no XLA accelerator; use `XLAFSDPStrategy` (or `XLAStrategy`) on TPU' });
+    }
+    for (const kw of ctx.sema.nodes('keyword_argument')) {
+      if (kw.childForFieldName('name')?.text !== 'strategy') continue;
+      const value = kwValue(kw);
+      if (value?.type !== 'string' || !/^deepspeed/.test(stringContent(value) ?? '')) continue;
+      const call = kw.parent?.parent as Node | null;
+      const callee = call?.type === 'call' ? ctx.sema.callee(call) ?? call.childForFieldName('function')?.text ?? '' : '';
+      if (!/(^|\.)(Trainer|Fabric)$/.test(callee)) continue;
+      ctx.report(value, { message: `Lightning \`strategy=${value.text}\` runs DeepSpeed, which has no XLA accelerator; use \`strategy="xla_fsdp"\` (or "xla") on TPU` });
+    }
     for (const kw of ctx.sema.nodes('keyword_argument')) {
       if (kw.childForFieldName('name')?.text !== 'deepspeed') continue;
       const call = kw.parent?.parent as Node | null;
@@ -83,6 +98,13 @@ export default defineRule({
         if (m) {
           const at = start + m.index + m[1].length;
           ctx.report({ start: at, end: at + 'deepspeed'.length }, { message: 'the `deepspeed` launcher starts DeepSpeed, which has no XLA accelerator; launch with `torch_xla.launch` or SPMD on TPU' });
+        } else if (ctx.fileKind === 'shell') {
+          // `torchrun run_clm.py --deepspeed ds_config.json`: the HF Trainer's flag turns DeepSpeed on
+          const f = /(^|\s)(--deepspeed)(?=[\s=]|$)/.exec(line);
+          if (f) {
+            const at = start + f.index + f[1].length;
+            ctx.report({ start: at, end: at + f[2].length }, { message: '`--deepspeed` makes the training script run DeepSpeed, which has no XLA accelerator; drop it and configure FSDPv2 (`--fsdp_config` with `"xla": true`) on TPU' });
+          }
         }
       }
     }
