@@ -88,7 +88,7 @@ export default defineRule({
     what:
       'Checks for float16 as the compute or AMP dtype: `autocast(..., dtype=torch.float16|torch.half)`, `.half()`, `.to(torch.float16)`, ' +
       '`from_pretrained(torch_dtype=torch.float16)`, HF `TrainingArguments(fp16=True)`, Lightning `Trainer(precision=16|"16"|"16-mixed"|"16-true")`, ' +
-      'Accelerate `Accelerator(mixed_precision="fp16")` and `mixed_precision: fp16` in Accelerate config YAML, DeepSpeed `"fp16": {"enabled": True}` config dicts, ' +
+      'Accelerate `Accelerator(mixed_precision="fp16")` and `mixed_precision: fp16` in Accelerate config YAML, `--fp16` (HF example scripts) and `--mixed_precision fp16` (`accelerate launch`) in shell launchers, DeepSpeed `"fp16": {"enabled": True}` config dicts, ' +
       'and dtype pickers keyed on CUDA such as nanoGPT\'s `\'bfloat16\' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else \'float16\'`, which evaluate to float16 on a TPU host (or whose arms are both float16). ' +
       'A dtype-name table reaching autocast (`ptdtype = {\'float32\': torch.float32, \'bfloat16\': torch.bfloat16, \'float16\': torch.float16}[dtype]`) is followed to where its key is set to a float16 entry: ' +
       'a literal (`dtype = \'float16\'`), an argparse default (`--dtype` with `default=\'float16\'`) or a config-class field. ' +
@@ -112,7 +112,7 @@ export default defineRule({
     ],
     torchtpu: 'Same detection; the replacements are plain PyTorch dtypes, so the fixes are the same.',
   },
-  textKinds: ['yaml'],
+  textKinds: ['yaml', 'shell'],
   check(ctx) {
     const sev = (node: Node) => {
       const hot = ctx.sema.hot(node);
@@ -300,6 +300,29 @@ export default defineRule({
     }
   },
   checkText(ctx) {
+    if (ctx.fileKind === 'shell') {
+      // `python run_clm.py --fp16` (HF TrainingArguments flag), `accelerate launch --mixed_precision fp16`
+      const flags = /(^|[ \t])(--fp16)(?=[ \t]|$)(?![ \t]+(False|false|0)\b)|(--mixed_precision(?:[ \t]+|=))(['"]?)fp16\5(?=[ \t]|$)/gm;
+      for (let m = flags.exec(ctx.text); m; m = flags.exec(ctx.text)) {
+        const lineStart = ctx.text.lastIndexOf('\n', m.index) + 1;
+        if (/^\s*#/.test(ctx.text.slice(lineStart, m.index + 1))) continue;
+        if (m[2]) {
+          const start = m.index + m[1].length;
+          ctx.report({ start, end: start + m[2].length }, {
+            message: '`--fp16` trains in float16 mixed precision; on TPU pass `--bf16`',
+            fix: { title: 'Replace with `--bf16`', edits: [{ start, end: start + m[2].length, text: '--bf16' }] },
+          });
+        } else {
+          const start = m.index + m[4].length;
+          const end = start + m[5].length * 2 + 4;
+          ctx.report({ start, end }, {
+            message: '`--mixed_precision fp16` is float16; on TPU use `bf16`',
+            fix: { title: 'Replace with `bf16`', edits: [{ start, end, text: `${m[5]}bf16${m[5]}` }] },
+          });
+        }
+      }
+      return;
+    }
     // Accelerate config YAML (`accelerate config` output): mixed_precision: fp16
     if (!/^\s*(compute_environment|distributed_type)\s*:/m.test(ctx.text)) return;
     const re = /^([ \t]*mixed_precision[ \t]*:[ \t]*)(['"]?)fp16\2[ \t]*(#.*)?$/gm;
