@@ -20,12 +20,13 @@ export default defineRule({
   effort: 1,
   message: 'This cuDNN/TF32/SDPA flag has no effect on TPU',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Remove the cuDNN flag' },
-  triggers: ['backends', 'set_float32_matmul_precision', 'sdpa_kernel', 'sdp_kernel'],
+  triggers: ['backends', 'set_float32_matmul_precision', 'sdpa_kernel', 'sdp_kernel', 'tf32'],
   docs: {
     what:
       'Checks for CUDA backend knobs: `torch.backends.cudnn.benchmark|deterministic|enabled|allow_tf32`, `torch.backends.cuda.matmul.allow_tf32` and the ' +
       'reduced-precision-reduction flags, `torch.set_float32_matmul_precision(...)`, the legacy `torch.backends.cuda.sdp_kernel(...)` context and ' +
-      '`torch.nn.attention.sdpa_kernel(...)` pinned to `EFFICIENT_ATTENTION`/`CUDNN_ATTENTION` (pinning `FLASH_ATTENTION` is TPU704). ' +
+      '`torch.nn.attention.sdpa_kernel(...)` pinned to `EFFICIENT_ATTENTION`/`CUDNN_ATTENTION` (pinning `FLASH_ATTENTION` is TPU704), and HF `TrainingArguments(tf32=True)` ' +
+      '(an error: its `__post_init__` raises ValueError "--tf32 requires Ampere or a newer GPU arch" without CUDA). ' +
       'Severity is info, warning where the code relies on the flag for numerics (`deterministic=True`, TF32 off, `"highest"` precision).',
     why:
       'These configure cuDNN and CUDA matmul kernels. On TPU the f32 matmul and convolution precision is set with ' +
@@ -132,6 +133,14 @@ export default defineRule({
         if (!CUDA_SDPA.test(args) || /FLASH_ATTENTION/.test(args)) continue;
         ctx.report(call, { severity: 'info', message: '`sdpa_kernel(...)` pins a CUDA attention backend that does not exist on TPU (remove the context on the TPU path)' });
       }
+    }
+    // HF `TrainingArguments(tf32=True)`: __post_init__ raises ValueError("--tf32 requires Ampere or a newer GPU arch ...") without CUDA
+    for (const kw of ctx.sema.nodes('keyword_argument')) {
+      if (kw.childForFieldName('name')?.text !== 'tf32' || kw.childForFieldName('value')?.text !== 'True') continue;
+      const call = kw.parent?.parent as Node | null;
+      const callee = call?.type === 'call' ? ctx.sema.callee(call) ?? call.childForFieldName('function')?.text ?? '' : '';
+      if (!/(TrainingArguments|SFTConfig|DPOConfig|GRPOConfig|ORPOConfig|KTOConfig|RewardConfig)$/.test(callee)) continue;
+      ctx.report(kw, { severity: 'error', message: '`tf32=True` makes `TrainingArguments` raise ValueError without a CUDA GPU ("--tf32 requires Ampere or a newer GPU arch"); drop it on TPU' });
     }
   },
 });
