@@ -22,11 +22,11 @@ export default defineRule({
   effort: 5,
   message: 'Upstream sharding is not a documented torch_xla path; use XLA FSDP (FSDPv2 under SPMD)',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Add `fsdp_config={"xla": True}`' },
-  triggers: ['FullyShardedDataParallel', 'fully_shard', 'ZeroRedundancyOptimizer', 'zero_optimization', 'fsdp'],
+  triggers: ['FullyShardedDataParallel', 'fully_shard', 'ZeroRedundancyOptimizer', 'zero_optimization', 'fsdp', 'FSDP'],
   docs: {
     what:
       'Checks for `torch.distributed.fsdp.FullyShardedDataParallel`, FSDP2 `fully_shard`, `torch.distributed.optim.ZeroRedundancyOptimizer`, a DeepSpeed `"zero_optimization"` config key, ' +
-      'and HF `TrainingArguments(fsdp=…)` without an `fsdp_config` that sets `"xla": True`.',
+      'HF `TrainingArguments(fsdp=…)` without an `fsdp_config` that sets `"xla": True`, and Lightning `FSDPStrategy(...)` / `strategy="fsdp"` (the XLA one is `XLAFSDPStrategy`, `"xla_fsdp"`).',
     why:
       'Upstream FSDP/ZeRO target NCCL process groups; running them on XLA tensors is not documented as supported (how it fails is unverified). torch_xla ships its own sharding: ' +
       'FSDPv2 on SPMD (`torch_xla.experimental.spmd_fully_sharded_data_parallel.SpmdFullyShardedDataParallel`, mesh with an `"fsdp"` axis; FSDP2 doc, EX:fsdp/train_decoder_only_fsdp_v2.py, recommended by the examples), ' +
@@ -88,6 +88,20 @@ export default defineRule({
             ? 'DeepSpeed ZeRO sharding needs CUDA; look for the TorchTPU sharding API (not public yet)'
             : 'DeepSpeed ZeRO sharding needs CUDA/NCCL; shard with FSDPv2 (`SpmdFullyShardedDataParallel`) or `XlaFullyShardedDataParallel`',
       });
+    }
+    // Lightning: `FSDPStrategy(...)` and `strategy="fsdp"` wrap with PyTorch FSDP; the XLA one is `XLAFSDPStrategy` / "xla_fsdp"
+    for (const call of ctx.sema.nodes('call')) {
+      const callee = ctx.sema.callee(call) ?? '';
+      if (/^(lightning(\.pytorch|\.fabric)?|pytorch_lightning)\.strategies(\.fsdp)?\.FSDPStrategy$/.test(callee)) {
+        ctx.report(call, { message: 'Lightning `FSDPStrategy` wraps the model with PyTorch FSDP (CUDA/NCCL); on TPU use `XLAFSDPStrategy` (`strategy="xla_fsdp"`)' });
+        continue;
+      }
+      if (!/^(lightning(\.pytorch|\.fabric)?|pytorch_lightning)\.(Trainer|Fabric)$/.test(callee)) continue;
+      const kw = callArgs(call).keywords.get('strategy');
+      const v = kw ? kwValue(kw) : null;
+      if (v?.type === 'string' && /^fsdp/.test(stringContent(v) ?? '')) {
+        ctx.report(v, { message: `Lightning \`strategy=${v.text}\` wraps the model with PyTorch FSDP (CUDA/NCCL); on TPU use \`strategy="xla_fsdp"\`` });
+      }
     }
   },
 });
