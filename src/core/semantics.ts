@@ -440,6 +440,7 @@ export class Semantics {
     let throttled = false;
     for (let p: Node | null = node.parent, child: Node = node; p; child = p, p = p.parent) {
       if ((p.type === 'if_statement' || p.type === 'elif_clause') && p.childForFieldName('condition')?.id !== child.id && this.isThrottleCondition(p)) throttled = true;
+      if (p.type === 'block' && !throttled && earlyExitThrottle(p, child)) throttled = true;
       if ((p.type === 'for_statement' || p.type === 'while_statement') && child.type === 'block' && child.id === p.childForFieldName('body')?.id) {
         const info = this.hotAnchors!.get(p.id);
         if (info) return { ...info, kind: info.kind === 'train' && this.underNoGrad(node, p) ? 'eval' : info.kind, throttled };
@@ -914,4 +915,20 @@ export function enclosingStatement(node: Node): Node {
   let n: Node = node;
   while (n.parent && n.parent.type !== 'block' && n.parent.type !== 'module') n = n.parent;
   return n;
+}
+
+/**
+ * An earlier statement of the block that leaves unless it is a logging step: `if not self.metrics_processor.should_log(step): return`
+ * (torchtitan), `if step % log_every != 0: continue`. What follows runs only on those steps.
+ */
+function earlyExitThrottle(block: Node, child: Node): boolean {
+  for (const st of block.namedChildren) {
+    if (!st || st.id === child.id || st.startIndex >= child.startIndex) break;
+    if (st.type !== 'if_statement' || st.childrenForFieldName('alternative').some(Boolean)) continue;
+    const body = (st.childForFieldName('consequence')?.namedChildren ?? []).filter((b): b is Node => !!b && b.type !== 'comment');
+    if (body.length !== 1 || !/^(return_statement|continue_statement)$/.test(body[0].type)) continue;
+    const cond = st.childForFieldName('condition')?.text ?? '';
+    if (/^not\s+[\w.]*\b(should_log|should_report|is_log_step|log_step)\w*\s*\(/.test(cond) || /%\s*[\w.()[\]]+\s*!=\s*0\s*$/.test(cond)) return true;
+  }
+  return false;
 }
