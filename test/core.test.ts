@@ -215,6 +215,16 @@ describe('imports', () => {
   });
 });
 
+describe('fixing files with syntax errors', () => {
+  it('rewrites nothing, as ruff does (an edit could land in text the parser misread)', () => {
+    const text = 'import t"""orch_xla\nimport torch\nx = torch.ones(1).cuda()\n';
+    const r = fixDocument(pythonDocument('t.py', text), TPU101, tpuOnly, { unsafe: true });
+    expect(r.syntaxErrors).toBe(true);
+    expect(r.applied).toBe(0);
+    expect((r.doc as { text: string }).text).toBe(text);
+  });
+});
+
 describe('edits', () => {
   it('deletes a statement, or replaces a lone one with pass', () => {
     const text = 'if a:\n    f()\nelse:\n    g()\n    h()\n';

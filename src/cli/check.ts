@@ -139,6 +139,7 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
   for (const o of outcomes) {
     if (o.skipped) notices.push({ path: o.display, message: `${o.failed ? 'not analysed' : 'skipped'}: ${o.skipped}`, error: !!o.failed });
     for (const e of o.ruleErrors) notices.push({ path: o.display, message: `internal error in ${e.rule}: ${e.error.split('\n')[0]}` });
+    if (o.fixSkipped && o.findings.some((f) => f.fix)) notices.push({ path: o.display, message: o.fixSkipped });
     if (!o.fixed) continue;
     fixed += o.fixed.applied;
     const task = tasks.find((t) => t.abs === o.abs)!;

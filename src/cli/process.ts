@@ -47,6 +47,8 @@ export interface FileOutcome {
   failed?: boolean;
   /** The file uses torch: it counts toward the workspace score. */
   relevant: boolean;
+  /** Why fixes were not applied (the file has syntax errors). */
+  fixSkipped?: string;
   /** Present when fixing changed the file. */
   fixed?: { applied: number; before: string; after: string; needsAccel: boolean; rules: string[] };
   ruleErrors: { rule: string; error: string }[];
@@ -125,6 +127,7 @@ export function processFile(task: FileTask): FileOutcome {
 
   if (task.fix) {
     const result = fixDocument(doc, RULES, task.options, { unsafe: task.fix.unsafe });
+    if (result.syntaxErrors) out.fixSkipped = 'not fixed: the file has syntax errors (fix them first)';
     if (result.applied > 0) {
       let after: string;
       if (doc.kind === 'notebook' && result.doc.kind === 'notebook' && nb) {

@@ -276,6 +276,8 @@ export interface FixResult {
   needsAccel: boolean;
   /** Rule ids of the applied fixes (with repetition). */
   appliedRules: string[];
+  /** Nothing was fixed because the document has syntax errors. */
+  syntaxErrors?: boolean;
 }
 
 /**
@@ -354,7 +356,10 @@ export function fixDocument(doc: SourceDocument, rules: Rule[], options: Analyze
   let applied = 0;
   let needsAccel = false;
   const appliedRules: string[] = [];
-  const baseErrors = errorCount(doc);
+  // as ruff does: a file the parser cannot read completely is not rewritten (an edit could land inside
+  // text the parser mistook for a string or a comment, and nothing would show it)
+  if (errorCount(doc) > 0) return { doc, applied: 0, rounds: 0, converged: true, needsAccel, appliedRules, syntaxErrors: true };
+  const baseErrors = 0;
   for (let round = 1; round <= maxRounds; round++) {
     const analysis = analyze(current, rules, options);
     analysis.tree?.delete();

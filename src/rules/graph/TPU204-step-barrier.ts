@@ -154,6 +154,11 @@ export default defineRule({
       const message = sync
         ? `${what}: the lazily traced graph grows across iterations; end each iteration with \`${sync.text}\``
         : `${what} (no sync, MpDeviceLoader or compiled step): check how the torchtpu step is compiled; no known barrier API`;
+      // a loop the parser could not read completely: report, but rewrite nothing (its barrier may sit in the unparsed part)
+      if (loop.hasError) {
+        ctx.report(header, { message });
+        continue;
+      }
       // a plain DataLoader whose batches the loop moves by hand (TPU401): wrapping it is the barrier (MpDeviceLoader syncs on
       // every batch), rather than a sync that would stay redundant once TPU401's fix wraps the loader
       const hand = sync ? handMovedLoaders(ctx, loop).find((h) => h.pulls.every((p) => !insideNestedLoop(p, body))) : undefined;
