@@ -81,40 +81,32 @@ export default defineRule({
     for (const site of sites) {
       const b = site.backend;
       if (!b) continue;
-      // "nccl" literal in the call
-      if (b.type === 'string' && NCCL.test(stringContent(b) ?? '')) {
+      /** Reports the CUDA backend at `at`; the fix replaces it (`backendEdit`) and sets init_method="xla://". */
+      const reportBackend = (at: Node, backendEdit: Edit, applicability: 'safe' | 'unsafe') => {
         cudaGroups++;
         const im = initMethodEdits(site.call);
-        ctx.report(b, {
+        ctx.report(at, {
           message: messageFor(ctx, spmd),
           fix: xlaIdiom
             ? {
                 title: `Use the \`${backendName}\` backend with \`init_method="xla://"\``,
-                applicability: spmd || im.userValue ? 'unsafe' : 'safe',
-                edits: [replaceStringContent(b, backendName), ...im.edits],
+                applicability: im.userValue ? 'unsafe' : applicability,
+                edits: [backendEdit, ...im.edits],
                 imports: [XLA_BACKEND],
               }
             : null,
         });
+      };
+      // "nccl" literal in the call
+      if (b.type === 'string' && NCCL.test(stringContent(b) ?? '')) {
+        reportBackend(b, replaceStringContent(b, backendName), spmd ? 'unsafe' : 'safe');
         continue;
       }
       // "nccl" if torch.cuda.is_available() else "gloo"
       if (b.type === 'conditional_expression') {
         const arms = [b.namedChildren[0], b.namedChildren[2]];
         if (!arms.some((a) => a?.type === 'string' && NCCL.test(stringContent(a) ?? ''))) continue;
-        cudaGroups++;
-        const im = initMethodEdits(site.call);
-        ctx.report(b, {
-          message: messageFor(ctx, spmd),
-          fix: xlaIdiom
-            ? {
-                title: `Use the \`${backendName}\` backend with \`init_method="xla://"\``,
-                applicability: 'unsafe',
-                edits: [{ start: b.startIndex, end: b.endIndex, text: `"${backendName}"` }, ...im.edits],
-                imports: [XLA_BACKEND],
-              }
-            : null,
-        });
+        reportBackend(b, { start: b.startIndex, end: b.endIndex, text: `"${backendName}"` }, 'unsafe');
         continue;
       }
       // backend = 'nccl' (nanoGPT), def setup(backend="nccl"), parser.add_argument("--backend", default="nccl")
