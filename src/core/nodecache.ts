@@ -34,6 +34,19 @@ function memoOf(tree: Tree): TreeMemo {
   return m;
 }
 
+/**
+ * The same answers are also kept on each `Node` object (a property read is far cheaper than a Map
+ * lookup by id); the per-tree maps share them between objects that stand for the same node. Edits
+ * drop the maps; Node objects of an edited tree are never reused (the engine re-reads the tree).
+ */
+type CachedNode = Node & {
+  __parent?: Node | null;
+  __named?: (Node | null)[];
+  __children?: (Node | null)[];
+  __end?: number;
+  __fields?: Map<string, Node | null>;
+};
+
 let installed = false;
 
 type Getter<T> = (this: Node) => T;
@@ -65,44 +78,56 @@ export function installNodeCache(): void {
   });
   Object.defineProperty(proto, 'parent', {
     configurable: true,
-    get(this: Node) {
+    get(this: CachedNode) {
+      let p = this.__parent;
+      if (p !== undefined) return p;
       const m = memoOf(this.tree).parent;
-      let p = m.get(this.id);
+      p = m.get(this.id);
       if (p === undefined) m.set(this.id, (p = parentGet.call(this)));
-      return p;
+      return (this.__parent = p);
     },
   });
   Object.defineProperty(proto, 'namedChildren', {
     configurable: true,
-    get(this: Node) {
+    get(this: CachedNode) {
+      let c = this.__named;
+      if (c !== undefined) return c;
       const m = memoOf(this.tree).named;
-      let c = m.get(this.id);
+      c = m.get(this.id);
       if (c === undefined) m.set(this.id, (c = namedGet.call(this)));
-      return c;
+      return (this.__named = c);
     },
   });
   Object.defineProperty(proto, 'children', {
     configurable: true,
-    get(this: Node) {
+    get(this: CachedNode) {
+      let c = this.__children;
+      if (c !== undefined) return c;
       const m = memoOf(this.tree).children;
-      let c = m.get(this.id);
+      c = m.get(this.id);
       if (c === undefined) m.set(this.id, (c = childrenGet.call(this)));
-      return c;
+      return (this.__children = c);
     },
   });
   Object.defineProperty(proto, 'endIndex', {
     configurable: true,
-    get(this: Node) {
+    get(this: CachedNode) {
+      let e = this.__end;
+      if (e !== undefined) return e;
       const m = memoOf(this.tree).end;
-      let e = m.get(this.id);
+      e = m.get(this.id);
       if (e === undefined) m.set(this.id, (e = endGet.call(this)));
-      return e;
+      return (this.__end = e);
     },
   });
-  proto.childForFieldName = function (this: Node, fieldName: string): Node | null {
-    const m = memoOf(this.tree).field;
-    let byName = m.get(this.id);
-    if (!byName) m.set(this.id, (byName = new Map()));
+  proto.childForFieldName = function (this: CachedNode, fieldName: string): Node | null {
+    let byName = this.__fields;
+    if (!byName) {
+      const m = memoOf(this.tree).field;
+      byName = m.get(this.id);
+      if (!byName) m.set(this.id, (byName = new Map()));
+      this.__fields = byName;
+    }
     let c = byName.get(fieldName);
     if (c === undefined) byName.set(fieldName, (c = childForFieldName.call(this, fieldName)));
     return c;

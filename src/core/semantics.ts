@@ -46,6 +46,7 @@ export interface HotInfo {
   throttled: boolean;
 }
 
+const EXITS = new Set(['return_statement', 'raise_statement', 'continue_statement', 'break_statement']);
 const TRAIN_CALL_ATTRS = new Set(['backward']);
 const OPTIMIZER_CTORS = /^(torch\.optim\.[A-Za-z]\w*|.*(Adam|AdamW|SGD|Adafactor|Lion|LAMB|Lamb|RMSprop|Adagrad|Optimizer))$/;
 const LOADER_CTORS = /(^|\.)(DataLoader|MpDeviceLoader|ParallelLoader|per_device_loader|StatefulDataLoader)$/;
@@ -163,6 +164,8 @@ export class Semantics {
   private readonly fnMemo = new Map<number, Node | null>();
   private readonly classMemo = new Map<number, Node | null>();
   private readonly xlaBranchMemo = new Map<number, boolean>();
+  /** Per block: where its first early-exit XLA guard starts (Infinity: none). */
+  private readonly xlaGuardMemo = new Map<number, number>();
   private readonly throttleMemo = new Map<number, boolean>();
 
   /** Fully qualified dotted name of an identifier or attribute chain rooted in an import, else null. */
@@ -712,15 +715,22 @@ export class Semantics {
    * DistributedType.TPU: return tokenizer.pad(..., padding="max_length")` then `return tokenizer.pad(..., padding="longest")`).
    */
   private afterXlaGuard(block: Node, stmt: Node): boolean {
-    for (const s of block.namedChildren) {
-      if (!s || s.startIndex >= stmt.startIndex) break;
-      if (s.type !== 'if_statement' || s.childForFieldName('alternative')) continue;
-      const cond = s.childForFieldName('condition');
-      const body = s.childForFieldName('consequence');
-      const last = body?.namedChildren.filter((c) => c?.type !== 'comment').pop();
-      if (cond && last && /^(return_statement|raise_statement|continue_statement|break_statement)$/.test(last.type) && mentionsXla(cond.text)) return true;
+    let first = this.xlaGuardMemo.get(block.id);
+    if (first === undefined) {
+      first = Infinity;
+      for (const s of block.namedChildren) {
+        if (!s || s.type !== 'if_statement' || s.childForFieldName('alternative')) continue;
+        const cond = s.childForFieldName('condition');
+        const body = s.childForFieldName('consequence');
+        const last = body?.namedChildren.filter((c) => c?.type !== 'comment').pop();
+        if (cond && last && EXITS.has(last.type) && mentionsXla(cond.text)) {
+          first = s.startIndex;
+          break;
+        }
+      }
+      this.xlaGuardMemo.set(block.id, first);
     }
-    return false;
+    return first < stmt.startIndex;
   }
 
   /** Whether `ifNode`'s text outside its branch `branch` names XLA. */
@@ -877,7 +887,22 @@ export function mentionsXla(text: string): boolean {
 }
 
 /** Argument nodes of a call: positional and keyword. */
-export function callArgs(call: Node): { positional: Node[]; keywords: Map<string, Node>; list: Node | null } {
+export interface CallArgs {
+  readonly positional: readonly Node[];
+  readonly keywords: ReadonlyMap<string, Node>;
+  readonly list: Node | null;
+}
+
+/** Per call node object: many rules split the same calls' arguments. */
+const callArgsMemo = new WeakMap<Node, CallArgs>();
+
+export function callArgs(call: Node): CallArgs {
+  let r = callArgsMemo.get(call);
+  if (!r) callArgsMemo.set(call, (r = splitArgs(call)));
+  return r;
+}
+
+function splitArgs(call: Node): CallArgs {
   const list = call.childForFieldName('arguments');
   const positional: Node[] = [];
   const keywords = new Map<string, Node>();

@@ -153,7 +153,7 @@ export function isZero(node: Node | null | undefined): boolean {
 }
 
 /** Keyword names of a call and its positional count. */
-export function argShape(call: Node): { positional: Node[]; keywords: Map<string, Node>; hasSplat: boolean } {
+export function argShape(call: Node): { positional: Node[]; keywords: ReadonlyMap<string, Node>; hasSplat: boolean } {
   const { positional, keywords, list } = callArgs(call);
   const hasSplat = !!list?.namedChildren.some((a) => !!a && (a.type === 'list_splat' || a.type === 'dictionary_splat'));
   return { positional: positional.filter((p) => p.type !== 'list_splat' && p.type !== 'dictionary_splat'), keywords, hasSplat };
