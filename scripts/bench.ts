@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { initParser, parsePython, treeEditFor, type Tree } from '../src/core/parse';
-import { analyze, pythonDocument } from '../src/core/engine';
+import { analyze, collectRuleTimings, pythonDocument } from '../src/core/engine';
 import { RULES } from '../src/rules';
 import { DEFAULT_OPTIONS } from '../src/core/types';
 
@@ -153,6 +153,17 @@ function benchCorpus(c: Corpus, ruff: RuffWorkspace | null, results: Record<stri
   console.log(row('parse-only', bytes, c.files.length, parse));
   const entry: Record<string, unknown> = { files: c.files.length, bytes, engineMs: engine.totalMs, parseMs: parse.totalMs, engineP95: pct(engine.perFile, 95) };
   console.log(`  engine keeps ${((parse.totalMs / engine.totalMs) * 100).toFixed(0)}% of parse-only throughput`);
+  // one more pass with per-rule timing on (kept out of the figures above)
+  const timings = new Map<string, number>();
+  collectRuleTimings(timings);
+  for (const f of c.files) analyze(pythonDocument('b.py', f.text), RULES, DEFAULT_OPTIONS).tree?.delete();
+  collectRuleTimings(null);
+  const ranked = [...timings].sort((a, b) => b[1] - a[1]);
+  const inRules = ranked.reduce((s, [, ms]) => s + ms, 0);
+  if (inRules > 0) {
+    console.log(`  slowest rules (one pass; ${inRules.toFixed(0)} ms in rule checks, shared facts charged to the first rule asking):`);
+    console.log('    ' + ranked.slice(0, 8).map(([id, ms]) => `${id} ${ms.toFixed(0)} ms`).join(' · '));
+  }
   if (ruff) {
     const r = measure(c.files, (text) => ruff.check(text), 1);
     console.log(row('ruff check (wasm)', bytes, c.files.length, r));

@@ -86,8 +86,26 @@ export function mayMatch(text: string): boolean {
   return PREFILTER.test(text);
 }
 
-function triggered(rule: Rule, text: string): boolean {
-  return rule.triggers.length === 0 || rule.triggers.some((t) => text.includes(t));
+let ruleTimings: Map<string, number> | null = null;
+
+/**
+ * Time spent in each rule's check (ms, summed over analyses) into `into`, or stop with null: what
+ * `npm run bench` prints as its per-rule table (like ESLint's TIMING). Shared primitives are lazy, so
+ * a rule is charged for the facts it is the first to ask for.
+ */
+export function collectRuleTimings(into: Map<string, number> | null): void {
+  ruleTimings = into;
+}
+
+/** Whether a rule's trigger strings occur in the text; each distinct trigger is searched once per text. */
+function triggered(rule: Rule, text: string, seen: Map<string, boolean>): boolean {
+  if (rule.triggers.length === 0) return true;
+  for (const t of rule.triggers) {
+    let hit = seen.get(t);
+    if (hit === undefined) seen.set(t, (hit = text.includes(t)));
+    if (hit) return true;
+  }
+  return false;
 }
 
 export function downgrade(sev: Severity): Severity {
@@ -98,8 +116,9 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
   const text = analysedText(doc);
   const result: Analysis = { doc, findings: [], tree: null, sema: null, ruleErrors: [] };
   if (doc.kind === 'text') return analyzeText(doc, rules, options, result);
+  const seenTriggers = new Map<string, boolean>();
   const active = rules.filter(
-    (r) => !!r.check && isSelected(r.id, options.select, options.ignore) && (!r.notebookOnly || doc.kind === 'notebook') && triggered(r, text),
+    (r) => !!r.check && isSelected(r.id, options.select, options.ignore) && (!r.notebookOnly || doc.kind === 'notebook') && triggered(r, text, seenTriggers),
   );
   if (!active.length || !mayMatch(text)) return result;
   const tree = parsePython(text, oldTree);
@@ -130,11 +149,13 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
         result.findings.push(makeFinding(rule, start, end, opts));
       },
     };
+    const t0 = ruleTimings ? performance.now() : 0;
     try {
       rule.check!(ctx);
     } catch (e) {
       result.ruleErrors.push({ rule: rule.id, error: (e as Error)?.stack ?? String(e) });
     }
+    if (ruleTimings) ruleTimings.set(rule.id, (ruleTimings.get(rule.id) ?? 0) + performance.now() - t0);
   }
   result.findings.sort((a, b) => a.start - b.start || a.rule.localeCompare(b.rule));
   return result;
