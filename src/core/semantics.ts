@@ -102,6 +102,22 @@ export class Semantics {
     return this.byType.get(type) ?? [];
   }
 
+  /** Identifier nodes spelled `name`, in document order (grouped once per file). */
+  identifiersNamed(name: string): Node[] {
+    if (!this.identifierIndex) {
+      this.identifierIndex = new Map();
+      for (const id of this.nodes('identifier')) {
+        const t = id.text;
+        let list = this.identifierIndex.get(t);
+        if (!list) this.identifierIndex.set(t, (list = []));
+        list.push(id);
+      }
+    }
+    return this.identifierIndex.get(name) ?? [];
+  }
+
+  private identifierIndex: Map<string, Node[]> | null = null;
+
   private collect(type: string): Node[] {
     return lazyQuery(this.tree, type).captures(this.root).map((c) => c.node);
   }
@@ -164,6 +180,7 @@ export class Semantics {
   private readonly fnMemo = new Map<number, Node | null>();
   private readonly classMemo = new Map<number, Node | null>();
   private readonly xlaBranchMemo = new Map<number, boolean>();
+  private readonly xlaAwareMemo = new Map<number, boolean>();
   /** Per block: where its first early-exit XLA guard starts (Infinity: none). */
   private readonly xlaGuardMemo = new Map<number, number>();
   private readonly throttleMemo = new Map<number, boolean>();
@@ -695,18 +712,24 @@ export class Semantics {
 
   /** Inside an `if`/ternary that has an XLA or TPU arm or condition: code already made XLA-aware. */
   inXlaAwareBranch(node: Node): boolean {
-    for (let p = node.parent, child: Node = node; p; child = p, p = p.parent) {
+    // the answer for a node is its parent's test plus the answer for the parent: memoized per node
+    let r = this.xlaAwareMemo.get(node.id);
+    if (r !== undefined) return r;
+    r = false;
+    const p = node.parent;
+    if (p) {
       if (p.type === 'if_statement' || p.type === 'conditional_expression') {
         let hit = this.xlaBranchMemo.get(p.id);
         if (hit === undefined) this.xlaBranchMemo.set(p.id, (hit = mentionsXla(p.text)));
         // the condition or another branch names XLA; XLA calls in the node's own branch alone
         // (`if step % 100 == 0: torch_xla.sync(); print(torch.cuda.max_memory_allocated())`) do not make it XLA-aware
-        if (hit && (p.type !== 'if_statement' || this.xlaOutside(p, child))) return true;
+        if (hit && (p.type !== 'if_statement' || this.xlaOutside(p, node))) r = true;
       }
-      if ((p.type === 'block' || p.type === 'module') && this.afterXlaGuard(p, child)) return true;
-      if (p.type === 'function_definition' || p.type === 'module') break;
+      if (!r && (p.type === 'block' || p.type === 'module') && this.afterXlaGuard(p, node)) r = true;
+      if (!r && p.type !== 'function_definition' && p.type !== 'module') r = this.inXlaAwareBranch(p);
     }
-    return false;
+    this.xlaAwareMemo.set(node.id, r);
+    return r;
   }
 
   /**

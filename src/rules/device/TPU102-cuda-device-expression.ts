@@ -138,6 +138,28 @@ export default defineRule({
     const paramsOf = (fn: Node): Node[] => (fn.childForFieldName('parameters')?.namedChildren ?? []).filter((p): p is Node => !!p);
     const paramName = (p: Node): string | undefined => (p.type === 'identifier' ? p.text : p.childForFieldName('name')?.text);
 
+    /** `a, b = f()` assignments by target name, with the name's (first) position: built once per file. */
+    let tuples: Map<string, { a: Node; right: Node; idx: number }[]> | null = null;
+    const tupleTargets = () => {
+      if (tuples) return tuples;
+      tuples = new Map();
+      for (const a of sema.nodes('assignment')) {
+        const left = a.childForFieldName('left');
+        const right = a.childForFieldName('right');
+        if (right?.type !== 'call' || (left?.type !== 'pattern_list' && left?.type !== 'tuple_pattern')) continue;
+        const seen = new Set<string>();
+        left.namedChildren.forEach((c, idx) => {
+          const name = c?.text;
+          if (name === undefined || seen.has(name)) return;
+          seen.add(name);
+          let list = tuples!.get(name);
+          if (!list) tuples!.set(name, (list = []));
+          list.push({ a, right, idx });
+        });
+      }
+      return tuples;
+    };
+
     /** The places a CUDA device read at `n` was written (flow-insensitive, scoped by function). */
     const origins = (n: Node | null | undefined, depth = 0): Site[] => {
       if (!n || depth > 8) return [];
@@ -159,12 +181,8 @@ export default defineRule({
         }
         for (const v of rhs) out.push(...origins(v, depth + 1));
         // `a, b, device = setup()`: the matching element of the tuples setup() returns
-        for (const a of sema.nodes('assignment')) {
-          const left = a.childForFieldName('left');
-          const right = a.childForFieldName('right');
-          if (!owned(a) || right?.type !== 'call' || (left?.type !== 'pattern_list' && left?.type !== 'tuple_pattern')) continue;
-          const idx = left.namedChildren.findIndex((c) => c?.text === n.text);
-          if (idx < 0) continue;
+        for (const { a, right, idx } of tupleTargets().get(n.text) ?? []) {
+          if (!owned(a)) continue;
           for (const def of sema.calledFunctions(right)) {
             for (const r of sema.within('return_statement', def)) {
               const value = r.namedChildren[0];

@@ -167,7 +167,8 @@ export default defineRule({
     // only names rooted in a torch_xla import can resolve to a deprecated torch_xla API
     const roots = new Set([...sema.aliases].filter(([, full]) => full === 'torch_xla' || full.startsWith('torch_xla.')).map(([alias]) => alias));
     const rooted = (n: Node) => roots.has(n.type === 'identifier' ? n.text : (/^[A-Za-z_]\w*/.exec(n.text)?.[0] ?? ''));
-    const refs = (roots.size ? [...sema.nodes('attribute'), ...sema.nodes('identifier')] : []).filter((n) => {
+    const rootIds = [...roots].flatMap((r) => sema.identifiersNamed(r));
+    const refs = (roots.size ? [...sema.nodes('attribute'), ...rootIds.sort((a, b) => a.startIndex - b.startIndex)] : []).filter((n) => {
       if (!rooted(n) || handled.has(n.id)) return false;
       const p = n.parent;
       if (!p) return false;

@@ -82,8 +82,8 @@ export function isOptionalImport(stmt: Node): boolean {
 
 /** Whether `name` is used outside `except` (identifier nodes in the file, not counting those inside `except`). */
 export function nameUsedOutside(ctx: RuleContext, name: string, except: Node): boolean {
-  return ctx.sema.nodes('identifier').some((id) => {
-    if (id.text !== name || (id.startIndex >= except.startIndex && id.endIndex <= except.endIndex)) return false;
+  return ctx.sema.identifiersNamed(name).some((id) => {
+    if (id.startIndex >= except.startIndex && id.endIndex <= except.endIndex) return false;
     const p = id.parent;
     // module paths of other imports, `x.name` attribute fields and `f(name=...)` keywords are not uses
     if (p?.type === 'dotted_name' || p?.type === 'aliased_import') return false;

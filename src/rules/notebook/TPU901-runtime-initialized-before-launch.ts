@@ -73,7 +73,7 @@ export default defineRule({
       const stmt = assign?.parent?.type === 'expression_statement' && assign.parent.parent?.type === 'module' ? assign.parent : null;
       const left = assign?.childForFieldName('left');
       if (stmt && target && left?.type === 'identifier' && !stmt.text.includes('\n')) {
-        const uses = sema.nodes('identifier').filter((id) => id.text === left.text && id.id !== left.id && isVariableUse(id));
+        const uses = sema.identifiersNamed(left.text).filter((id) => id.id !== left.id && isVariableUse(id));
         const body = target.childForFieldName('body');
         const first = body?.namedChildren.filter((n): n is Node => !!n && n.type !== 'comment').find((n) => !isDocstring(n));
         if (body && first && uses.every((u) => u.startIndex >= body.startIndex && u.endIndex <= body.endIndex)) {
