@@ -575,6 +575,57 @@ export class Semantics {
     return (this.bindingByName = index);
   }
 
+  /** Same-file call sites that may reach the function definition `fn` (see calledFunctions), in document order. */
+  callSitesOf(fn: Node): readonly Node[] {
+    if (!this.callSites) {
+      this.callSites = new Map();
+      for (const call of this.nodes('call')) {
+        for (const f of this.calledFunctions(call)) {
+          let list = this.callSites.get(f.id);
+          if (!list) this.callSites.set(f.id, (list = []));
+          list.push(call);
+        }
+      }
+    }
+    return this.callSites.get(fn.id) ?? [];
+  }
+
+  private callSites?: Map<number, Node[]>;
+
+  /** The `for` loops whose innermost enclosing function is `fn` (null: module level), in document order. */
+  forLoopsIn(fn: Node | null): readonly Node[] {
+    if (!this.loopsByScope) {
+      this.loopsByScope = new Map();
+      for (const loop of this.nodes('for_statement')) {
+        const key = this.enclosingFunction(loop)?.id ?? null;
+        let list = this.loopsByScope.get(key);
+        if (!list) this.loopsByScope.set(key, (list = []));
+        list.push(loop);
+      }
+    }
+    return this.loopsByScope.get(fn?.id ?? null) ?? [];
+  }
+
+  private loopsByScope?: Map<number | null, Node[]>;
+
+  /** Assignments whose target is an attribute named `attr` (`self.attr = …`, `obj.attr = …`), in document order. */
+  attributeAssignments(attr: string): readonly Node[] {
+    if (!this.attrAssignments) {
+      this.attrAssignments = new Map();
+      for (const a of this.nodes('assignment')) {
+        const left = a.childForFieldName('left');
+        const name = left?.type === 'attribute' ? left.childForFieldName('attribute')?.text : undefined;
+        if (name === undefined) continue;
+        let list = this.attrAssignments.get(name);
+        if (!list) this.attrAssignments.set(name, (list = []));
+        list.push(a);
+      }
+    }
+    return this.attrAssignments.get(attr) ?? [];
+  }
+
+  private attrAssignments?: Map<string, Node[]>;
+
   isBoundTo(name: string, pred: (value: Node) => boolean): boolean {
     return this.bindings(name).some((v) => v.type === 'call' && pred(v));
   }

@@ -127,8 +127,7 @@ export function hostValue(ctx: RuleContext, node: Node): boolean {
 /** `x`/`y` in `for x, y in loader:` (a batch from a DataLoader-like iterable, in the same scope). */
 function loaderTarget(ctx: RuleContext, id: Node): boolean {
   const fn = ctx.sema.enclosingFunction(id);
-  return ctx.sema.nodes('for_statement').some((loop) => {
-    if ((ctx.sema.enclosingFunction(loop)?.id ?? null) !== (fn?.id ?? null)) return false;
+  return ctx.sema.forLoopsIn(fn).some((loop) => {
     const left = loop.childForFieldName('left');
     if (!left || !ctx.sema.within('identifier', left).some((n) => n.text === id.text)) return false;
     // enumerate(loader) yields (index, batch): the index is an int
@@ -153,9 +152,7 @@ function scalarBound(ctx: RuleContext, name: Node): boolean {
  * target of `for x in range(n)`. File-wide tensor names (`x` is forward()'s input) do not make it a tensor.
  */
 function counterBound(ctx: RuleContext, name: Node): boolean {
-  const fn = ctx.sema.enclosingFunction(name)?.id ?? null;
-  return ctx.sema.nodes('for_statement').some((loop) => {
-    if ((ctx.sema.enclosingFunction(loop)?.id ?? null) !== fn) return false;
+  return ctx.sema.forLoopsIn(ctx.sema.enclosingFunction(name)).some((loop) => {
     const left = loop.childForFieldName('left');
     const right = loop.childForFieldName('right');
     if (!left || right?.type !== 'call') return false;
@@ -373,9 +370,8 @@ function barrierIterable(ctx: RuleContext, it: Node | null | undefined, depth: n
   if (it.type === 'attribute') {
     const attr = it.childForFieldName('attribute')?.text;
     if (!attr) return false;
-    for (const a of ctx.sema.nodes('assignment')) {
-      const left = a.childForFieldName('left');
-      if (left?.type === 'attribute' && left.childForFieldName('attribute')?.text === attr && barrierIterable(ctx, a.childForFieldName('right'), depth + 1)) return true;
+    for (const a of ctx.sema.attributeAssignments(attr)) {
+      if (barrierIterable(ctx, a.childForFieldName('right'), depth + 1)) return true;
     }
   }
   return false;
@@ -391,8 +387,7 @@ function parameterArguments(ctx: RuleContext, id: Node): Node[] {
   // methods called as `self.m(...)` / `obj.m(...)` do not pass `self`
   const offset = ctx.sema.enclosingClass(fn) && /^(self|cls)$/.test(names[0] ?? '') ? 1 : 0;
   const out: Node[] = [];
-  for (const call of ctx.sema.nodes('call')) {
-    if (!ctx.sema.calledFunctions(call).some((f) => f.id === fn.id)) continue;
+  for (const call of ctx.sema.callSitesOf(fn)) {
     const { positional, keywords } = callArgs(call);
     const arg = kwValue(keywords.get(id.text)) ?? positional[index - offset];
     if (arg) out.push(arg);
