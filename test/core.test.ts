@@ -377,3 +377,30 @@ describe('file-level advice on launchers', () => {
     expect(analyze(pythonDocument('train.py', local), rules, DEFAULT_OPTIONS).findings.map((f) => f.rule)).toEqual(['TPU804']);
   });
 });
+
+describe('semantic indexes', () => {
+  it('identifiersNamed (text search, then the node) finds exactly the identifier nodes of that name', () => {
+    const text = [
+      'import torch_xla.core.xla_model as xm',
+      'xm_rate = 1  # xm in a comment',
+      's = "xm in a string"',
+      'naïvexm = xm.xla_device()',
+      'def f(xm=None):',
+      '    return f"{xm}" + xm_rate',
+      'é = xm',
+    ].join('\n');
+    const tree = parsePython(text);
+    try {
+      const a = new Semantics(tree, text);
+      const b = new Semantics(tree, text);
+      for (const name of new Set(b.nodes('identifier').map((n) => n.text))) {
+        expect(a.identifiersNamed(name).map((n) => n.startIndex), name).toEqual(
+          b.nodes('identifier').filter((n) => n.text === name).map((n) => n.startIndex),
+        );
+      }
+      expect(a.identifiersNamed('xm').length).toBe(5);
+    } finally {
+      tree.delete();
+    }
+  });
+});

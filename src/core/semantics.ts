@@ -102,21 +102,29 @@ export class Semantics {
     return this.byType.get(type) ?? [];
   }
 
-  /** Identifier nodes spelled `name`, in document order (grouped once per file). */
+  /**
+   * Identifier nodes spelled `name`, in document order. ASCII names are found in the text first and each
+   * occurrence mapped to its node (a name is rare next to all identifiers of a file); others from the
+   * identifier index.
+   */
   identifiersNamed(name: string): Node[] {
-    if (!this.identifierIndex) {
-      this.identifierIndex = new Map();
-      for (const id of this.nodes('identifier')) {
-        const t = id.text;
-        let list = this.identifierIndex.get(t);
-        if (!list) this.identifierIndex.set(t, (list = []));
-        list.push(id);
+    let hit = this.identifierMemo.get(name);
+    if (hit) return hit;
+    hit = [];
+    if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+      const re = new RegExp(`(?<![A-Za-z0-9_])${name}(?![A-Za-z0-9_])`, 'g');
+      for (let m = re.exec(this.text); m; m = re.exec(this.text)) {
+        const n = this.root.descendantForIndex(m.index, m.index + name.length - 1);
+        if (n?.type === 'identifier' && n.startIndex === m.index && n.endIndex === m.index + name.length) hit.push(n);
       }
+    } else {
+      hit = this.nodes('identifier').filter((id) => id.text === name);
     }
-    return this.identifierIndex.get(name) ?? [];
+    this.identifierMemo.set(name, hit);
+    return hit;
   }
 
-  private identifierIndex: Map<string, Node[]> | null = null;
+  private readonly identifierMemo = new Map<string, Node[]>();
 
   private collect(type: string): Node[] {
     return lazyQuery(this.tree, type).captures(this.root).map((c) => c.node);

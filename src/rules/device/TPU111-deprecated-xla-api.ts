@@ -166,7 +166,14 @@ export default defineRule({
     // references: attribute chains and names resolving to removed modules or symbols
     // only names rooted in a torch_xla import can resolve to a deprecated torch_xla API
     const roots = new Set([...sema.aliases].filter(([, full]) => full === 'torch_xla' || full.startsWith('torch_xla.')).map(([alias]) => alias));
-    const rooted = (n: Node) => roots.has(n.type === 'identifier' ? n.text : (/^[A-Za-z_]\w*/.exec(n.text)?.[0] ?? ''));
+    // the leading name of the node's text, read at its start (no slice of every attribute chain's text)
+    const lead = /[A-Za-z_]\w*/y;
+    const rooted = (n: Node) => {
+      if (n.type === 'identifier') return roots.has(n.text);
+      lead.lastIndex = n.startIndex;
+      const m = lead.exec(ctx.text);
+      return !!m && roots.has(m[0]);
+    };
     const rootIds = [...roots].flatMap((r) => sema.identifiersNamed(r));
     const refs = (roots.size ? [...sema.nodes('attribute'), ...rootIds.sort((a, b) => a.startIndex - b.startIndex)] : []).filter((n) => {
       if (!rooted(n) || handled.has(n.id)) return false;
