@@ -116,11 +116,13 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
   const text = analysedText(doc);
   const result: Analysis = { doc, findings: [], tree: null, sema: null, ruleErrors: [] };
   if (doc.kind === 'text') return analyzeText(doc, rules, options, result);
+  // most files of a tree never mention torch or an accelerator: one regex, before any per-rule trigger search
+  if (!mayMatch(text)) return result;
   const seenTriggers = new Map<string, boolean>();
   const active = rules.filter(
     (r) => !!r.check && isSelected(r.id, options.select, options.ignore) && (!r.notebookOnly || doc.kind === 'notebook') && triggered(r, text, seenTriggers),
   );
-  if (!active.length || !mayMatch(text)) return result;
+  if (!active.length) return result;
   const tree = parsePython(text, oldTree);
   const sema = new Semantics(tree, text);
   result.tree = tree;
