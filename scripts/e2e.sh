@@ -186,7 +186,7 @@ summary=$(node -e '
     try {
       const r = JSON.parse(fs.readFileSync(path.join(out, file), "utf8"));
       passed += r.passes; failed += r.failures;
-      for (const f of r.failed || []) console.error("FAILED: " + f.split("\n")[0]);
+      for (const f of r.failed || []) console.error("FAILED: " + f.split("\n").slice(0, 25).join("\n  "));
     } catch { failed += 1; console.error(`FAILED: ${name} phase produced no results (${file})`); }
   }
   console.log(`${passed} ${failed}`);
