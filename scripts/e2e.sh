@@ -44,7 +44,7 @@ missing() {
 }
 
 mkdir -p "$CACHE/tmp" "$OUT"
-rm -f "$OUT"/*.png "$OUT"/*.json "$OUT"/*.log
+rm -rf "$OUT"/*.png "$OUT"/*.json "$OUT"/*.log "$OUT"/*-vscode-logs
 
 # --- 1. prerequisites -----------------------------------------------------------------------------
 node_major=$(node -p 'process.versions.node.split(".")[0]')
@@ -98,7 +98,12 @@ stop_cs() {
     CSPID=
   fi
 }
-cleanup() { stop_cs; rm -rf "$RUN"; }
+# keep each phase's VS Code logs (extension host, renderer, the "TPU Readiness" output channel) as artifacts
+cleanup() {
+  stop_cs
+  for d in "$RUN"/*/ud/logs; do [ -d "$d" ] && cp -r "$d" "$OUT/$(basename "$(dirname "$(dirname "$d")")")-vscode-logs"; done
+  rm -rf "$RUN"
+}
 trap cleanup EXIT
 
 say 'building and packaging the extension'

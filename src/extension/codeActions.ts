@@ -116,7 +116,8 @@ export class CodeActions implements vscode.CodeActionProvider<vscode.CodeAction>
       cell = a.nb.getCells().findIndex((c) => c.document.uri.toString() === doc.uri.toString());
       if (cell < 0) return null;
     }
-    const { options } = await this.config.optionsFor(uriOf(a));
+    // resolved options when available: on save the answer then comes in one turn, with nothing interleaved
+    const { options } = this.config.resolvedOptionsFor(uriOf(a)) ?? (await this.config.optionsFor(uriOf(a)));
     if (!options) return null;
     // One resource only: on save VS Code skips actions whose edit touches other files, so the module is
     // created by a command that runs after the edit.

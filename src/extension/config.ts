@@ -86,6 +86,8 @@ function isWithin(child: vscode.Uri, parent: vscode.Uri): boolean {
 export class ConfigService implements vscode.Disposable {
   /** Project per directory (uri string), resolved lazily; cleared when a pyproject.toml or requirements file changes. */
   private readonly projects = new Map<string, Promise<Project | null>>();
+  /** The same projects once resolved (by directory), for callers that must not wait (fix-all on save). */
+  private readonly settled = new Map<string, Project | null>();
   private readonly changed = new vscode.EventEmitter<void>();
   /** Fires when settings or project files changed: every open document must be analysed again. */
   readonly onDidChange = this.changed.event;
@@ -95,6 +97,7 @@ export class ConfigService implements vscode.Disposable {
     const watcher = vscode.workspace.createFileSystemWatcher('**/{pyproject.toml,requirements*.txt,requirements*.in}');
     const invalidate = () => {
       this.projects.clear();
+      this.settled.clear();
       this.changed.fire();
     };
     this.disposables.push(
@@ -124,8 +127,12 @@ export class ConfigService implements vscode.Disposable {
     const key = dir.toString();
     let p = this.projects.get(key);
     if (!p) {
-      p = this.loadProject(dir, top);
+      const loading = this.loadProject(dir, top);
+      p = loading;
       this.projects.set(key, p);
+      void loading.then((project) => {
+        if (this.projects.get(key) === loading) this.settled.set(key, project);
+      }, () => undefined);
     }
     return p;
   }
@@ -159,8 +166,23 @@ export class ConfigService implements vscode.Disposable {
 
   /** Options for one file, or null when `[tool.tpu-ready] exclude` excludes it. */
   async optionsFor(file: vscode.Uri): Promise<{ options: AnalyzeOptions | null; settings: ExtensionSettings; project: Project | null }> {
+    return this.optionsWith(file, await this.projectFor(file));
+  }
+
+  /**
+   * `optionsFor` without waiting, when the file's project is already resolved (else undefined): a save
+   * participant answers in one turn of the extension host instead of yielding to other requests mid-way.
+   */
+  resolvedOptionsFor(file: vscode.Uri): { options: AnalyzeOptions | null; settings: ExtensionSettings; project: Project | null } | undefined {
+    const folder = vscode.workspace.getWorkspaceFolder(file);
+    if (!folder) return this.optionsWith(file, null);
+    const key = parentOf(file).toString();
+    if (!this.settled.has(key)) return undefined;
+    return this.optionsWith(file, this.settled.get(key) ?? null);
+  }
+
+  private optionsWith(file: vscode.Uri, project: Project | null): { options: AnalyzeOptions | null; settings: ExtensionSettings; project: Project | null } {
     const settings = readSettings(file);
-    const project = await this.projectFor(file);
     const rel = project ? file.path.slice(project.root.path.replace(/\/$/, '').length + 1) : file.path.split('/').pop() ?? '';
     const options = optionsFor(project?.config ?? {}, toCoreSettings(settings), rel, project?.pinnedVersion ?? null);
     return { options, settings, project };
