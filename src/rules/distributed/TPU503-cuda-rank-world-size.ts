@@ -29,7 +29,8 @@ export default defineRule({
     what:
       'Checks for rank and world size taken from the CUDA launcher: `int(os.environ["RANK"|"LOCAL_RANK"|"WORLD_SIZE"])` (also `.get`/`os.getenv`), `args.local_rank` from a `--local_rank` flag (once, at its first read; the fix rewrites every read), ' +
       '`torch.cuda.device_count()` used as the world size, `dist.get_rank()`/`dist.get_world_size()` in files that create no process group, and the removed `xm.get_ordinal()`/`xm.xrt_world_size()`. ' +
-      'Launcher environment reads and `--local_rank` flags stay quiet in files that use the HF Trainer, Accelerate or Lightning, which own ranks (and set them up on XLA).',
+      'Launcher environment reads and `--local_rank` flags stay quiet in files that use the HF Trainer, Accelerate or Lightning, which own ranks (and set them up on XLA); ' +
+      '`engine.local_rank` of a DeepSpeed engine (`engine, … = deepspeed.initialize(…)`) is DeepSpeed\'s own and is left to TPU705.',
     why:
       '`torch_xla.launch` does not set `RANK`/`WORLD_SIZE` (it sets them only when torchrun started the job), `torch.cuda.device_count()` is 0 on a TPU host, and `dist.get_rank()` raises without a process group, ' +
       'which the native XLA path (`xm.optimizer_step`) never creates. The XLA runtime knows all of them: `xr.world_size()`, `xr.global_ordinal()`, `xr.local_ordinal()`, `xr.process_index()`/`xr.process_count()` (XR:106-149). ' +
@@ -115,9 +116,12 @@ export default defineRule({
     if (localRankFlag) {
       // one finding per spelling (`args.local_rank`), at its first read; the fix rewrites every read (timm train.py reads it a dozen times)
       const reads = new Map<string, Node[]>();
+      const engines = deepSpeedEngines(ctx);
       for (const attr of ctx.sema.nodes('attribute')) {
         const obj = attr.childForFieldName('object');
         if (attr.childForFieldName('attribute')?.text !== 'local_rank' || obj?.type !== 'identifier' || ctx.sema.resolve(obj)) continue;
+        // `engine.local_rank` of `engine, … = deepspeed.initialize(…)` is DeepSpeed's (TPU705), not the flag
+        if (engines.has(obj.text)) continue;
         const p = attr.parent;
         if (p?.type === 'assignment' && p.childForFieldName('left')?.id === attr.id) continue;
         if (ctx.sema.inXlaAwareBranch(attr) || xlaFunction(attr)) continue;
@@ -196,3 +200,19 @@ export default defineRule({
     }
   },
 });
+
+/** Names bound to what `deepspeed.initialize(...)` returns (`engine, opt, _, _ = deepspeed.initialize(...)`). */
+function deepSpeedEngines(ctx: RuleContext): Set<string> {
+  const out = new Set<string>();
+  for (const a of ctx.sema.nodes('assignment')) {
+    const right = a.childForFieldName('right');
+    if (right?.type !== 'call' || ctx.sema.callee(right) !== 'deepspeed.initialize') continue;
+    const left = a.childForFieldName('left');
+    if (left?.type === 'identifier') out.add(left.text);
+    else if (left?.type === 'pattern_list' || left?.type === 'tuple_pattern') {
+      const first = left.namedChildren[0];
+      if (first?.type === 'identifier') out.add(first.text);
+    }
+  }
+  return out;
+}
