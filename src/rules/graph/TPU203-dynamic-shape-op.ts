@@ -134,7 +134,7 @@ export default defineRule({
         continue;
       }
       // torch.zeros(int(n.max())), x.view(k.item(), -1)
-      const sizeArgs = FACTORIES.test(callee) ? positional : !callee && meth && SHAPE_METHODS.has(meth) && tensorish(ctx, receiver(call), false) ? positional : [];
+      const sizeArgs = sizeArguments(FACTORIES.test(callee) ? callee.slice(6) : !callee && meth && SHAPE_METHODS.has(meth) && tensorish(ctx, receiver(call), false) ? meth : null, positional);
       const derived = sizeArgs.find((a) => valueDerived(ctx, a));
       if (derived) report(call, `\`${short(call.text, 40)}\` takes its size from \`${short(derived.text, 24)}\``);
     }
@@ -154,6 +154,14 @@ export default defineRule({
     }
   },
 });
+
+/** The positional arguments that set the output size: `full(size, fill)` and `randint([low,] high, size)` take values too. */
+function sizeArguments(fn: string | null, positional: readonly Node[]): readonly Node[] {
+  if (!fn) return [];
+  if (fn === 'full' || fn === 'new_full') return positional.slice(0, 1);
+  if (fn === 'randint') return positional.length > 1 ? positional.slice(-1) : [];
+  return positional;
+}
 
 function isWriteTarget(sub: Node): boolean {
   const p = sub.parent;
