@@ -393,6 +393,8 @@ export class Semantics {
     for (let k = 0; k < 3 && it?.type === 'call'; k++) {
       const name = this.callee(it) ?? calleeText(it);
       if (LOADER_CTORS.test(name)) return true;
+      // tqdm(range(NUM_BATCHES)) yields ints, whatever the bound is named
+      if (name === 'range') return false;
       const first = it.childForFieldName('arguments')?.namedChildren[0];
       if (!first) break;
       it = first;
@@ -453,6 +455,7 @@ export class Semantics {
   private markCalledHot(scope: Node, kind: 'train' | 'eval', depth: number, out: Map<number, 'train' | 'eval'>): void {
     if (depth === 0) return;
     for (const call of this.callsWithin(scope)) {
+      if (this.inStepClosureBody(call, scope)) continue;
       for (const fn of this.calledFunctions(call)) {
         if (out.has(fn.id) || isAncestor(fn, scope)) continue;
         out.set(fn.id, kind);
@@ -460,6 +463,31 @@ export class Semantics {
         if (body) this.markCalledHot(body, kind, depth - 1, out);
       }
     }
+  }
+
+  /**
+   * Whether `call` sits (below `scope`) in the body of a step closure: a nested def passed by name to
+   * `add_step_closure`, or a lambda passed to it. That body runs after the step's graph executed, so the
+   * functions it calls are not step code.
+   */
+  private inStepClosureBody(call: Node, scope: Node): boolean {
+    for (let p = call.parent; p && p.id !== scope.id; p = p.parent) {
+      if (p.type === 'lambda' && this.closureArgument(p)) return true;
+      if (p.type !== 'function_definition') continue;
+      const name = p.childForFieldName('name')?.text;
+      const holder = p.parent;
+      if (!name || !holder) continue;
+      if (this.within('identifier', holder).some((id) => id.text === name && id.parent?.type === 'argument_list' && this.closureArgument(id))) return true;
+    }
+    return false;
+  }
+
+  /** `fn` is the closure (first argument) of an `add_step_closure(...)` call. */
+  private closureArgument(fn: Node): boolean {
+    const args = fn.parent;
+    const call = args?.type === 'argument_list' ? args.parent : null;
+    if (call?.type !== 'call' || args!.namedChildren[0]?.id !== fn.id) return false;
+    return /(^|\.)add_step_closure$/.test(this.callee(call) ?? calleeText(call));
   }
 
   /** The hot context of a node, or null when it is not in a hot loop, `forward`, or compiled step. */
