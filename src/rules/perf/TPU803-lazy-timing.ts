@@ -6,6 +6,7 @@ import { downgrade } from '../../core/engine';
 import { isDeviceWait, isTimerCall, runsDeviceWork, xlaContext } from './util';
 
 const BENCH = /bench|profil|timing|perf_test/i;
+const TRACE_NAME = /trac(e|ing)/i;
 
 export default defineRule({
   id: 'TPU803',
@@ -21,7 +22,8 @@ export default defineRule({
     what:
       'Checks for wall-clock pairs (`time.time()`, `time.perf_counter()`, `timeit.default_timer()`, …) around a training step, a model call or a ' +
       'data-loader loop with no `xm.wait_device_ops()` (or `sync(wait=True)`, or a host read such as `.item()`) before the end read; and for ' +
-      '`xm.wait_device_ops()` / `sync(wait=True)` on every step of a training loop outside benchmark code.',
+      '`xm.wait_device_ops()` / `sync(wait=True)` on every step of a training loop outside benchmark code. ' +
+      'A pair whose names say it times tracing on purpose (`trace_start_time`, `trace_end_time`) is not flagged.',
     why:
       'XLA tensors are lazy: ops are traced on the host and run asynchronously after the step barrier. Without waiting, "you are primarily measuring ' +
       'this tracing time plus Python overhead" (TVE). The benchmark example syncs and then calls `xm.wait_device_ops()`, and warns: "Do not call this ' +
@@ -67,6 +69,9 @@ export default defineRule({
       const t0 = left.text;
       const usesT0 = (n: Node) => sema.within('identifier', n).some((id) => id.text === t0);
       if (!siblings.slice(endIdx).some(usesT0)) continue;
+      // `trace_start = timer(); step(); trace_end = timer()`: the names say the pair times tracing, on purpose
+      const endName = end.namedChildren[0]?.type === 'assignment' ? end.namedChildren[0].childForFieldName('left')?.text ?? '' : '';
+      if (TRACE_NAME.test(t0) || TRACE_NAME.test(endName)) continue;
       const region = siblings.slice(i + 1, endIdx);
       if (!region.some((s) => runsDeviceWork(ctx, s))) continue;
       if (region.some((s) => sema.callsWithin(s).some((c) => isDeviceWait(ctx, c)))) continue;
