@@ -499,7 +499,9 @@ export class Semantics {
       if (p.type === 'block' && !throttled && earlyExitThrottle(p, child)) throttled = true;
       if ((p.type === 'for_statement' || p.type === 'while_statement') && child.type === 'block' && child.id === p.childForFieldName('body')?.id) {
         const info = this.hotAnchors!.get(p.id);
-        if (info) return { ...info, kind: info.kind === 'train' && this.underNoGrad(node, p) ? 'eval' : info.kind, throttled };
+        // a no_grad block in a training loop is eval work only when it holds its own loop (a validation pass);
+        // a metric computed under no_grad every step (`with torch.no_grad(): kl = ...item()`) is step cost
+        if (info) return { ...info, kind: info.kind === 'train' && this.underNoGrad(node, p) && loopBetween(node, p) ? 'eval' : info.kind, throttled };
       }
       if (p.type === 'function_definition') {
         const kind = this.hotFunctionIds!.get(p.id);
@@ -1065,5 +1067,11 @@ function earlyExitThrottle(block: Node, child: Node): boolean {
     const cond = st.childForFieldName('condition')?.text ?? '';
     if (/^not\s+[\w.]*\b(should_log|should_report|is_log_step|log_step)\w*\s*\(/.test(cond) || /%\s*[\w.()[\]]+\s*!=\s*0\s*$/.test(cond)) return true;
   }
+  return false;
+}
+
+/** A `for`/`while` loop strictly between `node` and its ancestor `stop`. */
+function loopBetween(node: Node, stop: Node): boolean {
+  for (let p = node.parent; p && p.id !== stop.id; p = p.parent) if (p.type === 'for_statement' || p.type === 'while_statement') return true;
   return false;
 }
