@@ -868,8 +868,18 @@ export class Semantics {
         const targets = left.type === 'identifier' ? [left] : left.descendantsOfType('identifier').filter((n): n is Node => !!n);
         const right = loop.childForFieldName('right');
         const enumerated = right?.type === 'call' && /(^|\.)enumerate$/.test(calleeText(right));
+        // `for data, it in zip(loader, range(a, b))`: the element paired with range()/count() is a Python int
+        const counters = new Set<number>();
+        if (right?.type === 'call' && /^zip$/.test(calleeText(right)) && left.type !== 'identifier') {
+          const zipped = callArgs(right).positional;
+          left.namedChildren.forEach((el, k) => {
+            if (el && zipped[k]?.type === 'call' && /^(range|itertools\.count|count)$/.test(calleeText(zipped[k]))) {
+              for (const id of el.type === 'identifier' ? [el] : el.descendantsOfType('identifier')) if (id) counters.add(id.id);
+            }
+          });
+        }
         targets.forEach((t, i) => {
-          if (!(enumerated && i === 0)) names.add(t.text);
+          if (!(enumerated && i === 0) && !counters.has(t.id)) names.add(t.text);
         });
       }
       for (const fn of this.nodes('function_definition')) {
