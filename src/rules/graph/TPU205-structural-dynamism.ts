@@ -98,7 +98,7 @@ export default defineRule({
 
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
-      if (PY_RANDOM.test(callee) && inBranchTest(call)) {
+      if (PY_RANDOM.test(callee) && inBranchTest(call) && !picksHostValue(ctx, call)) {
         report(call, `Branch chosen by \`${short(call.text, 30)}\`: every random branch pattern is a different graph (LayerDrop/stochastic depth); use a tensor mask`);
       } else if (/^torch\.nn\.utils\.rnn\.(pack_padded_sequence|pad_packed_sequence)$/.test(callee)) {
         report(call, `\`${callee.split('.').pop()}\` packs sequences by their lengths: shapes change with every batch; pad to a fixed length and mask instead`);
@@ -106,6 +106,30 @@ export default defineRule({
     }
   },
 });
+
+/**
+ * `if random.random() < eps: a = np...(...) else: ...; a = t.cpu().numpy()` (epsilon-greedy): every arm ends by
+ * assigning the same name a host value, so any device work in an arm is read back there and the step graph
+ * does not depend on the arm taken.
+ */
+function picksHostValue(ctx: RuleContext, call: Node): boolean {
+  let stmt: Node | null = call.parent;
+  while (stmt && stmt.type !== 'if_statement') stmt = /statement|block/.test(stmt.type) ? null : stmt.parent;
+  if (!stmt) return false;
+  const alts = stmt.childrenForFieldName('alternative').filter((a): a is Node => !!a);
+  if (alts.length !== 1 || alts[0].type !== 'else_clause') return false;
+  const target = (block: Node | null | undefined): string | null => {
+    const last = block?.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment').pop();
+    const a = last?.type === 'expression_statement' ? last.namedChildren[0] : null;
+    const left = a?.type === 'assignment' ? a.childForFieldName('left') : null;
+    const value = a?.childForFieldName('right');
+    if (left?.type !== 'identifier' || !value) return null;
+    const host = hostValue(ctx, value) || (value.type === 'call' && /^(numpy|item|tolist)$/.test(methodName(value) ?? ''));
+    return host ? left.text : null;
+  };
+  const t = target(stmt.childForFieldName('consequence'));
+  return !!t && t === target(alts[0].childForFieldName('body'));
+}
 
 /** The call is part of an if/elif/while/ternary test. */
 function inBranchTest(node: Node): boolean {
