@@ -70,7 +70,7 @@ export default defineRule({
           continue;
         }
         if (xlaArmed(sema, owner) || picker(owner)) continue;
-        if (owner.type === 'if_statement' && !owner.childrenForFieldName('alternative').some(Boolean) && cudaOnlyBlock(sema, owner.childForFieldName('consequence'))) continue;
+        if (owner.type === 'if_statement' && optionalCudaArms(sema, owner)) continue;
         if (owner.type === 'conditional_expression' && inLogging(sema, owner)) continue;
         const message =
           callee === 'torch.cuda.is_bf16_supported'
@@ -121,6 +121,15 @@ export default defineRule({
     }
   },
 });
+
+/**
+ * `if torch.cuda.is_available(): <optional CUDA work>` with no other arm, or an `else:` that only prints or logs
+ * (a notebook banner: GPU name if present, a warning otherwise): nothing is decided for the TPU run.
+ */
+function optionalCudaArms(sema: RuleContext['sema'], owner: Node): boolean {
+  if (!cudaOnlyBlock(sema, owner.childForFieldName('consequence'))) return false;
+  return owner.childrenForFieldName('alternative').every((alt) => !alt || (alt.type === 'else_clause' && cudaOnlyBlock(sema, alt.childForFieldName('body'))));
+}
 
 /** Inside a print/log call: a diagnostic, not a decision. */
 function inLogging(sema: RuleContext['sema'], node: Node): boolean {
