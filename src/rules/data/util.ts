@@ -26,6 +26,11 @@ export function isWrapperCall(ctx: RuleContext, node: Node | null | undefined): 
 /** The loader expression a `for` iterates, looking through enumerate/tqdm/zip (first argument). */
 export function iteratedLoader(ctx: RuleContext, loop: Node): Node | null {
   let it = loop.childForFieldName('right');
+  // `pbar = tqdm(train_loader, desc=...)` then `for x, y in pbar:` (Kaggle-style progress bars)
+  if (it?.type === 'identifier') {
+    const values = ctx.sema.bindings(it.text);
+    if (values.length === 1 && values[0].type === 'call' && ITER_HELPERS.test(ctx.sema.callee(values[0]) ?? values[0].childForFieldName('function')?.text ?? '')) it = values[0];
+  }
   for (let k = 0; k < 3 && it?.type === 'call'; k++) {
     const name = ctx.sema.callee(it) ?? it.childForFieldName('function')?.text ?? '';
     if (!ITER_HELPERS.test(name)) break;
