@@ -25,7 +25,8 @@ export default defineRule({
     what:
       'Checks for integer literals given to vocabulary, hidden, embedding and feed-forward sizes (`vocab_size`, `hidden_size`, `n_embd`, `d_model`, ' +
       '`intermediate_size`, …) that are 128 or more but not multiples of 128, and per-device training batch sizes above 8 that are not multiples of 8: ' +
-      'in assignments, dataclass fields, keyword arguments and argparse defaults.',
+      'in assignments, dataclass fields, keyword arguments and argparse defaults. Sizes inside a `from_pretrained` function describe published ' +
+      'checkpoints and are not reported.',
     why:
       'The TPU matrix unit works on fixed-size tiles; XLA pads other sizes up to the tile, so the padding is computed and thrown away. nanoGPT pads ' +
       'GPT-2\'s 50257-token vocabulary to 50304 for the same reason on GPUs. This is general Cloud TPU performance-guide advice, unverified against a ' +
@@ -44,6 +45,8 @@ export default defineRule({
     const check = (name: string, value: Node | null | undefined) => {
       const n = intValue(value);
       if (n === null) return;
+      // sizes inside `from_pretrained` describe published checkpoints: padded, the weights no longer load
+      if (sema.enclosingFunction(value!)?.childForFieldName('name')?.text === 'from_pretrained') return;
       const feature = FEATURE.test(name);
       const batch = BATCH.test(name);
       if (feature && n >= 128 && n % 128 !== 0) {
