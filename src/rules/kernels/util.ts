@@ -73,11 +73,21 @@ export function importInfos(ctx: RuleContext): ImportInfo[] {
 export function isOptionalImport(stmt: Node): boolean {
   for (let p = stmt.parent; p; p = p.parent) {
     if (p.type === 'try_statement') {
-      return p.namedChildren.some((c) => !!c && c.type === 'except_clause' && /ImportError|ModuleNotFoundError|Exception\b|^except\s*:/.test(c.text.split('\n')[0]));
+      const handlers = p.namedChildren.filter((c): c is Node => !!c && c.type === 'except_clause' && /ImportError|ModuleNotFoundError|Exception\b|^except\s*:/.test(c.text.split('\n')[0]));
+      // a module-level `try: import x / except ImportError: raise ...` makes x required (dinov2's xFormers)
+      if (p.parent?.type === 'module' && handlers.length && handlers.every(reRaises)) return false;
+      return handlers.length > 0;
     }
     if (p.type === 'function_definition' || p.type === 'class_definition' || p.type === 'module') return false;
   }
   return false;
+}
+
+/** An except clause whose body only raises. */
+function reRaises(handler: Node): boolean {
+  const body = handler.namedChildren.find((c) => c?.type === 'block');
+  const stmts = body?.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment') ?? [];
+  return stmts.length > 0 && stmts.every((s) => s.type === 'raise_statement');
 }
 
 /** Whether `name` is used outside `except` (identifier nodes in the file, not counting those inside `except`). */
