@@ -104,7 +104,7 @@ export default defineRule({
       const owner = own?.owner ?? null;
       if (sema.inXlaAwareBranch(cmp) || (owner && xlaArmed(sema, owner))) continue;
       if (owner?.type === 'if_statement' && !owner.childrenForFieldName('alternative').some(Boolean) && cudaOnlyBlock(sema, owner.childForFieldName('consequence'))) continue;
-      if (!owner && (cmp.parent?.type !== 'assignment' || inLogging(sema, cmp))) continue;
+      if (!owner && (cmp.parent?.type !== 'assignment' || inLogging(sema, cmp) || onlyFusedFlag(sema, cmp.parent))) continue;
       ctx.report(cmp, {
         message: `\`${short(cmp.text, 40)}\` only recognises CUDA: an XLA device takes the ${owner?.type === 'conditional_expression' ? 'CPU arm' : 'non-CUDA path'}`,
         fix: owner?.type === 'conditional_expression' ? ternaryFix(ctx, owner, cmp, check.operand) : null,
@@ -129,6 +129,17 @@ export default defineRule({
 function optionalCudaArms(sema: RuleContext['sema'], owner: Node): boolean {
   if (!cudaOnlyBlock(sema, owner.childForFieldName('consequence'))) return false;
   return owner.childrenForFieldName('alternative').every((alt) => !alt || (alt.type === 'else_clause' && cudaOnlyBlock(sema, alt.childForFieldName('body'))));
+}
+
+/**
+ * `use_fused = device == "cuda"` read only as `fused=use_fused`: XLA has no fused optimizer kernels, so the
+ * non-CUDA value (False) is already right for TPU (llm.c train_gpt2.py).
+ */
+function onlyFusedFlag(sema: RuleContext['sema'], assignment: Node): boolean {
+  const left = assignment.childForFieldName('left');
+  if (left?.type !== 'identifier') return false;
+  const uses = sema.identifiersNamed(left.text).filter((id) => id.id !== left.id);
+  return uses.length > 0 && uses.every((id) => id.parent?.type === 'keyword_argument' && id.parent.childForFieldName('value')?.id === id.id && id.parent.childForFieldName('name')?.text === 'fused');
 }
 
 /** Inside a print/log call: a diagnostic, not a decision. */
