@@ -147,6 +147,12 @@ export default defineRule({
           continue;
         }
         if (!RESIZE.test(q) || (size.type !== 'integer' && size.type !== 'identifier')) continue;
+        // `size = (size, size)` in the same function (timm/Accelerate image_size): an (H, W) pair is a fixed shape
+        if (size.type === 'identifier') {
+          const fn = ctx.sema.enclosingFunction(call);
+          const pair = ctx.sema.bindings(size.text).some((v) => (v.type === 'tuple' || v.type === 'list') && (ctx.sema.enclosingFunction(v)?.id ?? -1) === (fn?.id ?? -1));
+          if (pair) continue;
+        }
         const list = call.parent?.type === 'list' ? call.parent : null;
         if (!list) continue;
         const later = list.namedChildren.filter((c): c is Node => !!c && c.startIndex > call.endIndex);
