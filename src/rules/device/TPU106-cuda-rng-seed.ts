@@ -8,7 +8,7 @@ const SEED = new Set(['manual_seed', 'manual_seed_all']);
 const STATE = new Set(['get_rng_state', 'get_rng_state_all', 'set_rng_state', 'set_rng_state_all']);
 const RANDOM = new Set(['seed', 'seed_all', 'initial_seed']);
 /** Calls that already seed or restore the XLA (or TPU) device RNG. */
-const XLA_SEEDING = /^(torch_xla\.manual_seed|torch_xla\.core\.xla_model\.(set_rng_state|get_rng_state)|torch_tpu\.)/;
+const XLA_SEEDING = /^(torch_xla\.manual_seed|torch_xla\.core\.xla_model\.(set_rng_state|get_rng_state)|torch_tpu\.|accelerate\.utils\.(random\.)?set_seed$)/;
 
 export default defineRule({
   id: 'TPU106',
@@ -25,7 +25,7 @@ export default defineRule({
       'Checks for CUDA RNG calls: `torch.cuda.manual_seed`, `manual_seed_all`, `seed`, `seed_all`, `initial_seed`, ' +
       '`get_rng_state(_all)` and `set_rng_state(_all)`, which is how seeding helpers that seed `random`, `numpy`, `torch` and ' +
       '`torch.cuda` show up. A scope (function or module) that already seeds the XLA device (`torch_xla.manual_seed`, ' +
-      '`xm.set_rng_state`, or the generated `accel.manual_seed`) is not flagged.',
+      '`xm.set_rng_state`, Accelerate\'s `set_seed`, or the generated `accel.manual_seed`) is not flagged.',
     why:
       'The CUDA seeding functions are documented as "silently ignored" when CUDA is not available (PT:torch/cuda/random.py), and the ' +
       'XLA device has its own RNG: `torch_xla.manual_seed(seed)` calls `xm.set_rng_state(seed)` (TX:229-238). Without it, device-side ' +
@@ -43,6 +43,7 @@ export default defineRule({
     sources: [
       'TX:229-238 torch_xla/torch_xla.py `manual_seed(seed, device=None)` → `xm.set_rng_state(seed, device)` (pytorch/xla@022ecde)',
       'XM: torch_xla/core/xla_model.py `set_rng_state(seed, device=None)`, `get_rng_state(device=None) -> int` (pytorch/xla@fa72136; catalog XM:1453-1480)',
+      'huggingface/accelerate src/accelerate/utils/random.py `set_seed`: "if is_torch_xla_available(): xm.set_rng_state(seed)"',
       'PT:torch/cuda/random.py `manual_seed`/`manual_seed_all`/`seed`: "It\'s safe to call this function if CUDA is not available; in that case, it is silently ignored"; `get_rng_state`/`initial_seed`: "This function eagerly initializes CUDA"',
     ],
     torchtpu: 'No preview seeding API is confirmed: the finding says to seed the TPU device RNG as well.',
