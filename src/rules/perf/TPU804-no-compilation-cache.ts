@@ -55,14 +55,18 @@ export default defineRule({
     const launches = launchCalls(ctx);
     // the launch target: a same-file function (a launcher that spawns `mod._mp_fn` from another file, like
     // transformers' xla_spawn.py, cannot initialize the per-process cache: the training script can)
-    const target = launches
-      .map((l) => l.childForFieldName('arguments')?.namedChildren[0])
-      .map((arg) => (arg?.type === 'identifier' ? sema.nodes('function_definition').find((f) => f.childForFieldName('name')?.text === arg.text && f.parent?.type !== 'block') : undefined))
-      .find((f) => !!f);
-    const training = !!target || sema.hotLoops().some((h) => {
+    const trainLoops = sema.hotLoops().filter((h) => {
       const body = h.anchor.childForFieldName('body');
       return h.kind === 'train' && !!body && sema.containsTrainSignal(body);
     });
+    const targets = launches
+      .map((l) => l.childForFieldName('arguments')?.namedChildren[0])
+      .map((arg) => (arg?.type === 'identifier' ? sema.nodes('function_definition').find((f) => f.childForFieldName('name')?.text === arg.text && f.parent?.type !== 'block') : undefined))
+      .filter((f): f is Node => !!f);
+    // a notebook that first spawns a demo function, then the training one: the cache belongs in the function
+    // that trains (each spawn forks fresh processes; a cache set up in the demo's processes is gone)
+    const target = targets.find((f) => trainLoops.some((h) => h.anchor.startIndex >= f.startIndex && h.anchor.endIndex <= f.endIndex)) ?? targets[0];
+    const training = !!target || trainLoops.length > 0;
     if (!training) return;
     const top = sema.root.namedChildren.filter((n): n is Node => !!n && n.type !== 'comment');
     const anchor = [...sema.nodes('import_statement'), ...sema.nodes('import_from_statement')]
