@@ -528,7 +528,7 @@ export class Semantics {
   private throttleUncached(ifNode: Node): boolean {
     const cond = ifNode.childForFieldName('condition')?.text ?? '';
     return (
-      /%\s*[\w.()\[\]]+\s*==\s*0/.test(cond) ||
+      /%\s*[\w.()\[\]'"]+\s*==\s*0/.test(cond) ||
       /^not\s+[\w.]+\s*%/.test(cond) ||
       /\b\w*(step|iter|it|epoch|batch_idx|i)\w*\s*==\s*\w*(last|final|max|total|num|end)\w*/i.test(cond) ||
       /\b\w+\s+in\s+[{[(]/.test(cond) ||
