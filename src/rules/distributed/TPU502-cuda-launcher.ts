@@ -73,7 +73,8 @@ export default defineRule({
     const scriptMsg = ctx.idiom.profile === 'torchtpu' ? LAUNCH_MESSAGE.torchtpu : SCRIPT_MESSAGE;
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
-      if (ctx.sema.inXlaAwareBranch(call)) continue;
+      // an XLA branch excuses the CUDA launchers, not xmp.spawn itself (its nprocs raises there too)
+      if (callee !== XMP_SPAWN && ctx.sema.inXlaAwareBranch(call)) continue;
       const { positional, keywords } = callArgs(call);
       if (MP_SPAWN.has(callee)) {
         const fnArg = positional[0] ?? kwValue(keywords.get('fn'));
