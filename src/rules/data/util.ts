@@ -197,7 +197,8 @@ export function handMovedLoaders(ctx: RuleContext, loop: Node): HandMoved[] {
         // a loader passed in as a parameter of the enclosing function, in a file that builds DataLoaders
         const fn = ctx.sema.enclosingFunction(loop);
         const params = fn?.childForFieldName('parameters')?.namedChildren ?? [];
-        plain = params.some((p) => p?.text === it.text || p?.childForFieldName('name')?.text === it.text) && ctx.sema.bindings(it.text).length === 0;
+        // `loader`, `loader=None`, and the annotated `dataloader: torch.utils.data.DataLoader` (typed_parameter has no name field)
+        plain = params.some((p) => p?.text === it.text || p?.childForFieldName('name')?.text === it.text || (p?.type === 'typed_parameter' && p.namedChildren[0]?.text === it.text)) && ctx.sema.bindings(it.text).length === 0;
       }
       const moves = plain ? batchMoves(ctx, loop) : [];
       if (moves.length) out.push({ loader: it, sites: [it], move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName: null, pulls: [] });
