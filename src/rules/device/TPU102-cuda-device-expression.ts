@@ -13,6 +13,8 @@ const ORDINAL_LIST = /^(device_?ids|gpu_?ids|gpus|cuda_?ids|local_?gpus)$/i;
 const AVAILABILITY = /\bis_available\s*\(|\bdevice_count\s*\(/;
 /** Device-type checks belong to TPU103: `'cuda' if 'cuda' in device else 'cpu'`, `device.type == 'cuda'`. */
 const TYPE_CHECK = /['"]cuda(:\d+)?['"]\s*(not\s+)?(in|==|!=)|(==|!=)\s*['"]cuda(:\d+)?['"]|\.type\b/;
+/** Lightning entry points whose `accelerator=` picks the device. */
+const LIGHTNING = /^(lightning|lightning\.pytorch|pytorch_lightning|lightning\.fabric|lightning_fabric)\.(Trainer|Fabric)$/;
 
 /** Where a CUDA value is written: an expression to rewrite, with how its replacement must be typed. */
 interface Site {
@@ -34,7 +36,7 @@ export default defineRule({
   effort: 1,
   message: 'A CUDA device ("cuda", "cuda:N", an int ordinal) reaches a device argument; a TPU host has no CUDA device',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Use the XLA device' },
-  triggers: ['cuda', '.to(', 'device'],
+  triggers: ['cuda', '.to(', 'device', 'accelerator'],
   docs: {
     what:
       'Checks for CUDA device expressions (`"cuda"`, `"cuda:0"`, `f"cuda:{rank}"`, `"cuda:%d" % r`, `torch.device("cuda", i)`, ' +
@@ -42,12 +44,15 @@ export default defineRule({
       'argument of tensor factories, module constructors and `torch.Generator`, and, through variables, `torch.load(map_location=)`, ' +
       '`DDP(device_ids=)`, `torch.cuda.set_device` and `torch.autocast(device_type=)`. A variable, attribute (`self.device`, `args.device`), ' +
       'parameter default, argparse default, dataclass field or helper return value that holds a CUDA device is reported once, where it is set. ' +
-      'Hard-coded CUDA devices inside an `nn.Module`\'s `forward` or `__init__` are reported with their own message.',
+      'Hard-coded CUDA devices inside an `nn.Module`\'s `forward` or `__init__` are reported with their own message. ' +
+      'Also checks Lightning `Trainer(accelerator="gpu"|"cuda")` and `Fabric(accelerator=...)`, which pin the run to CUDA.',
     why:
       '`"cuda"` and int ordinals name CUDA devices, which a TPU host does not have: moving a tensor there fails. The XLA device is ' +
       '`torch.device("xla")` (MIG:41-55) or `torch_xla.device()` (DEV:81-84; TX:19), and each process started by `torch_xla.launch` ' +
       'sees its own device as `xla:0`, so rank-indexed devices do not carry over. Mixing CPU tensors with XLA tensors in one op raises ' +
-      '(DEV, "Input tensor is not an XLA tensor"). Inside a module, a hard-coded device breaks a model that is otherwise device-agnostic.',
+      '(DEV, "Input tensor is not an XLA tensor"). Inside a module, a hard-coded device breaks a model that is otherwise device-agnostic. ' +
+      'Lightning checks the requested accelerator when the `Trainer` or `Fabric` is built and raises "`CUDAAccelerator` can not run on your ' +
+      'system since the accelerator is not available" on a host without CUDA; `accelerator="auto"` picks the TPU first, then CUDA.',
     example:
       'device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")\nmodel = Net().to(device)\n\n' +
       'class Net(nn.Module):\n    def forward(self, x):\n        pos = torch.arange(x.size(1), device="cuda")',
@@ -67,6 +72,8 @@ export default defineRule({
       'DEV:81-84, 147-160 (torch_xla.device(); xla:0 in every launched process)',
       'TX:19 torch_xla/torch_xla.py `def device(index: int = None)` (pytorch/xla@022ecde)',
       'catalog §0.5 CUDA device expression, CUDA-device taint, device sinks',
+      'Lightning-AI/pytorch-lightning src/lightning/pytorch/trainer/connectors/accelerator_connector.py `_set_parallel_devices_and_init_accelerator` ' +
+        '(raises "can not run on your system since the accelerator is not available") and `_choose_auto_accelerator` (XLA before CUDA); same in lightning/fabric/connector.py',
     ],
     torchtpu: 'The replacement is `torch.device("tpu")` (or `"tpu"` where the value is a string) after `import torch_tpu`.',
   },
@@ -320,6 +327,24 @@ export default defineRule({
       ctx.report(n, {
         message: `${holder ? `\`${holder}\` ${holder.endsWith(')') ? 'returns' : 'is set to'}` : 'this is'} a CUDA device (\`${short(n.text, 40)}\`) and reaches \`${sinkText}\`; a TPU host has none`,
         fix: sourceFix(ctx, site),
+      });
+    }
+
+    // ---- Lightning `Trainer(accelerator="gpu")` / `Fabric(accelerator="cuda")`: raises when the Trainer is built on a TPU host
+    for (const call of sema.nodes('call')) {
+      if (!LIGHTNING.test(sema.callee(call) ?? '')) continue;
+      const { keywords } = callArgs(call);
+      const acc = kwValue(keywords.get('accelerator'));
+      const name = acc ? stringContent(acc)?.toLowerCase() : null;
+      if (!acc || (name !== 'gpu' && name !== 'cuda') || sema.inXlaAwareBranch(call)) continue;
+      // GPU index lists and GPU strategies need their own change on TPU: the flag alone is not the whole fix
+      const devices = kwValue(keywords.get('devices'));
+      const strategy = kwValue(keywords.get('strategy'));
+      const partial = (devices && devices.type !== 'integer' && !(devices.type === 'string' && stringContent(devices) === 'auto')) || !!strategy;
+      const q = acc.text[acc.text.length - 1];
+      ctx.report(acc, {
+        message: `Lightning \`accelerator=${acc.text}\` raises on a TPU host ("\`CUDAAccelerator\` can not run on your system"); use \`"auto"\` (TPU first, then CUDA) or \`"tpu"\``,
+        fix: { title: `Use \`${q}auto${q}\``, applicability: partial ? 'unsafe' : 'safe', edits: [{ start: acc.startIndex, end: acc.endIndex, text: `${q}auto${q}` }] },
       });
     }
   },
