@@ -867,7 +867,7 @@ export class Semantics {
         if (!left) continue;
         const targets = left.type === 'identifier' ? [left] : left.descendantsOfType('identifier').filter((n): n is Node => !!n);
         const right = loop.childForFieldName('right');
-        const enumerated = right?.type === 'call' && /(^|\.)enumerate$/.test(calleeText(right));
+        const enumerated = isEnumerateIter(right);
         // `for data, it in zip(loader, range(a, b))`: the element paired with range()/count() is a Python int
         const counters = new Set<number>();
         if (right?.type === 'call' && /^zip$/.test(calleeText(right)) && left.type !== 'identifier') {
@@ -985,6 +985,17 @@ export function isAncestor(ancestor: Node, node: Node): boolean {
 
 export function calleeText(call: Node): string {
   return call.childForFieldName('function')?.text ?? '';
+}
+
+/** A loop iterable that is `enumerate(...)`, also inside a progress bar: `tqdm(enumerate(loader))` (yields (int, batch)). */
+export function isEnumerateIter(right: Node | null | undefined): boolean {
+  for (let k = 0; k < 3 && right?.type === 'call'; k++) {
+    const callee = calleeText(right);
+    if (/(^|\.)enumerate$/.test(callee)) return true;
+    if (!/(^|\.)tqdm(_notebook)?$/.test(callee)) return false;
+    right = callArgs(right).positional[0];
+  }
+  return false;
 }
 
 /** The literal content of a string node (without quotes/prefix); f-strings keep `{...}` text. Null for concatenations. */

@@ -6,7 +6,7 @@
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import type { HotInfo } from '../../core/semantics';
-import { callArgs, calleeText, kwValue, methodName, receiver } from '../../core/semantics';
+import { callArgs, calleeText, isEnumerateIter, kwValue, methodName, receiver } from '../../core/semantics';
 import { downgrade } from '../../core/engine';
 import type { Severity } from '../../core/types';
 
@@ -132,7 +132,7 @@ function loaderTarget(ctx: RuleContext, id: Node): boolean {
     if (!left || !ctx.sema.within('identifier', left).some((n) => n.text === id.text)) return false;
     // enumerate(loader) yields (index, batch): the index is an int
     const right = loop.childForFieldName('right');
-    if (right?.type === 'call' && /enumerate$/.test(right.childForFieldName('function')?.text ?? '') && left.namedChildren[0]?.text === id.text) return false;
+    if (isEnumerateIter(right) && left.namedChildren[0]?.text === id.text) return false;
     return ctx.sema.iteratesLoader(loop);
   });
 }
@@ -157,7 +157,7 @@ function counterBound(ctx: RuleContext, name: Node): boolean {
     const right = loop.childForFieldName('right');
     if (!left || right?.type !== 'call') return false;
     const callee = calleeText(right);
-    if (/(^|\.)enumerate$/.test(callee)) {
+    if (isEnumerateIter(right)) {
       const first = left.type === 'identifier' ? null : left.namedChildren[0];
       return first?.type === 'identifier' && first.text === name.text;
     }
