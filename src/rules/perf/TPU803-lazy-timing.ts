@@ -47,6 +47,13 @@ export default defineRule({
     const sema = ctx.sema;
     const wait = ctx.idiom.waitDeviceOps();
 
+    /** `acc = evaluate(loader)` whose body reads a result to the host on every call (`return correct.item()`, not under an `if`). */
+    const callsUnconditionalWait = (call: Node): boolean =>
+      sema.calledFunctions(call).some((fn) => {
+        const body = fn.childForFieldName('body');
+        return !!body && body.namedChildren.some((st) => !!st && /^(expression_statement|return_statement)$/.test(st.type) && sema.callsWithin(st).some((c) => isDeviceWait(ctx, c)));
+      });
+
     // 1. start/end clock pairs around device work
     for (const a of sema.nodes('assignment')) {
       const left = a.childForFieldName('left');
@@ -74,7 +81,7 @@ export default defineRule({
       if (TRACE_NAME.test(t0) || TRACE_NAME.test(endName)) continue;
       const region = siblings.slice(i + 1, endIdx);
       if (!region.some((s) => runsDeviceWork(ctx, s))) continue;
-      if (region.some((s) => sema.callsWithin(s).some((c) => isDeviceWait(ctx, c)))) continue;
+      if (region.some((s) => sema.callsWithin(s).some((c) => isDeviceWait(ctx, c) || callsUnconditionalWait(c)))) continue;
       if (sema.callsWithin(end).some((c) => isDeviceWait(ctx, c) && c.startIndex < sema.callsWithin(end).find((t) => isTimerCall(ctx, t))!.startIndex)) continue;
       const endCall = sema.callsWithin(end).find((c) => isTimerCall(ctx, c))!;
       const hot = sema.hot(end);
