@@ -181,7 +181,7 @@ export default defineRule({
       } else if (n.type === 'identifier') {
         const fn = sema.enclosingFunction(n);
         const owned = (v: Node) => (sema.enclosingFunction(v)?.id ?? -1) === (fn?.id ?? -1);
-        const rhs = sema.bindings(n.text).filter(owned);
+        const rhs = sema.bindings(n.text).filter((v) => owned(v) && !overwrittenBeforeRead(v, n.text));
         const param = fn ? paramsOf(fn).find((p) => paramName(p) === n.text) : undefined;
         if (param && (param.type === 'default_parameter' || param.type === 'typed_default_parameter')) {
           out.push(...origins(param.childForFieldName('value'), depth + 1).map((s) => ({ ...s, defTime: s.defTime || s.node.id === param.childForFieldName('value')?.id })));
@@ -349,6 +349,25 @@ export default defineRule({
     }
   },
 });
+
+/**
+ * `device = torch.device("cuda" if ... else "cpu")` followed, in the same block and before any read of `device`, by an
+ * unconditional `device = xm.xla_device()`: the CUDA value is never used (pytorch/xla kaggle RNN notebook).
+ */
+function overwrittenBeforeRead(value: Node, name: string): boolean {
+  const a = value.parent;
+  if (a?.type !== 'assignment' || a.childForFieldName('left')?.text !== name || a.childForFieldName('right')?.id !== value.id) return false;
+  const stmt = a.parent;
+  if (stmt?.type !== 'expression_statement') return false;
+  const mentions = (n: Node | null | undefined) => !!n && (n.type === 'identifier' ? n.text === name : n.descendantsOfType('identifier').some((id) => id?.text === name));
+  for (let s = stmt.nextNamedSibling; s; s = s.nextNamedSibling) {
+    if (s.type === 'comment') continue;
+    const next = s.type === 'expression_statement' ? s.namedChildren[0] : null;
+    if (next?.type === 'assignment' && next.childForFieldName('left')?.text === name) return !mentions(next.childForFieldName('right'));
+    if (mentions(s)) return false;
+  }
+  return false;
+}
 
 function fixFrom(ctx: RuleContext, edits: Edit[], snip: Snippet, applicability: 'safe' | 'unsafe', title: string) {
   return { edits, imports: snip.imports, needsAccel: snip.needsAccel, applicability, title };
