@@ -178,8 +178,20 @@ function isHostScalar(v: Node): boolean {
     const l = v.childForFieldName('left');
     const r = v.childForFieldName('right');
     const read = (x: Node | null): boolean => !!x && ((x.type === 'call' && isHostScalar(x)) || (x.type === 'binary_operator' && isHostScalar(x)));
-    const plain = (x: Node | null) => !!x && (isHostScalar(x) || x.type === 'attribute' || x.type === 'identifier');
+    // `(world * accum)`: a parenthesised product of plain operands is plain too
+    const plain = (x: Node | null): boolean =>
+      !!x &&
+      (isHostScalar(x) || x.type === 'attribute' || x.type === 'identifier' ||
+        (x.type === 'parenthesized_expression' && plain(x.namedChildren[0] ?? null)) ||
+        (x.type === 'binary_operator' && plain(x.childForFieldName('left')) && plain(x.childForFieldName('right'))));
     return !!l && !!r && (read(l) || read(r)) && plain(l) && plain(r);
+  }
+  // `g = g.item() if isinstance(g, torch.Tensor) else g`: a host read, or the value when it already is one
+  if (v.type === 'conditional_expression') {
+    const [then, cond, other] = v.namedChildren;
+    const fn = cond?.type === 'call' ? cond.childForFieldName('function') : null;
+    const first = cond?.type === 'call' ? callArgs(cond).positional[0] : undefined;
+    return !!then && isHostScalar(then) && fn?.text === 'isinstance' && other?.type === 'identifier' && first?.text === other.text;
   }
   if (v.type === 'parenthesized_expression' && v.namedChildren[0]) return isHostScalar(v.namedChildren[0]);
   return false;
