@@ -421,7 +421,7 @@ export class Semantics {
       // an epoch loop (`for epoch in range(n): train_one_epoch(loader)`): every train signal it reaches sits in an
       // inner loop, which is the hot loop; the epoch loop's own code runs once per epoch
       if (!loader && !this.trainSignalOutsideLoops(body, 2)) continue;
-      const kind = this.underNoGrad(loop) ? 'eval' : train ? 'train' : this.bodyUnderNoGrad(body) ? 'eval' : 'train';
+      const kind = this.underNoGrad(loop) ? 'eval' : train ? 'train' : this.bodyUnderNoGrad(body) || afterEvalMode(loop) ? 'eval' : 'train';
       anchors.set(loop.id, { anchor: loop, kind, throttled: false });
       // functions called from the loop body (≤ 2 levels) are hot too
       this.markCalledHot(body, kind, 2, hotFns);
@@ -985,6 +985,21 @@ export function isAncestor(ancestor: Node, node: Node): boolean {
 
 export function calleeText(call: Node): string {
   return call.childForFieldName('function')?.text ?? '';
+}
+
+/**
+ * A loop with no training signal that runs after `model.eval()` in the same block, with no `.train()` call in
+ * between: an evaluation pass without `torch.no_grad()` (pytorch/xla colab resnet18-training's test_loop_fn).
+ */
+function afterEvalMode(loop: Node): boolean {
+  for (let s = loop.previousNamedSibling; s; s = s.previousNamedSibling) {
+    const call = s.type === 'expression_statement' ? s.namedChildren[0] : null;
+    const fn = call?.type === 'call' ? call.childForFieldName('function') : null;
+    const method = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text : null;
+    if (method === 'eval' && call!.childForFieldName('arguments')?.namedChildren.length === 0) return true;
+    if (/\.train\(/.test(s.text)) return false;
+  }
+  return false;
 }
 
 /** A loop iterable that is `enumerate(...)`, also inside a progress bar: `tqdm(enumerate(loader))` (yields (int, batch)). */
