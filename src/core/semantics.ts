@@ -473,13 +473,27 @@ export class Semantics {
   private inStepClosureBody(call: Node, scope: Node): boolean {
     for (let p = call.parent; p && p.id !== scope.id; p = p.parent) {
       if (p.type === 'lambda' && this.closureArgument(p)) return true;
-      if (p.type !== 'function_definition') continue;
-      const name = p.childForFieldName('name')?.text;
-      const holder = p.parent;
-      if (!name || !holder) continue;
-      if (this.within('identifier', holder).some((id) => id.text === name && id.parent?.type === 'argument_list' && this.closureArgument(id))) return true;
+      if (p.type === 'function_definition' && this.isStepClosureDef(p)) return true;
     }
     return false;
+  }
+
+  private readonly stepClosureMemo = new Map<number, boolean>();
+
+  /** A nested def passed by name, in its enclosing block, as the closure of `add_step_closure(...)`. */
+  private isStepClosureDef(def: Node): boolean {
+    let r = this.stepClosureMemo.get(def.id);
+    if (r !== undefined) return r;
+    const name = def.childForFieldName('name')?.text;
+    const holder = def.parent;
+    r =
+      !!name &&
+      !!holder &&
+      this.identifiersNamed(name).some(
+        (id) => id.startIndex >= holder.startIndex && id.endIndex <= holder.endIndex && id.parent?.type === 'argument_list' && this.closureArgument(id),
+      );
+    this.stepClosureMemo.set(def.id, r);
+    return r;
   }
 
   /** `fn` is the closure (first argument) of an `add_step_closure(...)` call. */

@@ -1,6 +1,6 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, isAncestor, isFString, kwValue, methodName, mentionsXla, receiver, stringContent } from '../../core/semantics';
+import { callArgs, isAncestor, isFString, kwValue, methodName, mentionsXla, receiver, stringContent, type Semantics } from '../../core/semantics';
 import type { Snippet } from '../../core/idioms';
 import type { Edit } from '../../core/types';
 import { cudaGuarded, removeArgument, short, withQuotes } from './cuda-util';
@@ -167,6 +167,13 @@ export default defineRule({
       return tuples;
     };
 
+    const overwrittenMemo = new Map<number, boolean>();
+    const overwritten = (v: Node, name: string) => {
+      let r = overwrittenMemo.get(v.id);
+      if (r === undefined) overwrittenMemo.set(v.id, (r = overwrittenBeforeRead(sema, v, name)));
+      return r;
+    };
+
     /** The places a CUDA device read at `n` was written (flow-insensitive, scoped by function). */
     const origins = (n: Node | null | undefined, depth = 0): Site[] => {
       if (!n || depth > 8) return [];
@@ -181,7 +188,7 @@ export default defineRule({
       } else if (n.type === 'identifier') {
         const fn = sema.enclosingFunction(n);
         const owned = (v: Node) => (sema.enclosingFunction(v)?.id ?? -1) === (fn?.id ?? -1);
-        const rhs = sema.bindings(n.text).filter((v) => owned(v) && !overwrittenBeforeRead(v, n.text));
+        const rhs = sema.bindings(n.text).filter((v) => owned(v) && !overwritten(v, n.text));
         const param = fn ? paramsOf(fn).find((p) => paramName(p) === n.text) : undefined;
         if (param && (param.type === 'default_parameter' || param.type === 'typed_default_parameter')) {
           out.push(...origins(param.childForFieldName('value'), depth + 1).map((s) => ({ ...s, defTime: s.defTime || s.node.id === param.childForFieldName('value')?.id })));
@@ -354,12 +361,24 @@ export default defineRule({
  * `device = torch.device("cuda" if ... else "cpu")` followed, in the same block and before any read of `device`, by an
  * unconditional `device = xm.xla_device()`: the CUDA value is never used (pytorch/xla kaggle RNN notebook).
  */
-function overwrittenBeforeRead(value: Node, name: string): boolean {
+function overwrittenBeforeRead(sema: Semantics, value: Node, name: string): boolean {
   const a = value.parent;
   if (a?.type !== 'assignment' || a.childForFieldName('left')?.text !== name || a.childForFieldName('right')?.id !== value.id) return false;
   const stmt = a.parent;
   if (stmt?.type !== 'expression_statement') return false;
-  const mentions = (n: Node | null | undefined) => !!n && (n.type === 'identifier' ? n.text === name : n.descendantsOfType('identifier').some((id) => id?.text === name));
+  // the identifiers spelled `name`, in document order: a node mentions it when one lies within its range
+  const uses = sema.identifiersNamed(name);
+  const mentions = (n: Node | null | undefined) => {
+    if (!n) return false;
+    let lo = 0;
+    let hi = uses.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (uses[mid].startIndex < n.startIndex) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < uses.length && uses[lo].endIndex <= n.endIndex;
+  };
   for (let s = stmt.nextNamedSibling; s; s = s.nextNamedSibling) {
     if (s.type === 'comment') continue;
     const next = s.type === 'expression_statement' ? s.namedChildren[0] : null;
