@@ -3,10 +3,8 @@ import type { StepActionId } from './messages';
 
 export type StepStatus = 'done' | 'in-progress' | 'todo';
 
-export interface FindingVM {
-  rule: string;
-  severity: 'error' | 'warning' | 'info' | 'hint';
-  message: string;
+/** Where a finding is, as the webview links it to code (shared by checklist and priced findings). */
+export interface CodeLocationVM {
   /** Workspace-relative path shown to the user. */
   path: string;
   /** Uri the host opens (opaque to the webview). */
@@ -15,6 +13,12 @@ export interface FindingVM {
   line: number;
   character: number;
   cell: number | null;
+}
+
+export interface FindingVM extends CodeLocationVM {
+  rule: string;
+  severity: 'error' | 'warning' | 'info' | 'hint';
+  message: string;
   docsUrl: string;
   fix: 'safe' | 'unsafe' | 'display' | null;
 }

@@ -2,6 +2,7 @@
  * View model of the cost estimator, as the code lens, the palette command and the integration panel
  * render it. Types only; built by src/cost/vm.ts (buildCostVM), so the editor never computes costs.
  */
+import type { CodeLocationVM } from './checklist';
 
 export type CostSourceKind = 'config' | 'derived' | 'assumption' | 'flag' | 'default';
 
@@ -59,17 +60,9 @@ export interface CostVM {
 }
 
 /** One finding priced on the workspace's training run (src/cost/findings.ts): always an estimate. */
-export interface PricedFindingVM {
+export interface PricedFindingVM extends CodeLocationVM {
   rule: string;
   message: string;
-  /** Workspace-relative path shown to the user. */
-  path: string;
-  /** Uri the host opens (opaque to the webview). */
-  uri: string;
-  /** 0-based line and UTF-16 character of the finding (within the cell for notebooks). */
-  line: number;
-  character: number;
-  cell: number | null;
   /** 1-based lines of the file where the rule fired, for rules priced once per file (a loop, a pipeline). */
   lines: number[];
   /** Extra wall-clock hours on the configured run. */
