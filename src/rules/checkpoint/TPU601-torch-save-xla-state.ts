@@ -1,6 +1,6 @@
 import { defineRule, type FixDraft } from '../../core/rule';
 import { replace } from '../../core/edits';
-import { fsdpV1, holdsDeviceState, isMultiProcess, isPureMasterCheck, isSpmd, masterGuard, placesOnDevice, saveArgs, TORCH_SAVE } from './util';
+import { fsdpV1, holdsDeviceState, isMultiProcess, isSpmd, masterGuard, placesOnDevice, saveArgs, TORCH_SAVE } from './util';
 
 export default defineRule({
   id: 'TPU601',
@@ -18,17 +18,20 @@ export default defineRule({
       'in a file that uses torch_xla or places work on a CUDA device (the state becomes XLA state on TPU). Explicit CPU copies (`.cpu()`, `.to("cpu")`) are not reported; SPMD/FSDP code is TPU603\'s.',
     why:
       '"Directly saving XLA tensors is possible but not recommended. XLA tensors are always loaded back to the device they were saved from, and if that device is unavailable the load will fail" (DEV:343-348; TS:363-375). ' +
-      '`xm.save(data, file_or_path, master_only=True, global_master=False)` syncs the pending graph, moves every XLA tensor to the CPU and writes only on the master (XM:1210-1251), so the file loads anywhere. ' +
-      'It ends with `xm.rendezvous`, so call it on every process, not under a rank-0 guard. Do not save views: recreate them after loading (xm.save docstring).',
+      '`xm.save(data, file_or_path, master_only=True, global_master=False)` syncs the pending graph, moves every XLA tensor to the CPU and, with `master_only=True`, writes only on the master of each host ' +
+      '(`is_master_ordinal(local=not global_master)`; only ordinal 0 with `global_master=True`), so the file loads anywhere (XM:1210-1251). ' +
+      'It has no rendezvous (removed in pytorch/xla#4926, 2023; none in `save` at v2.3.0 through v2.9.0), so it may run under your own rank guard with `master_only=False`. Do not save views: recreate them after loading (xm.save docstring).',
     example: 'if master_process:\n    torch.save(model.state_dict(), "ckpt.pt")',
-    useInstead: 'import torch_xla.core.xla_model as xm\n\nxm.save(model.state_dict(), "ckpt.pt")   # on every process; writes on the master only',
+    useInstead: 'import torch_xla.core.xla_model as xm\n\nif master_process:\n    xm.save(model.state_dict(), "ckpt.pt", master_only=False)   # your guard picks the writer',
     fixSafety:
-      'Safe in single-process code, and when the save is the only statement under a plain master check: the guard is removed because `xm.save` picks the writer itself and must run on every process (it ends with a rendezvous). ' +
-      'Unsafe for unguarded saves in multi-process code: with a per-rank path the fix passes `master_only=False`, otherwise one process writes instead of all. ' +
-      'No fix when the save shares its guard with other statements, or passes `torch.save`-only options: keep one `xm.save` call that every process reaches. ' +
+      'Safe in single-process code, and under a master/rank guard: the guard stays and the call gets `master_only=False`, so exactly the processes your guard admits write ' +
+      '(`if local_rank == 0:` keeps writing once per node, not once per job; `xm.save` has no rendezvous to wait for the others). ' +
+      'Unguarded saves in multi-process code: with a per-rank path the fix passes `master_only=False`; with a shared path tpu-only lets the master write instead of every process (unsafe), ' +
+      'while dual-path passes `master_only=False` so CPU and CUDA keep every rank writing as before. No fix when the save passes `torch.save`-only options. ' +
       'The manual equivalent is `torch.save({k: v.cpu() for k, v in sd.items()}, path)` (MIG:343-353).',
     sources: [
-      'XM:1210-1251 (torch_xla/core/xla_model.py: save(data, file_or_path, master_only=True, global_master=False) → _maybe_convert_to_cpu, torch.save on the master, rendezvous)',
+      'XM:1210-1251 (torch_xla/core/xla_model.py: save(data, file_or_path, master_only=True, global_master=False) → _maybe_convert_to_cpu, torch.save where should_write_data; no rendezvous: read at v2.3.0:1187-1222, v2.4.0:1187-1222, v2.5.0:1233-1275, v2.6.0:1248-1290, v2.7.0:1238-1280, v2.8.0:1213-1255, v2.9.0:1210-1252)',
+      'pytorch/xla#4926 (commit 4f7f3dc, April 2023): "Remove rendezvous from xm.save"',
       'DEV:343-348, TS:363-375 (saving XLA tensors directly)',
       'MIG:343-353 (CPU copies before torch.save)',
     ],
@@ -48,31 +51,32 @@ export default defineRule({
         ctx.idiom.profile === 'torchtpu'
           ? `\`torch.save(${short})\` writes device tensors that reload only where the device exists; save CPU copies`
           : `\`torch.save(${short})\` writes device tensors that reload only where that XLA device exists; \`xm.save\` saves CPU copies`;
-      const stmt = call.parent?.type === 'expression_statement' && call.parent.namedChildren.length === 1 ? call.parent : null;
       let fix: FixDraft | null = null;
       if (!extra.length) {
         const guard = masterGuard(call);
         multi ??= isMultiProcess(ctx);
         if (guard) {
-          const body = guard.childForFieldName('consequence')?.namedChildren.filter((c) => c && c.type !== 'comment') ?? [];
-          const alone = !!stmt && body.length === 1 && body[0]?.id === stmt.id && !guard.childForFieldName('alternative') && isPureMasterCheck(guard);
-          const snippet = alone ? ctx.idiom.save(obj.text, path.text) : null;
+          // the user's guard picks the writer on every backend: keep it, and let every caller of the save write
+          // (xm.save has had no rendezvous since pytorch/xla#4926, so calling it on some processes only is fine)
+          const snippet = ctx.idiom.save(obj.text, `${path.text}, master_only=False`);
           if (snippet) {
             fix = {
-              title: `Replace the guarded save with \`${snippet.text.split('(')[0]}\` on every process`,
+              title: `Save CPU copies with \`${snippet.text.split('(')[0]}\` under the existing guard`,
               applicability: 'safe',
-              edits: [replace(guard, snippet.text)],
+              edits: [replace(call, snippet.text)],
               imports: snippet.imports,
               needsAccel: snippet.needsAccel,
             };
           }
         } else {
           const perRank = multi && /rank|ordinal|local_rank/i.test(path.text);
-          const snippet = ctx.idiom.save(obj.text, perRank ? `${path.text}, master_only=False` : path.text);
+          // dual-path keeps CPU/CUDA rank semantics: every rank that wrote still writes
+          const everyRank = perRank || (multi && ctx.idiom.dualPath);
+          const snippet = ctx.idiom.save(obj.text, everyRank ? `${path.text}, master_only=False` : path.text);
           if (snippet) {
             fix = {
-              title: `Save CPU copies with \`${snippet.text.split('(')[0]}\`${perRank ? ' (every rank writes its own file)' : ''}`,
-              applicability: multi ? 'unsafe' : 'safe',
+              title: `Save CPU copies with \`${snippet.text.split('(')[0]}\`${perRank ? ' (every rank writes its own file)' : everyRank ? ' (every rank writes, as before)' : ''}`,
+              applicability: multi && !everyRank ? 'unsafe' : 'safe',
               edits: [replace(call, snippet.text)],
               imports: snippet.imports,
               needsAccel: snippet.needsAccel,

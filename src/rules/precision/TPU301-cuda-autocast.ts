@@ -5,7 +5,7 @@ import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import type { ImportSpec } from '../../core/types';
 import { callArgs, kwValue, mentionsXla, stringContent } from '../../core/semantics';
-import { autocastCall, autocastExpr, inDecorator, isBfloat16, isFloat16, torchName, underCudaOnlyBranch } from './util';
+import { autocastCall, autocastExpr, isBfloat16, isFloat16, torchName, underCudaOnlyBranch } from './util';
 
 const GRAD_SCALERS = /^(torch\.cuda\.amp\.GradScaler|torch\.amp\.GradScaler|torch\.GradScaler|torch\.amp\.grad_scaler\.GradScaler|torch\.cuda\.amp\.grad_scaler\.GradScaler)$/;
 const CUSTOM_FN = /^torch\.cuda\.amp\.(custom_fwd|custom_bwd)$/;
@@ -51,8 +51,10 @@ export default defineRule({
     fixSafety:
       'Safe when the region asked for bf16 or for no dtype in a script without a GradScaler: only the device changes (CUDA autocast already did nothing on TPU). ' +
       'Unsafe when the dtype was float16 (it becomes bf16, see TPU302), when it is a variable, or when a GradScaler shows the code was tuned for fp16. ' +
-      '`enabled=` and `cache_enabled=` are kept. In dual-path style the region calls `accel.autocast()` (bf16 on XLA and on CUDA with bf16 support, ' +
-      'full precision elsewhere); decorators are not rewritten there because that helper may return a `nullcontext`. ' +
+      '`enabled=` and `cache_enabled=` are kept. In dual-path style the region calls `accel.autocast(dtype=…)`, which off XLA is exactly ' +
+      '`torch.autocast(device_type, dtype=…, enabled=…, cache_enabled=…)` of the replaced call: float16 on CUDA stays float16 (`torch.cuda.amp.autocast()` becomes ' +
+      '`accel.autocast(dtype=torch.float16)`), a device-type variable is passed as `device_type=` (CPU autocast stays CPU autocast), and on a host without CUDA ' +
+      'the region is disabled as before; on XLA float16 or no dtype becomes bf16. Any GradScaler stays for CUDA (TPU303). ' +
       '`custom_fwd`/`custom_bwd` get no fix: a `device_type="xla"` form of them is unverified. An assigned factory becomes `lambda: <bf16 autocast>` (dual-path: `lambda: accel.autocast(dtype=torch.float16)`, float16 on CUDA as before and bf16 on XLA; unsafe: the script may scale fp16 losses) ' +
       'only when every call of that name passes no arguments.',
     sources: [
@@ -74,15 +76,17 @@ export default defineRule({
       const severity = hot && (hot.kind === 'eval' || hot.throttled) ? downgrade('warning') : 'warning';
       const message = `\`${short(call.text)}\` is CUDA autocast, disabled without a CUDA device: the region runs in float32 on TPU (use bf16 autocast on ${where})`;
 
-      // the fix: bf16 autocast of the profile, keeping enabled= / cache_enabled=
+      // the fix: bf16 autocast of the profile, keeping enabled= / cache_enabled=. In dual-path style
+      // `accel.autocast(dtype, enabled, device_type, cache_enabled)` is exactly `torch.autocast(device_type, ...)` off XLA,
+      // so the call keeps what CUDA (and CPU, where CUDA autocast disables itself) did: the dtype (float16 by default for
+      // `torch.cuda.amp.autocast`), and a device type other than "cuda" (`device_type` variable, `device.type`)
       const extra: string[] = [];
       if (ac.enabled) extra.push(`enabled=${ac.enabled.text}`);
       let fixable = true;
-      if (ac.cacheEnabled) {
-        if (ctx.idiom.dualPath) fixable = false;
-        else extra.push(`cache_enabled=${ac.cacheEnabled.text}`);
-      }
-      if (ctx.idiom.dualPath && inDecorator(call)) fixable = false;
+      const dual = ctx.idiom.dualPath;
+      if (dual && ac.kind === 'torch' && ac.device && !(ac.device.type === 'string' && stringContent(ac.device) === 'cuda')) extra.push(`device_type=${ac.device.text}`);
+      if (ac.cacheEnabled) extra.push(`cache_enabled=${ac.cacheEnabled.text}`);
+      // torch.autocast is a decorator too (autocast.__call__): fine in both styles now that accel.autocast returns one
       const { keywords, positional } = callArgs(call);
       // only plain argument lists: positional enabled/dtype are re-emitted as keywords; no *args/**kwargs
       if ([...positional].some((p) => p.type === 'list_splat' || p.type === 'dictionary_splat')) fixable = false;
@@ -91,6 +95,12 @@ export default defineRule({
       let dtype: string | undefined;
       let safe: boolean;
       const imports: ImportSpec[] = [];
+      if (dual && !ac.dtype && ac.kind === 'cuda') {
+        // torch.cuda.amp.autocast's default dtype, written out: float16 on CUDA, bf16 on XLA
+        const t = torchName(ctx);
+        dtype = `${t.name}.float16`;
+        imports.push(...t.imports);
+      }
       if (!ac.dtype) safe = !usesScaler;
       else if (isBfloat16(ctx, ac.dtype)) safe = true;
       else if (isFloat16(ctx, ac.dtype)) safe = false;
@@ -99,6 +109,11 @@ export default defineRule({
         const t = ac.dtype.type === 'string' ? null : ac.dtype.text;
         if (t === null) fixable = false;
         else dtype = t;
+      }
+      // dual-path: CUDA keeps the dtype it asked for (accel.autocast maps float16 to bf16 on XLA only)
+      if (dual && ac.dtype) {
+        if (ac.dtype.type === 'string') fixable = false;
+        else dtype = ac.dtype.text;
       }
       const snippet = fixable ? autocastExpr(ctx, { dtype, extra }) : null;
       if (snippet) imports.push(...snippet.imports);

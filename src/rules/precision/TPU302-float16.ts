@@ -3,7 +3,8 @@ import { downgrade } from '../../core/engine';
 import { replace, replaceRange } from '../../core/edits';
 import type { Node } from '../../core/parse';
 import type { RuleContext, FixDraft } from '../../core/rule';
-import { callArgs, kwValue, methodName, receiver, stringContent } from '../../core/semantics';
+import { callArgs, kwValue, mentionsXla, methodName, receiver, stringContent } from '../../core/semantics';
+import type { ImportSpec } from '../../core/types';
 import { autocastCall, isBfloat16, isFloat16, torchAttr, underCudaOnlyBranch, evalsOnTpu } from './util';
 
 const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig|DPOConfig|ORPOConfig|RewardConfig|GRPOConfig)$/;
@@ -74,6 +75,43 @@ function keySources(ctx: RuleContext, key: Node): { node: Node; flag?: string }[
   return [];
 }
 
+const HOST_CALL = /^(cpu|numpy|tolist|item)$/;
+
+/**
+ * A float16 cast that sets how data is stored rather than what the device computes in: the value is on the host
+ * (`.cpu().half()`, `.half().cpu()`), reaches `torch.save` (inline, or through a name saved later in the same scope), or
+ * converts a state dict (`{k: v.half() for k, v in model.state_dict().items()}`). Rewriting it would change the checkpoint format.
+ */
+function storageCast(ctx: RuleContext, call: Node): boolean {
+  // host side before or after the cast
+  for (let n: Node | null = receiver(call); n; n = n.type === 'call' ? receiver(n) : n.type === 'attribute' ? n.childForFieldName('object') : null) {
+    if (n.type === 'call' && HOST_CALL.test(methodName(n) ?? '')) return true;
+  }
+  for (let p: Node | null = call.parent, child: Node = call; p; child = p, p = p.parent) {
+    if (p.type === 'attribute' && p.childForFieldName('object')?.id === child.id && HOST_CALL.test(p.childForFieldName('attribute')?.text ?? '')) return true;
+    if (p.type === 'call' && /^torch\.save$|^torch_xla\.(core\.xla_model|utils\.serialization)\.save$|\.save$/.test(ctx.sema.callee(p) ?? '')) return true;
+    if (/comprehension$/.test(p.type) && /state_dict\(\)|\.items\(\)/.test(p.text)) return true;
+    if (p.type === 'assignment') {
+      const left = p.childForFieldName('left');
+      const target = left?.type === 'identifier' ? left.text : left?.type === 'subscript' ? left.childForFieldName('value')?.text : null;
+      if (!target || !/^\w+$/.test(target)) return false;
+      // the name is only ever read inside the object argument of a save (a model cast and then also run is compute)
+      const scope = ctx.sema.enclosingFunction(p);
+      const uses = ctx.sema.identifiersNamed(target).filter((n) => n.startIndex >= p.endIndex && (ctx.sema.enclosingFunction(n)?.id ?? -1) === (scope?.id ?? -1));
+      const inSave = (n: Node) => {
+        for (let q: Node | null = n.parent, child: Node = n; q; child = q, q = q.parent) {
+          if (q.type === 'call' && /^torch\.save$|\.save$/.test(ctx.sema.callee(q) ?? (methodName(q) === 'save' ? 'x.save' : ''))) return callArgs(q).positional[0]?.id === child.id || child.type === 'argument_list' && callArgs(q).positional[0] && n.startIndex >= callArgs(q).positional[0]!.startIndex && n.endIndex <= callArgs(q).positional[0]!.endIndex;
+          if (q.type === 'expression_statement' || q.type === 'block') return false;
+        }
+        return false;
+      };
+      return uses.length > 0 && uses.every(inSave);
+    }
+    if (/^(function_definition|class_definition|module|block)$/.test(p.type)) return false;
+  }
+  return false;
+}
+
 export default defineRule({
   id: 'TPU302',
   name: 'float16-dtype',
@@ -118,9 +156,20 @@ export default defineRule({
       const hot = ctx.sema.hot(node);
       return hot && (hot.kind === 'eval' || hot.throttled) ? downgrade('warning') : 'warning';
     };
-    const dtypeFix = (node: Node): FixDraft => {
+    /**
+     * float16 → bfloat16. In dual-path style code that also runs on CUDA/CPU keeps its float16 there:
+     * `torch.bfloat16 if accel.is_xla() else torch.float16` (`xlaOnly`: the construct already runs on XLA only).
+     */
+    const dtypeFix = (node: Node, xlaOnly = false): FixDraft => {
       const b = bf16For(ctx, node);
+      if (ctx.idiom.dualPath && !xlaOnly) return xlaPick(node, b.text, b.imports);
       return { title: `Replace \`${node.text}\` with \`${b.text}\``, edits: [replace(node, b.text)], imports: b.imports };
+    };
+    const xlaPick = (node: Node, bf16: string, imports: ImportSpec[] = []): FixDraft => {
+      const x = ctx.idiom.isXla();
+      const bare = /^(argument_list|keyword_argument|assignment|pair|expression_statement|parenthesized_expression)$/.test(node.parent?.type ?? '');
+      const pick = `${bf16} if ${x.text} else ${node.text}`;
+      return { title: `Pick \`${bf16}\` on XLA, keep \`${node.text}\` elsewhere`, edits: [replace(node, bare ? pick : `(${pick})`)], imports: [...imports, ...x.imports], needsAccel: x.needsAccel };
     };
 
     const dtypeDefs = new Set<number>();
@@ -166,8 +215,10 @@ export default defineRule({
       // the generated `accel.autocast(dtype=torch.float16)` already picks bf16 on XLA/TPU and keeps float16 for CUDA
       if (ac?.kind === 'accel') continue;
       if (ac) {
+        // an autocast on the XLA device runs on XLA only; a CUDA one is TPU301's (dual-path: accel.autocast keeps float16 on CUDA)
+        const onXla = ac.kind === 'xla' || (!!ac.device && mentionsXla(ac.device.text));
         if (ac.dtype && isFloat16(ctx, ac.dtype) && ac.dtype.type !== 'string') {
-          ctx.report(ac.dtype, { severity: sev(call), message: `Autocast with \`${ac.dtype.text}\`: TPU mixed precision is bfloat16 (torch_xla disables autocast for other dtypes)`, fix: dtypeFix(ac.dtype) });
+          ctx.report(ac.dtype, { severity: sev(call), message: `Autocast with \`${ac.dtype.text}\`: TPU mixed precision is bfloat16 (torch_xla disables autocast for other dtypes)`, fix: ctx.idiom.dualPath && !onXla ? null : dtypeFix(ac.dtype, onXla) });
         } else if (ac.dtype?.type === 'subscript') {
           reportLookup(ac.dtype);
         } else if (ac.dtype?.type === 'identifier') {
@@ -194,18 +245,27 @@ export default defineRule({
       const meth = methodName(call);
       const recv = receiver(call);
       if (meth === 'half' && recv && !ctx.sema.resolve(recv) && positional.length === 0 && keywords.size === 0) {
+        // a storage cast (`{k: v.half() for k, v in sd.items()}` saved to a checkpoint, `.cpu().half()`) is the checkpoint's
+        // format, not compute on the device: not this rule's
+        if (storageCast(ctx, call)) continue;
         const attr = call.childForFieldName('function')!.childForFieldName('attribute')!;
-        ctx.report(call, {
-          severity: sev(call),
-          message: `\`.half()\` casts to float16; TPUs compute in bfloat16`,
-          fix: { title: 'Replace `.half()` with `.bfloat16()`', edits: [replaceRange(attr.startIndex, call.endIndex, 'bfloat16()')] },
-        });
+        let fix: FixDraft;
+        if (ctx.idiom.dualPath) {
+          // `.half()` is `.to(torch.float16)` for tensors and modules: CUDA and CPU keep float16
+          const x = ctx.idiom.isXla();
+          const bf = torchAttr(ctx, 'bfloat16');
+          const f16 = torchAttr(ctx, 'float16');
+          const text = `to(${bf.text} if ${x.text} else ${f16.text})`;
+          fix = { title: `Cast to bfloat16 on XLA, float16 elsewhere (\`.${text}\`)`, edits: [replaceRange(attr.startIndex, call.endIndex, text)], imports: [...bf.imports, ...x.imports], needsAccel: x.needsAccel };
+        } else fix = { title: 'Replace `.half()` with `.bfloat16()`', edits: [replaceRange(attr.startIndex, call.endIndex, 'bfloat16()')] };
+        ctx.report(call, { severity: sev(call), message: `\`.half()\` casts to float16; TPUs compute in bfloat16`, fix });
         continue;
       }
       if ((meth === 'to' || meth === 'type') && recv && !ctx.sema.resolve(recv)) {
         const d = kwValue(keywords.get('dtype')) ?? positional.find((p) => isFloat16(ctx, p) && p.type !== 'string') ?? null;
         if (d && isFloat16(ctx, d) && d.type !== 'string') {
-          ctx.report(d, { severity: sev(call), message: `\`.${meth}(${d.text})\` casts to float16; TPUs compute in bfloat16`, fix: dtypeFix(d) });
+          if (storageCast(ctx, call)) continue;
+          ctx.report(d, { severity: sev(call), message: `\`.${meth}(${d.text})\` casts to float16; TPUs compute in bfloat16`, fix: dtypeFix(d, mentionsXla(call.childForFieldName('arguments')?.text ?? '')) });
         }
         continue;
       }
@@ -221,9 +281,14 @@ export default defineRule({
         const v = kwValue(kw);
         if (kw && v?.text === 'True') {
           const hasBf16 = keywords.has('bf16');
+          const x = ctx.idiom.isXla();
           ctx.report(kw, {
             message: '`fp16=True` trains in float16 mixed precision; on TPU use `bf16=True`',
-            fix: hasBf16 ? null : { title: 'Replace `fp16=True` with `bf16=True`', edits: [replace(kw, 'bf16=True')] },
+            fix: hasBf16
+              ? null
+              : ctx.idiom.dualPath
+                ? { title: 'float16 off XLA, bf16 on XLA', edits: [replace(kw, `fp16=not ${x.text}, bf16=${x.text}`)], imports: x.imports, needsAccel: x.needsAccel }
+                : { title: 'Replace `fp16=True` with `bf16=True`', edits: [replace(kw, 'bf16=True')] },
           });
         }
         continue;
@@ -237,7 +302,7 @@ export default defineRule({
         const q2 = v.type === 'string' ? v.text[v.text.length - 1] : '"';
         ctx.report(v, {
           message: `Lightning \`precision=${v.text}\` is float16; on TPU use bfloat16 (\`"${to}"\`)`,
-          fix: { title: `Replace with \`${q2}${to}${q2}\``, edits: [replace(v, `${q2}${to}${q2}`)] },
+          fix: ctx.idiom.dualPath ? xlaPick(v, `${q2}${to}${q2}`) : { title: `Replace with \`${q2}${to}${q2}\``, edits: [replace(v, `${q2}${to}${q2}`)] },
         });
         continue;
       }
@@ -245,7 +310,7 @@ export default defineRule({
         const v = kwValue(keywords.get('mixed_precision'));
         if (v?.type === 'string' && stringContent(v) === 'fp16') {
           const qq = v.text[v.text.length - 1];
-          ctx.report(v, { message: 'Accelerate `mixed_precision="fp16"` is float16; on TPU use `"bf16"`', fix: { title: 'Replace with `"bf16"`', edits: [replace(v, `${qq}bf16${qq}`)] } });
+          ctx.report(v, { message: 'Accelerate `mixed_precision="fp16"` is float16; on TPU use `"bf16"`', fix: ctx.idiom.dualPath ? xlaPick(v, `${qq}bf16${qq}`) : { title: 'Replace with `"bf16"`', edits: [replace(v, `${qq}bf16${qq}`)] } });
         }
         continue;
       }
@@ -300,6 +365,8 @@ export default defineRule({
     }
   },
   checkText(ctx) {
+    // launcher flags and config files have no `accel.is_xla()`: in dual-path style the CUDA run keeps its float16, so no fix
+    const offer = <T>(f: T): T | null => (ctx.idiom.dualPath ? null : f);
     if (ctx.fileKind === 'shell') {
       // `python run_clm.py --fp16` (HF TrainingArguments flag), `accelerate launch --mixed_precision fp16`
       const flags = /(^|[ \t])(--fp16)(?=[ \t]|$)(?![ \t]+(False|false|0)\b)|(--mixed_precision(?:[ \t]+|=))(['"]?)fp16\5(?=[ \t]|$)/gm;
@@ -310,14 +377,14 @@ export default defineRule({
           const start = m.index + m[1].length;
           ctx.report({ start, end: start + m[2].length }, {
             message: '`--fp16` trains in float16 mixed precision; on TPU pass `--bf16`',
-            fix: { title: 'Replace with `--bf16`', edits: [{ start, end: start + m[2].length, text: '--bf16' }] },
+            fix: offer({ title: 'Replace with `--bf16`', edits: [{ start, end: start + m[2].length, text: '--bf16' }] }),
           });
         } else {
           const start = m.index + m[4].length;
           const end = start + m[5].length * 2 + 4;
           ctx.report({ start, end }, {
             message: '`--mixed_precision fp16` is float16; on TPU use `bf16`',
-            fix: { title: 'Replace with `bf16`', edits: [{ start, end, text: `${m[5]}bf16${m[5]}` }] },
+            fix: offer({ title: 'Replace with `bf16`', edits: [{ start, end, text: `${m[5]}bf16${m[5]}` }] }),
           });
         }
       }
@@ -331,7 +398,7 @@ export default defineRule({
       const end = start + m[2].length * 2 + 4;
       ctx.report({ start, end }, {
         message: 'Accelerate `mixed_precision: fp16` is float16; on TPU use `bf16`',
-        fix: { title: 'Replace with `bf16`', edits: [{ start, end, text: `${m[2]}bf16${m[2]}` }] },
+        fix: offer({ title: 'Replace with `bf16`', edits: [{ start, end, text: `${m[2]}bf16${m[2]}` }] }),
       });
     }
   },

@@ -48,7 +48,8 @@ export default defineRule({
       'Safe for the CUDA scaler (`torch.cuda.amp.GradScaler`, `GradScaler("cuda")`, `torch.amp.GradScaler()` whose default device is CUDA) in a file that no longer uses ' +
       'float16: on a TPU host it is a disabled pass-through, so `scaler.scale(loss)` → `loss`, `scaler.step(opt)` → `opt.step()` and deleting `unscale_`/`update` keep behaviour. ' +
       'Unsafe when float16 is still used (on CUDA the scaler then prevents gradient underflow) and for `torch_xla.amp.GradScaler` (it scaled for real). ' +
-      'In the dual-path style with float16 kept, the scaler stays for CUDA and is only disabled on XLA (`enabled=... and not accel.is_xla()`, safe); its uses are left as they are. ' +
+      'In the dual-path style the scaler always stays (CUDA keeps its float16 autocast and its loss scaling, CPU its disabled scaler) and is only disabled on XLA ' +
+      '(`enabled=not accel.is_xla()`, or `enabled=(X) and not accel.is_xla()` with an existing `enabled=X`; safe); its uses are left as they are. ' +
       'The constructor is only deleted when the scaler has no other use (`state_dict()`, `get_scale()`, passed as an argument, …); those are left for you to remove.',
     sources: [
       'AMP (docs/source/perf/amp.md:51-52): "Since TPU\'s use bfloat16 mixed precision, gradient scaling is not necessary"',
@@ -93,9 +94,10 @@ export default defineRule({
         }
       }
 
-      // dual-path code that keeps float16 on CUDA still needs the scaler there: disable it on XLA only (on a TPU host the CUDA
-      // scaler already turns itself off, so this only silences its warning) and leave its uses, which are then pass-throughs
-      const keepForCuda = ctx.idiom.dualPath && fp16 && cuda && !xla;
+      // dual-path code keeps its CUDA (and CPU) precision, float16 autocast included (`accel.autocast(dtype=torch.float16)`
+      // is float16 on CUDA), so it still needs the scaler there: disable it on XLA only (on a TPU host the CUDA scaler already
+      // turns itself off, so this only silences its warning) and leave its uses, which are then pass-throughs
+      const keepForCuda = ctx.idiom.dualPath && !xla;
       if (keepForCuda && /\bis_xla\(|torch_xla|\bxla\b/.test(callArgs(ctor).list?.text ?? '')) continue; // already off on XLA
       const what = xla ? '`torch_xla.amp.GradScaler` was removed in torch_xla 2.9, and bf16 on TPU needs no loss scaling' : `\`${q.replace(/^torch\.cuda\.amp\.grad_scaler\./, 'torch.cuda.amp.')}\` is disabled without CUDA and bf16 on TPU needs no loss scaling`;
       const stmt = assign ? wholeStatement(assign) : null;
@@ -103,7 +105,7 @@ export default defineRule({
         // torch_xla.amp.GradScaler no longer exists from 2.9: the script fails at that line
         severity: xla && ctx.options.target.profile === 'torch_xla' && ctx.idiom.at('2.9') ? 'error' : 'warning',
         message: keepForCuda
-          ? `${what}: keep it only for float16 on CUDA`
+          ? `${what}: keep it for CUDA and disable it on XLA`
           : `${what}: remove the scaler${target && otherUses ? ` and its other uses of \`${target}\`` : ''}`,
         fix: keepForCuda
           ? disableOnXla(ctx, ctor)
@@ -147,7 +149,7 @@ function disableOnXla(ctx: RuleContext, ctor: Node): FixDraft | null {
   const enabled = args.keywords.get('enabled')?.childForFieldName('value');
   const list = args.list;
   if (!list) return null;
-  const base = { title: 'Keep the scaler for float16 on CUDA, disable it on XLA', applicability: 'safe' as const, imports: x.imports, needsAccel: x.needsAccel };
+  const base = { title: 'Keep the scaler for CUDA, disable it on XLA', applicability: 'safe' as const, imports: x.imports, needsAccel: x.needsAccel };
   const operand = /^(parenthesized_expression|identifier|attribute|call|true|false)$/.test(enabled?.type ?? '') ? enabled!.text : `(${enabled?.text})`;
   if (enabled) return { ...base, edits: [replace(enabled, `${operand} and not ${x.text}`)] };
   if (args.positional.length > 3) return null; // enabled passed positionally

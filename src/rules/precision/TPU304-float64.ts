@@ -70,9 +70,11 @@ export default defineRule({
     example: 'x = torch.from_numpy(np.random.rand(64, 10))\nw = w.double()\nt = torch.zeros(3, dtype=torch.float64)',
     useInstead: 'x = torch.from_numpy(np.random.rand(64, 10)).float()\nw = w.float()\nt = torch.zeros(3, dtype=torch.float32)',
     fixSafety:
-      'The `.float()` appended to a NumPy conversion is safe (the input pipeline feeds a float32 model; the catalog marks it safe-suggested). ' +
+      'The `.float()` appended to a NumPy conversion is safe when the file casts nothing to float64 (the input pipeline feeds a float32 model; the catalog marks it safe-suggested); it is not offered otherwise (the model may be float64). ' +
       'The other fixes (`.double()` → `.float()`, `torch.float64` → `torch.float32`, `np.float64` → `np.float32`) are unsafe: code that really needs 64-bit precision ' +
-      '(accumulators, numerically sensitive solvers) changes results; keep such math on the host instead.',
+      '(accumulators, numerically sensitive solvers) changes results; keep such math on the host instead. A cast of one side only breaks the program ' +
+      '(a float32 model fed float64 data fails with "mat1 and mat2 must have the same dtype"), so `.double()` and `torch.float64` get a fix only when the file has no data source whose dtype the rule cannot see ' +
+      '(a `DataLoader`, `torch.from_numpy`/`torch.as_tensor`, `np.load`, pandas). In dual-path style none of these fixes is offered: CPU and CUDA must keep their float64 numerics, and an XLA-only cast would still cast one side.',
     sources: [
       'DTYPE (torch_xla/csrc/dtype.cpp:141-160): F64 passed to XLA unless XLA_USE_BF16/XLA_DOWNCAST_BF16',
       'jax-ml/jax#21108, jax-ml/jax#30629 (X64 rewrite UNIMPLEMENTED errors on TPU)',
@@ -86,6 +88,14 @@ export default defineRule({
       return hot && (hot.kind === 'eval' || hot.throttled) ? downgrade('warning') : 'warning';
     };
     const f32 = (node: Node) => (node.type === 'attribute' ? { text: `${node.childForFieldName('object')!.text}.float32`, imports: [] } : torchAttr(ctx, 'float32'));
+    // A cast of one side only breaks the program: `model.double()` → `model.float()` while the data stays float64 fails with
+    // "mat1 and mat2 must have the same dtype". So the model/tensor casts are offered only in tpu-only style (dual-path must
+    // keep CPU/CUDA float64, and an XLA-only cast would still leave the other side float64 on XLA) and only when the file
+    // has no data source whose dtype this rule cannot see (a DataLoader, a NumPy/pandas conversion, np.load).
+    const dual = ctx.idiom.dualPath;
+    const untypedData = /\bDataLoader\b|\bfrom_numpy\(|\bas_tensor\(|\bnp\.load|\bnumpy\.load|\bpd\.|\bpandas\b|\.values\b|\.to_numpy\(/.test(ctx.text);
+    const castsFloat64 = ctx.sema.nodes('call').some((c) => methodName(c) === 'double') || ctx.sema.nodes('attribute').some((a) => isFloat64(ctx, a));
+    const offerCast = !dual && !untypedData;
     const movesToDevice = ctx.sema.xlaAware || ctx.sema.nodes('call').some((c) => /^(to|cuda)$/.test(methodName(c) ?? '')) || ctx.sema.nodes('keyword_argument').some((k) => k.childForFieldName('name')?.text === 'device');
 
     for (const call of ctx.sema.nodes('call')) {
@@ -100,7 +110,7 @@ export default defineRule({
         ctx.report(call, {
           severity: sev(call),
           message: '`.double()` makes a float64 tensor: TPUs have no native float64 (slow, some ops fail)',
-          fix: { title: 'Replace `.double()` with `.float()`', edits: [replaceRange(attr.startIndex, call.endIndex, 'float()')] },
+          fix: offerCast ? { title: 'Replace `.double()` with `.float()`', edits: [replaceRange(attr.startIndex, call.endIndex, 'float()')] } : null,
         });
         continue;
       }
@@ -128,7 +138,7 @@ export default defineRule({
           ctx.report(d, {
             severity: sev(call),
             message: q === 'torch.set_default_dtype' ? 'A float64 default dtype makes every new float tensor float64 on TPU' : `\`${d.text}\` makes a float64 tensor: TPUs have no native float64 (slow, some ops fail)`,
-            fix: { title: `Replace with \`${t.text}\``, edits: [replace(d, t.text)], imports: t.imports },
+            fix: offerCast ? { title: `Replace with \`${t.text}\``, edits: [replace(d, t.text)], imports: t.imports } : null,
           });
         }
         continue;
@@ -147,7 +157,8 @@ export default defineRule({
         ctx.report(call, {
           severity: sev(call),
           message: `\`${q.replace(/^torch\./, 'torch.')}(${arr.text.length > 30 ? '…' : arr.text})\` keeps NumPy's float64: cast it to float32 before it reaches the TPU`,
-          fix: { title: 'Append `.float()`', applicability: 'safe', edits: [insertAt(call.endIndex, '.float()')] },
+          // dual-path: CPU/CUDA keep their float64 data; a file that also casts to float64 may feed a float64 model (one side)
+          fix: dual || castsFloat64 ? null : { title: 'Append `.float()`', applicability: 'safe', edits: [insertAt(call.endIndex, '.float()')] },
         });
         continue;
       }
@@ -163,7 +174,7 @@ export default defineRule({
       const text = v.type === 'string' ? `${v.text[0]}float32${v.text[v.text.length - 1]}` : `${v.childForFieldName('object')?.text ?? 'np'}.float32`;
       ctx.report(v, {
         message: `\`dtype=${v.text}\` in a Dataset produces float64 samples; TPUs have no native float64`,
-        fix: { title: `Replace with \`${text}\``, edits: [replace(v, text)] },
+        fix: dual ? null : { title: `Replace with \`${text}\``, edits: [replace(v, text)] },
       });
     }
   },
