@@ -96,22 +96,32 @@ export class Idioms {
     return this.xla(`pl.MpDeviceLoader(${loader}, ${device})`, PL);
   }
 
-  /** `with <autocast>:` context expression for bf16 mixed precision. */
+  /**
+   * `with <autocast>:` context expression for bf16 mixed precision. Dual-path: `accel.autocast(...)`, which the
+   * caller gives the replaced call's `dtype=`/`enabled=`/`device_type=`/`cache_enabled=`: off XLA it is exactly
+   * `torch.autocast(device_type, ...)` of the original (float16 stays float16 on CUDA), bf16 on XLA.
+   */
   autocast(): Snippet {
     if (this.dualPath) return this.accel('autocast()');
     if (this.profile === 'torchtpu') return this.xla('torch.autocast("tpu", dtype=torch.bfloat16)', TORCH_TPU);
     return this.xla('torch.autocast("xla", dtype=torch.bfloat16)', TORCH_XLA);
   }
 
+  /** Checkpoint write of CPU copies; `path` may carry `, master_only=False` (a writer the caller's rank guard already picks). */
   save(obj: string, path: string): Snippet | null {
     if (this.dualPath) return this.accel(`save(${obj}, ${path})`);
     if (this.profile === 'torchtpu') return null;
     return this.xla(`xm.save(${obj}, ${path})`, XM);
   }
 
-  launch(fn: string, args: string | null, extra = ''): Snippet | null {
+  /**
+   * Starts `fn(index, *args)` per device. `nprocs`: the replaced launcher's process count; dual-path passes it on so that
+   * CPU/CUDA start as many processes as before (`accel.launch` ignores it on XLA, where torch_xla.launch / xmp.spawn take
+   * one process per device: xmp.spawn accepts only None or 1).
+   */
+  launch(fn: string, args: string | null, extra = '', nprocs?: string): Snippet | null {
     const argText = args ? `, args=${args}` : '';
-    if (this.dualPath) return this.accel(`launch(${fn}${argText}${extra})`);
+    if (this.dualPath) return this.accel(`launch(${fn}${argText}${nprocs ? `, nprocs=${nprocs}` : ''}${extra})`);
     if (this.profile === 'torchtpu') return null;
     return this.at('2.5') ? this.xla(`torch_xla.launch(${fn}${argText}${extra})`, TORCH_XLA) : this.xla(`xmp.spawn(${fn}${argText}${extra})`, XMP);
   }

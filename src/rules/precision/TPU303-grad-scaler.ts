@@ -114,7 +114,8 @@ export default defineRule({
             : null,
       });
 
-      for (const { call, meth } of uses) {
+      // dual-path: the uses are needed on CUDA and pass-throughs on XLA once the scaler is off there: nothing to report
+      for (const { call, meth } of keepForCuda ? [] : uses) {
 
         const args = callArgs(call);
         let fix: FixDraft | null = null;
@@ -136,7 +137,7 @@ export default defineRule({
           const s = wholeStatement(call);
           if (s) fix = { title: `Remove \`${call.text}\``, applicability, edits: [deleteStatement(ctx.text, s)] };
         }
-        ctx.report(call, { message, fix: keepForCuda ? null : fix }); // dual-path fp16: a pass-through once the scaler is off on XLA
+        ctx.report(call, { message, fix });
       }
     }
   },
