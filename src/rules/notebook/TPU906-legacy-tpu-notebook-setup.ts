@@ -17,6 +17,7 @@ export default defineRule({
   message: 'Legacy XRT / TPU Node notebook setup: current torch_xla runs on PJRT only',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Replace the legacy setup with a current install' },
   triggers: ['env-setup', 'XRT_', 'COLAB_TPU_ADDR', 'TPU_NAME', 'cloud-tpu-client', 'tpu-pytorch', 'TPU_LEGACY'],
+  profiles: ['torch_xla'],
   notebookOnly: true,
   docs: {
     what:
@@ -36,7 +37,7 @@ export default defineRule({
       'Unsafe: the setup script run becomes a pinned `%pip install` of the target torch_xla version, download lines and XRT variables are deleted. Reads of ' +
       '`COLAB_TPU_ADDR` are not changed: the code around them needs rewriting for a TPU VM.',
     sources: ['PJRT (docs/source/learn/_pjrt.md:16-31)', 'torch_xla/_internal/tpu.py configure_topology (setdefault of TPU_PROCESS_ADDRESSES: v2.3.0:268, v2.9.0:296)', 'commit f6409de (XRT removed from the main build)', 'README.md wheel table (+xrt 2.1 wheels)'],
-    torchtpu: 'For the preview, install torch_tpu as its release notes say; no replacement line is offered.',
+    torchtpu: 'Not run under the torchtpu profile: it replaces XRT-era torch_xla setup with a current torch_xla install; for the preview, install torch_tpu as its release notes say.',
   },
   check(ctx) {
     if (!ctx.notebook) return;
