@@ -63,7 +63,11 @@ export default defineRule({
       'TX:114-160 (torch_xla.compile(f, full_graph, name, max_different_graphs); pytorch/xla@022ecde torch_xla/torch_xla.py:114)',
       'PT:torch/_dynamo/backends/torchxla.py (openxla, openxla_eval; trace_once deprecation warning)',
     ],
-    torchtpu: 'The preview compiles with `torch.compile(backend="tpu", dynamic=False)`; the fix adds those arguments (unsafe: the preview API is moving).',
+    torchtpu:
+      'The preview compiles with `torch.compile(backend="tpu", dynamic=False)`; the fix adds those arguments (unsafe: the preview API is moving). In dual-path style the backend is picked ' +
+      'per device: `"openxla"` on XLA, `"tpu"` with `dynamic=False` when `accel.backend()` is `tpu`, the original backend elsewhere with `dynamic=None`, torch.compile\'s default ' +
+      '(https://docs.pytorch.org/docs/stable/generated/torch.compile.html), so CUDA and CPU compile as before. TorchTPU\'s compile options are otherwise not public ' +
+      '(vllm-torchtpu documents its compilation cache only: https://raw.githubusercontent.com/vllm-project/vllm-torchtpu/9c8d9b0534b19627978777b915162d3bcb32f4cb/docs/user_guide/compilation_cache.md).',
   },
   check(ctx) {
     const sema = ctx.sema;
