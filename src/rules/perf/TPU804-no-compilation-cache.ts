@@ -35,7 +35,10 @@ function cacheSnippet(ctx: RuleContext, where: { path: string; imports: ImportSp
 /** A script that torchrun / a DDP launcher starts once per rank (process group, rank env reads). SPMD is one process per host. */
 function multiProcessScript(ctx: RuleContext): boolean {
   if (ctx.notebook || /\buse_spmd\s*\(/.test(ctx.text)) return false;
-  return /\binit_process_group\s*\(|\bDistributedDataParallel\b|["'](LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE)["']/.test(ctx.text);
+  // also the rank reads earlier fixes leave (`accel.local_rank()`, `xr.global_ordinal()`, `dist.get_rank()`)
+  const accel = ctx.options.accelModule.split('.').pop()!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const rankCall = new RegExp(`\\b(${accel}|xr)\\.(local_rank|rank|world_size|global_ordinal|local_ordinal)\\s*\\(|\\bdist\\.get_(rank|world_size)\\s*\\(`);
+  return /\binit_process_group\s*\(|\bDistributedDataParallel\b|["'](LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE)["']/.test(ctx.text) || rankCall.test(ctx.text);
 }
 
 export default defineRule({
