@@ -167,7 +167,7 @@ export default defineRule({
       if (ac?.kind === 'accel') continue;
       if (ac) {
         if (ac.dtype && isFloat16(ctx, ac.dtype) && ac.dtype.type !== 'string') {
-          ctx.report(ac.dtype, { severity: sev(call), message: `Autocast with \`${ac.dtype.text}\`: TPU mixed precision is bfloat16 (torch_xla disables autocast for other dtypes)`, fix: dtypeFix(ac.dtype) });
+          ctx.report(ac.dtype, { severity: sev(call), message: `Autocast with \`${ac.dtype.text}\`: TPU mixed precision is bfloat16${ctx.idiom.profile === 'torchtpu' ? '' : ' (torch_xla disables autocast for other dtypes)'}`, fix: dtypeFix(ac.dtype) });
         } else if (ac.dtype?.type === 'subscript') {
           reportLookup(ac.dtype);
         } else if (ac.dtype?.type === 'identifier') {
@@ -183,7 +183,7 @@ export default defineRule({
           else if (def && defs.every((v) => isFloat16(ctx, v) && v.type !== 'string') && !dtypeDefs.has(def.id)) {
             dtypeDefs.add(def.id);
             ctx.report(def, {
-              message: `\`${ac.dtype.text} = ${def.text}\` is the autocast dtype: TPU mixed precision is bfloat16 (torch_xla disables autocast for other dtypes)`,
+              message: `\`${ac.dtype.text} = ${def.text}\` is the autocast dtype: TPU mixed precision is bfloat16${ctx.idiom.profile === 'torchtpu' ? '' : ' (torch_xla disables autocast for other dtypes)'}`,
               fix: dtypeFix(def),
             });
           }
