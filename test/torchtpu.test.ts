@@ -48,7 +48,7 @@ function flaggedLines(text: string, start: number, end: number): string {
  * Rules owned elsewhere whose torchtpu messages still name torch_xla (device, precision, distributed, TPU204,
  * TPU602): listed so that this scan guards every other rule now; remove an id once its messages are fixed.
  */
-const OUTSTANDING = new Set(['TPU109', 'TPU110', 'TPU204', 'TPU303', 'TPU501', 'TPU507', 'TPU602']);
+const OUTSTANDING = new Set(['TPU110', 'TPU204', 'TPU303', 'TPU501', 'TPU507', 'TPU602']);
 
 const STYLES: Partial<AnalyzeOptions>[] = [{ fixStyle: 'tpu-only' }, { fixStyle: 'dual-path' }];
 const torchtpu = (style: Partial<AnalyzeOptions>): AnalyzeOptions => ({ ...DEFAULT_OPTIONS, ...style, target: { profile: 'torchtpu', version: 'preview' } });
