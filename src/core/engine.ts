@@ -120,7 +120,7 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
   if (!mayMatch(text)) return result;
   const seenTriggers = new Map<string, boolean>();
   const active = rules.filter(
-    (r) => !!r.check && isSelected(r.id, options.select, options.ignore) && (!r.notebookOnly || doc.kind === 'notebook') && triggered(r, text, seenTriggers),
+    (r) => !!r.check && isSelected(r.id, options.select, options.ignore) && (!r.notebookOnly || doc.kind === 'notebook') && (!r.profiles || r.profiles.includes(options.target.profile)) && triggered(r, text, seenTriggers),
   );
   if (!active.length) return result;
   const tree = parsePython(text, oldTree);
@@ -185,6 +185,7 @@ function analyzeText(doc: TextDocument, rules: Rule[], options: AnalyzeOptions, 
   const seen = new Set<string>();
   for (const rule of rules) {
     if (!rule.checkText || !rule.textKinds?.includes(doc.fileKind) || !isSelected(rule.id, options.select, options.ignore)) continue;
+    if (rule.profiles && !rule.profiles.includes(options.target.profile)) continue;
     const ctx: TextContext = {
       path: doc.path,
       text: doc.text,

@@ -5,7 +5,7 @@ import type { Idioms } from './idioms';
 import type { LineIndex } from './source';
 import type { TextFileKind } from './engine';
 import type {
-  AnalyzeOptions, Applicability, Edit, Effort, FixAvailability, ImportSpec, Severity, Step,
+  AnalyzeOptions, Applicability, Edit, Effort, FixAvailability, ImportSpec, Severity, Step, TargetProfile,
 } from './types';
 
 export interface RuleDocs {
@@ -79,6 +79,11 @@ export interface Rule {
   triggers: string[];
   /** Runs on `.ipynb` only. */
   notebookOnly?: boolean;
+  /**
+   * The target profiles the rule runs under (default: all). A rule about torch_xla's own API, environment or
+   * runtime (deprecations, XLA_* variables, SPMD, XRT) says nothing a torchtpu user can act on.
+   */
+  profiles?: TargetProfile[];
   /** Python files and notebooks. */
   check?(ctx: RuleContext): void;
   /** Non-Python project files of `textKinds`. */

@@ -29,10 +29,12 @@ export default defineRule({
       'For very large models `xm.save` materializes every CPU copy at once; `xser.save(sd, path)`/`xser.load(path)` stream one tensor at a time to cut host memory (DEV:318-341).',
     example: 'for epoch in range(epochs):\n    train_one_epoch(model)\n    xm.save(model.state_dict(), "ckpt.pt")',
     useInstead:
-      'if os.path.exists("ckpt.pt"):\n    model.load_state_dict(torch.load("ckpt.pt", map_location="cpu"))\n' +
+      'if os.environ.get("RESUME") == "1" and os.path.exists("ckpt.pt"):\n    model.load_state_dict(torch.load("ckpt.pt", map_location="cpu"))\n' +
       'for epoch in range(epochs):\n    train_one_epoch(model)\n    xm.save(model.state_dict(), "gs://bucket/run/ckpt.pt")   # or CheckpointManager',
     fixSafety:
-      'Unsafe: the fix inserts a resume step before the training loop that reloads the saved state dict when the file exists; it is offered when the script saves one `<module>.state_dict()` to a fixed path. ' +
+      'Unsafe: the fix inserts an opt-in resume step before the training loop: with `RESUME=1` in the environment it reloads the saved state dict when the file exists; ' +
+      'without it the run trains exactly as before (a file left by an earlier run is never loaded on its own). It is offered only when the script saves one ' +
+      '`<module>.state_dict()` to one fixed path inside its training loop (a periodic training checkpoint); a save after the loop is a final export and gets no fix. ' +
       'Review that the checkpoint matches the model, and restore the optimizer, scheduler and step counter too.',
     sources: ['DCP:55-79 (CheckpointManager: fsspec/GCS, async saves, autocheckpoint on preemption)', 'DEV:318-341 (xser.save/xser.load stream tensors)', 'MIG:352-356 (load to CPU, then load_state_dict)'],
     torchtpu: 'The resume step is plain PyTorch and applies to torch_tpu too.',
@@ -87,17 +89,21 @@ function resumeFix(ctx: RuleContext, saves: Node[], loops: Node[]): FixDraft | n
     const body = l.childForFieldName('body');
     return !!body && ctx.sema.containsTrainSignal(body);
   });
-  const candidates = [...loops, ...epochLoops].filter((l) => ctx.sema.enclosingFunction(l)?.id === fn?.id && l.startIndex < save.startIndex);
+  // only a checkpoint written inside the training loop is a resumable training checkpoint: a save after the
+  // loop is the final export (loading it at the next start would train a finished model again)
+  const candidates = [...loops, ...epochLoops].filter((l) => ctx.sema.enclosingFunction(l)?.id === fn?.id && l.startIndex < save.startIndex && save.endIndex <= l.endIndex);
   const outer = candidates.filter((l) => !candidates.some((o) => o.id !== l.id && o.startIndex <= l.startIndex && l.endIndex <= o.endIndex));
   const loop = outer[outer.length - 1];
   if (!loop || loop.parent?.type !== 'block' && loop.parent?.type !== 'module') return null;
   const root = recv.type === 'attribute' ? recv.text.split('.')[0] : recv.text;
   if (root !== 'self' && !ctx.sema.bindings(root).some((b) => b.startIndex < loop.startIndex) && !fn?.childForFieldName('parameters')?.text.includes(root)) return null;
-  if (path.type === 'identifier' && !ctx.sema.bindings(path.text).some((b) => b.startIndex < loop.startIndex)) return null;
+  // one fixed path: bound before the loop and never re-bound inside it (a per-epoch path is not the file to resume)
+  if (path.type === 'identifier' && (!ctx.sema.bindings(path.text).some((b) => b.startIndex < loop.startIndex) || ctx.sema.bindings(path.text).some((b) => b.startIndex >= loop.startIndex && b.endIndex <= loop.endIndex))) return null;
   const load = callee === XSER_SAVE ? `xser.load(${path.text})` : `torch.load(${path.text}, map_location="cpu")`;
   const imports = [{ module: 'os' }, callee === XSER_SAVE ? { module: 'torch_xla.utils.serialization', alias: 'xser' } : { module: 'torch' }];
   const eol = detectEol(ctx.text);
   const indent = indentAt(ctx.text, loop.startIndex);
-  const text = `${indent}if os.path.exists(${path.text}):${eol}${indent}    ${recv.text}.load_state_dict(${load})${eol}`;
-  return { title: `Resume \`${recv.text}\` from ${path.text} before training`, edits: [{ start: lineStart(ctx.text, loop.startIndex), end: lineStart(ctx.text, loop.startIndex), text }], imports };
+  // opt-in: a fresh run (and a run in a directory that still holds an earlier run's file) trains exactly as before
+  const text = `${indent}if os.environ.get("RESUME") == "1" and os.path.exists(${path.text}):  # opt in: RESUME=1 to continue from the last checkpoint${eol}${indent}    ${recv.text}.load_state_dict(${load})${eol}`;
+  return { title: `Resume \`${recv.text}\` from ${path.text} before training when RESUME=1`, edits: [{ start: lineStart(ctx.text, loop.startIndex), end: lineStart(ctx.text, loop.startIndex), text }], imports };
 }

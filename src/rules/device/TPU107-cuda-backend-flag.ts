@@ -46,6 +46,8 @@ export default defineRule({
     torchtpu: 'The precision knob of the native `tpu` device is not known yet: the flags are reported, no fix is offered.',
   },
   check(ctx) {
+    // the torch_xla precision knob and its bf16 default are torch_xla's: the preview's are not public
+    const tpuPreview = ctx.idiom.profile === 'torchtpu';
     const sema = ctx.sema;
     const tpuOnlyXla = ctx.idiom.profile === 'torch_xla' && !ctx.idiom.dualPath;
     // a file that already sets the XLA precision keeps it: the CUDA knobs are then merely inert
@@ -95,7 +97,7 @@ export default defineRule({
             flag === 'deterministic' && val === 'True'
               ? '`cudnn.deterministic = True` has no effect on TPU; XLA determinism is not controlled by this flag'
               : flag === 'allow_tf32' && val === 'False'
-                ? '`cudnn.allow_tf32 = False` has no effect on TPU; f32 convolutions there run at `torch_xla.backends.set_mat_mul_precision` precision'
+                ? (tpuPreview ? '`cudnn.allow_tf32 = False` is a cuDNN setting; how the TorchTPU preview sets f32 precision is not public' : '`cudnn.allow_tf32 = False` has no effect on TPU; f32 convolutions there run at `torch_xla.backends.set_mat_mul_precision` precision')
                 : `\`cudnn.${flag}\` is a cuDNN setting with no effect on TPU`,
           fix: tpuOnlyXla && simple ? { title: `Remove \`cudnn.${flag}\` (inert on TPU)`, applicability: 'safe', edits: [deleteStatement(ctx.text, stmt)] } : null,
         });
@@ -105,8 +107,8 @@ export default defineRule({
           mapping(
             precision, left, val === 'False' ? 'warning' : 'info',
             val === 'False'
-              ? '`matmul.allow_tf32 = False` has no effect on TPU: f32 matmuls default to one bf16 pass there; set `torch_xla.backends.set_mat_mul_precision("highest")` for full precision'
-              : '`matmul.allow_tf32` is a CUDA TF32 switch with no effect on TPU; the XLA knob is `torch_xla.backends.set_mat_mul_precision`',
+              ? (tpuPreview ? '`matmul.allow_tf32 = False` is a CUDA TF32 switch; how the TorchTPU preview sets f32 matmul precision is not public' : '`matmul.allow_tf32 = False` has no effect on TPU: f32 matmuls default to one bf16 pass there; set `torch_xla.backends.set_mat_mul_precision("highest")` for full precision')
+              : (tpuPreview ? '`matmul.allow_tf32` is a CUDA TF32 switch; how the TorchTPU preview sets f32 matmul precision is not public' : '`matmul.allow_tf32` is a CUDA TF32 switch with no effect on TPU; the XLA knob is `torch_xla.backends.set_mat_mul_precision`'),
           );
         } else {
           ctx.report(left, { severity: 'info', message: `\`matmul.${flag}\` is a CUDA cuBLAS setting with no effect on TPU` });
@@ -123,8 +125,8 @@ export default defineRule({
         mapping(
           precision, call, arg === 'highest' ? 'warning' : 'info',
           arg === 'highest'
-            ? '`set_float32_matmul_precision("highest")` has no effect on TPU: f32 matmuls default to one bf16 pass there; use `torch_xla.backends.set_mat_mul_precision("highest")`'
-            : '`torch.set_float32_matmul_precision` has no effect on TPU; the XLA knob is `torch_xla.backends.set_mat_mul_precision`',
+            ? (tpuPreview ? '`set_float32_matmul_precision("highest")`: whether the TorchTPU preview honours it is not public' : '`set_float32_matmul_precision("highest")` has no effect on TPU: f32 matmuls default to one bf16 pass there; use `torch_xla.backends.set_mat_mul_precision("highest")`')
+            : (tpuPreview ? '`torch.set_float32_matmul_precision`: whether the TorchTPU preview honours it is not public' : '`torch.set_float32_matmul_precision` has no effect on TPU; the XLA knob is `torch_xla.backends.set_mat_mul_precision`'),
         );
       } else if (callee === 'torch.backends.cuda.sdp_kernel') {
         ctx.report(call, { severity: 'info', message: '`torch.backends.cuda.sdp_kernel(...)` selects CUDA attention kernels; it has no TPU effect (remove the context on the TPU path)' });

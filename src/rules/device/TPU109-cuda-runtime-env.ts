@@ -17,6 +17,8 @@ const CUDA_KNOBS = /^(CUDA_VISIBLE_DEVICES|NCCL_\w+|CUBLAS_WORKSPACE_CONFIG|PYTO
 /** What a variable assignment means on a TPU host, or null when it is fine (TPU_NUM_DEVICES and friends). */
 function classify(name: string, value: string | null, idiom: Idioms): Verdict | null {
   const removed29 = idiom.at('2.9');
+  // PJRT_DEVICE, GPU_NUM_DEVICES and XRT_* configure torch_xla's runtime: the native tpu device does not read them
+  if (idiom.profile === 'torchtpu' && (name === 'PJRT_DEVICE' || name === 'GPU_NUM_DEVICES' || /^XRT_\w+$/.test(name))) return null;
   if (name === 'PJRT_DEVICE' && value !== null) {
     const v = value.trim().toUpperCase();
     if (v === 'CUDA' || v === 'GPU')
@@ -81,7 +83,7 @@ export default defineRule({
       'XPJRT:204-209 (`xmp.spawn` error text: "Use the environment variable X_NUM_DEVICES (where X is CPU, TPU, NEURONCORE, etc)")',
       'PJRT:162 and torch_xla/core/xla_env_vars.py (`TPU_VISIBLE_CHIPS`, `TPU_PROCESS_BOUNDS`)',
     ],
-    torchtpu: 'The native `tpu` device does not read `PJRT_DEVICE`: the CUDA variables are still reported, the `PJRT_DEVICE=TPU` fixes are not offered.',
+    torchtpu: 'The native `tpu` device does not read torch_xla\'s runtime variables: under the torchtpu profile only the CUDA/NCCL variables are reported (`PJRT_DEVICE`, `GPU_NUM_DEVICES` and `XRT_*` are not).',
   },
   check(ctx) {
     const idiom = ctx.idiom;

@@ -34,6 +34,7 @@ export default defineRule({
   message: 'This torch_xla API is deprecated or removed in the target version',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Use the current torch_xla API' },
   triggers: ['torch_xla', 'xla_device', 'mark_step', 'xrt_world_size', 'get_ordinal', 'pjrt', 'torchxla_trace_once', 'XLA_USE_SPMD', 'xla_sharding'],
+  profiles: ['torch_xla'],
   docs: {
     what:
       'Checks for torch_xla APIs that are deprecated or removed in the target torch_xla version (catalog §3), through import aliases: ' +
@@ -61,7 +62,7 @@ export default defineRule({
       'catalog §3: XM:121-138, XM:1030-1032, TX:78, commits 022ecde, bbafe35, 7f8ef79, da7fdca, f1fe8bc, ed15ea1, d028176, 647804c; PJRT:16-21; XR:200-203; XPJRT:204-209',
       'pytorch/pytorch torch/_dynamo/backends/torchxla.py (`openxla`, `openxla_eval`; legacy `aot_torchxla_trace_once` registered as experimental)',
     ],
-    torchtpu: 'TorchTPU replaces these APIs with the native `tpu` device; no fix is offered in the preview profile, the message names the replacement to look for.',
+    torchtpu: 'Not run under the torchtpu profile: deprecations and removals of torch_xla\'s own APIs say nothing about the native `tpu` device, and their torch_xla replacements do not apply there.',
   },
   check(ctx) {
     const sema = ctx.sema;

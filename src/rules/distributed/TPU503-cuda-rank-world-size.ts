@@ -108,7 +108,7 @@ export default defineRule({
         : null;
       const outer = wrapper ?? node;
       const compared = outer.parent?.type === 'comparison_operator';
-      report(outer, kind, `\`${read.name}\` is set by torchrun, not by \`torch_xla.launch\``, wrapper && !compared ? wrapper : null);
+      report(outer, kind, ctx.idiom.profile === 'torchtpu' ? `\`${read.name}\` is set by torchrun only` : `\`${read.name}\` is set by torchrun, not by \`torch_xla.launch\``, wrapper && !compared ? wrapper : null);
     }
 
     // args.local_rank from a --local_rank / --local-rank flag (torch.distributed.launch)

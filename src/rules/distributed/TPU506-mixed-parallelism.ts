@@ -20,6 +20,7 @@ export default defineRule({
   message: 'Two parallelism paradigms are mixed; choose multi-process or SPMD',
   fix: { availability: 'none' },
   triggers: ['optimizer_step', 'use_spmd', 'XLA_USE_SPMD'],
+  profiles: ['torch_xla'],
   docs: {
     what:
       'Checks for (a) `xm.optimizer_step` on a DDP-wrapped model, (b) SPMD (`xr.use_spmd()` or `XLA_USE_SPMD=1`) together with `torch_xla.launch`, ' +
@@ -39,7 +40,7 @@ export default defineRule({
       'XBK:12-16 torch_xla/distributed/xla_backend.py _create_xla_process_group assert, read at pytorch/xla@035c6ac',
       'SPMD:53-56; T:test_train_mp_mnist.py:151-155',
     ],
-    torchtpu: 'The same conflicts are reported; TorchTPU equivalents are not public yet.',
+    torchtpu: 'Not run under the torchtpu profile: the conflicts are between torch_xla\'s launchers, process group and SPMD mode; TorchTPU equivalents are not public.',
   },
   check(ctx) {
     const spmd = spmdEnabled(ctx);

@@ -46,6 +46,7 @@ export default defineRule({
   message: 'SPMD setup error',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Call `xr.use_spmd()` before any XLA tensor exists' },
   triggers: ['use_spmd', 'XLA_USE_SPMD'],
+  profiles: ['torch_xla'],
   textKinds: ['shell', 'dotenv', 'dockerfile', 'yaml'],
   docs: {
     what:
@@ -69,7 +70,7 @@ export default defineRule({
       'SPMD docs/source/perf/spmd_basic.md; EX:data_parallel/train_resnet_spmd_data_parallel.py',
       'PL:85-93 (MpDeviceLoader forwards input_sharding to ParallelLoader)',
     ],
-    torchtpu: 'TorchTPU SPMD APIs are not public yet: findings are reported without a fix.',
+    torchtpu: 'Not run under the torchtpu profile: it checks torch_xla\'s SPMD API, and TorchTPU\'s SPMD API is not public.',
   },
   check(ctx) {
     const moveOk = ctx.idiom.xlaAlways('xr.use_spmd()');

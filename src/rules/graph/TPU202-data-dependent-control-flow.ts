@@ -30,7 +30,8 @@ export default defineRule({
     useInstead: 'loss = torch.where(loss > max_loss, loss * 0.1, loss)',
     fixSafety:
       'Unsafe. The `torch.where` rewrite is offered only for `if <tensor test>: x = a` (optionally `else: x = b`) where `x` is already a tensor: ' +
-      'both branches are now computed and broadcast, and a multi-element test no longer raises. Dropping `error_if_nonfinite=True` stops the NaN/inf check from raising; ' +
+      'both branches are now computed and broadcast, and a multi-element test no longer raises; tpu-only style only (dual-path keeps CPU and CUDA results). ' +
+      'Dropping `error_if_nonfinite=True` stops the NaN/inf check from raising (dual-path: `error_if_nonfinite=not accel.is_xla()`, so CPU and CUDA still raise); ' +
       'log the norm through a step closure instead. NaN guards (`if not torch.isfinite(g): continue`) need a redesign (mask the update with tensor math).',
     sources: [
       'RECOMP #3 "From control flow" (docs/source/perf/recompilation.md)',
@@ -121,6 +122,9 @@ function insideTest(node: Node): boolean {
 
 /** `if c: x = a` [`else: x = b`] → `x = torch.where(c, a, x|b)` when x is already a tensor. */
 function whereFix(ctx: RuleContext, ifStmt: Node, cond: Node) {
+  // dual-path keeps CPU and CUDA results: torch.where computes and broadcasts both branches (another shape, a
+  // NaN from the branch not taken in the gradient), so the rewrite is tpu-only
+  if (ctx.idiom.dualPath) return null;
   const alts = ifStmt.childrenForFieldName('alternative').filter((a): a is Node => !!a);
   if (alts.some((a) => a.type === 'elif_clause') || alts.length > 1) return null;
   const single = (block: Node | null | undefined): { target: string; value: Node } | null => {
@@ -167,5 +171,10 @@ function dropKeyword(ctx: RuleContext, kw: Node) {
   if (prev) start = prev.endIndex;
   else if (next) end = next.startIndex;
   if (/#/.test(ctx.text.slice(start, end))) return null;
+  // dual-path: CPU and CUDA keep raising on a non-finite norm; only XLA skips the host check
+  const isXla = ctx.idiom.isXla();
+  if (ctx.idiom.dualPath) {
+    return { title: 'Check the norm for NaN/inf except on XLA (`error_if_nonfinite=not accel.is_xla()`)', edits: [replace(kwValue(kw)!, `not ${isXla.text}`)], imports: isXla.imports, needsAccel: isXla.needsAccel };
+  }
   return { title: 'Drop `error_if_nonfinite=True` (log the norm from a step closure instead)', edits: [replaceRange(start, end, '')] };
 }

@@ -90,7 +90,7 @@ export default defineRule({
       '# fixed-size outputs: torch.topk with a constant k, or pad to the static maximum',
     fixSafety:
       'Unsafe. Offered for `v[mask].sum()` and `v[mask].mean()` when the mask is a comparison on `v` itself (same shape): the masked-out elements become 0 ' +
-      'and the mean divides by the clamped count, so an empty selection gives 0 instead of NaN. Other patterns need the rewrites above by hand. ' +
+      'and the mean divides by the clamped count, so an empty selection gives 0 instead of NaN; tpu-only style only (dual-path keeps CPU and CUDA results). Other patterns need the rewrites above by hand. ' +
       '`torch.nonzero_static` is not in torch_xla\'s native lowering list (unverified whether it falls back to CPU), so it is not suggested.',
     sources: [
       'TS:288-290 (docs/source/learn/troubleshoot.md: nonzero and masked indexing introduce dynamic shapes)',
@@ -173,6 +173,9 @@ function isWriteTarget(sub: Node): boolean {
 
 /** `v[v > 0].sum()` → `torch.where(v > 0, v, 0).sum()`; `.mean()` divides by the clamped count. */
 function maskedReduceFix(ctx: RuleContext, sub: Node, value: Node, mask: Node): FixDraft | null {
+  // dual-path keeps CPU and CUDA results: an empty selection's mean becomes 0 (not NaN) and the sum runs over
+  // the zero-filled tensor (another summation order), so the rewrite is tpu-only
+  if (ctx.idiom.dualPath) return null;
   const call = sub.parent?.type === 'attribute' ? sub.parent.parent : null;
   if (call?.type !== 'call' || call.childForFieldName('function')?.id !== sub.parent!.id) return null;
   const meth = methodName(call);

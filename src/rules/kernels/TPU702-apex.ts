@@ -72,23 +72,23 @@ export default defineRule({
       if (optional) {
         ctx.report(call, {
           severity: 'info',
-          message: `${messageFor(name, callee)} (apex is imported optionally: this path does not run on a TPU host, where apex is not installed)`,
+          message: `${messageFor(name, callee, ctx.idiom.profile)} (apex is imported optionally: this path does not run on a TPU host, where apex is not installed)`,
           // dual-path keeps the CUDA Apex path working; tpu-only may clean the dead path up
           fix: ctx.idiom.dualPath ? null : fixFor(ctx, call, callee),
         });
         continue;
       }
-      ctx.report(call, { message: messageFor(name, callee), fix: fixFor(ctx, call, callee) });
+      ctx.report(call, { message: messageFor(name, callee, ctx.idiom.profile), fix: fixFor(ctx, call, callee) });
     }
   },
 });
 
-function messageFor(name: string, callee: string): string {
+function messageFor(name: string, callee: string, profile: string): string {
   if (callee === 'apex.amp.initialize') return '`amp.initialize` is Apex CUDA mixed precision; use bf16 `torch.autocast` on TPU';
   if (callee === 'apex.amp.scale_loss') return '`amp.scale_loss` is Apex fp16 loss scaling; bf16 on TPU needs no loss scaling';
   if (/^apex\.optimizers\./.test(callee)) return `Apex \`${name}\` is a fused CUDA optimizer; use the torch.optim equivalent on TPU`;
   if (/^apex\.normalization\./.test(callee)) return `Apex \`${name}\` is a fused CUDA kernel; use the torch.nn layer on TPU`;
-  if (/^apex\.parallel\./.test(callee)) return `\`apex.parallel.${name}\` is CUDA data parallelism; use torch_xla data parallelism on TPU`;
+  if (/^apex\.parallel\./.test(callee)) return `\`apex.parallel.${name}\` is CUDA data parallelism; ${profile === 'torchtpu' ? 'TorchTPU data parallelism is not public yet' : 'use torch_xla data parallelism on TPU'}`;
   return `Apex \`${name}\` is CUDA-only and does not run on TPU`;
 }
 

@@ -97,7 +97,7 @@ export default defineRule({
         const m = /(^|[;&|]\s*|\bexec\s+)(deepspeed)(\s+)(?!-h\b)/.exec(line);
         if (m) {
           const at = start + m.index + m[1].length;
-          ctx.report({ start: at, end: at + 'deepspeed'.length }, { message: 'the `deepspeed` launcher starts DeepSpeed, which has no XLA accelerator; launch with `torch_xla.launch` or SPMD on TPU' });
+          ctx.report({ start: at, end: at + 'deepspeed'.length }, { message: ctx.idiom.profile === 'torchtpu' ? 'the `deepspeed` launcher starts DeepSpeed, which has no TPU accelerator; a TorchTPU launcher is not public yet' : 'the `deepspeed` launcher starts DeepSpeed, which has no XLA accelerator; launch with `torch_xla.launch` or SPMD on TPU' });
         } else if (ctx.fileKind === 'shell') {
           // `torchrun run_clm.py --deepspeed ds_config.json`: the HF Trainer's flag turns DeepSpeed on
           const f = /(^|\s)(--deepspeed)(?=[\s=]|$)/.exec(line);

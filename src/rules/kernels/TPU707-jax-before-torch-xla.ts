@@ -19,6 +19,7 @@ export default defineRule({
   message: 'JAX is imported without `jax_import_guard()` first: JAX can lock the TPU and torch_xla then hangs',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Call `jax_import_guard()` before importing JAX' },
   triggers: ['jax', 'flax', 'optax', 'orbax', 'chex'],
+  profiles: ['torch_xla'],
   docs: {
     what:
       'Checks for `import jax`, `from jax …` and libraries built on JAX (`flax`, `optax`, `orbax`, `chex`, `jaxlib`) in a file or notebook that uses torch_xla, ' +
@@ -37,7 +38,7 @@ export default defineRule({
       'PALLAS:14-60 (docs/source/features/pallas.md; jax_import_guard before importing jax)',
       'torch_xla/experimental/custom_kernel.py: def jax_import_guard() calls torch_xla._XLAC._init_computation_client(); newer releases re-export it from torch_xla/_internal/jax_workarounds.py ("Re-expose this API used that is referenced by docs")',
     ],
-    torchtpu: 'Not known for the torchtpu preview: no fix is offered; check whether JAX and torch_tpu share the TPU in one process.',
+    torchtpu: 'Not run under the torchtpu profile: the hang is torch_xla\'s (`jax_import_guard`); whether JAX and torch_tpu share the TPU in one process is not public.',
   },
   check(ctx) {
     if (!ctx.sema.imports('torch_xla')) return;

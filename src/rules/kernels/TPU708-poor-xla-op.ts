@@ -17,6 +17,7 @@ export default defineRule({
   message: 'this op or tensor feature has poor XLA support',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Use an XLA-friendly form' },
   triggers: ['ctc', 'CTC', 'data_ptr', 'storage', 'stride', 'is_contiguous', 'channels_last', 'copy', 'sparse'],
+  profiles: ['torch_xla'],
   docs: {
     what:
       'Checks for (a) CTC loss (`nn.CTCLoss`, `F.ctc_loss`), which torch_xla\'s troubleshooting guide shows falling back to the CPU; (b) storage and stride introspection: `.data_ptr()`, `.storage()`, `.untyped_storage()`, `.stride()`, ' +
@@ -34,7 +35,7 @@ export default defineRule({
       'Unsafe: dropping `memory_format=torch.channels_last` changes the CUDA layout (and speed, not results), so the dual-path style leaves it in place (a no-op on XLA) and only the tpu-only style removes it; dense embeddings use more gradient memory and do not work with `SparseAdam`; ' +
       '`x.clone()` makes the copy explicit, which is what XLA does for `copy.copy`, but code that relied on a shallow copy sharing storage changes. Stride/storage logic and CTC have no automatic fix.',
     sources: ['TS (docs/source/learn/troubleshoot.md: metrics report, aten:: counters, :359-362 strides, quirks)', 'DEV (docs/source/learn/pytorch-on-xla-devices.md "Memory Layout")'],
-    torchtpu: 'The same advice; the torch_xla metrics report does not apply to torch_tpu.',
+    torchtpu: 'Not run under the torchtpu profile: the fallbacks listed are torch_xla\'s lowerings; the preview\'s op coverage is not public.',
   },
   check(ctx) {
     if (!ctx.sema.usesTorch()) return;

@@ -100,7 +100,8 @@ export default defineRule({
         continue;
       }
       if (r.name === 'tensorflow' && usesXla) {
-        ctx.report(at, { message: 'Full `tensorflow` conflicts with torch_xla\'s TPU runtime: install `tensorflow-cpu` instead, then restart' });
+        // the conflict is with torch_xla's runtime; one with torch_tpu is not public
+        if (ctx.idiom.profile !== 'torchtpu') ctx.report(at, { message: 'Full `tensorflow` conflicts with torch_xla\'s TPU runtime: install `tensorflow-cpu` instead, then restart' });
       }
     }
   },

@@ -15,6 +15,7 @@ export default defineRule({
   message: 'An XLA/TPU environment variable is set after `import torch_xla`, which reads it at import',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Set the variable before `import torch_xla`' },
   triggers: ['environ', 'putenv', '%env', '%set_env'],
+  profiles: ['torch_xla'],
   notebookOnly: true,
   docs: {
     what:
@@ -30,7 +31,7 @@ export default defineRule({
       'Safe for literal values: the assignment moves right before the first `import torch_xla` (with `import os` when needed). No fix when the value is computed ' +
       'from variables defined later. Restart the kernel so the import runs again.',
     sources: ['INIT:31-34, 84-99, 184-186, 273-274 (torch_xla/__init__.py)', 'XR (torch_xla/runtime.py: _maybe_select_default_device)'],
-    torchtpu: 'For the preview, set TPU runtime variables before `import torch_tpu` in the same way.',
+    torchtpu: 'Not run under the torchtpu profile: it checks variables that `import torch_xla` reads; which variables torch_tpu reads at import is not public.',
   },
   check(ctx) {
     const imports = torchXlaImports(ctx).filter(atModuleLevel);

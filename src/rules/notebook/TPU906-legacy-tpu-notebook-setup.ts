@@ -1,6 +1,6 @@
 import { defineRule, type FixDraft } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, stringContent } from '../../core/semantics';
+import { stringContent } from '../../core/semantics';
 import { replaceRange } from '../../core/edits';
 import { deleteLineInCell, deleteStatementInCell, envWrites, pipLines, plainString, tokens } from './util';
 
@@ -16,13 +16,15 @@ export default defineRule({
   effort: 1,
   message: 'Legacy XRT / TPU Node notebook setup: current torch_xla runs on PJRT only',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Replace the legacy setup with a current install' },
-  triggers: ['env-setup', 'XRT_', 'COLAB_TPU_ADDR', 'TPU_NAME', 'cloud-tpu-client', 'tpu-pytorch', 'TPU_PROCESS_ADDRESSES', 'TPU_LEGACY'],
+  triggers: ['env-setup', 'XRT_', 'COLAB_TPU_ADDR', 'TPU_NAME', 'cloud-tpu-client', 'tpu-pytorch', 'TPU_LEGACY'],
+  profiles: ['torch_xla'],
   notebookOnly: true,
   docs: {
     what:
       'Checks notebooks for the old TPU setup: `env-setup.py` / `pytorch-xla-env-setup.py` downloads and runs, wheels from `storage.googleapis.com/tpu-pytorch/wheels/…`, ' +
-      '`cloud-tpu-client` installs, `XRT_TPU_CONFIG`, `COLAB_TPU_ADDR`, `TPU_NAME` pointing at a `grpc://` TPU Node, `PJRT_DEVICE=TPU_LEGACY`, ' +
-      'and removals of `TPU_PROCESS_ADDRESSES` (seen in the Kaggle PT/XLA 2.1 sample).',
+      '`cloud-tpu-client` installs, `XRT_TPU_CONFIG`, `COLAB_TPU_ADDR`, `TPU_NAME` pointing at a `grpc://` TPU Node and `PJRT_DEVICE=TPU_LEGACY`. ' +
+      'Removals of `TPU_PROCESS_ADDRESSES` (the Kaggle PT/XLA 2.1 sample) are not reported: torch_xla sets that variable with `os.environ.setdefault` ' +
+      '(torch_xla/_internal/tpu.py:268 at v2.3.0, :296 at v2.9.0), so a stale value from the image would win over it.',
     why:
       'XRT, the runtime those settings configure, was removed from the main torch_xla build in 2.1 (commit f6409de); PJRT has been the default since 2.0 and is the ' +
       'only runtime now (PJRT:26-31). The TPU Node architecture (a remote TPU behind a gRPC address) is what `COLAB_TPU_ADDR` and `grpc://` `TPU_NAME` point at. ' +
@@ -34,8 +36,8 @@ export default defineRule({
     fixSafety:
       'Unsafe: the setup script run becomes a pinned `%pip install` of the target torch_xla version, download lines and XRT variables are deleted. Reads of ' +
       '`COLAB_TPU_ADDR` are not changed: the code around them needs rewriting for a TPU VM.',
-    sources: ['PJRT (docs/source/learn/_pjrt.md:16-31)', 'commit f6409de (XRT removed from the main build)', 'README.md wheel table (+xrt 2.1 wheels)'],
-    torchtpu: 'For the preview, install torch_tpu as its release notes say; no replacement line is offered.',
+    sources: ['PJRT (docs/source/learn/_pjrt.md:16-31)', 'torch_xla/_internal/tpu.py configure_topology (setdefault of TPU_PROCESS_ADDRESSES: v2.3.0:268, v2.9.0:296)', 'commit f6409de (XRT removed from the main build)', 'README.md wheel table (+xrt 2.1 wheels)'],
+    torchtpu: 'Not run under the torchtpu profile: it replaces XRT-era torch_xla setup with a current torch_xla install; for the preview, install torch_tpu as its release notes say.',
   },
   check(ctx) {
     if (!ctx.notebook) return;
@@ -99,19 +101,9 @@ export default defineRule({
         : { title: `Delete the \`${w.name}\` setting`, edits: [deleteStatementInCell(ctx, w.stmt)] };
       ctx.report(w.anchor, { message, fix });
     }
-    // os.environ.pop('TPU_PROCESS_ADDRESSES') / del os.environ['TPU_PROCESS_ADDRESSES']
-    for (const call of ctx.sema.nodes('call')) {
-      if (ctx.sema.callee(call) !== 'os.environ.pop') continue;
-      const arg = callArgs(call).positional[0];
-      if (plainString(arg) !== 'TPU_PROCESS_ADDRESSES') continue;
-      reported.add(arg.id);
-      const stmt = call.parent?.type === 'expression_statement' ? call.parent : null;
-      ctx.report(call, {
-        severity: 'warning',
-        message: 'Removing `TPU_PROCESS_ADDRESSES` is a workaround from old Kaggle images; current torch_xla sets up the TPU processes itself',
-        fix: stmt ? { title: 'Delete the workaround', edits: [deleteStatementInCell(ctx, stmt)] } : null,
-      });
-    }
+    // Not reported: removing `TPU_PROCESS_ADDRESSES` (os.environ.pop / del, the Kaggle PT/XLA 2.1 sample). torch_xla
+    // sets it with os.environ.setdefault when it configures the TPU processes (_internal/tpu.py:268 at v2.3, :296 at
+    // v2.9), so a stale value left by the image would win: the removal is a needed workaround, not legacy setup.
     // reads of COLAB_TPU_ADDR / XRT_TPU_CONFIG
     for (const s of ctx.sema.nodes('string')) {
       const v = stringContent(s);

@@ -63,7 +63,11 @@ export default defineRule({
       'TX:114-160 (torch_xla.compile(f, full_graph, name, max_different_graphs); pytorch/xla@022ecde torch_xla/torch_xla.py:114)',
       'PT:torch/_dynamo/backends/torchxla.py (openxla, openxla_eval; trace_once deprecation warning)',
     ],
-    torchtpu: 'The preview compiles with `torch.compile(backend="tpu", dynamic=False)`; the fix adds those arguments (unsafe: the preview API is moving).',
+    torchtpu:
+      'The preview compiles with `torch.compile(backend="tpu", dynamic=False)`; the fix adds those arguments (unsafe: the preview API is moving). In dual-path style the backend is picked ' +
+      'per device: `"openxla"` on XLA, `"tpu"` with `dynamic=False` when `accel.backend()` is `tpu`, the original backend elsewhere with `dynamic=None`, torch.compile\'s default ' +
+      '(https://docs.pytorch.org/docs/stable/generated/torch.compile.html), so CUDA and CPU compile as before. TorchTPU\'s compile options are otherwise not public ' +
+      '(vllm-torchtpu documents its compilation cache only: https://raw.githubusercontent.com/vllm-project/vllm-torchtpu/9c8d9b0534b19627978777b915162d3bcb32f4cb/docs/user_guide/compilation_cache.md).',
   },
   check(ctx) {
     const sema = ctx.sema;
@@ -90,7 +94,9 @@ export default defineRule({
       if (backend && LEGACY_BACKENDS.has(backend)) {
         const repl = ctx.idiom.profile === 'torch_xla' ? '"openxla"' : null;
         ctx.report(backendVal!, {
-          message: `\`backend="${backend}"\` is a legacy name, deprecated in favour of \`backend="openxla"\``,
+          message: tpu
+            ? `\`backend="${backend}"\` is a legacy backend that targets no TPU device of the preview; compile with \`backend="tpu", dynamic=False\``
+            : `\`backend="${backend}"\` is a legacy name, deprecated in favour of \`backend="openxla"\``,
           fix: repl ? { applicability: 'safe', title: 'Use `backend="openxla"`', edits: [replace(backendVal!, repl)] } : null,
         });
         return;
@@ -114,14 +120,17 @@ export default defineRule({
           fix = null;
         } else {
           const gpu = backend ?? 'inductor';
-          const value = dual ? `"openxla" if ${accelName(ctx, 'is_xla')}() else "${gpu}"` : tpu ? '"tpu"' : '"openxla"';
+          // dual-path: openxla on XLA, the preview's backend="tpu" (with dynamic=False) on the tpu device, the
+          // original backend elsewhere (dynamic=None is torch.compile's default: CUDA and CPU compile as before)
+          const onTpu = `${accelName(ctx, 'backend')}() == "tpu"`;
+          const value = dual ? `"openxla" if ${accelName(ctx, 'is_xla')}() else "tpu" if ${onTpu} else "${gpu}"` : tpu ? '"tpu"' : '"openxla"';
           const imports = dual ? ctx.idiom.isXla().imports : [];
           if (backendVal) edits.push(replace(backendVal, value));
           if (!dual) {
             if (modeKw) edits.push(dropArg(text, modeKw));
             if (optsKw) edits.push(dropArg(text, optsKw));
           }
-          const extraArgs = tpu && !keywords.has('dynamic') ? ', dynamic=False' : '';
+          const extraArgs = keywords.has('dynamic') ? '' : dual ? `, dynamic=False if ${onTpu} else None` : tpu ? ', dynamic=False' : '';
           if (call && list) {
             if (!backendVal) edits.push(appendArg(text, list, `backend=${value}${extraArgs}`));
             else if (extraArgs) edits.push(appendArg(text, list, extraArgs.slice(2)));
@@ -130,7 +139,9 @@ export default defineRule({
           }
           fix = {
             applicability: tpu ? 'unsafe' : 'safe',
-            title: `Compile with \`backend=${dual ? '"openxla"` on XLA' : tpu ? '"tpu"`' : '"openxla"`'}`,
+            title: tpu
+              ? `Compile with \`backend="tpu", dynamic=False\`${dual ? ' on the tpu device' : ''}`
+              : `Compile with \`backend=${dual ? '"openxla"` on XLA (`"tpu"`, `dynamic=False` on the tpu device)' : '"openxla"`'}`,
             edits,
             imports,
             needsAccel: dual,

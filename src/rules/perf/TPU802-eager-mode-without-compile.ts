@@ -17,6 +17,7 @@ export default defineRule({
   message: 'Eager mode is on but no step is wrapped in `torch_xla.compile`: every op runs eagerly',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Compile the training step with `torch_xla.compile`' },
   triggers: ['eager_mode', 'XLA_USE_EAGER_DEBUG_MODE'],
+  profiles: ['torch_xla'],
   docs: {
     what:
       'Checks for `torch_xla.experimental.eager_mode(True)` and `XLA_USE_EAGER_DEBUG_MODE=1` in a file where no function is compiled with `torch_xla.compile`.',
@@ -38,7 +39,7 @@ export default defineRule({
       'torch_xla/experimental/eager.py (eager_mode(enable))',
       'TS (XLA_USE_EAGER_DEBUG_MODE)',
     ],
-    torchtpu: 'Not applicable to the preview; no fix is offered.',
+    torchtpu: 'Not run under the torchtpu profile: it checks torch_xla\'s eager mode (`torch_xla.experimental.eager_mode`); the preview is eager-first and compiles with `torch.compile(backend="tpu", dynamic=False)` (TPU801).',
   },
   check(ctx) {
     const sema = ctx.sema;

@@ -1,7 +1,10 @@
-import { defineRule, type FixDraft } from '../../core/rule';
+import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { insertLineAfter, insertLineBefore } from '../../core/edits';
 import { launchCalls, xlaContext } from './util';
+import { detectEol } from '../../core/source';
+import type { Snippet } from '../../core/idioms';
+import type { ImportSpec } from '../../core/types';
 
 function isImport(n: Node): boolean {
   return n.type === 'import_statement' || n.type === 'import_from_statement' || n.type === 'future_import_statement';
@@ -15,6 +18,27 @@ function importsTorch(n: Node): boolean {
   if (n.type === 'import_statement') return n.namedChildren.some((c) => /^torch(_xla)?(\.|$)/.test((c?.type === 'aliased_import' ? c.childForFieldName('name') : c)?.text ?? ''));
   if (n.type === 'import_from_statement') return /^torch(_xla)?(\.|$)/.test(n.childForFieldName('module_name')?.text ?? '');
   return false;
+}
+
+/** The cache path of one process: the launch index, else the process rank. */
+function perProcessPath(ctx: RuleContext, index: string | null): { path: string; imports: ImportSpec[] } {
+  if (index) return { path: `f"/tmp/xla_cache_{${index}}"`, imports: [] };
+  const rank = ctx.idiom.rank();
+  return rank ? { path: `f"/tmp/xla_cache_{${rank.text}}"`, imports: rank.imports } : { path: '"/tmp/xla_cache"', imports: [] };
+}
+
+function cacheSnippet(ctx: RuleContext, where: { path: string; imports: ImportSpec[] }): Snippet | null {
+  const call = ctx.idiom.initializeCache(where.path);
+  return call && { ...call, imports: [...call.imports, ...where.imports] };
+}
+
+/** A script that torchrun / a DDP launcher starts once per rank (process group, rank env reads). SPMD is one process per host. */
+function multiProcessScript(ctx: RuleContext): boolean {
+  if (ctx.notebook || /\buse_spmd\s*\(/.test(ctx.text)) return false;
+  // also the rank reads earlier fixes leave (`accel.local_rank()`, `xr.global_ordinal()`, `dist.get_rank()`)
+  const accel = ctx.options.accelModule.split('.').pop()!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const rankCall = new RegExp(`\\b(${accel}|xr)\\.(local_rank|rank|world_size|global_ordinal|local_ordinal)\\s*\\(|\\bdist\\.get_(rank|world_size)\\s*\\(`);
+  return /\binit_process_group\s*\(|\bDistributedDataParallel\b|["'](LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE)["']/.test(ctx.text) || rankCall.test(ctx.text);
 }
 
 export default defineRule({
@@ -40,12 +64,18 @@ export default defineRule({
       'def _mp_fn(index):\n    xr.initialize_cache(f"/tmp/xla_cache_{index}", readonly=False)',
     fixSafety:
       'Safe: inserted right after the import block that holds `import torch` (before any computation; in a notebook, in the cell that imports torch), or as the first statement of the function passed to `torch_xla.launch` / `xmp.spawn` ' +
-      'with a per-process path. Pick a persistent path (a local SSD or a mounted bucket) instead of `/tmp` for reuse across machines; in SPMD share one cache with `readonly=True` on readers.',
+      'with a per-process path (`/tmp/xla_cache_{index}`). A script that torchrun starts once per rank (a process group, `RANK`/`LOCAL_RANK` reads) gets a path per rank ' +
+      '(`xr.global_ordinal()`, as DEV:458 says when the index is not at hand). `initialize_cache` asserts that no graph has been compiled yet (XR:258 at 2.9, XR:290 at 2.3), ' +
+      'so re-running a notebook cell that holds it would raise: the notebook form runs only while `XLA_PERSISTENT_CACHE_PATH` (which it sets, XR:263) is unset. ' +
+      'Pick a persistent path (a local SSD or a mounted bucket) instead of `/tmp` for reuse across machines; in SPMD share one cache with `readonly=True` on readers.',
     sources: [
-      'DEV (docs/source/learn/pytorch-on-xla-devices.md:425-455)',
-      'XR (torch_xla/runtime.py: initialize_cache(path: str, readonly: bool = False))',
+      'DEV (docs/source/learn/pytorch-on-xla-devices.md:425-458 at v2.9.0: "use different paths for different processes", "you can use xr.global_ordinal()")',
+      'XR (torch_xla/runtime.py initialize_cache: v2.9.0:250-264, v2.3.0:282-296: `assert not torch_xla._XLAC._xla_computation_cache_is_initialized()`, then sets XLA_PERSISTENT_CACHE_PATH)',
+      'torch_xla/csrc/xla_graph_executor.cpp:579-588 at v2.9.0 (the computation cache is created by the first compile)',
     ],
-    torchtpu: 'The preview has no documented persistent cache API: the finding is advice only.',
+    torchtpu:
+      'No persistent cache API is documented for training with the preview: the finding is advice only. vllm-torchtpu documents `TORCH_TPU_TIER3_COMPILATION_CACHE_ROOT` for its native ' +
+      'backend (https://raw.githubusercontent.com/vllm-project/vllm-torchtpu/9c8d9b0534b19627978777b915162d3bcb32f4cb/docs/user_guide/compilation_cache.md); whether torch_tpu training honours it is unverified.',
   },
   check(ctx) {
     if (!xlaContext(ctx)) return;
@@ -80,7 +110,9 @@ export default defineRule({
       const params = target.childForFieldName('parameters')?.namedChildren.filter((p): p is Node => !!p) ?? [];
       const first = params[0];
       const index = first?.type === 'identifier' ? first.text : first?.childForFieldName('name')?.text ?? (first?.namedChildren[0]?.type === 'identifier' ? first.namedChildren[0].text : null);
-      const snippet = ctx.idiom.initializeCache(index ? `f"/tmp/xla_cache_{${index}}"` : '"/tmp/xla_cache"');
+      // a distinct path per process (DEV:446-458: "use different paths for different processes"; without the
+      // index, `xr.global_ordinal()`)
+      const snippet = cacheSnippet(ctx, perProcessPath(ctx, index));
       const body = target.childForFieldName('body');
       const stmts = body?.namedChildren.filter((n): n is Node => !!n && n.type !== 'comment') ?? [];
       const firstStmt = stmts.find((s) => !isDocstring(s));
@@ -93,7 +125,14 @@ export default defineRule({
         };
       }
     } else {
-      const snippet = ctx.idiom.initializeCache('"/tmp/xla_cache"');
+      // a torchrun / DDP script runs this module once per rank: a path per process (DEV:446-458). A notebook
+      // cell is re-run: initialize_cache asserts that no graph was compiled yet (XR:258 at v2.9, :290 at v2.3),
+      // so the notebook form skips when a cache is already configured (initialize_cache sets
+      // XLA_PERSISTENT_CACHE_PATH, XR:263).
+      const call = cacheSnippet(ctx, multiProcessScript(ctx) ? perProcessPath(ctx, null) : { path: '"/tmp/xla_cache"', imports: [] });
+      const snippet = call && ctx.notebook
+        ? { ...call, text: `if not os.environ.get("XLA_PERSISTENT_CACHE_PATH"):  # initialize_cache runs once, before the first compile${detectEol(ctx.text)}    ${call.text}`, imports: [{ module: 'os' }, ...call.imports] }
+        : call;
       let last: Node | null = null;
       for (const n of top) {
         if (isImport(n)) last = n;

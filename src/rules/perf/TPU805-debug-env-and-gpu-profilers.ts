@@ -31,6 +31,11 @@ function underDebugGuard(node: Node): boolean {
 
 const GPU_PROFILER_PREFIXES = ['torch.cuda.nvtx.', 'torch.cuda.profiler.', 'torch.autograd.profiler.emit_nvtx'];
 
+/** Where TPU profiles come from in the target profile. */
+function tpuProfiler(ctx: { idiom: { profile: string } }): string {
+  return ctx.idiom.profile === 'torchtpu' ? 'a TorchTPU profiler API is not public' : 'use `torch_xla.debug.profiler`';
+}
+
 export default defineRule({
   id: 'TPU805',
   name: 'debug-env-and-gpu-profilers',
@@ -85,7 +90,7 @@ export default defineRule({
     for (const call of sema.nodes('call')) {
       const callee = sema.callee(call) ?? '';
       if (GPU_PROFILER_PREFIXES.some((p) => callee.startsWith(p))) {
-        ctx.report(call, { severity: 'info', message: `\`${callee}\` is a CUDA profiler hook; it records nothing on a TPU (use \`torch_xla.debug.profiler\`)` });
+        ctx.report(call, { severity: 'info', message: `\`${callee}\` is a CUDA profiler hook; it records nothing on a TPU (${tpuProfiler(ctx)})` });
         continue;
       }
       if (callee === 'torch.profiler.profile' || callee === 'torch.autograd.profiler.profile') {
@@ -93,7 +98,7 @@ export default defineRule({
         const cuda = acts ? sema.within('attribute', acts).find((a) => sema.resolve(a) === 'torch.profiler.ProfilerActivity.CUDA') : undefined;
         const useCuda = kwValue(callArgs(call).keywords.get('use_cuda'));
         const at = cuda ?? (useCuda?.text === 'True' ? useCuda : undefined);
-        if (at) ctx.report(at, { severity: 'info', message: 'The profiler records CUDA activity, which a TPU does not have (use `torch_xla.debug.profiler`)' });
+        if (at) ctx.report(at, { severity: 'info', message: `The profiler records CUDA activity, which a TPU does not have (${tpuProfiler(ctx)})` });
       }
     }
   },
@@ -141,7 +146,7 @@ export default defineRule({
           const s = lineStart + prof.index + prof[1].length;
           ctx.report({ start: s, end: s + prof[3].length }, {
             severity: 'info',
-            message: `\`${prof[3]}\` profiles CUDA kernels; a TPU run needs \`torch_xla.debug.profiler\` instead`,
+            message: `\`${prof[3]}\` profiles CUDA kernels; it records nothing on a TPU (${tpuProfiler(ctx)})`,
           });
         }
       }

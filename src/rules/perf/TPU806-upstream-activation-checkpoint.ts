@@ -28,6 +28,7 @@ export default defineRule({
   message: 'Upstream `torch.utils.checkpoint` has no XLA optimization barrier: the compiler can undo the rematerialization',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Use `torch_xla.utils.checkpoint`' },
   triggers: ['checkpoint'],
+  profiles: ['torch_xla'],
   docs: {
     what: 'Checks for `torch.utils.checkpoint.checkpoint(...)` and `checkpoint_sequential(...)` in files that use torch_xla, through any import alias.',
     why:
@@ -46,7 +47,7 @@ export default defineRule({
       'torch_xla/utils/checkpoint.py:1-3, 219 (pytorch/xla@16498c3; checkpoint raises ValueError on use_reentrant=False and on unexpected kwargs)',
       'XM:1528-1536 (optimization_barrier_)',
     ],
-    torchtpu: 'Whether the preview needs its own checkpoint utility is not known: the finding is reported without a fix.',
+    torchtpu: 'Not run under the torchtpu profile: the optimization barrier and its checkpoint are torch_xla\'s; whether the preview\'s compiler undoes upstream rematerialization is not public.',
   },
   check(ctx) {
     const sema = ctx.sema;

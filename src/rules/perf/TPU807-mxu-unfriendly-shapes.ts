@@ -5,6 +5,8 @@ import { replace } from '../../core/edits';
 
 const FEATURE = /^(vocab_size|n_vocab|padded_vocab_size|hidden_size|n_embd|n_embed|d_model|embed_dim|emb_dim|embedding_dim|intermediate_size|ffn_dim|ffn_hidden_size|d_ff|dim_feedforward|hidden_dim)$/;
 const BATCH = /^(batch_size|train_batch_size|per_device_train_batch_size|micro_batch_size|train_micro_batch_size_per_gpu)$/;
+/** Training sequence lengths: batch x sequence is the row count of every token matmul. */
+const SEQUENCE = /^(block_size|seq_len|seq_length|max_seq_len|max_seq_length|sequence_length|context_length|ctx_len|max_len)$/;
 
 function intValue(node: Node | null | undefined): number | null {
   if (node?.type !== 'integer' || !/^\d+$/.test(node.text)) return null;
@@ -19,7 +21,7 @@ export default defineRule({
   step: 6,
   effort: 1,
   message: 'A model dimension that is not a multiple of 128 can leave part of the TPU matrix units idle',
-  fix: { availability: 'always', applicability: 'unsafe', title: 'Round up to the next multiple' },
+  fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Round up to the next multiple' },
   triggers: ['vocab', 'hidden', 'embd', 'embed', 'd_model', 'intermediate', 'ffn', 'd_ff', 'dim_feedforward', 'batch_size'],
   docs: {
     what:
@@ -34,34 +36,24 @@ export default defineRule({
     example: 'vocab_size = 50257\nparser.add_argument("--batch_size", type=int, default=12)',
     useInstead: 'vocab_size = 50304  # padded to a multiple of 128\nparser.add_argument("--batch_size", type=int, default=16)',
     fixSafety:
-      'Unsafe: a padded vocabulary changes the embedding and output shapes (pretrained checkpoints no longer load as-is, and padded logits must be masked or ' +
-      'ignored); a different hidden size is a different model; a different batch size changes the optimisation. Review each one.',
+      'Batch sizes are advice only, never rewritten: a different batch size changes the optimisation (12 -> 16 is a third more tokens per step) and code that ' +
+      'indexes `range(batch_size)`; the advice is not given when batch x sequence length (`block_size`, `seq_len`, ... in the same file), the row count of the ' +
+      'token matmuls, is already a multiple of 128. Model sizes: unsafe, tpu-only style only (in dual-path every fix keeps CPU and CUDA results, and a padded ' +
+      'size is a different model there too): a padded vocabulary changes the embedding and output shapes (pretrained checkpoints no longer load as-is, and ' +
+      'padded logits must be masked or ignored); a different hidden size is a different model. Review each one.',
     sources: ['Cloud TPU performance guide (general advice; unverified against torch_xla docs)', 'nanoGPT model.py GPTConfig (vocab_size 50304 padding comment)'],
     torchtpu: 'The same advice applies to the native TPU device.',
   },
   check(ctx) {
     const sema = ctx.sema;
     if (!sema.usesTorch() && !ctx.notebook) return;
+    const found: { name: string; value: Node; n: number }[] = [];
     const check = (name: string, value: Node | null | undefined) => {
       const n = intValue(value);
       if (n === null) return;
       // sizes inside `from_pretrained` describe published checkpoints: padded, the weights no longer load
       if (sema.enclosingFunction(value!)?.childForFieldName('name')?.text === 'from_pretrained') return;
-      const feature = FEATURE.test(name);
-      const batch = BATCH.test(name);
-      if (feature && n >= 128 && n % 128 !== 0) {
-        const up = Math.ceil(n / 128) * 128;
-        ctx.report(value!, {
-          message: `\`${name}\` = ${n} is not a multiple of 128, the tile size TPU matrix units work best with (pad to ${up})`,
-          fix: { title: `Pad \`${name}\` to ${up}`, edits: [replace(value!, String(up))] },
-        });
-      } else if (batch && n > 8 && n % 8 !== 0) {
-        const up = Math.ceil(n / 8) * 8;
-        ctx.report(value!, {
-          message: `\`${name}\` = ${n} is not a multiple of 8, which suits the TPU matrix units better (e.g. ${up})`,
-          fix: { title: `Use \`${name}\` = ${up}`, edits: [replace(value!, String(up))] },
-        });
-      }
+      found.push({ name, value: value!, n });
     };
     for (const a of sema.nodes('assignment')) {
       const left = a.childForFieldName('left');
@@ -83,6 +75,25 @@ export default defineRule({
       const flag = positional.map((p) => (p.type === 'string' ? stringContent(p) ?? '' : '')).find((s) => s.startsWith('--'));
       const dest = keywords.has('dest') ? stringContent(kwValue(keywords.get('dest'))!) : flag ? flag.slice(2).replace(/-/g, '_') : null;
       if (dest) check(dest, kwValue(keywords.get('default')));
+    }
+    const sequences = found.filter((f) => SEQUENCE.test(f.name) && f.n > 0).map((f) => f.n);
+    for (const { name, value, n } of found) {
+      if (FEATURE.test(name) && n >= 128 && n % 128 !== 0) {
+        const up = Math.ceil(n / 128) * 128;
+        // a padded model size changes CPU and CUDA results too: no dual-path fix
+        ctx.report(value, {
+          message: `\`${name}\` = ${n} is not a multiple of 128, the tile size TPU matrix units work best with (pad to ${up})`,
+          fix: ctx.idiom.dualPath ? null : { title: `Pad \`${name}\` to ${up}`, edits: [replace(value, String(up))] },
+        });
+      } else if (BATCH.test(name) && n > 8 && n % 8 !== 0) {
+        // the token matmuls have batch x sequence rows: already a multiple of 128, the batch size is not what pads
+        if (sequences.some((seq) => (n * seq) % 128 === 0)) continue;
+        const up = Math.ceil(n / 8) * 8;
+        // advice only: a tuned batch size is part of the optimisation (and of loops over range(batch_size))
+        ctx.report(value, {
+          message: `\`${name}\` = ${n} is not a multiple of 8, which suits the TPU matrix units better (e.g. ${up}); a different batch size changes the optimisation, so it is not rewritten`,
+        });
+      }
     }
   },
 });

@@ -218,7 +218,7 @@ export default defineRule({
         // an autocast on the XLA device runs on XLA only; a CUDA one is TPU301's (dual-path: accel.autocast keeps float16 on CUDA)
         const onXla = ac.kind === 'xla' || (!!ac.device && mentionsXla(ac.device.text));
         if (ac.dtype && isFloat16(ctx, ac.dtype) && ac.dtype.type !== 'string') {
-          ctx.report(ac.dtype, { severity: sev(call), message: `Autocast with \`${ac.dtype.text}\`: TPU mixed precision is bfloat16 (torch_xla disables autocast for other dtypes)`, fix: ctx.idiom.dualPath && !onXla ? null : dtypeFix(ac.dtype, onXla) });
+          ctx.report(ac.dtype, { severity: sev(call), message: `Autocast with \`${ac.dtype.text}\`: TPU mixed precision is bfloat16${ctx.idiom.profile === 'torchtpu' ? '' : ' (torch_xla disables autocast for other dtypes)'}`, fix: ctx.idiom.dualPath && !onXla ? null : dtypeFix(ac.dtype, onXla) });
         } else if (ac.dtype?.type === 'subscript') {
           reportLookup(ac.dtype);
         } else if (ac.dtype?.type === 'identifier') {
@@ -234,7 +234,7 @@ export default defineRule({
           else if (def && defs.every((v) => isFloat16(ctx, v) && v.type !== 'string') && !dtypeDefs.has(def.id)) {
             dtypeDefs.add(def.id);
             ctx.report(def, {
-              message: `\`${ac.dtype.text} = ${def.text}\` is the autocast dtype: TPU mixed precision is bfloat16 (torch_xla disables autocast for other dtypes)`,
+              message: `\`${ac.dtype.text} = ${def.text}\` is the autocast dtype: TPU mixed precision is bfloat16${ctx.idiom.profile === 'torchtpu' ? '' : ' (torch_xla disables autocast for other dtypes)'}`,
               fix: dtypeFix(def),
             });
           }

@@ -76,6 +76,7 @@ export default defineRule({
   message: 'Deprecated torch_xla precision environment variable',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Remove the variable' },
   triggers: VARS,
+  profiles: ['torch_xla'],
   textKinds: ['shell', 'dotenv', 'dockerfile', 'yaml'],
   docs: {
     what:
@@ -96,7 +97,7 @@ export default defineRule({
       'INIT (torch_xla/__init__.py:175-186): XLA_USE_FP16 / XLA_DOWNCAST_FP16 warning at import (2.7+)',
       'Catalog §3 (deprecated and removed torch_xla APIs)',
     ],
-    torchtpu: 'These variables belong to torch_xla and do nothing for the tpu device; the same removal applies.',
+    torchtpu: 'Not run under the torchtpu profile: these variables belong to torch_xla and do nothing for the native `tpu` device (set the dtype in the model code).',
   },
   check(ctx) {
     const reported = new Set<number>();
