@@ -2,6 +2,7 @@ import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, methodName, receiver } from '../../core/semantics';
 import { hostValue, hotAt, severityIn, short, tensorCondition, tensorish } from './util';
+import { TORCH_RANDOM, drawnOnHost } from './random-draw';
 
 /** `range(...)` bound read from tensor values or a per-batch length: `t.item()`, `int(t.max())`, `len(x)`, `x.size(1)`, `x.shape[1]`. */
 function dynamicBound(ctx: RuleContext, e: Node): string | null {
@@ -100,6 +101,10 @@ export default defineRule({
       const callee = ctx.sema.callee(call) ?? '';
       if (PY_RANDOM.test(callee) && inBranchTest(call) && !picksHostValue(ctx, call)) {
         report(call, `Branch chosen by \`${short(call.text, 30)}\`: every random branch pattern is a different graph (LayerDrop/stochastic depth); use a tensor mask`);
+      } else if (TORCH_RANDOM.test(callee) && inBranchTest(call) && !picksHostValue(ctx, call)) {
+        // `if torch.rand(1) < p:` is a random branch (TPU202 leaves it to this rule); a device draw is also read back to the host
+        const onHost = drawnOnHost(call);
+        report(call, `Branch chosen by the random value \`${short(call.text, 30)}\`: every random branch pattern is a different graph${onHost ? '' : ', and testing a device draw reads it back to the host'}; use a tensor mask`);
       } else if (/^torch\.nn\.utils\.rnn\.(pack_padded_sequence|pad_packed_sequence)$/.test(callee)) {
         report(call, `\`${callee.split('.').pop()}\` packs sequences by their lengths: shapes change with every batch; pad to a fixed length and mask instead`);
       }
