@@ -27,7 +27,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for `torch.distributed.fsdp.FullyShardedDataParallel`, FSDP2 `fully_shard`, `torch.distributed.optim.ZeroRedundancyOptimizer`, a DeepSpeed `"zero_optimization"` config key, ' +
-      'imports of the composable FSDP API (`torch.distributed.fsdp.fully_shard`/`FSDPModule`/`MixedPrecisionPolicy`, `torch.distributed._composable.fsdp`, `torch.distributed._composable.fully_shard`) in a file that does not call `fully_shard` itself (one finding, on the import), ' +
+      'imports of the composable FSDP API (`torch.distributed.fsdp.fully_shard`/`FSDPModule`/`MixedPrecisionPolicy`, `torch.distributed._composable.fsdp`, `torch.distributed._composable.fully_shard`) in a file that does not call `fully_shard` itself (one finding, on the first such import), ' +
       'HF `TrainingArguments(fsdp=…)` without an `fsdp_config` that sets `"xla": True`, and Lightning `FSDPStrategy(...)` / `strategy="fsdp"` (the XLA one is `XLAFSDPStrategy`, `"xla_fsdp"`).',
     why:
       'Upstream FSDP/ZeRO target NCCL process groups; running them on XLA tensors is not documented as supported (how it fails is unverified). torch_xla ships its own sharding: ' +
@@ -86,7 +86,8 @@ export default defineRule({
     }
     // composable FSDP imported but not called here (a parallelize helper passing `fully_shard` on): one finding on the import
     if (!fsdp2Called) {
-      for (const imp of fsdp2Imports(ctx)) ctx.report(imp, { message: ctx.idiom.profile === 'torchtpu' ? FSDP2_IMPORT_MESSAGE_TORCHTPU : FSDP2_IMPORT_MESSAGE });
+      const imp = fsdp2Imports(ctx).sort((a, b) => a.startIndex - b.startIndex)[0];
+      if (imp) ctx.report(imp, { message: ctx.idiom.profile === 'torchtpu' ? FSDP2_IMPORT_MESSAGE_TORCHTPU : FSDP2_IMPORT_MESSAGE });
     }
     // DeepSpeed config dict: {"zero_optimization": {...}}
     for (const s of ctx.sema.nodes('string')) {
