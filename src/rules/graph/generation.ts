@@ -62,9 +62,11 @@ export function generationLoops(ctx: RuleContext): GenerationLoop[] {
   const cached = memo.get(ctx.sema);
   if (cached) return cached;
   const out: GenerationLoop[] = [];
-  const hotAnchors = new Set(ctx.sema.hotLoops().map((h) => h.anchor.id));
+  const hotLoops = ctx.sema.hotLoops().map((h) => h.anchor);
   for (const loop of [...ctx.sema.nodes('for_statement'), ...ctx.sema.nodes('while_statement')]) {
-    if (hotAnchors.has(loop.id) || ctx.sema.hot(loop)) continue;
+    // not a training/eval loop, not inside one, and not an epoch loop around one
+    if (ctx.sema.hot(loop) || hotLoops.some((h) => h.startIndex >= loop.startIndex && h.endIndex <= loop.endIndex)) continue;
+    if (ctx.sema.containsTrainSignal(loop)) continue;
     const body = loop.childForFieldName('body');
     if (!body) continue;
     const stmts = ownStatements(body);
