@@ -21,6 +21,8 @@ export interface GenerationLoop {
   carried: Set<string>;
   /** `torch.cat` calls that grow a carried sequence. */
   growing: Node[];
+  /** Names assigned from the model's output (directly or through later assignments in the body). */
+  derived: Set<string>;
 }
 
 /** Callables that are models by name: `model(x)`, `self.model(x)`, `unet(x, t)`, `self(idx)`, `self.transformer(...)`. */
@@ -104,7 +106,7 @@ export function generationLoops(ctx: RuleContext): GenerationLoop[] {
         if (right.type === 'call' && ctx.sema.callee(right) === 'torch.cat') growing.push(right);
       }
     }
-    if (carried.size) out.push({ loop, body, model, carried, growing });
+    if (carried.size) out.push({ loop, body, model, carried, growing, derived });
   }
   memo.set(ctx.sema, out);
   return out;
@@ -136,10 +138,17 @@ export function perStepReads(ctx: RuleContext, g: GenerationLoop): Node[] {
   return ownStatements(g.body).filter((n) => {
     if (n.type !== 'call' || !HOST_READS.has(methodName(n) ?? '')) return false;
     const recv = receiver(n);
-    if (!recv || !tensorish(ctx, recv, false)) return false;
+    if (!recv || !(tensorish(ctx, recv, false) || fromOutput(recv, g))) return false;
     if (recv.type === 'call' && HOST_READS.has(methodName(recv) ?? '')) return false; // `.cpu().numpy()`: report the first read
     return !tests.some((t) => n.startIndex >= t.startIndex && n.endIndex <= t.endIndex);
   });
+}
+
+/** `nxt`, `logits[:, -1]`, `out.logits`: a value computed from the model's output in this step. */
+function fromOutput(e: Node, g: GenerationLoop): boolean {
+  let n: Node | null = e;
+  while (n && (n.type === 'subscript' || n.type === 'attribute')) n = n.type === 'subscript' ? n.childForFieldName('value') : n.childForFieldName('object');
+  return n?.type === 'identifier' && g.derived.has(n.text);
 }
 
 /** Whether the loop already ends its graph each step: a barrier call, or a host read or device break that executes it. */
