@@ -4,6 +4,8 @@ import { replace } from '../../core/edits';
 import type { FixDraft } from '../../core/rule';
 import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
 import { handMovedLoaders, isDataLoaderCall, removeArg } from './util';
+import { cudaGuarded } from '../device/cuda-util';
+import { PIN_RAISES, PIN_RAISES_TORCHTPU } from './pinning';
 
 const short = (t: string) => (t.length > 40 ? t.slice(0, 37) + '…' : t);
 
@@ -20,13 +22,14 @@ export default defineRule({
   docs: {
     what:
       'Checks for training and eval loops that iterate a plain `torch.utils.data.DataLoader` (directly, or through `enumerate`/`tqdm`, or by hand with `batch = next(data_iter)` where `data_iter = iter(loader)`) and move the batch items with `.to(device)`/`.cuda()`, ' +
-      'with no `MpDeviceLoader`/`ParallelLoader` wrapper; and for the CUDA pinning flags `DataLoader(pin_memory=True)`, `pin_memory_device=`, `tensor.pin_memory()` and `.to(..., non_blocking=True)` (info). ' +
+      'with no `MpDeviceLoader`/`ParallelLoader` wrapper; and for the CUDA pinning flags `DataLoader(pin_memory=True)`, `pin_memory_device=`, `tensor.pin_memory()` and `.to(..., non_blocking=True)` (info; an unguarded `tensor.pin_memory()` is an error: it raises without CUDA). ' +
       'HF Trainer, Accelerate and Lightning scripts are not flagged: the framework owns data loading.',
     why:
       '"`MpDeviceLoader` handles prefetching data to the device, overlapping data transfers with computation" (MIG:121); it also issues the per-step `torch_xla.sync()` ' +
       '(PL:39-56), which covers the step barrier (TPU204). Its prefetch knobs are forwarded to `ParallelLoader` (`loader_prefetch_size=16`, `device_prefetch_size=8`, ' +
       '`host_to_device_transfer_threads=1`, PL:85-93). Copying by hand in the loop serializes the host-to-device transfer with the step. ' +
-      '`pin_memory=True` on a host without an accelerator only warns that pinned memory will not be used (pytorch/pytorch#146821); `non_blocking=True` has no CUDA stream to overlap with.',
+      '`pin_memory=True` on a host without an accelerator only warns that pinned memory will not be used (pytorch/pytorch#146821); `non_blocking=True` has no CUDA stream to overlap with. ' +
+      'An explicit `tensor.pin_memory()` raises: PyTorch pins through the CUDA pinned allocator (up to 2.4 `_pin_memory` is redispatched to `device.value_or(at::kCUDA)`; CPU torch 1.13 run here raises NotImplementedError "Could not run \'aten::_pin_memory\' with arguments from the \'CUDA\' backend"), later through the accelerator hooks\' `getPinnedMemoryAllocator()` (aten/src/ATen/native/Memory.cpp), which torch_xla (up to pytorch/xla@41398bf) does not register.',
     example:
       'loader = DataLoader(ds, batch_size=B, shuffle=True, num_workers=8, pin_memory=True)\nfor x, y in loader:\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)',
     useInstead:
@@ -39,6 +42,7 @@ export default defineRule({
       'MIG:121 (docs/source/learn/migration-to-xla-on-tpus.md, MpDeviceLoader prefetching)',
       'PL:39-56, 85-93, 253-287 (torch_xla/distributed/parallel_loader.py: per-batch sync, prefetch arguments, MpDeviceLoader)',
       'pytorch/pytorch#146821 (pin_memory without an accelerator warning)',
+      'PT:aten/src/ATen/native/Memory.cpp `_pin_memory` (accelerator pinned allocator); older aten/src/ATen/templates/RegisterBackendSelect.cpp `_pin_memory` redispatch to `device.value_or(at::kCUDA)`',
     ],
     torchtpu: 'No known loader wrapper for the tpu device yet: the loop is reported without a fix; the pinning flags are still removed.',
   },
@@ -97,9 +101,11 @@ export default defineRule({
       const recv = receiver(call);
       if (!recv || ctx.sema.resolve(recv)) continue;
       if (meth === 'pin_memory' && !positional.length && !keywords.size) {
+        // unguarded, it raises on a TPU host: PyTorch pins through the CUDA (newer: accelerator) pinned allocator (pinning.ts)
+        const raises = !cudaGuarded(call) && !ctx.sema.inXlaAwareBranch(call);
         ctx.report(call, {
-          severity: 'info',
-          message: '`.pin_memory()` pins host memory for CUDA copies; a TPU host has no CUDA device to use it',
+          severity: raises ? 'error' : 'info',
+          message: raises ? (ctx.idiom.profile === 'torchtpu' ? PIN_RAISES_TORCHTPU : PIN_RAISES) : '`.pin_memory()` pins host memory for CUDA copies; a TPU host has no CUDA device to use it',
           fix: ctx.idiom.dualPath ? null : { title: 'Remove `.pin_memory()`', edits: [replace(call, recv.text)] },
         });
       } else if (meth === 'to' && !ctx.sema.xlaAware) {

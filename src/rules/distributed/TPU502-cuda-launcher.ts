@@ -9,13 +9,20 @@ const PROCESS = new Set(['multiprocessing.Process', 'torch.multiprocessing.Proce
 const GPU_WORK = /init_process_group|DistributedDataParallel|\bDDP\(|\.cuda\(|set_device|["']cuda|nccl/;
 const LEGACY_LAUNCH = /(?:^|\s)(?:python[\d.]*\s+(?:-\w+\s+)*)?-m\s+torch\.distributed\.launch\b/g;
 
-/** `torch.cuda.device_count()` directly, or a name bound to it in the same file. */
-function isCudaCount(ctx: RuleContext, node: Node | null | undefined): boolean {
-  if (!node) return false;
-  if (node.type === 'call' && ctx.sema.callee(node) === 'torch.cuda.device_count') return true;
+/**
+ * `torch.cuda.device_count()` directly, or a name or attribute bound only to it in the same file, through aliases
+ * (`n_gpus = torch.cuda.device_count(); world_size = n_gpus`, `args.ngpus = torch.cuda.device_count()`).
+ */
+function isCudaCount(ctx: RuleContext, node: Node | null | undefined, depth = 0): boolean {
+  if (!node || depth > 4) return false;
+  if (node.type === 'call') return ctx.sema.callee(node) === 'torch.cuda.device_count';
   if (node.type === 'identifier') {
     const values = ctx.sema.bindings(node.text);
-    return values.length > 0 && values.every((v) => v.type === 'call' && ctx.sema.callee(v) === 'torch.cuda.device_count');
+    return values.length > 0 && values.every((v) => isCudaCount(ctx, v, depth + 1));
+  }
+  if (node.type === 'attribute' && node.childForFieldName('object')?.type === 'identifier') {
+    const values = ctx.sema.attributeAssignments(node.childForFieldName('attribute')?.text ?? '').map((a) => a.childForFieldName('right'));
+    return values.length > 0 && values.every((v) => isCudaCount(ctx, v, depth + 1));
   }
   return false;
 }

@@ -1,6 +1,7 @@
 import { defineRule } from '../../core/rule';
 import { callArgs, kwValue, stringContent } from '../../core/semantics';
 import { editArgs } from './util';
+import { FSDP2_IMPORT_MESSAGE, FSDP2_IMPORT_MESSAGE_TORCHTPU, fsdp2Imports } from './fsdp2-imports';
 
 const UPSTREAM: Record<string, string> = {
   'torch.distributed.fsdp.FullyShardedDataParallel': 'PyTorch FSDP',
@@ -22,10 +23,11 @@ export default defineRule({
   effort: 5,
   message: 'Upstream sharding is not a documented torch_xla path; use XLA FSDP (FSDPv2 under SPMD)',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Add `fsdp_config={"xla": True}`' },
-  triggers: ['FullyShardedDataParallel', 'fully_shard', 'ZeroRedundancyOptimizer', 'zero_optimization', 'fsdp', 'FSDP'],
+  triggers: ['FullyShardedDataParallel', 'fully_shard', '_composable', 'FSDPModule', 'MixedPrecisionPolicy', 'ZeroRedundancyOptimizer', 'zero_optimization', 'fsdp', 'FSDP'],
   docs: {
     what:
       'Checks for `torch.distributed.fsdp.FullyShardedDataParallel`, FSDP2 `fully_shard`, `torch.distributed.optim.ZeroRedundancyOptimizer`, a DeepSpeed `"zero_optimization"` config key, ' +
+      'imports of the composable FSDP API (`torch.distributed.fsdp.fully_shard`/`FSDPModule`/`MixedPrecisionPolicy`, `torch.distributed._composable.fsdp`, `torch.distributed._composable.fully_shard`) in a file that does not call `fully_shard` itself (one finding, on the first such import), ' +
       'HF `TrainingArguments(fsdp=…)` without an `fsdp_config` that sets `"xla": True`, and Lightning `FSDPStrategy(...)` / `strategy="fsdp"` (the XLA one is `XLAFSDPStrategy`, `"xla_fsdp"`).',
     why:
       'Upstream FSDP/ZeRO target NCCL process groups; running them on XLA tensors is not documented as supported (how it fails is unverified). torch_xla ships its own sharding: ' +
@@ -42,14 +44,17 @@ export default defineRule({
     sources: [
       'FSDP1 docs/source/perf/fsdp_collectives.md (XlaFullyShardedDataParallel)',
       'FSDP2 docs/source/perf/fsdp_spmd.md; EX:fsdp/train_decoder_only_fsdp_v2.py (SpmdFullyShardedDataParallel, "fsdp" mesh axis)',
+      'torch_xla/experimental/spmd_fully_sharded_data_parallel.py:37 `class SpmdFullyShardedDataParallel(nn.Module)` (v2.9.0; :30 in v2.3.0); torch_xla@41398bf has no `fully_shard`-style composable API',
       'torch_xla/distributed/zero_redundancy_optimizer.py (file exists; usage unverified)',
       'HF TrainingArguments fsdp_config keys xla, xla_fsdp_v2, xla_fsdp_grad_ckpt (from TrainingArguments dumps)',
     ],
     torchtpu: 'TorchTPU sharding APIs are not public yet: findings say what to replace and offer no fix.',
   },
   check(ctx) {
+    let fsdp2Called = false;
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
+      if (/FSDP2/.test(UPSTREAM[callee] ?? '')) fsdp2Called = true;
       if (ctx.sema.inXlaAwareBranch(call)) continue;
       if (callee in UPSTREAM) {
         const what = UPSTREAM[callee];
@@ -78,6 +83,11 @@ export default defineRule({
           fix: snippet ? { title: 'Add `fsdp_config={"xla": True}`', applicability: 'unsafe', edits: editArgs(call, [], [snippet.text]) } : null,
         });
       }
+    }
+    // composable FSDP imported but not called here (a parallelize helper passing `fully_shard` on): one finding on the import
+    if (!fsdp2Called) {
+      const imp = fsdp2Imports(ctx).sort((a, b) => a.startIndex - b.startIndex)[0];
+      if (imp) ctx.report(imp, { message: ctx.idiom.profile === 'torchtpu' ? FSDP2_IMPORT_MESSAGE_TORCHTPU : FSDP2_IMPORT_MESSAGE });
     }
     // DeepSpeed config dict: {"zero_optimization": {...}}
     for (const s of ctx.sema.nodes('string')) {

@@ -8,7 +8,8 @@ import TPU506 from './TPU506-mixed-parallelism';
 import TPU507 from './TPU507-collective-hazards';
 import TPU508 from './TPU508-upstream-sharding';
 import TPU509 from './TPU509-spmd-setup';
+import TPU510 from './TPU510-sync-batchnorm';
 
-const rules: Rule[] = [TPU501, TPU502, TPU503, TPU504, TPU505, TPU506, TPU507, TPU508, TPU509];
+const rules: Rule[] = [TPU501, TPU502, TPU503, TPU504, TPU505, TPU506, TPU507, TPU508, TPU509, TPU510];
 
 export default rules;

@@ -4,6 +4,7 @@ import type { HotInfo } from '../../core/semantics';
 import { callArgs, enclosingStatement, methodName, receiver } from '../../core/semantics';
 import { replace } from '../../core/edits';
 import { hostValue, hotAt, severityIn, short, tensorish } from './util';
+import { reportGenerationReads } from './generation-report';
 
 const MATERIALIZE = new Set(['item', 'tolist', 'cpu', 'numpy']);
 const CONVERT = new Set(['float', 'int', 'bool', 'str', 'repr']);
@@ -84,6 +85,7 @@ export default defineRule({
   triggers: ['.item(', '.tolist(', '.cpu(', '.numpy(', 'print(', 'float(', 'int(', 'bool(', 'str(', 'repr(', 'f"', "f'", '%', '.log(', '.info(', 'add_scalar', 'set_postfix', 'asarray', 'np.array'],
   docs: {
     what:
+      'Generation loops outside training (a loop that calls a model and feeds its output back, see graph/generation.ts): `.item()`/`.tolist()`/`.cpu()`/`.numpy()` of a tensor every step (info). ' +
       'Checks for tensor values read on the host inside a hot loop (a training or eval loop, `forward`, or a compiled step): ' +
       '`.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `float(t)`/`int(t)`/`bool(t)`/`str(t)`, `print(t)`, f-strings and `%` formatting of tensors, ' +
       '`logger.info(t)`, `wandb.log({...: t})`, `writer.add_scalar(tag, t)`, `pbar.set_postfix(loss=t)` and `np.asarray(t)`. ' +
@@ -200,6 +202,7 @@ export default defineRule({
         if (hot) report(item, hot, `Formatting tensor \`${short(item.text, 30)}\` with \`%\``);
       }
     }
+    reportGenerationReads(ctx); // per-token reads in decode loops outside training (info)
   },
 });
 

@@ -3,6 +3,7 @@ import type { Node } from '../../core/parse';
 import { callArgs, kwValue } from '../../core/semantics';
 import { replace, replaceRange } from '../../core/edits';
 import { hotAt, severityIn, short, tensorCondition, tensorish, torchName } from './util';
+import { torchRandomDraw } from './random-draw';
 
 export default defineRule({
   id: 'TPU202',
@@ -44,6 +45,7 @@ export default defineRule({
     const seen = new Set<number>();
     const flag = (node: Node, what: string, fix: FixDraft | null = null, message?: string) => {
       if (seen.has(node.id)) return;
+      if (torchRandomDraw(ctx, node)) return; // a branch on a fresh random draw is TPU205 (random branch), named there
       const hot = hotAt(ctx, node);
       if (!hot) return;
       seen.add(node.id);

@@ -7,6 +7,7 @@ import {
   iteratesBarrierLoader, reachableCalls, tensorish,
 } from './util';
 import { handMovedLoaders } from '../data/util';
+import { reportGenerationBarrier } from './generation-report';
 
 const JUMPS = new Set(['continue_statement', 'break_statement', 'return_statement', 'raise_statement']);
 
@@ -47,9 +48,10 @@ export default defineRule({
   effort: 1,
   message: 'Training loop has no step barrier: the lazily traced graph grows across iterations',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'End the training iteration with a step barrier' },
-  triggers: ['.backward(', 'optimizer_step'],
+  triggers: ['.backward(', 'optimizer_step', 'range(', 'timesteps'],
   docs: {
     what:
+      'Sampling loops outside training (a loop that calls a model and carries a fixed-shape tensor to the next step: DDPM/DDIM/diffusers denoising) with no barrier, no per-step host read and more than 16 steps (info; the same end-of-step sync fix). ' +
       'Checks training loops (a `for`/`while` whose iteration runs `backward` and an optimizer step, directly or through two levels of same-file calls) ' +
       'that contain no step barrier: `torch_xla.sync()`, `xm.mark_step()`, `xm.optimizer_step(opt, barrier=True)`, iteration over `pl.MpDeviceLoader` ' +
       'or `ParallelLoader(...).per_device_loader(...)`, a call to a `torch_xla.compile`-wrapped step, or `with torch_xla.step():` / `with torch_xla.compile():`. ' +
@@ -197,6 +199,7 @@ export default defineRule({
         fix: sync ? barrierFix(ctx, loop, body, sync.text, sync.imports, sync.needsAccel) : null,
       });
     }
+    reportGenerationBarrier(ctx); // sampling loops outside training (info)
   },
 });
 

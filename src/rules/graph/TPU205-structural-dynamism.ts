@@ -2,6 +2,8 @@ import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, methodName, receiver } from '../../core/semantics';
 import { hostValue, hotAt, severityIn, short, tensorCondition, tensorish } from './util';
+import { TORCH_RANDOM, drawnOnHost } from './random-draw';
+import { reportGenerationDynamism } from './generation-report';
 
 /** `range(...)` bound read from tensor values or a per-batch length: `t.item()`, `int(t.max())`, `len(x)`, `x.size(1)`, `x.shape[1]`. */
 function dynamicBound(ctx: RuleContext, e: Node): string | null {
@@ -36,9 +38,11 @@ export default defineRule({
   effort: 5,
   message: 'The traced graph\'s structure changes from step to step: each variant compiles a new graph',
   fix: { availability: 'none' },
-  triggers: ['range(', 'break', 'random', 'pack_padded_sequence', 'pad_packed_sequence'],
+  triggers: ['range(', 'break', 'random', 'cat(', 'pack_padded_sequence', 'pad_packed_sequence'],
   docs: {
     what:
+      'Autoregressive decode loops outside training (see graph/generation.ts): a generated sequence grown with `torch.cat` every step and a `break` on a device value (`if (nxt == eos).all(): break`), info; ' +
+      'branches on a fresh torch draw (`if torch.rand(1) < p:`) are random branches reported here, not as TPU202 value checks. ' +
       'Checks, in `forward` or a hot loop, for Python structure that changes between steps: `for t in range(...)` whose trip count comes from a tensor value ' +
       '(`n.item()`, `int(lengths.max())`) or a per-batch size (`len(x)`, `x.size(1)`, `x.shape[1]`); `break` under a tensor-valued condition; branches chosen by ' +
       'Python or NumPy randomness (`if self.training and random.random() < p: return x`, LayerDrop, stochastic depth); and ' +
@@ -100,10 +104,15 @@ export default defineRule({
       const callee = ctx.sema.callee(call) ?? '';
       if (PY_RANDOM.test(callee) && inBranchTest(call) && !picksHostValue(ctx, call)) {
         report(call, `Branch chosen by \`${short(call.text, 30)}\`: every random branch pattern is a different graph (LayerDrop/stochastic depth); use a tensor mask`);
+      } else if (TORCH_RANDOM.test(callee) && inBranchTest(call) && !picksHostValue(ctx, call)) {
+        // `if torch.rand(1) < p:` is a random branch (TPU202 leaves it to this rule); a device draw is also read back to the host
+        const onHost = drawnOnHost(call);
+        report(call, `Branch chosen by the random value \`${short(call.text, 30)}\`: every random branch pattern is a different graph${onHost ? '' : ', and testing a device draw reads it back to the host'}; use a tensor mask`);
       } else if (/^torch\.nn\.utils\.rnn\.(pack_padded_sequence|pad_packed_sequence)$/.test(callee)) {
         report(call, `\`${callee.split('.').pop()}\` packs sequences by their lengths: shapes change with every batch; pad to a fixed length and mask instead`);
       }
     }
+    reportGenerationDynamism(ctx); // decode/sampling loops outside training (info)
   },
 });
 

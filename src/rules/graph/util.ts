@@ -9,6 +9,7 @@ import type { HotInfo } from '../../core/semantics';
 import { callArgs, calleeText, isEnumerateIter, kwValue, methodName, receiver } from '../../core/semantics';
 import { downgrade } from '../../core/engine';
 import type { Severity } from '../../core/types';
+import { TORCH_RANDOM, drawnOnHost } from './random-draw';
 
 /** Tensor methods that return tensors (reductions, elementwise, views, casts). */
 const TENSOR_METHODS = new Set([
@@ -110,6 +111,7 @@ export function hostValue(ctx: RuleContext, node: Node): boolean {
   if (node.type === 'call') {
     const c = ctx.sema.callee(node);
     if (c && HOST_MODULES.test(c)) return true;
+    if (c && TORCH_RANDOM.test(c) && drawnOnHost(node)) return true; // `torch.rand(1)`: a CPU draw, no device value
     const recv = receiver(node);
     return !!recv && hostValue(ctx, recv);
   }

@@ -1,0 +1,77 @@
+/** The generation-loop findings of TPU201, TPU204 and TPU205 (see generation.ts); each rule calls its function once. */
+import type { Node } from '../../core/parse';
+import type { RuleContext } from '../../core/rule';
+import { insertAt, insertLineAfter, insertLineBefore } from '../../core/edits';
+import { deviceBreaks, generationLoops, perStepReads, smallTripCount, stepsExecute } from './generation';
+import { short } from './util';
+
+const JUMPS = new Set(['continue_statement', 'break_statement', 'return_statement', 'raise_statement']);
+
+/** TPU205: the growing sequence and the early exit on a device value. */
+export function reportGenerationDynamism(ctx: RuleContext): void {
+  for (const g of generationLoops(ctx)) {
+    for (const cat of g.growing) {
+      ctx.report(cat, {
+        severity: 'info',
+        message: `\`${short(cat.text, 40)}\` grows the generated sequence every step: each new length is a new graph to compile; decode into a preallocated fixed-length buffer (static cache) and mask`,
+      });
+    }
+    for (const { brk, cond } of deviceBreaks(ctx, g)) {
+      ctx.report(brk, {
+        severity: 'info',
+        message: `\`break\` on the device value \`${short(cond.text, 30)}\` reads it back every step and stops at a data-dependent length; run a fixed number of steps and mask finished sequences`,
+      });
+    }
+  }
+}
+
+/** TPU201: per-step host reads in a generation loop (`next_tok.item()`). */
+export function reportGenerationReads(ctx: RuleContext): void {
+  for (const g of generationLoops(ctx)) {
+    for (const read of perStepReads(ctx, g)) {
+      ctx.report(read, {
+        severity: 'info',
+        message: `\`${short(read.text, 36)}\` in the generation loop waits for the device every step; keep the values on the device and read them once after the loop`,
+      });
+    }
+  }
+}
+
+function headerEnd(loop: Node): number {
+  const colon = loop.children.find((c) => c?.type === ':');
+  return colon ? colon.endIndex : loop.childForFieldName('body')?.startIndex ?? loop.endIndex;
+}
+
+/** TPU204: a sampling loop (fixed-shape carried state) with no step barrier and nothing that executes the graph each step. */
+export function reportGenerationBarrier(ctx: RuleContext): void {
+  const sync = ctx.idiom.sync();
+  for (const g of generationLoops(ctx)) {
+    if (g.growing.length || stepsExecute(ctx, g) || smallTripCount(g)) continue;
+    const carried = [...g.carried].map((n) => `\`${n}\``).join(', ');
+    const header = { start: g.loop.startIndex, end: headerEnd(g.loop) };
+    ctx.report(header, {
+      severity: 'info',
+      message: sync
+        ? `Sampling loop with no step barrier: every step that updates ${carried} is traced into one graph before anything runs (long compile, host memory); end each step with \`${sync.text}\``
+        : `Sampling loop with no step barrier: every step that updates ${carried} is traced into one graph; check how the torchtpu step is compiled (no known barrier API)`,
+      fix: sync && !g.loop.hasError ? barrierAtEnd(ctx, g.loop, g.body, sync.text, sync.imports, sync.needsAccel) : null,
+    });
+  }
+}
+
+function barrierAtEnd(ctx: RuleContext, loop: Node, body: Node, text: string, imports: { module: string; alias?: string }[], needsAccel: boolean) {
+  const stmts = body.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
+  const last = stmts[stmts.length - 1];
+  if (!last) return null;
+  const oneLine = !ctx.text.slice(loop.startIndex, body.startIndex).includes('\n');
+  let edit;
+  if (oneLine) {
+    if (JUMPS.has(last.type)) return null;
+    edit = insertAt(last.endIndex, `; ${text}`);
+  } else if (JUMPS.has(last.type)) {
+    edit = insertLineBefore(ctx.text, last, text);
+  } else {
+    edit = insertLineAfter(ctx.text, last, text);
+  }
+  return { title: `Add \`${text}\` at the end of each sampling step`, applicability: 'safe' as const, edits: [edit], imports, needsAccel };
+}
