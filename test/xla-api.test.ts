@@ -218,6 +218,28 @@ const PRECONDITIONS: { name: string; versions: string[]; code: string; expect: R
     expect: /TPU Autocast only supports dtype of torch.bfloat16/,
     stream: 'stderr',
   },
+  {
+    name: "the 'xla' process-group backend and xla:// init method (over gloo) after importing xla_backend",
+    versions: ['2.3', '2.9'],
+    ok: true,
+    code: 'import torch, torch.distributed as dist, torch_xla, torch_xla.distributed.xla_backend\n' +
+      'dist.init_process_group("xla", init_method="xla://")\nt = torch.ones(2, device=torch_xla.device())\ndist.all_reduce(t)\n' +
+      'assert dist.get_backend() == "xla" and dist.get_world_size() == 1 and t.tolist() == [1.0, 1.0]\ndist.destroy_process_group()\nprint("OK")',
+    expect: /OK/,
+  },
+  {
+    name: "'xla' is not a process-group backend before 2.5 unless xla_backend is imported",
+    versions: ['2.4'],
+    code: 'import torch.distributed as dist, torch_xla\ndist.init_process_group("xla", init_method="xla://")',
+    expect: /Invalid backend: 'xla'/,
+  },
+  {
+    name: "import torch_xla registers the 'xla' backend from 2.5 (torch_xla.py imports xla_multiprocessing)",
+    versions: ['2.5'],
+    ok: true,
+    code: 'import torch.distributed as dist, torch_xla\ndist.init_process_group("xla", init_method="xla://")\nprint("OK")',
+    expect: /OK/,
+  },
   { name: 'torch_xla.sync is absent in 2.3', versions: ['2.3'], code: 'import torch_xla\ntorch_xla.sync()', expect: /AttributeError: .*sync/ },
   { name: 'torch_xla.launch / manual_seed / compile are absent in 2.4', versions: ['2.4'], code: 'import torch_xla\nprint(hasattr(torch_xla, "manual_seed"), hasattr(torch_xla, "compile"))\ntorch_xla.launch', expect: /AttributeError: .*launch/ },
   { name: 'xm.xla_device_kind is absent in 2.5', versions: ['2.5'], code: 'import torch_xla.core.xla_model as xm\nxm.xla_device_kind()', expect: /AttributeError: .*xla_device_kind/ },
@@ -231,24 +253,30 @@ const PRECONDITIONS: { name: string; versions: string[]; code: string; expect: R
 ];
 
 describe.runIf(hasTorch || underCi)('emulation preconditions', () => {
-  for (const p of PRECONDITIONS) {
-    for (const version of p.versions) {
-      it(`${p.name} (${version})`, () => {
-        const r = runPython(['-c', p.code], version, undefined, /XLA_USE_FP16/.test(p.name) ? { XLA_USE_FP16: '1' } : {});
-        if (p.ok) {
-          expect(r.status, r.stderr).toBe(0);
-          expect(r.stdout).toContain('OK');
-          expect(p.stream === 'stderr' ? r.stderr : r.stdout).toMatch(p.expect);
-        } else {
-          expect(r.status, `must fail:\n${r.stdout}`).not.toBe(0);
-          expect(r.stderr).toMatch(p.expect);
-        }
-      });
-    }
-  }
-  it('XLA_USE_FP16 does not warn in 2.4 (no _check_deprecated_env_var before 2.5)', () => {
-    const r = runPython(['-c', 'import torch_xla'], '2.4', undefined, { XLA_USE_FP16: '1' });
-    expect(r.status, r.stderr).toBe(0);
-    expect(r.stderr).not.toMatch(/XLA_USE_FP16/);
+  // every snippet in a forked child of one python process (torch imported once)
+  const cases = PRECONDITIONS.flatMap((p, i) => p.versions.map((version) => ({ p, version, env: {
+    TORCH_XLA_EMULATED_VERSION: version,
+    MASTER_PORT: String(20000 + ((process.pid * 7 + i * 10 + VERSIONS.indexOf(version)) % 20000)),
+    ...(/XLA_USE_FP16/.test(p.name) ? { XLA_USE_FP16: '1' } : {}),
+  } })));
+  cases.push({ p: { name: 'XLA_USE_FP16 does not warn in 2.4', versions: ['2.4'], code: 'import torch_xla\nprint("OK")', expect: /^((?!XLA_USE_FP16)[\s\S])*$/, stream: 'stderr', ok: true }, version: '2.4', env: { TORCH_XLA_EMULATED_VERSION: '2.4', MASTER_PORT: '0', XLA_USE_FP16: '1' } });
+  let results: { status: number; stdout: string; stderr: string }[] = [];
+  beforeAll(() => {
+    const r = runPython([path.join(EMULATION, 'run_snippets.py')], '2.9', JSON.stringify(cases.map((c) => ({ code: c.p.code, env: c.env }))));
+    if (r.status !== 0) throw new Error(`run_snippets.py failed:\n${r.stderr}`);
+    results = JSON.parse(r.stdout);
+  });
+  cases.forEach(({ p, version }, i) => {
+    it(`${p.name} (${version})`, () => {
+      const r = results[i];
+      if (p.ok) {
+        expect(r.status, r.stderr).toBe(0);
+        expect(r.stdout).toContain('OK');
+        expect(p.stream === 'stderr' ? r.stderr : r.stdout).toMatch(p.expect);
+      } else {
+        expect(r.status, `must fail:\n${r.stdout}`).not.toBe(0);
+        expect(r.stderr).toMatch(p.expect);
+      }
+    });
   });
 });

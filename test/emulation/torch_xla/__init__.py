@@ -40,3 +40,8 @@ from . import torch_xla as _tx  # noqa: E402
 # `import torch_xla` makes `torch_xla.runtime` and `torch_xla.core.xla_model` reachable.
 from . import runtime  # noqa: E402,F401
 from .core import xla_model as _xm  # noqa: E402,F401
+
+if _emu.at('2.5'):
+  # torch_xla/torch_xla.py imports xla_multiprocessing from v2.5.0 (line 14), whose _internal/pjrt.py:14
+  # imports torch_xla.distributed.xla_backend: `import torch_xla` registers the 'xla' backend from 2.5.
+  from .distributed import xla_multiprocessing as _xmp  # noqa: E402,F401

@@ -5,6 +5,7 @@ import logging
 import os
 
 from .. import _emu
+from . import xla_backend  # noqa: F401  (_internal/pjrt.py:14 at v2.3.0..v2.9.0 imports it)
 
 
 def spawn(fn, args=(), nprocs=None, join=True, daemon=False, start_method='spawn'):
