@@ -1,7 +1,7 @@
 """Checks torch_xla references against the emulation at TORCH_XLA_EMULATED_VERSION (used by test/xla-api.test.ts).
 
 stdin: JSON {"sources": [{"id", "original", "fixed"}], "accel": "<accel.py source>" | null}
-stdout: JSON {"version", "checked": [dotted names], "problems": [{"id", "name", "error"}], "accel": {...}}
+stdout: JSON {"version", "checked": [dotted names], "problems": [{"id", "name", "error"}], "introduced": {id: [names]}, "accel": {...}}
 
 A reference is a dotted name rooted at an import of torch_xla (`import torch_xla.core.xla_model as xm`,
 `from torch_xla.runtime import world_size`, ...), or a call of one with its keyword names. Only the
@@ -110,6 +110,7 @@ def main():
   version = os.environ.get('TORCH_XLA_EMULATED_VERSION', '2.9')
   problems = []
   checked = set()
+  introduced = {}
   unparsed = []
   for src in req.get('sources', []):
     before = references(src['original']) or collections.Counter()
@@ -129,6 +130,8 @@ def main():
       # a name the fix added must exist; a call shape the fix added (new keywords on the user's own
       # call) must bind, when the name itself resolves
       new_name = names_after[name] > names_before.get(name, 0)
+      if new_name:
+        introduced.setdefault(src['id'], set()).add(name)
       checked.add(name if kws is None else f'{name}({", ".join(list(kws))})')
       try:
         obj = resolve(name)
@@ -141,7 +144,8 @@ def main():
           check_call(obj, kws, npos)
         except Exception as e:  # noqa: BLE001
           problems.append({'id': src['id'], 'name': name, 'kwargs': list(kws), 'error': f'{type(e).__name__}: {e}'})
-  out = {'version': version, 'checked': sorted(checked), 'problems': problems, 'unparsed': unparsed}
+  out = {'version': version, 'checked': sorted(checked), 'problems': problems, 'unparsed': unparsed,
+         'introduced': {k: sorted(v) for k, v in introduced.items()}}
   if req.get('accel'):
     out['accel'] = run_accel(req['accel'], req.get('accel_functions', []))
   json.dump(out, sys.stdout)
