@@ -152,7 +152,8 @@ export class Idioms {
   manualSeed(seed: string): Snippet | null {
     if (this.dualPath) return this.accel(`manual_seed(${seed})`);
     if (this.profile === 'torchtpu') return null;
-    return this.xla(`torch_xla.manual_seed(${seed})`, TORCH_XLA);
+    // torch_xla.manual_seed from torch_xla/torch_xla.py v2.5.0:200; before, xm.set_rng_state (xla_model.py v2.3.0:1387)
+    return this.at('2.5') ? this.xla(`torch_xla.manual_seed(${seed})`, TORCH_XLA) : this.xla(`xm.set_rng_state(${seed})`, XM);
   }
 
   /** Runs `fn(*args)` after the step's graph executed (host reads without a mid-step sync). */

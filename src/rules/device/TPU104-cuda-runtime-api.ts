@@ -80,11 +80,12 @@ export default defineRule({
       'Safe: `set_device` is deleted (dual-path: kept for CUDA runs behind `if accel.device_type() == "cuda":`), and a statement ' +
       '`synchronize()` becomes `torch_xla.sync(); xm.wait_device_ops()` (dual-path `accel.sync(wait=True)`, which still calls ' +
       '`torch.cuda.synchronize()` on CUDA). Use these waits for benchmarking only (see TPU803). Unsafe: `get_device_name()` becomes ' +
-      '`xm.xla_device_kind()` (a different string; offered for torch_xla 2.5+ targets, as the release that added it was not checked), and `torch.cuda.nvtx` push/pop/mark and `record_stream` statements are removed. ' +
+      '`xm.xla_device_kind()` (a different string; offered for torch_xla 2.6+ targets: `xla_device_kind` first appears in xla_model.py at v2.6.0), and `torch.cuda.nvtx` push/pop/mark and `record_stream` statements are removed. ' +
       'Streams, events, CUDA graphs and the other queries have no automatic fix: the code around them needs a rewrite.',
     sources: [
       'TX:78-96 torch_xla/torch_xla.py `sync(wait=False, reset_scope=True)` (pytorch/xla@022ecde)',
       'XM: torch_xla/core/xla_model.py `wait_device_ops(devices=[])`, `xla_device_kind(device=None)`, `xla_device_hw(device)` (pytorch/xla@fa72136)',
+      'torch_xla/core/xla_model.py: `def xla_device_kind` at v2.6.0:207 (absent at v2.5.0; v2.9.0:177)',
       'DEV:147-160 (one device per process under torch_xla.launch)',
       'EX:debug/train_resnet_benchmark.py (timing with wait_device_ops)',
     ],
@@ -125,7 +126,9 @@ export default defineRule({
         if (owner?.type === 'call' && (methodName(owner) === 'to' || sema.callee(owner) === 'torch.device' || callArgs(owner).keywords.has('device'))) continue;
       }
       const short_ = label.replace(/^torch\.cuda\./, 'torch.cuda.');
-      const message = `\`${short(short_, 50)}\` needs a CUDA device and raises on a TPU host; ${(idiom.profile === 'torchtpu' ? ADVICE_TORCHTPU : ADVICE)[kind]}`;
+      // xm.xla_device_kind exists from 2.6 (xla_model.py v2.6.0:207): older targets get the CUDA-free advice
+      const advice = idiom.profile === 'torchtpu' || ((kind === 'name' || kind === 'query') && !idiom.at('2.6')) ? ADVICE_TORCHTPU : ADVICE;
+      const message = `\`${short(short_, 50)}\` needs a CUDA device and raises on a TPU host; ${advice[kind]}`;
       const stmt = statementOf(call);
       let fix = null;
       if (kind === 'set_device' && stmt) {
@@ -158,7 +161,7 @@ export default defineRule({
           };
         }
       } else if (kind === 'name') {
-        const snip = idiom.at('2.5') && idiom.xlaOnly('xm.xla_device_kind()', { module: 'torch_xla.core.xla_model', alias: 'xm' });
+        const snip = idiom.at('2.6') && idiom.xlaOnly('xm.xla_device_kind()', { module: 'torch_xla.core.xla_model', alias: 'xm' });
         if (snip) {
           fix = { edits: [{ start: call.startIndex, end: call.endIndex, text: snip.text }], imports: snip.imports, applicability: 'unsafe' as const, title: 'Use `xm.xla_device_kind()`' };
         }

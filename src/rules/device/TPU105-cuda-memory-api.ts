@@ -59,11 +59,12 @@ export default defineRule({
       'Unsafe (different schema): `memory_allocated`/`memory_reserved` become `int(xm.get_memory_info(torch_xla.device())["bytes_used"])` ' +
       'and the `max_*` variants read `peak_bytes_used` (0 when the backend does not report it); dual-path `memory_allocated()` becomes ' +
       '`accel.memory_info().get("bytes_used", 0)`, which is `torch.cuda.memory_allocated()` on CUDA. These rewrites are offered for ' +
-      'torch_xla 2.5+ targets: the `bytes_used`/`bytes_limit` schema was verified on current sources only (older releases reported ' +
-      'kilobytes; the exact release of the change is unverified). The other calls need a hand rewrite.',
+      'torch_xla 2.5+ targets, the `max_*` ones for 2.6+: torch_xla 2.3 reports `kb_free`/`kb_total`, `bytes_used`/`bytes_limit` come with 2.4, ' +
+      '`get_memory_info()` takes an optional device from 2.5 and `peak_bytes_used` is reported from 2.6. The other calls need a hand rewrite.',
     sources: [
       'XM: torch_xla/core/xla_model.py `get_memory_info(device=None) -> MemoryInfo` with `bytes_used`, `bytes_limit`, example `peak_bytes_used` (pytorch/xla@fa72136; catalog XM:1508-1525)',
       'PT:torch/cuda/memory.py `memory_stats_as_nested_dict`: `if not is_initialized(): return {}`',
+      'torch_xla/csrc/init_python_bindings.cpp GetMemoryInfo: kb_free/kb_total at v2.3.0:721, bytes_used/bytes_limit at v2.4.0:755, peak_bytes_used from v2.6.0:831; xla_model.py get_memory_info(device=None) at v2.5.0:1516',
     ],
     torchtpu: 'No preview memory API is known: the finding names the call; remove it or read the TPU runtime\'s own metrics.',
   },
@@ -92,7 +93,9 @@ export default defineRule({
       const q = outer?.type === 'string' && /^[a-zA-Z]*"/.test(outer.text) ? "'" : '"';
       if (kind === 'noop' && stmt && !idiom.dualPath) {
         fix = { edits: [deleteStatement(ctx.text, stmt)], applicability: 'safe' as const, title: 'Remove `torch.cuda.empty_cache()`' };
-      } else if ((CURRENT.has(fnName) || PEAK.has(fnName)) && idiom.at('2.5')) {
+      // get_memory_info(device=None) from xla_model.py v2.5.0:1516 (bytes_used/bytes_limit from v2.4.0, kb_free/kb_total
+      // at v2.3.0); peak_bytes_used from init_python_bindings.cpp v2.6.0:831 (a 2.5 read of it would always be 0)
+      } else if ((CURRENT.has(fnName) && idiom.at('2.5')) || (PEAK.has(fnName) && idiom.at('2.6'))) {
         if (idiom.dualPath) {
           if (fnName === 'memory_allocated') {
             fix = {

@@ -45,10 +45,11 @@ export default defineRule({
       'Unsafe, review each rewrite. The fix transposes `[B, S, H, D]` to `[B, H, S, D]` and back and makes the softmax scale explicit (`1/sqrt(head_dim)` unless one was given); ' +
       'it is offered only for `flash_attn_func`/`memory_efficient_attention` with plain q, k, v names, no dropout (or a literal 0) and no other options. ' +
       'Check: grouped-query attention (fewer k/v heads than q heads) needs k/v repeated; flash-attn aligns the causal mask to the bottom-right corner when the query and key lengths differ, SDPA to the top-left. ' +
-      'The torch_xla tpu-only style uses the Pallas kernel (needs the `torch_xla[pallas]` extra, PALLAS:112; offered for targets from 2.3, the first release assumed to ship it: unverified); the dual-path style and the torchtpu profile use `torch.nn.functional.scaled_dot_product_attention`, which runs on CUDA, CPU and XLA. ' +
+      'The torch_xla tpu-only style uses the Pallas kernel (needs the `torch_xla[pallas]` extra, PALLAS:112; offered for targets from 2.4: the 2.3 kernel has no `sm_scale` parameter, so 2.3 targets get `scaled_dot_product_attention`); the dual-path style and the torchtpu profile use `torch.nn.functional.scaled_dot_product_attention`, which runs on CUDA, CPU and XLA. ' +
       'Switching Hugging Face to `"eager"` is slower on GPUs. Adding `SDPBackend.MATH` to a pinned `sdpa_kernel` keeps the CUDA kernels allowed on GPUs.',
     sources: [
       'torch_xla/experimental/custom_kernel.py: def flash_attention(q, k, v, causal=False, q_segment_ids=None, kv_segment_ids=None, sm_scale=1.0, *, ab=None, partition_spec=None, mesh=None) (custom_kernel.py:854-866 at 41398bf)',
+      'torch_xla/experimental/custom_kernel.py at v2.3.0:139 `flash_attention(q, k, v, segment_ids=None, causal=False)` (no sm_scale); v2.4.0:425 adds `sm_scale=1.0`',
       'EX:flash_attention/train_decoder_only_flash_attention.py:10-19 (q pre-divided by sqrt(head_dim))',
       'PALLAS:14-60, 112 (docs/source/features/pallas.md)',
       'flash-attn signature flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), …), layout [B, S, H, D] (from flash-attn API knowledge and public shims; not re-read in the flash-attn repository)',
@@ -189,7 +190,8 @@ function attentionFix(ctx: RuleContext, call: Node, xformers: boolean): FixDraft
   const scale = arg.get(xformers ? 'scale' : 'softmax_scale');
   const scaleText = scale && scale.type !== 'none' ? scale.text : null;
   const t = (n: Node) => `${n.text}.transpose(1, 2)`;
-  const pallas = ctx.idiom.at('2.3') ? ctx.idiom.xlaOnly('flash_attention') : null;
+  // sm_scale (and causal as the 4th parameter) from v2.4.0:425; v2.3.0:139 is flash_attention(q, k, v, segment_ids=None, causal=False)
+  const pallas = ctx.idiom.at('2.4') ? ctx.idiom.xlaOnly('flash_attention') : null;
   const imports: ImportSpec[] = [];
   let text: string;
   if (pallas) {

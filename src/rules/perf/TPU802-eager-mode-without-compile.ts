@@ -37,6 +37,7 @@ export default defineRule({
       'EAGER (docs/source/learn/eager.md:57-60, 150-168)',
       'TX:114-160 (compile(f=None, full_graph=False, name=None, max_different_graphs=None); pytorch/xla@022ecde torch_xla/torch_xla.py:114)',
       'torch_xla/experimental/eager.py (eager_mode(enable))',
+      'torch_xla/torch_xla.py: `def compile` from v2.5.0:93 (absent at v2.4.0; parameter `num_different_graphs_allowed` until v2.7.0, `max_different_graphs` from v2.8.0:114)',
       'TS (XLA_USE_EAGER_DEBUG_MODE)',
     ],
     torchtpu: 'Not run under the torchtpu profile: it checks torch_xla\'s eager mode (`torch_xla.experimental.eager_mode`); the preview is eager-first and compiles with `torch.compile(backend="tpu", dynamic=False)` (TPU801).',
@@ -65,7 +66,8 @@ export default defineRule({
         calls.some((c) => sema.isTrainSignal(c) && c.childForFieldName('function')?.childForFieldName('attribute')?.text !== 'backward');
     });
     let fix: FixDraft | null = null;
-    const deco = ctx.idiom.xlaAlways('@torch_xla.compile()', { module: 'torch_xla' });
+    // torch_xla.compile first appears in torch_xla/torch_xla.py at v2.5.0:93 (absent at v2.4.0)
+    const deco = ctx.idiom.at('2.5') ? ctx.idiom.xlaAlways('@torch_xla.compile()', { module: 'torch_xla' }) : null;
     if (steps.length === 1 && deco) {
       const fn = steps[0];
       const at = fn.parent?.type === 'decorated_definition' ? fn.parent : fn;

@@ -11,8 +11,9 @@ const VAR_RE = /\b(XLA_USE_BF16|XLA_DOWNCAST_BF16|XLA_USE_FP16|XLA_DOWNCAST_FP16
 const OFF = /^['"]?(0|false|False|FALSE|no|)['"]?$/;
 
 function describe(name: string, idiom: Idioms): { message: string; severity: Severity } {
-  const fp16 = /FP16/.test(name);
-  const since = fp16 ? '2.7' : '2.4';
+  // every one of them prints a notice from torch_xla/csrc/dtype.cpp at v2.4.0 (lines 14-61); the FP16 pair
+  // also warns at import from torch_xla/__init__.py v2.5.0:183 (_check_deprecated_env_var)
+  const since = '2.4';
   const severity: Severity = idiom.profile === 'torch_xla' && !idiom.at(since) ? 'info' : 'warning';
   const instead = /32BIT_LONG/.test(name)
     ? 'int64 index tensors are fine on TPU, so drop it'
@@ -85,7 +86,7 @@ export default defineRule({
       'Dockerfile `ENV` and launch YAML. Setting one to `0`/`false` is not flagged, nor is reading it.',
     why:
       '`XLA_USE_BF16` and `XLA_DOWNCAST_BF16` print "will be deprecated after the 2.6 release, please convert your model to bf16 directly" (DTYPE:11-31, since 2.4, commit af51f06); ' +
-      '`XLA_USE_32BIT_LONG` prints the same kind of notice. `XLA_USE_FP16`/`XLA_DOWNCAST_FP16` warn at import since 2.7 (INIT:175-186). ' +
+      '`XLA_USE_32BIT_LONG` prints the same kind of notice, and so do `XLA_USE_FP16`/`XLA_DOWNCAST_FP16` (dtype.cpp at v2.4.0:25, 49), which also warn at import since 2.5 (`_check_deprecated_env_var`, torch_xla/__init__.py v2.5.0:183; INIT:175-186 at v2.9.0). ' +
       'With `XLA_USE_BF16` tensors read back to the host are upcast to f32 (DTYPE `MaybeUpcastToHostTorchType`), while an explicit bf16 model returns bf16 on `.cpu()`.',
     example: 'os.environ["XLA_USE_BF16"] = "1"\n# run.sh\nexport XLA_USE_BF16=1',
     useInstead: 'model = model.to(torch.bfloat16)            # all-bf16\n# or mixed precision:\nwith torch.autocast("xla", dtype=torch.bfloat16):\n    loss = crit(model(x), y)',
@@ -94,7 +95,8 @@ export default defineRule({
       '(add `.float()` before `.numpy()`: NumPy has no bf16). YAML entries are reported without a fix.',
     sources: [
       'DTYPE (torch_xla/csrc/dtype.cpp:11-43): deprecation notices for XLA_USE_BF16, XLA_DOWNCAST_BF16, XLA_USE_32BIT_LONG; commits af51f06, 1812817',
-      'INIT (torch_xla/__init__.py:175-186): XLA_USE_FP16 / XLA_DOWNCAST_FP16 warning at import (2.7+)',
+      'INIT (torch_xla/__init__.py:175-186 at v2.9.0; :183-190 at v2.5.0, absent at v2.4.0): XLA_USE_FP16 / XLA_DOWNCAST_FP16 warning at import (2.5+)',
+      'torch_xla/csrc/dtype.cpp at v2.4.0:14-61: "will be deprecated after the 2.4 release" for XLA_USE_BF16, XLA_USE_FP16, XLA_DOWNCAST_BF16, XLA_DOWNCAST_FP16, XLA_USE_32BIT_LONG',
       'Catalog §3 (deprecated and removed torch_xla APIs)',
     ],
     torchtpu: 'Not run under the torchtpu profile: these variables belong to torch_xla and do nothing for the native `tpu` device (set the dtype in the model code).',
