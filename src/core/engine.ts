@@ -8,10 +8,10 @@ import { LineIndex } from './source';
 import { combineCells, spanAt, type CombinedProgram, type NotebookCell } from './notebook';
 import { collectSuppressions, isSuppressed } from './suppress';
 import { selectNonOverlapping, applyEdits } from './edits';
-import { importEdits } from './imports';
+import { importEdits, importsAfterUse } from './imports';
 import { Idioms } from './idioms';
 import { isSelected, type ReportOptions, type Rule, type RuleContext, type TextContext } from './rule';
-import type { AnalyzeOptions, Edit, Finding, LocatedFinding, Severity } from './types';
+import type { AnalyzeOptions, Edit, Finding, ImportSpec, LocatedFinding, Severity } from './types';
 
 export interface PythonDocument {
   kind: 'python';
@@ -299,6 +299,8 @@ export interface FixResult {
   needsAccel: boolean;
   /** Rule ids of the applied fixes (with repetition). */
   appliedRules: string[];
+  /** The imports the applied fixes asked for (with repetition). */
+  imports: ImportSpec[];
   /** Nothing was fixed because the document has syntax errors. */
   syntaxErrors?: boolean;
 }
@@ -372,6 +374,22 @@ function errorCount(doc: SourceDocument): number {
   return n;
 }
 
+/**
+ * What a batch of fixes broke: a syntax error, or a name a fix's import binds that some statement reads
+ * before the import (a line inserted above the import it needs). Null when nothing.
+ */
+function batchDefect(doc: SourceDocument, imports: ImportSpec[]): string | null {
+  if (doc.kind === 'text') return null;
+  const tree = parsePython(analysedText(doc));
+  try {
+    if (countErrors(tree) > 0) return 'add a syntax error';
+    const late = imports.length ? importsAfterUse(tree.rootNode, imports) : [];
+    return late.length ? `read a name before its import (${late.join('; ')})` : null;
+  } finally {
+    tree.delete();
+  }
+}
+
 /** Applies fixes until none is left (or `maxRounds`), never adding syntax errors. */
 export function fixDocument(doc: SourceDocument, rules: Rule[], options: AnalyzeOptions, req: FixRequest): FixResult {
   const maxRounds = req.maxRounds ?? 10;
@@ -379,40 +397,43 @@ export function fixDocument(doc: SourceDocument, rules: Rule[], options: Analyze
   let applied = 0;
   let needsAccel = false;
   const appliedRules: string[] = [];
+  const imports: ImportSpec[] = [];
   // as ruff does: a file the parser cannot read completely is not rewritten (an edit could land inside
   // text the parser mistook for a string or a comment, and nothing would show it)
-  if (errorCount(doc) > 0) return { doc, applied: 0, rounds: 0, converged: true, needsAccel, appliedRules, syntaxErrors: true };
-  const baseErrors = 0;
+  if (errorCount(doc) > 0) return { doc, applied: 0, rounds: 0, converged: true, needsAccel, appliedRules, imports, syntaxErrors: true };
   for (let round = 1; round <= maxRounds; round++) {
     const analysis = analyze(current, rules, options);
     analysis.tree?.delete();
     const candidates = analysis.findings.filter(
       (f) => f.fix && (f.fix.applicability === 'safe' || (req.unsafe && f.fix.applicability === 'unsafe')) && (!req.only || req.only(f, current)),
     );
-    if (!candidates.length) return { doc: current, applied, rounds: round - 1, converged: true, needsAccel, appliedRules };
-    let batch = applyFixBatch(current, candidates.map((f) => f.fix!));
-    if (batch.applied.length && errorCount(batch.doc) > baseErrors) {
+    if (!candidates.length) return { doc: current, applied, rounds: round - 1, converged: true, needsAccel, appliedRules, imports };
+    const fixes = candidates.map((f) => f.fix!);
+    const importsOf = (applied: number[]) => applied.flatMap((i) => fixes[i].imports);
+    let batch = applyFixBatch(current, fixes);
+    const defect = batch.applied.length ? batchDefect(batch.doc, importsOf(batch.applied)) : null;
+    if (defect) {
       if (req.strict) {
-        throw new Error(`fixes of ${batch.applied.map((i) => candidates[i].rule).join(', ')} add a syntax error:\n${analysedText(batch.doc)}`);
+        throw new Error(`fixes of ${batch.applied.map((i) => candidates[i].rule).join(', ')} ${defect}:\n${analysedText(batch.doc)}`);
       }
-      // keep the largest first-come set of fixes that adds no syntax error (offsets stay those of `current`)
-      const fixes = candidates.map((f) => f.fix!);
+      // keep the largest first-come set of fixes that breaks nothing (offsets stay those of `current`)
       let keep: number[] = [];
       let best = { doc: current, applied: [] as number[] };
       for (let i = 0; i < fixes.length; i++) {
         const trial = [...keep, i];
         const attempt = applyFixBatch(current, trial.map((k) => fixes[k]));
-        if (attempt.applied.length === trial.length && errorCount(attempt.doc) <= baseErrors) {
+        if (attempt.applied.length === trial.length && !batchDefect(attempt.doc, importsOf(trial))) {
           keep = trial;
           best = { doc: attempt.doc, applied: trial };
         }
       }
       batch = best;
     }
-    if (!batch.applied.length) return { doc: current, applied, rounds: round, converged: true, needsAccel, appliedRules };
+    if (!batch.applied.length) return { doc: current, applied, rounds: round, converged: true, needsAccel, appliedRules, imports };
     for (const i of batch.applied) {
       applied++;
       appliedRules.push(candidates[i].rule);
+      imports.push(...candidates[i].fix!.imports);
       if (candidates[i].fix!.needsAccel) needsAccel = true;
     }
     current = batch.doc;
@@ -420,5 +441,5 @@ export function fixDocument(doc: SourceDocument, rules: Rule[], options: Analyze
   const last = analyze(current, rules, options);
   last.tree?.delete();
   const left = last.findings.some((f) => f.fix && (f.fix.applicability === 'safe' || (req.unsafe && f.fix.applicability === 'unsafe')) && (!req.only || req.only(f, current)));
-  return { doc: current, applied, rounds: maxRounds, converged: !left, needsAccel, appliedRules };
+  return { doc: current, applied, rounds: maxRounds, converged: !left, needsAccel, appliedRules, imports };
 }
