@@ -2,10 +2,10 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { init } from './setup';
 import { countErrors, parsePython, treeEditFor } from '../src/core/parse';
-import { codePointColumn, LineIndex } from '../src/core/source';
-import { combineCells, maskCell, parseIpynb, serializeIpynb, spanAt } from '../src/core/notebook';
+import { codePointColumn, LineIndex, normalizeLoneCr, restoreLoneCr } from '../src/core/source';
+import { combineCells, editIpynb, maskCell, parseIpynb, spanAt } from '../src/core/notebook';
 import { analyze, applyFixBatch, cellOf, fixDocument, locateAll, notebookDocument, pythonDocument, textDocument, textFileKind } from '../src/core/engine';
-import { importEdits } from '../src/core/imports';
+import { importEdits, importsAfterUse } from '../src/core/imports';
 import { Semantics } from '../src/core/semantics';
 import { applyEdits, deleteStatement } from '../src/core/edits';
 import { suppressionEdit } from '../src/core/suppress';
@@ -70,6 +70,25 @@ describe('positions', () => {
   });
 });
 
+describe('line endings kept', () => {
+  it('analyses lone-CR files as LF (same offsets) and restores their CRs around the fix', () => {
+    const raw = 'import torch\rx = torch.ones(2).cuda()\r# é\r';
+    const norm = normalizeLoneCr(raw);
+    expect(norm.length).toBe(raw.length);
+    const [f] = locateAll(analyze(pythonDocument('t.py', norm), TPU101, tpuOnly));
+    expect(f.startPos).toEqual({ line: 1, character: 4 });
+    const out = fixDocument(pythonDocument('t.py', norm), TPU101, tpuOnly, { unsafe: true, strict: true });
+    expect(restoreLoneCr(raw, norm, (out.doc as { text: string }).text)).toBe('import torch\rimport torch_xla\rx = torch.ones(2).to(torch_xla.device())\r# é\r');
+  });
+
+  it('keeps the LF lines of a mixed file and writes new lines with the dominant ending', () => {
+    const raw = 'import torch\r\ry = 1\nx = torch.ones(2).cuda()\r';
+    const norm = normalizeLoneCr(raw);
+    const out = fixDocument(pythonDocument('t.py', norm), TPU101, tpuOnly, { unsafe: true, strict: true });
+    expect(restoreLoneCr(raw, norm, (out.doc as { text: string }).text)).toBe('import torch\rimport torch_xla\r\ry = 1\nx = torch.ones(2).to(torch_xla.device())\r');
+  });
+});
+
 describe('notebooks', () => {
   const nbJson = JSON.stringify(
     {
@@ -113,17 +132,69 @@ describe('notebooks', () => {
 
   it('round-trips the JSON byte for byte and fixes the right cell (imports in the first importing cell)', () => {
     const parsed = parseIpynb(nbJson);
-    expect(serializeIpynb(parseIpynb(nbJson), new Map())).toBe(nbJson);
+    expect(editIpynb(nbJson, parseIpynb(nbJson), new Map())).toBe(nbJson);
     const out = fixDocument(notebookDocument('nb.ipynb', parsed.cells), TPU101, tpuOnly, { unsafe: true, strict: true });
     expect(out.doc.kind).toBe('notebook');
     const cells = (out.doc as ReturnType<typeof notebookDocument>).cells;
     expect(cells[1].text).toBe('!nvidia-smi\n%pip install torch\nimport torch\nimport torch_xla');
     expect(cells[2].text).toBe('%%time\nx = torch.ones(3).to(torch_xla.device())\ny = 1');
     const changed = new Map(cells.map((c, i) => [i, c.text] as [number, string]).filter(([i, t]) => t !== parsed.cells[i].text));
-    const written = JSON.parse(serializeIpynb(parsed, changed));
+    const written = JSON.parse(editIpynb(nbJson, parsed, changed));
     expect(written.cells[2].metadata).toEqual({ tags: ['x'] });
     expect(written.cells[2].source).toEqual(['%%time\n', 'x = torch.ones(3).to(torch_xla.device())\n', 'y = 1']);
     expect(written.cells[3].source).toBe('%%bash\necho hi\nls -la');
+  });
+
+  /** Fixes a notebook's raw JSON as the CLI does: only the changed cells' sources are written. */
+  const fixRaw = (raw: string, options: AnalyzeOptions = tpuOnly) => {
+    const parsed = parseIpynb(raw);
+    const out = fixDocument(notebookDocument('nb.ipynb', parsed.cells), TPU101, options, { unsafe: true, strict: true });
+    const cells = (out.doc as ReturnType<typeof notebookDocument>).cells;
+    const changed = new Map(cells.map((c, i) => [i, c.text] as [number, string]).filter(([i, t]) => t !== parsed.cells[i].text));
+    return editIpynb(raw, parsed, changed);
+  };
+
+  it('keeps every byte but the fixed source: compact JSON, big ints, 1.0, \\u escapes, key order, outputs', () => {
+    const src = '["import torch\\n","x = torch.zeros(1).cuda()\\n","print(x, \'\\u00e9\')"]';
+    const head = '{"nbformat":4,"nbformat_minor":5,"metadata":{"kernelspec":{"name":"python3","language":"python"}},"cells":[{"cell_type":"code","metadata":{"z":1,"a":2},' +
+      '"outputs":[{"output_type":"execute_result","data":{"text/plain":["1234567890123456789"]},"metadata":{},"execution_count":1,"big":1234567890123456789,"f":1.0}],"source":';
+    const tail = '},{"cell_type":"markdown","metadata":{},"source":"# T\\u00e9"}]}';
+    const raw = head + src + tail;
+    expect(fixRaw(raw)).toBe(head + '["import torch\\n","import torch_xla\\n","x = torch.zeros(1).to(torch_xla.device())\\n","print(x, \'\\u00e9\')"]' + tail);
+  });
+
+  it('keeps CRLF, the indentation and a string-valued source', () => {
+    const raw = [
+      '{',
+      '  "cells": [',
+      '    {',
+      '      "source": [',
+      '        "import torch\\n",',
+      '        "x = torch.zeros(1).cuda()"',
+      '      ],',
+      '      "cell_type": "code", "outputs": [{"n": 1.50, "t": "é"}], "metadata": {}',
+      '    },',
+      '    {"cell_type": "code", "metadata": {}, "outputs": [], "source": "y = torch.ones(1).cuda()\\n"}',
+      '  ],',
+      '  "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 4',
+      '}',
+      '',
+    ].join('\r\n');
+    const out = fixRaw(raw);
+    expect(out).toBe(
+      raw
+        .replace('        "import torch\\n",\r\n', '        "import torch\\n",\r\n        "import torch_xla\\n",\r\n')
+        .replace('"x = torch.zeros(1).cuda()"', '"x = torch.zeros(1).to(torch_xla.device())"')
+        .replace('"y = torch.ones(1).cuda()\\n"', '"y = torch.ones(1).to(torch_xla.device())\\n"'),
+    );
+    expect(out.replace(/\r\n/g, '')).not.toContain('\n');
+  });
+
+  it('lays out lines written into an empty source list like the file', () => {
+    const raw = '{\n "cells": [\n  {\n   "cell_type": "code",\n   "metadata": {},\n   "outputs": [],\n   "source": []\n  }\n ],\n "metadata": {},\n "nbformat": 4,\n "nbformat_minor": 5\n}\n';
+    const parsed = parseIpynb(raw);
+    const out = editIpynb(raw, parsed, new Map([[0, 'import torch\nx = 1']]));
+    expect(out).toBe(raw.replace('"source": []', '"source": [\n    "import torch\\n",\n    "x = 1"\n   ]'));
   });
 
   it("puts a fix's imports in the cell that imports torch, never after the first cell that uses them", () => {
@@ -208,6 +279,22 @@ describe('imports', () => {
 
   it('merges from-imports into an existing statement', () => {
     expect(add('from torch_xla.experimental import scan\n', [{ module: 'torch_xla.experimental', name: 'fori_loop' }])).toBe('from torch_xla.experimental import scan, fori_loop\n');
+  });
+
+  it('never lands after a statement that reads the name: one-line import and use', () => {
+    expect(add('import torch; x = torch_xla.device()\nprint(x)\n', [{ module: 'torch_xla' }])).toBe('import torch; import torch_xla; x = torch_xla.device()\nprint(x)\n');
+    expect(add('import os; import torch; d = accel.device()\n', [{ module: 'accel' }])).toBe('import os; import torch; import accel; d = accel.device()\n');
+  });
+
+  it('imports again above a read when the user imports the name only further down (never moves their import)', () => {
+    const text = 'import torch\nxr.initialize_cache("/tmp/c")\nimport torch_xla.runtime as xr\n';
+    const out = add(text, [{ module: 'torch_xla.runtime', alias: 'xr' }]);
+    expect(out).toBe('import torch\nimport torch_xla.runtime as xr\nxr.initialize_cache("/tmp/c")\nimport torch_xla.runtime as xr\n');
+    expect(importsAfterUse(parsePython(text).rootNode, [{ module: 'torch_xla.runtime', alias: 'xr' }])).toEqual(['import torch_xla.runtime as xr']);
+    expect(importsAfterUse(parsePython(out).rootNode, [{ module: 'torch_xla.runtime', alias: 'xr' }])).toEqual([]);
+    // a read inside a function body runs later: not a violation, nothing added
+    const deferred = 'import torch\ndef f():\n    return xr.world_size()\nimport torch_xla.runtime as xr\n';
+    expect(add(deferred, [{ module: 'torch_xla.runtime', alias: 'xr' }])).toBe(deferred);
   });
 
   it('inserts at the top of a file without imports, after a shebang', () => {

@@ -4,7 +4,7 @@ import {
   analyze, analysedText, fixDocument, locateAll, notebookDocument, pythonDocument, textDocument, textFileKind,
   type SourceDocument,
 } from '../core/engine';
-import { NotebookFormatError, parseIpynb, serializeIpynb, type ParsedIpynb } from '../core/notebook';
+import { editIpynb, NotebookFormatError, parseIpynb, type ParsedIpynb } from '../core/notebook';
 import { codePointColumn, LineIndex, normalizeLoneCr, restoreLoneCr } from '../core/source';
 import { RULES } from '../rules';
 import type { AnalyzeOptions, Applicability, Severity, Step, Effort } from '../core/types';
@@ -137,7 +137,7 @@ export function processFile(task: FileTask): FileOutcome {
         result.doc.cells.forEach((c, i) => {
           if (original[i].text !== c.text) changed.set(i, c.text);
         });
-        after = serializeIpynb(nb, changed);
+        after = editIpynb(raw, nb, changed);
       } else after = doc.kind === 'python' ? restoreLoneCr(raw, doc.text, analysedText(result.doc)) : analysedText(result.doc);
       out.fixed = { applied: result.applied, before: (bom ? '\ufeff' : '') + raw, after: (bom ? '\ufeff' : '') + after, needsAccel: result.needsAccel, rules: result.appliedRules };
       doc = result.doc;
