@@ -1,6 +1,9 @@
 /** Unit tests of the engine's core: parsing, positions, notebooks, imports, suppressions, config, score. */
 import { beforeAll, describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import { init } from './setup';
+import { indentationError } from '../src/core/indent';
 import { countErrors, parsePython, treeEditFor } from '../src/core/parse';
 import { codePointColumn, LineIndex, normalizeLoneCr, restoreLoneCr } from '../src/core/source';
 import { combineCells, editIpynb, maskCell, parseIpynb, spanAt } from '../src/core/notebook';
@@ -309,6 +312,45 @@ describe('fixing files with syntax errors', () => {
     expect(r.syntaxErrors).toBe(true);
     expect(r.applied).toBe(0);
     expect((r.doc as { text: string }).text).toBe(text);
+  });
+});
+
+describe('indentation errors Python rejects (tree-sitter recovers from them)', () => {
+  const cases: [string, string | null][] = [
+    ['import torch\nif True:\n    x = torch.ones(1).cuda()\n  y = 1\n', 'unindent does not match any outer indentation level'],
+    ['import torch\nif True:\n\tx = torch.ones(1).cuda()\n        y = 1\n', 'inconsistent use of tabs and spaces in indentation (TabError)'],
+    ['import torch\nif True:\n        x = torch.ones(1).cuda()\n\ty = 1\n', 'inconsistent use of tabs and spaces in indentation (TabError)'],
+    ['import torch\nx = 1\n    y = torch.ones(1).cuda()\n', 'unexpected indent'],
+    ['import torch\nif True:\nx = torch.ones(1).cuda()\n', 'expected an indented block'],
+    ['import torch\nif True:\n\tif True:\n\t\tx = torch.ones(1).cuda()\n\ty = 1\n', null],
+    ['import torch\ndef f(a,\n        b):\n    s = """\n  x\n"""\n    # a comment\n  # an odd one\n    return torch.ones(1).cuda() + [1,\n 2][0]\n\nif 1: y = 2\nclass A: pass\nz = 1 \\\n      + 2\n', null],
+    ['import torch\r\nif True:\r\n    x = torch.ones(1).cuda()\r\n', null],
+  ];
+  const python = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : null;
+
+  it('follows CPython: the same verdict as compile()', () => {
+    for (const [src, message] of cases) {
+      expect(indentationError(src)?.message ?? null, src).toBe(message);
+      if (!python) continue;
+      const r = spawnSync(python, ['-c', 'import sys; compile(sys.stdin.read(), "t.py", "exec")'], { input: src, encoding: 'utf8' });
+      expect(r.status === 0, `python3 compile() on ${JSON.stringify(src)}: ${r.stderr}`).toBe(message === null);
+    }
+  });
+
+  it('refuses to bulk-fix such a file, as for other syntax errors', () => {
+    for (const [src, message] of cases) {
+      const r = fixDocument(pythonDocument('t.py', src), TPU101, tpuOnly, { unsafe: true });
+      expect(r.syntaxErrors ?? false, src).toBe(message !== null);
+      expect(r.applied > 0, src).toBe(message === null);
+    }
+  });
+
+  it('checks notebook cells one by one (each compiles alone)', () => {
+    const doc = notebookDocument('nb.ipynb', [
+      { kind: 'code', text: 'import torch\nif True:\n    pass' },
+      { kind: 'code', text: '  x = torch.ones(1).cuda()' },
+    ]);
+    expect(fixDocument(doc, TPU101, tpuOnly, { unsafe: true }).syntaxErrors).toBe(true);
   });
 });
 

@@ -9,6 +9,7 @@ import { combineCells, spanAt, type CombinedProgram, type NotebookCell } from '.
 import { collectSuppressions, isSuppressed } from './suppress';
 import { selectNonOverlapping, applyEdits } from './edits';
 import { importEdits, importsAfterUse } from './imports';
+import { indentationError } from './indent';
 import { Idioms } from './idioms';
 import { isSelected, type ReportOptions, type Rule, type RuleContext, type TextContext } from './rule';
 import type { AnalyzeOptions, Edit, Finding, ImportSpec, LocatedFinding, Severity } from './types';
@@ -375,6 +376,23 @@ function errorCount(doc: SourceDocument): number {
 }
 
 /**
+ * An indentation error CPython rejects and tree-sitter recovers from (TabError, an unindent to no outer
+ * level, an unexpected indent). A notebook's cells compile one by one: each is checked alone.
+ */
+export function documentIndentationError(doc: SourceDocument): string | null {
+  if (doc.kind === 'text') return null;
+  if (doc.kind === 'python') {
+    const p = indentationError(doc.text);
+    return p ? `line ${p.line + 1}: ${p.message}` : null;
+  }
+  for (const s of doc.program.spans) {
+    const p = indentationError(doc.program.text.slice(s.start, s.end));
+    if (p) return `cell ${s.cell + 1}, line ${p.line + 1}: ${p.message}`;
+  }
+  return null;
+}
+
+/**
  * What a batch of fixes broke: a syntax error, or a name a fix's import binds that some statement reads
  * before the import (a line inserted above the import it needs). Null when nothing.
  */
@@ -383,6 +401,8 @@ function batchDefect(doc: SourceDocument, imports: ImportSpec[]): string | null 
   const tree = parsePython(analysedText(doc));
   try {
     if (countErrors(tree) > 0) return 'add a syntax error';
+    const indent = documentIndentationError(doc);
+    if (indent) return `add an indentation error (${indent})`;
     const late = imports.length ? importsAfterUse(tree.rootNode, imports) : [];
     return late.length ? `read a name before its import (${late.join('; ')})` : null;
   } finally {
@@ -399,8 +419,9 @@ export function fixDocument(doc: SourceDocument, rules: Rule[], options: Analyze
   const appliedRules: string[] = [];
   const imports: ImportSpec[] = [];
   // as ruff does: a file the parser cannot read completely is not rewritten (an edit could land inside
-  // text the parser mistook for a string or a comment, and nothing would show it)
-  if (errorCount(doc) > 0) return { doc, applied: 0, rounds: 0, converged: true, needsAccel, appliedRules, imports, syntaxErrors: true };
+  // text the parser mistook for a string or a comment, and nothing would show it); nor one Python rejects
+  // for its indentation, which tree-sitter reads without an error node
+  if (errorCount(doc) > 0 || documentIndentationError(doc)) return { doc, applied: 0, rounds: 0, converged: true, needsAccel, appliedRules, imports, syntaxErrors: true };
   for (let round = 1; round <= maxRounds; round++) {
     const analysis = analyze(current, rules, options);
     analysis.tree?.delete();
