@@ -2,7 +2,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import { init } from './setup';
+import path from 'node:path';
+import { init, ROOT } from './setup';
 import { indentationError } from '../src/core/indent';
 import { countErrors, parsePython, treeEditFor } from '../src/core/parse';
 import { codePointColumn, LineIndex, normalizeLoneCr, restoreLoneCr } from '../src/core/source';
@@ -198,6 +199,15 @@ describe('notebooks', () => {
     const parsed = parseIpynb(raw);
     const out = editIpynb(raw, parsed, new Map([[0, 'import torch\nx = 1']]));
     expect(out).toBe(raw.replace('"source": []', '"source": [\n    "import torch\\n",\n    "x = 1"\n   ]'));
+  });
+
+  it('judges overlap on the edits as applied: a deletion kept in its cell does not collide with an insertion (all rules on TPU906.ipynb threw)', () => {
+    const raw = fs.readFileSync(path.join(ROOT, 'src/rules/notebook/fixtures/TPU906.ipynb'), 'utf8');
+    const doc = notebookDocument('nb.ipynb', parseIpynb(raw).cells);
+    for (const fixStyle of ['dual-path', 'tpu-only'] as const) {
+      const r = fixDocument(doc, [...RULES_BY_ID.values()], { ...DEFAULT_OPTIONS, fixStyle }, { unsafe: true, strict: true });
+      expect(r.applied).toBeGreaterThan(0);
+    }
   });
 
   it("puts a fix's imports in the cell that imports torch, never after the first cell that uses them", () => {

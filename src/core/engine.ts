@@ -351,10 +351,12 @@ function editsFitCells(doc: SourceDocument, edits: Edit[]): boolean {
 
 /** Applies one batch of fixes (non-overlapping, first wins) and then their imports. */
 export function applyFixBatch(doc: SourceDocument, fixes: NonNullable<Finding['fix']>[]): { doc: SourceDocument; applied: number[] } {
-  const groups = fixes.map((f) => (editsFitCells(doc, f.edits) ? f.edits : [{ start: -1, end: Number.MAX_SAFE_INTEGER, text: '' }]));
+  // overlap is judged on the edits as they will be applied (a deletion kept inside its cell starts one earlier)
+  const fitted = (f: NonNullable<Finding['fix']>) => (doc.kind === 'notebook' ? f.edits.map((e) => fitToCell(doc.program, e)) : f.edits);
+  const groups = fixes.map((f) => (editsFitCells(doc, f.edits) ? fitted(f) : [{ start: -1, end: Number.MAX_SAFE_INTEGER, text: '' }]));
   const accepted = selectNonOverlapping(groups).filter((i) => groups[i][0].start >= 0);
   if (!accepted.length) return { doc, applied: [] };
-  let next = applyToDocument(doc, accepted.flatMap((i) => fixes[i].edits));
+  let next = applyToDocument(doc, accepted.flatMap((i) => groups[i]));
   const imports = accepted.flatMap((i) => fixes[i].imports);
   if (imports.length && next.kind !== 'text') {
     const text = analysedText(next);
