@@ -98,6 +98,31 @@ export function importsAfterUse(root: Node, specs: ImportSpec[]): string[] {
   return [...new Set(bad)];
 }
 
+/** The imports outside functions and classes, one spec per bound name (for checking a program's import order). */
+export function topLevelImportSpecs(root: Node): ImportSpec[] {
+  const out: ImportSpec[] = [];
+  for (const n of root.descendantsOfType(['import_statement', 'import_from_statement'])) {
+    if (!n) continue;
+    let nested = false;
+    for (let p = n.parent; p; p = p.parent) if (p.type === 'function_definition' || p.type === 'class_definition') nested = true;
+    if (nested) continue;
+    if (n.type === 'import_statement') {
+      for (const c of n.namedChildren) {
+        if (c?.type === 'dotted_name') out.push({ module: c.text });
+        else if (c?.type === 'aliased_import') out.push({ module: c.childForFieldName('name')!.text, alias: c.childForFieldName('alias')!.text });
+      }
+    } else {
+      const mod = n.childForFieldName('module_name');
+      if (!mod || mod.type === 'relative_import') continue;
+      for (const c of n.childrenForFieldName('name')) {
+        if (c?.type === 'dotted_name') out.push({ module: mod.text, name: c.text });
+        else if (c?.type === 'aliased_import') out.push({ module: mod.text, name: c.childForFieldName('name')!.text, alias: c.childForFieldName('alias')!.text });
+      }
+    }
+  }
+  return out;
+}
+
 /** `import torch`, `import torch as t`, `import os, torch`. */
 function importsTorch(n: Node): boolean {
   if (n.type !== 'import_statement') return false;
