@@ -52,8 +52,27 @@ function isReference(id: Node): boolean {
 
 /** Offset of the first read of `name` that runs when the module runs (not inside a function body), or -1. */
 export function firstImmediateUse(root: Node, name: string): number {
-  for (const id of root.descendantsOfType('identifier')) {
-    if (id && id.text === name && isReference(id) && !isDeferred(id)) return id.startIndex;
+  // find the spelling in the text, then its node (marshalling every identifier node is slow in web-tree-sitter)
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) return -1;
+  const text = root.text;
+  const re = new RegExp(`(?<![A-Za-z0-9_.])${name}(?![A-Za-z0-9_])`, 'g');
+  // the bodies of top-level functions run later: skip them whole
+  const bodies: [number, number][] = [];
+  for (const n of root.namedChildren) {
+    const def = n?.type === 'decorated_definition' ? n.childForFieldName('definition') : n;
+    const body = def?.type === 'function_definition' ? def.childForFieldName('body') : null;
+    if (body) bodies.push([body.startIndex - root.startIndex, body.endIndex - root.startIndex]);
+  }
+  let b = 0;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    while (b < bodies.length && bodies[b][1] <= m.index) b++;
+    if (b < bodies.length && bodies[b][0] <= m.index) {
+      re.lastIndex = bodies[b][1];
+      continue;
+    }
+    const at = root.startIndex + m.index;
+    const id = root.descendantForIndex(at, at + name.length - 1);
+    if (id?.type === 'identifier' && id.startIndex === at && isReference(id) && !isDeferred(id)) return id.startIndex;
   }
   return -1;
 }
@@ -89,7 +108,11 @@ export function firstBindingImport(root: Node, spec: ImportSpec): number {
  */
 export function importsAfterUse(root: Node, specs: ImportSpec[]): string[] {
   const bad: string[] = [];
+  const seen = new Set<string>();
   for (const spec of specs) {
+    const key = importKey(spec);
+    if (seen.has(key)) continue;
+    seen.add(key);
     const use = firstImmediateUse(root, boundName(spec));
     if (use < 0) continue;
     const at = firstBindingImport(root, spec);
