@@ -4,7 +4,7 @@
  */
 import { countErrors, parsePython, type Node, type Tree } from './parse';
 import { Semantics } from './semantics';
-import { LineIndex } from './source';
+import { detectEol, LineIndex } from './source';
 import { combineCells, spanAt, type CombinedProgram, type NotebookCell } from './notebook';
 import { collectSuppressions, isSuppressed } from './suppress';
 import { selectNonOverlapping, applyEdits } from './edits';
@@ -352,7 +352,19 @@ function editsFitCells(doc: SourceDocument, edits: Edit[]): boolean {
 /** Applies one batch of fixes (non-overlapping, first wins) and then their imports. */
 export function applyFixBatch(doc: SourceDocument, fixes: NonNullable<Finding['fix']>[]): { doc: SourceDocument; applied: number[] } {
   // overlap is judged on the edits as they will be applied (a deletion kept inside its cell starts one earlier)
-  const fitted = (f: NonNullable<Finding['fix']>) => (doc.kind === 'notebook' ? f.edits.map((e) => fitToCell(doc.program, e)) : f.edits);
+  // a fix's multi-line text written with "\n" takes the file's line ending (a CRLF file stays CRLF)
+  const crlf = doc.kind === 'python' && detectEol(doc.text) === '\r\n';
+  // and never splits a "\r\n" pair (tree-sitter ends a block with a trailing comment after its "\r")
+  const src = doc.kind === 'python' ? doc.text : '';
+  const eolFix = (e: Edit): Edit => {
+    let { start, end, text } = e;
+    if (crlf && text.includes('\n')) text = text.replace(/(?<!\r)\n/g, '\r\n');
+    if (end > start && src.charCodeAt(end - 1) === 13 && src.charCodeAt(end) === 10 && !text.endsWith('\r')) end--;
+    if (start > 0 && src.charCodeAt(start - 1) === 13 && src.charCodeAt(start) === 10) start--;
+    if (end < start) end = start;
+    return start === e.start && end === e.end && text === e.text ? e : { start, end, text };
+  };
+  const fitted = (f: NonNullable<Finding['fix']>) => (doc.kind === 'notebook' ? f.edits.map((e) => fitToCell(doc.program, e)) : f.edits.map(eolFix));
   const groups = fixes.map((f) => (editsFitCells(doc, f.edits) ? fitted(f) : [{ start: -1, end: Number.MAX_SAFE_INTEGER, text: '' }]));
   const accepted = selectNonOverlapping(groups).filter((i) => groups[i][0].start >= 0);
   if (!accepted.length) return { doc, applied: [] };
