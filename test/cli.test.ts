@@ -150,6 +150,54 @@ describe('tpu-ready check', () => {
     expect(r.out.match(/created the device-abstraction module/g)?.length).toBe(1);
   });
 
+  it('--fix writes the device module where `import accel` resolves: the package\'s import root', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpu-ready-pkg-'));
+    fs.mkdirSync(path.join(dir, 'pkg/sub'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'pkg/__init__.py'), '');
+    fs.writeFileSync(path.join(dir, 'pkg/sub/__init__.py'), '');
+    fs.writeFileSync(path.join(dir, 'pkg/trainer.py'), 'import torch\n\nx = torch.ones(2).cuda()\n');
+    fs.writeFileSync(path.join(dir, 'pkg/sub/deep.py'), 'import torch\n\ny = torch.ones(2).cuda()\n');
+    run(['check', '.', '--fix', '--select', 'TPU101'], dir);
+    expect(fs.readFileSync(path.join(dir, 'pkg/trainer.py'), 'utf8')).toContain('import accel\n');
+    expect(fs.existsSync(path.join(dir, 'accel.py'))).toBe(true);
+    expect(fs.existsSync(path.join(dir, 'pkg/accel.py'))).toBe(false);
+    expect(fs.existsSync(path.join(dir, 'pkg/sub/accel.py'))).toBe(false);
+    // a dotted accel-module is a path under that root
+    const dir2 = fs.mkdtempSync(path.join(os.tmpdir(), 'tpu-ready-pkg-'));
+    fs.cpSync(dir, dir2, { recursive: true });
+    fs.rmSync(path.join(dir2, 'accel.py'));
+    fs.writeFileSync(path.join(dir2, 'pkg/sub/deep.py'), 'import torch\n\ny = torch.ones(2).cuda()\n');
+    fs.writeFileSync(path.join(dir2, 'pyproject.toml'), '[tool.tpu-ready]\naccel-module = "pkg.accel"\n');
+    run(['check', 'pkg/sub/deep.py', '--fix', '--select', 'TPU101'], dir2);
+    expect(fs.existsSync(path.join(dir2, 'pkg/accel.py'))).toBe(true);
+    expect(fs.existsSync(path.join(dir2, 'pkg/sub/pkg/accel.py'))).toBe(false);
+    expect(fs.existsSync(path.join(dir2, 'pkg/sub/accel.py'))).toBe(false);
+  });
+
+  it('--fix keeps a UTF-8 BOM, CRLF and lone-CR line endings', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpu-ready-eol-'));
+    fs.writeFileSync(path.join(dir, 'bom.py'), '\ufeffimport torch\r\n# é\r\nx = torch.ones(2).cuda()\r\n');
+    fs.writeFileSync(path.join(dir, 'cr.py'), 'import torch\rx = torch.ones(2).cuda()\rprint(x)\r');
+    const r = run(['check', '.', '--fix', '--select', 'TPU101', '--fix-style', 'tpu-only'], dir);
+    expect(r.out).not.toContain('syntax errors');
+    expect(fs.readFileSync(path.join(dir, 'bom.py'), 'utf8')).toBe('\ufeffimport torch\r\nimport torch_xla\r\n# é\r\nx = torch.ones(2).to(torch_xla.device())\r\n');
+    expect(fs.readFileSync(path.join(dir, 'cr.py'), 'utf8')).toBe('import torch\rimport torch_xla\rx = torch.ones(2).to(torch_xla.device())\rprint(x)\r');
+  });
+
+  it('--fix on a notebook changes only the fixed source bytes (compact JSON, big ints, 1.0, CRLF)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpu-ready-nb-'));
+    const cell = (src: string) => `{"cell_type":"code","execution_count":1,"metadata":{"z":1,"a":2},"outputs":[{"output_type":"execute_result","data":{"text/plain":["1234567890123456789"]},"metadata":{},"execution_count":1,"n":1234567890123456789,"f":1.0}],"source":${src}}`;
+    const compact = `{"nbformat":4,"nbformat_minor":5,"metadata":{},"cells":[${cell('["import torch\\n","x = torch.ones(2).cuda()"]')}]}`;
+    fs.writeFileSync(path.join(dir, 'c.ipynb'), compact);
+    const crlf = `{\r\n "cells": [\r\n  ${cell('[\r\n    "import torch\\n",\r\n    "x = torch.ones(2).cuda()"\r\n   ]')}\r\n ],\r\n "nbformat": 4, "nbformat_minor": 5, "metadata": {}\r\n}\r\n`;
+    fs.writeFileSync(path.join(dir, 'r.ipynb'), crlf);
+    run(['check', '.', '--fix', '--select', 'TPU101', '--fix-style', 'tpu-only'], dir);
+    expect(fs.readFileSync(path.join(dir, 'c.ipynb'), 'utf8')).toBe(compact.replace('"import torch\\n",', '"import torch\\n","import torch_xla\\n",').replace('.cuda()', '.to(torch_xla.device())'));
+    expect(fs.readFileSync(path.join(dir, 'r.ipynb'), 'utf8')).toBe(
+      crlf.replace('"import torch\\n",\r\n', '"import torch\\n",\r\n    "import torch_xla\\n",\r\n').replace('.cuda()', '.to(torch_xla.device())'),
+    );
+  });
+
   it('--fix on a notebook edits the right cell and keeps the JSON layout', () => {
     const dir = tmpCopy();
     const file = path.join(dir, 'notebooks/nb.ipynb');

@@ -16,6 +16,7 @@ import {
 } from '../src/core/engine';
 import { parseIpynb } from '../src/core/notebook';
 import { countErrors, parsePython } from '../src/core/parse';
+import { importsAfterUse, topLevelImportSpecs } from '../src/core/imports';
 import { DEFAULT_OPTIONS, type AnalyzeOptions } from '../src/core/types';
 import { ACCEL_FUNCTIONS } from '../src/core/accel';
 import type { Rule } from '../src/core/rule';
@@ -141,6 +142,19 @@ describe('rule fixtures', () => {
             const before = countErrors(parsePython(analysedText(doc)));
             const after = countErrors(parsePython(analysedText(once.doc)));
             expect(after, `${style.name}: no new syntax errors`).toBeLessThanOrEqual(before);
+          }
+          if (doc.kind !== 'text' && once.applied) {
+            // every name a fix's import binds is imported before the first statement that reads it (a line
+            // inserted above the import it needs fails at import time)
+            const tree = parsePython(analysedText(once.doc));
+            expect(importsAfterUse(tree.rootNode, once.imports), `${style.name}: imports precede their first use`).toEqual([]);
+            // nor does an edit move a read of any imported name (`os.environ[...]`, `xm.…`) above its import
+            const orig = parsePython(analysedText(doc));
+            const specs = [...topLevelImportSpecs(tree.rootNode), ...topLevelImportSpecs(orig.rootNode)];
+            const already = new Set(importsAfterUse(orig.rootNode, specs));
+            expect(importsAfterUse(tree.rootNode, specs).filter((k) => !already.has(k)), `${style.name}: no read above its import`).toEqual([]);
+            tree.delete();
+            orig.delete();
           }
           const twice = fixDocument(once.doc, [rule], options, { unsafe: true, strict: true });
           expect(render(twice.doc), `${style.name}: applying twice equals once`).toBe(render(once.doc));

@@ -58,6 +58,31 @@ export function loadProject(root: string, io: Io): { config: ProjectConfig; pinn
   return { config, pinned: detectTorchXlaVersion(texts) };
 }
 
+/**
+ * The directory `import x` resolves from for a module at `file`: its directory, or, inside a package (a
+ * directory with `__init__.py`), the first directory up without one (where `import pkg.trainer` runs from).
+ */
+export function importRoot(file: string): string {
+  let dir = path.dirname(file);
+  while (fs.existsSync(path.join(dir, '__init__.py'))) {
+    const up = path.dirname(dir);
+    if (up === dir) break;
+    dir = up;
+  }
+  return dir;
+}
+
+/** Where the fixes' `import <name>` (dotted: `utils.accel`) finds the generated module for `file`. */
+export function accelModulePath(file: string, name: string): string {
+  const parts = name.split('.');
+  return path.join(importRoot(file), ...parts.slice(0, -1), `${parts[parts.length - 1]}.py`);
+}
+
+/** The module is there: as `accel.py`, or as a package `accel/__init__.py`. */
+function accelModuleExists(file: string): boolean {
+  return fs.existsSync(file) || fs.existsSync(path.join(file.replace(/\.py$/, ''), '__init__.py'));
+}
+
 function safeReaddir(dir: string): string[] {
   try {
     return fs.readdirSync(dir);
@@ -143,8 +168,8 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
     if (!o.fixed) continue;
     fixed += o.fixed.applied;
     const task = tasks.find((t) => t.abs === o.abs)!;
-    const accelFile = path.join(path.dirname(o.abs), `${task.options.accelModule.split('.').pop()}.py`);
-    const needAccel = o.fixed.needsAccel && !fs.existsSync(accelFile) && !accelWritten.has(accelFile);
+    const accelFile = accelModulePath(o.abs, task.options.accelModule);
+    const needAccel = o.fixed.needsAccel && !accelModuleExists(accelFile) && !accelWritten.has(accelFile);
     if (args.diff) {
       diffs.push(createTwoFilesPatch(`a/${o.display}`, `b/${o.display}`, o.fixed.before, o.fixed.after, '', '', { context: 3 }).replace(/^=+\n/, ''));
       if (needAccel) {
@@ -156,6 +181,7 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
       try {
         fs.writeFileSync(o.abs, o.fixed.after);
         if (needAccel) {
+          fs.mkdirSync(path.dirname(accelFile), { recursive: true });
           fs.writeFileSync(accelFile, accelModuleSource(task.options.accelModule));
           accelWritten.add(accelFile);
           notices.push({ path: path.relative(cwd, accelFile), message: 'created the device-abstraction module the dual-path fixes call' });

@@ -4,8 +4,8 @@ import {
   analyze, analysedText, fixDocument, locateAll, notebookDocument, pythonDocument, textDocument, textFileKind,
   type SourceDocument,
 } from '../core/engine';
-import { NotebookFormatError, parseIpynb, serializeIpynb, type ParsedIpynb } from '../core/notebook';
-import { codePointColumn, LineIndex } from '../core/source';
+import { editIpynb, NotebookFormatError, parseIpynb, type ParsedIpynb } from '../core/notebook';
+import { codePointColumn, LineIndex, normalizeLoneCr, restoreLoneCr } from '../core/source';
 import { RULES } from '../rules';
 import type { AnalyzeOptions, Applicability, Severity, Step, Effort } from '../core/types';
 
@@ -65,7 +65,8 @@ export function readText(abs: string, maxBytes: number): { text?: string; skippe
   }
   if (buf.subarray(0, 8192).includes(0)) return { skipped: 'binary file' };
   try {
-    return { text: new TextDecoder('utf-8', { fatal: true }).decode(buf) };
+    // ignoreBOM: keep a UTF-8 BOM in the text (the default drops it) so that a fixed file keeps it
+    return { text: new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(buf) };
   } catch {
     return { skipped: 'not valid UTF-8' };
   }
@@ -117,7 +118,7 @@ export function processFile(task: FileTask): FileOutcome {
     if (nb.language !== 'python') return { ...out, kind: 'notebook', skipped: `notebook language is ${nb.language}` };
     doc = notebookDocument(task.display, nb.cells);
   } else if (task.abs.endsWith('.py') || task.abs.endsWith('.pyi')) {
-    doc = pythonDocument(task.display, raw);
+    doc = pythonDocument(task.display, normalizeLoneCr(raw));
   } else {
     const kind = textFileKind(task.abs);
     if (!kind) return { ...out, skipped: 'not a Python, notebook or project file' };
@@ -136,8 +137,8 @@ export function processFile(task: FileTask): FileOutcome {
         result.doc.cells.forEach((c, i) => {
           if (original[i].text !== c.text) changed.set(i, c.text);
         });
-        after = serializeIpynb(nb, changed);
-      } else after = analysedText(result.doc);
+        after = editIpynb(raw, nb, changed);
+      } else after = doc.kind === 'python' ? restoreLoneCr(raw, doc.text, analysedText(result.doc)) : analysedText(result.doc);
       out.fixed = { applied: result.applied, before: (bom ? '\ufeff' : '') + raw, after: (bom ? '\ufeff' : '') + after, needsAccel: result.needsAccel, rules: result.appliedRules };
       doc = result.doc;
     }

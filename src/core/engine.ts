@@ -4,14 +4,15 @@
  */
 import { countErrors, parsePython, type Node, type Tree } from './parse';
 import { Semantics } from './semantics';
-import { LineIndex } from './source';
+import { detectEol, LineIndex } from './source';
 import { combineCells, spanAt, type CombinedProgram, type NotebookCell } from './notebook';
 import { collectSuppressions, isSuppressed } from './suppress';
 import { selectNonOverlapping, applyEdits } from './edits';
-import { importEdits } from './imports';
+import { importEdits, importsAfterUse } from './imports';
+import { indentationError } from './indent';
 import { Idioms } from './idioms';
 import { isSelected, type ReportOptions, type Rule, type RuleContext, type TextContext } from './rule';
-import type { AnalyzeOptions, Edit, Finding, LocatedFinding, Severity } from './types';
+import type { AnalyzeOptions, Edit, Finding, ImportSpec, LocatedFinding, Severity } from './types';
 
 export interface PythonDocument {
   kind: 'python';
@@ -300,6 +301,8 @@ export interface FixResult {
   needsAccel: boolean;
   /** Rule ids of the applied fixes (with repetition). */
   appliedRules: string[];
+  /** The imports the applied fixes asked for (with repetition). */
+  imports: ImportSpec[];
   /** Nothing was fixed because the document has syntax errors. */
   syntaxErrors?: boolean;
 }
@@ -349,10 +352,24 @@ function editsFitCells(doc: SourceDocument, edits: Edit[]): boolean {
 
 /** Applies one batch of fixes (non-overlapping, first wins) and then their imports. */
 export function applyFixBatch(doc: SourceDocument, fixes: NonNullable<Finding['fix']>[]): { doc: SourceDocument; applied: number[] } {
-  const groups = fixes.map((f) => (editsFitCells(doc, f.edits) ? f.edits : [{ start: -1, end: Number.MAX_SAFE_INTEGER, text: '' }]));
+  // overlap is judged on the edits as they will be applied (a deletion kept inside its cell starts one earlier)
+  // a fix's multi-line text written with "\n" takes the file's line ending (a CRLF file stays CRLF)
+  const crlf = doc.kind === 'python' && detectEol(doc.text) === '\r\n';
+  // and never splits a "\r\n" pair (tree-sitter ends a block with a trailing comment after its "\r")
+  const src = doc.kind === 'python' ? doc.text : '';
+  const eolFix = (e: Edit): Edit => {
+    let { start, end, text } = e;
+    if (crlf && text.includes('\n')) text = text.replace(/(?<!\r)\n/g, '\r\n');
+    if (end > start && src.charCodeAt(end - 1) === 13 && src.charCodeAt(end) === 10 && !text.endsWith('\r')) end--;
+    if (start > 0 && src.charCodeAt(start - 1) === 13 && src.charCodeAt(start) === 10) start--;
+    if (end < start) end = start;
+    return start === e.start && end === e.end && text === e.text ? e : { start, end, text };
+  };
+  const fitted = (f: NonNullable<Finding['fix']>) => (doc.kind === 'notebook' ? f.edits.map((e) => fitToCell(doc.program, e)) : f.edits.map(eolFix));
+  const groups = fixes.map((f) => (editsFitCells(doc, f.edits) ? fitted(f) : [{ start: -1, end: Number.MAX_SAFE_INTEGER, text: '' }]));
   const accepted = selectNonOverlapping(groups).filter((i) => groups[i][0].start >= 0);
   if (!accepted.length) return { doc, applied: [] };
-  let next = applyToDocument(doc, accepted.flatMap((i) => fixes[i].edits));
+  let next = applyToDocument(doc, accepted.flatMap((i) => groups[i]));
   const imports = accepted.flatMap((i) => fixes[i].imports);
   if (imports.length && next.kind !== 'text') {
     const text = analysedText(next);
@@ -373,6 +390,41 @@ function errorCount(doc: SourceDocument): number {
   return n;
 }
 
+/**
+ * An indentation error CPython rejects and tree-sitter recovers from (TabError, an unindent to no outer
+ * level, an unexpected indent). A notebook's cells compile one by one: each is checked alone.
+ */
+export function documentIndentationError(doc: SourceDocument): string | null {
+  if (doc.kind === 'text') return null;
+  if (doc.kind === 'python') {
+    const p = indentationError(doc.text);
+    return p ? `line ${p.line + 1}: ${p.message}` : null;
+  }
+  for (const s of doc.program.spans) {
+    const p = indentationError(doc.program.text.slice(s.start, s.end));
+    if (p) return `cell ${s.cell + 1}, line ${p.line + 1}: ${p.message}`;
+  }
+  return null;
+}
+
+/**
+ * What a batch of fixes broke: a syntax error, or a name a fix's import binds that some statement reads
+ * before the import (a line inserted above the import it needs). Null when nothing.
+ */
+function batchDefect(doc: SourceDocument, imports: ImportSpec[]): string | null {
+  if (doc.kind === 'text') return null;
+  const tree = parsePython(analysedText(doc));
+  try {
+    if (countErrors(tree) > 0) return 'add a syntax error';
+    const indent = documentIndentationError(doc);
+    if (indent) return `add an indentation error (${indent})`;
+    const late = imports.length ? importsAfterUse(tree.rootNode, imports) : [];
+    return late.length ? `read a name before its import (${late.join('; ')})` : null;
+  } finally {
+    tree.delete();
+  }
+}
+
 /** Applies fixes until none is left (or `maxRounds`), never adding syntax errors. */
 export function fixDocument(doc: SourceDocument, rules: Rule[], options: AnalyzeOptions, req: FixRequest): FixResult {
   const maxRounds = req.maxRounds ?? 10;
@@ -380,40 +432,44 @@ export function fixDocument(doc: SourceDocument, rules: Rule[], options: Analyze
   let applied = 0;
   let needsAccel = false;
   const appliedRules: string[] = [];
+  const imports: ImportSpec[] = [];
   // as ruff does: a file the parser cannot read completely is not rewritten (an edit could land inside
-  // text the parser mistook for a string or a comment, and nothing would show it)
-  if (errorCount(doc) > 0) return { doc, applied: 0, rounds: 0, converged: true, needsAccel, appliedRules, syntaxErrors: true };
-  const baseErrors = 0;
+  // text the parser mistook for a string or a comment, and nothing would show it); nor one Python rejects
+  // for its indentation, which tree-sitter reads without an error node
+  if (errorCount(doc) > 0 || documentIndentationError(doc)) return { doc, applied: 0, rounds: 0, converged: true, needsAccel, appliedRules, imports, syntaxErrors: true };
   for (let round = 1; round <= maxRounds; round++) {
     const analysis = analyze(current, rules, options);
     analysis.tree?.delete();
     const candidates = analysis.findings.filter(
       (f) => f.fix && (f.fix.applicability === 'safe' || (req.unsafe && f.fix.applicability === 'unsafe')) && (!req.only || req.only(f, current)),
     );
-    if (!candidates.length) return { doc: current, applied, rounds: round - 1, converged: true, needsAccel, appliedRules };
-    let batch = applyFixBatch(current, candidates.map((f) => f.fix!));
-    if (batch.applied.length && errorCount(batch.doc) > baseErrors) {
+    if (!candidates.length) return { doc: current, applied, rounds: round - 1, converged: true, needsAccel, appliedRules, imports };
+    const fixes = candidates.map((f) => f.fix!);
+    const importsOf = (applied: number[]) => applied.flatMap((i) => fixes[i].imports);
+    let batch = applyFixBatch(current, fixes);
+    const defect = batch.applied.length ? batchDefect(batch.doc, importsOf(batch.applied)) : null;
+    if (defect) {
       if (req.strict) {
-        throw new Error(`fixes of ${batch.applied.map((i) => candidates[i].rule).join(', ')} add a syntax error:\n${analysedText(batch.doc)}`);
+        throw new Error(`fixes of ${batch.applied.map((i) => candidates[i].rule).join(', ')} ${defect}:\n${analysedText(batch.doc)}`);
       }
-      // keep the largest first-come set of fixes that adds no syntax error (offsets stay those of `current`)
-      const fixes = candidates.map((f) => f.fix!);
+      // keep the largest first-come set of fixes that breaks nothing (offsets stay those of `current`)
       let keep: number[] = [];
       let best = { doc: current, applied: [] as number[] };
       for (let i = 0; i < fixes.length; i++) {
         const trial = [...keep, i];
         const attempt = applyFixBatch(current, trial.map((k) => fixes[k]));
-        if (attempt.applied.length === trial.length && errorCount(attempt.doc) <= baseErrors) {
+        if (attempt.applied.length === trial.length && !batchDefect(attempt.doc, importsOf(trial))) {
           keep = trial;
           best = { doc: attempt.doc, applied: trial };
         }
       }
       batch = best;
     }
-    if (!batch.applied.length) return { doc: current, applied, rounds: round, converged: true, needsAccel, appliedRules };
+    if (!batch.applied.length) return { doc: current, applied, rounds: round, converged: true, needsAccel, appliedRules, imports };
     for (const i of batch.applied) {
       applied++;
       appliedRules.push(candidates[i].rule);
+      imports.push(...candidates[i].fix!.imports);
       if (candidates[i].fix!.needsAccel) needsAccel = true;
     }
     current = batch.doc;
@@ -421,5 +477,5 @@ export function fixDocument(doc: SourceDocument, rules: Rule[], options: Analyze
   const last = analyze(current, rules, options);
   last.tree?.delete();
   const left = last.findings.some((f) => f.fix && (f.fix.applicability === 'safe' || (req.unsafe && f.fix.applicability === 'unsafe')) && (!req.only || req.only(f, current)));
-  return { doc: current, applied, rounds: maxRounds, converged: !left, needsAccel, appliedRules };
+  return { doc: current, applied, rounds: maxRounds, converged: !left, needsAccel, appliedRules, imports };
 }

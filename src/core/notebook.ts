@@ -214,12 +214,209 @@ function toSourceLines(text: string): string[] {
   return lines;
 }
 
-/** Writes new cell texts back, keeping everything else in the notebook JSON as it was. */
-export function serializeIpynb(parsed: ParsedIpynb, newTexts: Map<number, string>): string {
-  for (const [i, text] of newTexts) {
-    const cell = parsed.json.cells[i];
-    cell.source = parsed.sourceIsList[i] ? toSourceLines(text) : text;
+// ---------------------------------------------------------------------------------------------
+// Byte-preserving notebook edits: only the changed cells' "source" values are rewritten in the raw JSON
+
+interface RawSpan {
+  start: number;
+  end: number;
+}
+
+/** Where a cell's "source" value lies in the raw JSON: a string, or an array of strings (each item's span). */
+export interface SourceValueSpan extends RawSpan {
+  kind: 'string' | 'array';
+  items: RawSpan[];
+}
+
+/** A small JSON scanner: positions of values, never their meaning (the file already parsed as JSON). */
+class JsonScanner {
+  pos = 0;
+  constructor(readonly s: string) {}
+  ws(): void {
+    const s = this.s;
+    while (this.pos < s.length) {
+      const c = s.charCodeAt(this.pos);
+      if (c === 32 || c === 9 || c === 10 || c === 13 || c === 0xfeff) this.pos++;
+      else break;
+    }
   }
-  const out = JSON.stringify(parsed.json, null, parsed.indent);
-  return parsed.trailingNewline ? out + '\n' : out;
+  fail(what: string): never {
+    throw new NotebookFormatError(`JSON scanner: expected ${what} at offset ${this.pos}`);
+  }
+  string(): RawSpan {
+    const start = this.pos;
+    if (this.s[this.pos] !== '"') this.fail('a string');
+    this.pos++;
+    while (this.pos < this.s.length) {
+      const c = this.s[this.pos];
+      if (c === '\\') this.pos += 2;
+      else if (c === '"') return { start, end: ++this.pos };
+      else this.pos++;
+    }
+    return this.fail('the end of a string');
+  }
+  /** Skips any value; calls `onMember(key, this)` for object members when given (it must consume the value). */
+  value(onMember?: (key: string, index: number) => boolean, onItem?: (index: number) => boolean): RawSpan {
+    this.ws();
+    const start = this.pos;
+    const c = this.s[this.pos];
+    if (c === '"') return this.string();
+    if (c === '{') {
+      this.pos++;
+      this.ws();
+      let i = 0;
+      if (this.s[this.pos] === '}') return { start, end: ++this.pos };
+      for (;;) {
+        this.ws();
+        const k = this.string();
+        const key = JSON.parse(this.s.slice(k.start, k.end)) as string;
+        this.ws();
+        if (this.s[this.pos] !== ':') this.fail('":"');
+        this.pos++;
+        if (!onMember || !onMember(key, i)) this.value();
+        i++;
+        this.ws();
+        if (this.s[this.pos] === ',') this.pos++;
+        else if (this.s[this.pos] === '}') return { start, end: ++this.pos };
+        else this.fail('"," or "}"');
+      }
+    }
+    if (c === '[') {
+      this.pos++;
+      this.ws();
+      let i = 0;
+      if (this.s[this.pos] === ']') return { start, end: ++this.pos };
+      for (;;) {
+        if (!onItem || !onItem(i)) this.value();
+        i++;
+        this.ws();
+        if (this.s[this.pos] === ',') this.pos++;
+        else if (this.s[this.pos] === ']') return { start, end: ++this.pos };
+        else this.fail('"," or "]"');
+      }
+    }
+    const m = /^(-?\d+(\.\d+)?([eE][+-]?\d+)?|true|false|null)/.exec(this.s.slice(this.pos, this.pos + 400));
+    if (!m) this.fail('a value');
+    this.pos += m[0].length;
+    return { start, end: this.pos };
+  }
+}
+
+/** The raw span of each cell's "source" value (null when the cell has none), in cell order. */
+export function sourceValueSpans(raw: string): (SourceValueSpan | null)[] {
+  const sc = new JsonScanner(raw);
+  const spans: (SourceValueSpan | null)[] = [];
+  sc.value((key) => {
+    if (key !== 'cells') return false;
+    sc.ws();
+    if (raw[sc.pos] !== '[') return false;
+    sc.value(undefined, (cellIndex) => {
+      sc.ws();
+      spans[cellIndex] = null;
+      if (raw[sc.pos] !== '{') return false;
+      sc.value((k) => {
+        if (k !== 'source') return false;
+        sc.ws();
+        const items: RawSpan[] = [];
+        if (raw[sc.pos] === '[') {
+          const span = sc.value(undefined, () => {
+            sc.ws();
+            items.push(sc.value());
+            return true;
+          });
+          spans[cellIndex] = { ...span, kind: 'array', items }; // a repeated key: the last wins, as in JSON.parse
+        } else {
+          const span = sc.value();
+          spans[cellIndex] = { ...span, kind: 'string', items: [] };
+        }
+        return true;
+      });
+      return true;
+    });
+    return true;
+  });
+  return spans;
+}
+
+/** A JSON string literal in the file's own escaping: `\uXXXX` for non-ASCII when the file is ASCII-only, `\/` when it escapes slashes. */
+function encoder(raw: string): (s: string) => string {
+  const asciiOnly = !/[^\x00-\x7f]/.test(raw) && /\\u(?:00[89a-fA-F]|0[1-9a-fA-F]|[1-9a-fA-F])[0-9a-fA-F]{2}/.test(raw);
+  const slashes = raw.includes('\\/');
+  const upperHex = /\\u[0-9a-f]*[A-F][0-9a-fA-F]*/.test(raw.replace(/\\\\/g, ''));
+  return (s) => {
+    let out = JSON.stringify(s);
+    if (asciiOnly) out = out.replace(/[^\x00-\x7f]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+    if (upperHex) out = out.replace(/\\u([0-9a-f]{4})/g, (_m, h: string) => '\\u' + h.toUpperCase());
+    if (slashes) out = out.replace(/\//g, '\\/');
+    return out;
+  };
+}
+
+/**
+ * Writes new cell texts into the notebook's raw JSON, changing only those cells' "source" values (in the
+ * file's style: a list of lines or one string, its escaping, indentation and line endings); every other
+ * byte (outputs, metadata, key order, number spelling) stays. Throws when the result would not read back.
+ */
+export function editIpynb(raw: string, parsed: ParsedIpynb, newTexts: Map<number, string>): string {
+  const spans = sourceValueSpans(raw);
+  const enc = encoder(raw);
+  const eol = raw.includes('\r\n') ? '\r\n' : '\n';
+  const unit = typeof parsed.indent === 'number' ? ' '.repeat(parsed.indent) : parsed.indent;
+  const edits: { start: number; end: number; text: string }[] = [];
+  for (const [i, text] of newTexts) {
+    const span = spans[i];
+    if (!span) throw new NotebookFormatError(`cell ${i} has no "source" to edit`);
+    if (span.kind === 'string') {
+      edits.push({ start: span.start, end: span.end, text: enc(text) });
+      continue;
+    }
+    const lines = toSourceLines(text);
+    const old = span.items.map((it) => JSON.parse(raw.slice(it.start, it.end)) as string);
+    // keep the items (their bytes) that lead and trail unchanged
+    let pre = 0;
+    while (pre < old.length && pre < lines.length && old[pre] === lines[pre]) pre++;
+    let suf = 0;
+    while (suf < old.length - pre && suf < lines.length - pre && old[old.length - 1 - suf] === lines[lines.length - 1 - suf]) suf++;
+    const items = span.items;
+    let open: string;
+    let sep: string;
+    let close: string;
+    if (items.length >= 2) {
+      open = raw.slice(span.start + 1, items[0].start);
+      sep = raw.slice(items[0].end, items[1].start);
+      close = raw.slice(items[items.length - 1].end, span.end - 1);
+    } else if (items.length === 1) {
+      open = raw.slice(span.start + 1, items[0].start);
+      close = raw.slice(items[0].end, span.end - 1);
+      sep = ',' + open; // `[\n   "a"\n  ]` → `,\n   `; `["a"]` → `,`
+    } else {
+      // an empty list: lay the lines out as the file lays out nested values
+      const lineStart = raw.lastIndexOf('\n', span.start) + 1;
+      const keyIndent = /^[ \t]*/.exec(raw.slice(lineStart))![0];
+      const multiline = raw.includes('\n') && parsed.indent !== 0;
+      open = multiline ? eol + keyIndent + unit : '';
+      sep = multiline ? ',' + eol + keyIndent + unit : ',';
+      close = multiline ? eol + keyIndent : '';
+    }
+    const keptPre = items.slice(0, pre);
+    const keptSuf = items.slice(items.length - suf);
+    const middle = lines.slice(pre, lines.length - suf).map(enc);
+    const parts = [...keptPre.map((it) => raw.slice(it.start, it.end)), ...middle, ...keptSuf.map((it) => raw.slice(it.start, it.end))];
+    edits.push({ start: span.start, end: span.end, text: parts.length ? '[' + open + parts.join(sep) + close + ']' : '[]' });
+  }
+  edits.sort((a, b) => a.start - b.start);
+  let out = '';
+  let at = 0;
+  for (const e of edits) {
+    out += raw.slice(at, e.start) + e.text;
+    at = e.end;
+  }
+  out += raw.slice(at);
+  // read it back: every cell's text is the intended one
+  const check = parseIpynb(out);
+  check.cells.forEach((c, i) => {
+    const want = newTexts.get(i) ?? parsed.cells[i].text;
+    if (c.text !== want) throw new NotebookFormatError(`editing cell ${i} did not read back`);
+  });
+  return out;
 }

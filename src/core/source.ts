@@ -48,6 +48,45 @@ export class LineIndex {
   }
 }
 
+/**
+ * Lone carriage returns (old Mac line endings, which Python reads as newlines) as "\n": the same length,
+ * so offsets are unchanged. Tree-sitter reads only "\n" as a line break.
+ */
+export function normalizeLoneCr(text: string): string {
+  return text.includes('\r') ? text.replace(/\r(?!\n)/g, '\n') : text;
+}
+
+/**
+ * `normalized` (from `normalizeLoneCr(original)`) edited into `edited`: the same edit on `original`, so its
+ * lone carriage returns stay; line breaks the edit inserts use the file's dominant line ending.
+ */
+export function restoreLoneCr(original: string, normalized: string, edited: string): string {
+  if (original === normalized) return edited;
+  const lone = (original.match(/\r(?!\n)/g) ?? []).length;
+  const crlf = (original.match(/\r\n/g) ?? []).length;
+  const lf = (original.match(/(?<!\r)\n/g) ?? []).length;
+  const eol = lone >= crlf && lone >= lf ? '\r' : crlf > lf ? '\r\n' : '\n';
+  // common prefix and suffix: the edited middle of `normalized` is replaced in `original`
+  let p = 0;
+  const min = Math.min(normalized.length, edited.length);
+  while (p < min && normalized.charCodeAt(p) === edited.charCodeAt(p)) p++;
+  let s = 0;
+  while (s < min - p && normalized.charCodeAt(normalized.length - 1 - s) === edited.charCodeAt(edited.length - 1 - s)) s++;
+  const oldMid = normalized.slice(p, normalized.length - s);
+  const newMid = edited.slice(p, edited.length - s);
+  // within the middle, keep the original bytes of the lines the edit left as they were
+  const oldLines = oldMid.split(/(?<=\n)/);
+  const origLines = original.slice(p, original.length - s).split(/(?<=\r(?!\n)|\n)/);
+  const keep = new Map<string, string[]>();
+  if (oldLines.length === origLines.length) oldLines.forEach((l, i) => keep.set(l, [...(keep.get(l) ?? []), origLines[i]]));
+  const out = newMid.split(/(?<=\n)/).map((l) => {
+    const orig = keep.get(l)?.shift();
+    if (orig !== undefined) return orig;
+    return l.endsWith('\r\n') ? l : l.endsWith('\n') ? l.slice(0, -1) + eol : l;
+  });
+  return original.slice(0, p) + out.join('') + original.slice(original.length - s);
+}
+
 /** The line ending a file uses (the first one found), so inserted lines match it. */
 export function detectEol(text: string): '\n' | '\r\n' {
   const i = text.indexOf('\n');

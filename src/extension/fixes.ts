@@ -14,17 +14,30 @@ import { RULES } from '../rules';
 import { addDocumentEdits, type DocumentTarget } from './convert';
 import { sourceOf, targetOf, type Analysable, type FindingRef } from './diagnostics';
 
-/** Where the module `name` (dotted: `utils.accel`) lives beside `file`, or null for unsaved files. */
-export function accelModuleUri(file: vscode.Uri, name: string): vscode.Uri | null {
-  if (file.scheme === 'untitled') return null;
-  const parts = name.split('.');
-  return vscode.Uri.joinPath(file, '..', ...parts.slice(0, -1), `${parts[parts.length - 1]}.py`);
+/**
+ * The directory `import x` resolves from for a module at `file`: its folder, or, inside a package (a folder
+ * with `__init__.py`), the first folder up without one (where `import pkg.trainer` runs from).
+ */
+async function importRoot(file: vscode.Uri): Promise<vscode.Uri> {
+  let dir = vscode.Uri.joinPath(file, '..');
+  for (let i = 0; i < 64 && (await exists(vscode.Uri.joinPath(dir, '__init__.py'))); i++) {
+    const up = vscode.Uri.joinPath(dir, '..');
+    if (up.path === dir.path) break;
+    dir = up;
+  }
+  return dir;
 }
 
+/** Where the fixes' `import <name>` (dotted: `utils.accel`) finds the module for `file`, or null for unsaved files. */
+export async function accelModuleUri(file: vscode.Uri, name: string): Promise<vscode.Uri | null> {
+  if (file.scheme === 'untitled') return null;
+  const parts = name.split('.');
+  return vscode.Uri.joinPath(await importRoot(file), ...parts.slice(0, -1), `${parts[parts.length - 1]}.py`);
+}
 
 /** The module file to create for `file`, or null when it (or a package of that name) already exists. */
 export async function missingAccelModule(file: vscode.Uri, name: string): Promise<vscode.Uri | null> {
-  const uri = accelModuleUri(file, name);
+  const uri = await accelModuleUri(file, name);
   if (!uri) return null;
   const pkg = vscode.Uri.joinPath(uri, '..', uri.path.split('/').pop()!.replace(/\.py$/, ''), '__init__.py');
   return (await exists(uri)) || (await exists(pkg)) ? null : uri;

@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import { analyze, locateAll, mayMatch, notebookDocument, pythonDocument, textDocument, textFileKind, type SourceDocument } from '../core/engine';
 import { NotebookFormatError, parseIpynb } from '../core/notebook';
 import { initParser } from '../core/parse';
+import { normalizeLoneCr } from '../core/source';
 import type { LocatedFinding } from '../core/types';
 import { RULES } from '../rules';
 import type { ConfigService } from './config';
@@ -111,7 +112,8 @@ export class Scanner implements vscode.Disposable {
 
   private sourceOf(uri: vscode.Uri, raw: string): SourceDocument | null {
     const path = enginePath(uri);
-    if (uri.path.endsWith('.py')) return pythonDocument(path, raw);
+    // lone-CR line endings as "\n" (same offsets): lines as the editor counts them
+    if (uri.path.endsWith('.py')) return pythonDocument(path, normalizeLoneCr(raw));
     if (uri.path.endsWith('.ipynb')) return notebookDocument(path, parseIpynb(raw).cells);
     const kind = textFileKind(uri.path);
     return kind ? textDocument(path, raw, kind) : null;

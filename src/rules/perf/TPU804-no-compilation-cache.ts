@@ -1,6 +1,7 @@
 import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { insertLineAfter, insertLineBefore } from '../../core/edits';
+import { isImportBlock } from '../../core/imports';
 import { launchCalls, xlaContext } from './util';
 import { detectEol } from '../../core/source';
 import type { Snippet } from '../../core/idioms';
@@ -133,17 +134,21 @@ export default defineRule({
       const snippet = call && ctx.notebook
         ? { ...call, text: `if not os.environ.get("XLA_PERSISTENT_CACHE_PATH"):  # initialize_cache runs once, before the first compile${detectEol(ctx.text)}    ${call.text}`, imports: [{ module: 'os' }, ...call.imports] }
         : call;
+      // the import block, with the short try/if import blocks the engine's import placement also passes
+      // (`try: import torch_xla … except ImportError: …`), so the call follows every import it may need
       let last: Node | null = null;
       for (const n of top) {
-        if (isImport(n)) last = n;
+        if (isImport(n) || (last && isImportBlock(n))) last = n;
         else if (!isDocstring(n) || last) break;
       }
-      // torch imported after the leading block (a notebook's `from datasets import …` cell before the torch cell):
-      // after the import run that holds it, so the cache call follows `import torch` and the imports it needs
-      const at = top.findIndex((n) => n.id === anchor.id);
-      if (last && at >= 0 && anchor.startIndex > last.endIndex) {
-        last = anchor;
-        for (let i = at + 1; i < top.length && isImport(top[i]); i++) last = top[i];
+      // torch imported after the leading block (a notebook's `from datasets import …` cell before the torch cell),
+      // or inside a top-level try/if: after the import run that holds it, so the cache call follows `import torch`
+      let anchorTop: Node = anchor;
+      while (anchorTop.parent && anchorTop.parent.type !== 'module') anchorTop = anchorTop.parent;
+      const at = top.findIndex((n) => n.id === anchorTop.id);
+      if (last && at >= 0 && anchorTop.startIndex > last.endIndex) {
+        last = anchorTop;
+        for (let i = at + 1; i < top.length && (isImport(top[i]) || isImportBlock(top[i])); i++) last = top[i];
       }
       if (snippet && last) {
         fix = { edits: [insertLineAfter(ctx.text, last, snippet.text, '')], imports: snippet.imports, needsAccel: snippet.needsAccel };
