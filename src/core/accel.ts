@@ -16,6 +16,7 @@ export const ACCEL_FUNCTIONS = [
   'launch', 'world_size', 'rank', 'local_rank', 'is_master', 'master_print', 'manual_seed', 'add_step_closure',
   'initialize_cache', 'memory_info',
   'launcher_env',
+  'xla_loader',
 ] as const;
 
 export function accelModuleSource(moduleName = 'accel'): string {
@@ -253,5 +254,13 @@ def launcher_env(name, default):
     if value is None:
         return int(default) if isinstance(default, str) else default
     return int(value)
+
+
+def xla_loader(loader):
+    """On XLA, the loader wrapped in MpDeviceLoader onto this process's XLA device (it also syncs each step);
+    elsewhere the loader itself: the loop's own .to(device) calls move its batches, as before."""
+    if is_xla():
+        return pl.MpDeviceLoader(loader, device())
+    return loader
 `;
 }

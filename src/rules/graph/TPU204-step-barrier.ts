@@ -6,7 +6,7 @@ import {
   compiledStepNames, frameworkBackward, insideNestedLoop, isBackward, isBarrierCall, isOptimizerStep, isStepContext,
   iteratesBarrierLoader, reachableCalls, tensorish,
 } from './util';
-import { handMovedLoaders } from '../data/util';
+import { cudaGuardedPlacement, handMovedLoaders, xlaWrap } from '../data/util';
 
 const JUMPS = new Set(['continue_statement', 'break_statement', 'return_statement', 'raise_statement']);
 
@@ -161,16 +161,17 @@ export default defineRule({
       }
       // a plain DataLoader whose batches the loop moves by hand (TPU401): wrapping it is the barrier (MpDeviceLoader syncs on
       // every batch), rather than a sync that would stay redundant once TPU401's fix wraps the loader
-      const hand = sync ? handMovedLoaders(ctx, loop).find((h) => h.pulls.every((p) => !insideNestedLoop(p, body))) : undefined;
-      const wrap = hand ? ctx.idiom.wrapLoader(hand.loader.text, hand.device.text) : null;
+      // (onto the XLA device, never the loop's old one; not while a CUDA check decides where the model goes)
+      const hand = sync && !cudaGuardedPlacement(ctx) ? handMovedLoaders(ctx, loop).find((h) => h.pulls.every((p) => !insideNestedLoop(p, body))) : undefined;
+      const wrap = hand ? xlaWrap(ctx, hand.loader.text) : null;
       if (hand && wrap) {
         ctx.report(header, {
           message: `${what}: the lazily traced graph grows across iterations; iterate \`${wrap.text}\`, which syncs on every batch`,
           fix: {
             title: `Iterate \`${wrap.text}\` (it syncs on every batch)`,
             edits: hand.sites.map((l) => replace(l, wrap.text)),
-            imports: [...hand.device.imports, ...wrap.imports],
-            needsAccel: hand.device.needsAccel || wrap.needsAccel,
+            imports: wrap.imports,
+            needsAccel: wrap.needsAccel,
           },
         });
         continue;
