@@ -70,6 +70,7 @@ export default defineRule({
       '# or iterate pl.MpDeviceLoader(loader, device) (TPU401), or call xm.optimizer_step(optimizer, barrier=True)',
     fixSafety:
       'Safe: the barrier is added as the last statement of the iteration (before a trailing `continue`/`break`), so each iteration runs as one graph; ' +
+      'when a `continue` elsewhere in the body would skip it, it goes at the top of the iteration instead, which every iteration reaches (where `MpDeviceLoader` syncs too, before each batch), and once after the loop for the last iteration; ' +
       'when the iteration already calls `torch.cuda.synchronize()` after the optimizer step, the fix turns that call into the barrier (the same rewrite as TPU104) instead of adding a second one; ' +
       'when the loop iterates a plain `DataLoader` (or pulls `next(iter(loader))`) and moves the batch by hand, the fix wraps the loader in `pl.MpDeviceLoader` instead (TPU401), whose per-batch sync is the barrier; ' +
       'on CUDA/CPU the dual-path `accel.sync()` does nothing. With gradient accumulation it goes after the optimizer step in the outer loop. ' +
@@ -201,6 +202,25 @@ export default defineRule({
   },
 });
 
+/** `continue` statements that continue the loop whose body is `body` (not one of a nested loop or function). */
+function continuesOf(body: Node): Node[] {
+  const out: Node[] = [];
+  const walk = (n: Node) => {
+    for (const c of n.namedChildren) {
+      if (!c) continue;
+      if (c.type === 'continue_statement') out.push(c);
+      else if (!/^(for_statement|while_statement|function_definition|class_definition|lambda)$/.test(c.type)) walk(c);
+      else if (c.type === 'for_statement' || c.type === 'while_statement') {
+        // the else clause of a nested loop belongs to the outer iteration
+        const alt = c.childForFieldName('alternative');
+        if (alt) walk(alt);
+      }
+    }
+  };
+  walk(body);
+  return out;
+}
+
 function insideOrEqual(node: Node, scope: Node): boolean {
   return node.startIndex >= scope.startIndex && node.endIndex <= scope.endIndex;
 }
@@ -211,6 +231,19 @@ function barrierFix(ctx: RuleContext, loop: Node, body: Node, text: string, impo
   if (!last) return null;
   const oneLine = !ctx.text.slice(loop.startIndex, body.startIndex).includes('\n');
   let edit;
+  // a `continue` of this loop, other than a trailing one, skips a barrier at the end of the body (issue 10): put it at the
+  // top of the iteration instead, which every iteration reaches, where MpDeviceLoader syncs too (before each batch, PL:39-56)
+  const skips = continuesOf(body).some((c) => c.id !== last.id);
+  if (skips) {
+    if (oneLine) return null;
+    // and once after the loop, so the last iteration's graph (and its step closures) runs before whatever follows
+    return {
+      title: `Add \`${text}\` at the start of each training iteration and after the loop (a \`continue\` skips the end)`,
+      edits: [insertLineBefore(ctx.text, stmts[0], text), insertLineAfter(ctx.text, loop, text)],
+      imports,
+      needsAccel,
+    };
+  }
   if (oneLine) {
     if (JUMPS.has(last.type)) return null;
     edit = insertAt(last.endIndex, `; ${text}`);
