@@ -30,7 +30,7 @@ export default defineRule({
     example:
       'loader = DataLoader(ds, batch_size=B, shuffle=True, num_workers=8, pin_memory=True)\nfor x, y in loader:\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)',
     useInstead:
-      'import torch_xla.distributed.parallel_loader as pl\n\nloader = DataLoader(ds, batch_size=B, shuffle=True, num_workers=8, drop_last=True)\nfor x, y in pl.MpDeviceLoader(loader, device):   # batches arrive on `device`\n    ...',
+      'import torch_xla\nimport torch_xla.distributed.parallel_loader as pl\n\nloader = DataLoader(ds, batch_size=B, shuffle=True, num_workers=8, drop_last=True)\nfor x, y in pl.MpDeviceLoader(loader, torch_xla.device()):   # batches arrive on the XLA device\n    ...',
     fixSafety:
       'Safe: the loop iterates `pl.MpDeviceLoader(loader, torch_xla.device())` (or `iter(...)` of it, at every place the iterator is created) (dual-path: `accel.xla_loader(loader)`, the loader itself off XLA); the existing `.to(device)` calls stay and are no-ops on tensors already there. ' +
       'The wrapper always gets the XLA device: `MpDeviceLoader` rejects any other device on the first batch, so never the device the loop moves to (an int rank means `cuda:N`; an if/elif picker may have chosen the CPU). ' +
