@@ -25,6 +25,8 @@ export const ACCEL_FUNCTIONS = [
   'backend', 'device', 'device_type', 'is_xla', 'sync', 'optimizer_step', 'wrap_loader', 'autocast', 'save',
   'launch', 'world_size', 'rank', 'local_rank', 'is_master', 'master_print', 'manual_seed', 'add_step_closure',
   'initialize_cache', 'memory_info',
+  'launcher_env',
+  'xla_loader',
 ] as const;
 
 /** The values `ACCEL_BACKEND` accepts (case-insensitively). */
@@ -321,5 +323,26 @@ def memory_info():
     if b == "cuda":
         return {"bytes_used": torch.cuda.memory_allocated(), "bytes_limit": torch.cuda.get_device_properties(device()).total_memory}
     return {}
+
+
+def launcher_env(name, default):
+    """RANK, LOCAL_RANK or WORLD_SIZE as the launcher set it, else \`default\` (a -1 or None sentinel stays as it is).
+
+    On XLA with more than one process, the runtime's value (torch_xla.launch does not set these variables).
+    """
+    if is_xla() and xr.world_size() > 1:
+        return {"RANK": xr.global_ordinal, "LOCAL_RANK": xr.local_ordinal, "WORLD_SIZE": xr.world_size}[name]()
+    value = os.environ.get(name)
+    if value is None:
+        return int(default) if isinstance(default, str) else default
+    return int(value)
+
+
+def xla_loader(loader):
+    """On XLA, the loader wrapped in MpDeviceLoader onto this process's XLA device (it also syncs each step);
+    elsewhere the loader itself: the loop's own .to(device) calls move its batches, as before."""
+    if is_xla():
+        return pl.MpDeviceLoader(loader, device())
+    return loader
 `;
 }

@@ -10,12 +10,87 @@ import type { Snippet } from '../core/idioms';
 export function deviceExprFor(ctx: RuleContext, node: Node): Snippet {
   const fn = ctx.sema.enclosingFunction(node);
   for (const name of ['device', 'dev']) {
-    const bound = ctx.sema.bindings(name).some((v) => {
-      const owner = ctx.sema.enclosingFunction(v);
-      return (owner === null || owner.id === fn?.id) && v.startIndex < node.startIndex;
-    });
     const param = fn?.childForFieldName('parameters')?.namedChildren.some((p) => p?.text === name || p?.childForFieldName('name')?.text === name);
-    if (bound || param) return { text: name, imports: [], needsAccel: false };
+    // bound on every path that reaches `node` (issue 10: a `device` bound only in a sibling `elif` branch raised
+    // UnboundLocalError on the default path); a local binding shadows the module's
+    const local = fn ? ctx.sema.bindings(name).some((v) => ctx.sema.enclosingFunction(v)?.id === fn.id) : false;
+    const bound = param || (fn && local ? boundBefore(name, node, fn) : boundBefore(name, node, null) || (!!fn && !local && moduleBinds(ctx, name)));
+    if (bound) return { text: name, imports: [], needsAccel: false };
   }
   return ctx.idiom.device();
+}
+
+const JUMP = new Set(['return_statement', 'raise_statement', 'continue_statement', 'break_statement']);
+
+/** Whether the simple statement `stmt` assigns `name` (`name = ...`, `name: T = ...`, `a, name = ...`, `import x as name`). */
+function assigns(stmt: Node, name: string): boolean {
+  if (stmt.type === 'expression_statement') {
+    const e = stmt.namedChildren[0];
+    if (e?.type !== 'assignment') return false;
+    for (let a: Node | null | undefined = e; a?.type === 'assignment'; a = a.childForFieldName('right')) {
+      const left = a.childForFieldName('left');
+      if (left && targets(left, name)) return true;
+    }
+    return false;
+  }
+  if (stmt.type === 'import_statement' || stmt.type === 'import_from_statement') return new RegExp(`\\b${name}\\b`).test(stmt.text);
+  if (stmt.type === 'function_definition' || stmt.type === 'class_definition') return stmt.childForFieldName('name')?.text === name;
+  return false;
+}
+
+function targets(left: Node, name: string): boolean {
+  if (left.type === 'identifier') return left.text === name;
+  if (left.type === 'pattern_list' || left.type === 'tuple_pattern' || left.type === 'list_pattern') return left.namedChildren.some((c) => !!c && targets(c, name));
+  return false;
+}
+
+/** Whether running `block` to its end (or leaving it by a jump) always binds `name`. */
+function blockBinds(block: Node | null | undefined, name: string): boolean {
+  if (!block) return false;
+  for (const s of block.namedChildren) {
+    if (!s || s.type === 'comment') continue;
+    if (JUMP.has(s.type) || stmtBinds(s, name)) return true;
+  }
+  return false;
+}
+
+/** Whether a statement always binds `name` when control passes it. */
+function stmtBinds(stmt: Node, name: string): boolean {
+  if (stmt.type === 'decorated_definition') return stmtBinds(stmt.namedChildren[stmt.namedChildren.length - 1]!, name);
+  if (assigns(stmt, name)) return true;
+  if (stmt.type === 'if_statement') {
+    const alts = stmt.childrenForFieldName('alternative').filter((a): a is Node => !!a);
+    if (!alts.some((a) => a.type === 'else_clause')) return false;
+    return blockBinds(stmt.childForFieldName('consequence'), name) && alts.every((a) => blockBinds(a.childForFieldName(a.type === 'else_clause' ? 'body' : 'consequence'), name));
+  }
+  if (stmt.type === 'with_statement') return blockBinds(stmt.childForFieldName('body'), name) || new RegExp(`\\bas\\s+${name}\\b`).test(stmt.childForFieldName('body') ? stmt.text.slice(0, stmt.childForFieldName('body')!.startIndex - stmt.startIndex) : '');
+  if (stmt.type === 'try_statement') {
+    if (!blockBinds(stmt.childForFieldName('body'), name)) return false;
+    return stmt.namedChildren.every((c) => !c || c.type !== 'except_clause' || blockBinds(c.namedChildren.find((b) => b?.type === 'block'), name));
+  }
+  return false;
+}
+
+/**
+ * Whether `name` is bound on every path from the start of `scope` (a function, or the module when null) to `node`:
+ * some statement before it, in its block or an enclosing one up to the scope, always binds it.
+ */
+function boundBefore(name: string, node: Node, scope: Node | null): boolean {
+  for (let child: Node = node, p = node.parent; p; child = p, p = p.parent) {
+    if (p.type === 'block' || p.type === 'module') {
+      for (const s of p.namedChildren) {
+        if (!s || s.startIndex >= child.startIndex) break;
+        if (s.type !== 'comment' && stmtBinds(s, name)) return true;
+      }
+    }
+    if (scope ? p.id === scope.id : p.type === 'module') return false;
+    // a nested function is its own scope: for a module name, what counts is what the module bound before the def
+    if (p.type === 'function_definition') return scope === null ? boundBefore(name, p, null) : false;
+  }
+  return false;
+}
+
+/** A module-level statement that always binds `name` (for functions that run after the module body). */
+function moduleBinds(ctx: RuleContext, name: string): boolean {
+  return ctx.sema.root.namedChildren.some((s) => !!s && stmtBinds(s, name));
 }

@@ -3,6 +3,8 @@ import type { Node } from '../../core/parse';
 import { callArgs, kwValue } from '../../core/semantics';
 import { replace, replaceRange } from '../../core/edits';
 import { referencesCuda, saveArgs, XSER_SAVE } from './util';
+import { deviceExprFor } from '../shared';
+import type { RuleContext } from '../../core/rule';
 
 const LOADS = new Set(['torch.load', 'torch.hub.load_state_dict_from_url']);
 
@@ -28,7 +30,7 @@ export default defineRule({
     useInstead: 'sd = torch.load("ckpt.pt", map_location="cpu")\nmodel.load_state_dict(sd)\nmodel.to(device)',
     fixSafety:
       'Safe when the loaded object goes to `load_state_dict` (it copies into the parameters on their device). When the loaded tensors are used directly they now live on the CPU: ' +
-      'the fix is then marked unsafe, move them with `.to(device)`. Replacing `torch.load` by `xser.load` for an `xser.save` file is safe.',
+      'the fix is then marked unsafe, move them with `.to(device)`; a whole model (`model = torch.load(...)` then used as `model(x)`/`model.eval()` and never moved) gets the `.to(device)` appended. Replacing `torch.load` by `xser.load` for an `xser.save` file is safe.',
     sources: ['MIG:352-356 (load to CPU, load_state_dict, then move)', 'DEV:325-341 (xser.save/xser.load)', 'torch_xla/utils/serialization.py (save writes tensor references, load resolves them)'],
     torchtpu: 'The same `map_location="cpu"` fix applies to torch_tpu.',
   },
@@ -50,13 +52,18 @@ export default defineRule({
         continue;
       }
       const applicability = feedsLoadStateDict(ctx, call) ? 'safe' : 'unsafe';
+      // a whole model (`model = torch.load(path)` then `model(x)`) loaded to the CPU must go back to the device (issue 10:
+      // it stayed on the CPU while its inputs went to the device); the load order of MIG:352-356, for a module
+      const back = applicability === 'unsafe' && unmovedModel(ctx, call) ? deviceExprFor(ctx, call) : null;
+      const moveBack = back ? [replaceRange(call.endIndex, call.endIndex, `.to(${back.text})`)] : [];
+      const moveTitle = back ? `, then \`.to(${back.text})\`` : '';
       const ml = keywords.get('map_location');
       const mlValue = kwValue(ml) ?? (callee === 'torch.load' ? positional[1] : undefined) ?? null;
       if (mlValue) {
         if (!mapsToCuda(ctx, mlValue)) continue;
         ctx.report(ml ?? mlValue, {
           message: `\`map_location=${short(mlValue.text)}\` loads the checkpoint onto CUDA, which a TPU host does not have; load to "cpu"`,
-          fix: { title: 'Load to CPU (`map_location="cpu"`)', applicability, edits: [replace(mlValue, '"cpu"')] },
+          fix: { title: `Load to CPU (\`map_location="cpu"\`)${moveTitle}`, applicability, edits: [replace(mlValue, '"cpu"'), ...moveBack], imports: back?.imports, needsAccel: back?.needsAccel },
         });
       } else {
         cudaFile ??= referencesCuda(ctx);
@@ -66,12 +73,39 @@ export default defineRule({
         if (!last) continue;
         ctx.report(call, {
           message: '`torch.load` without `map_location` in CUDA code: GPU-saved tensors fail to load on a TPU host; load to "cpu"',
-          fix: { title: 'Load to CPU (`map_location="cpu"`)', applicability, edits: [replaceRange(last.endIndex, last.endIndex, ', map_location="cpu"')] },
+          fix: { title: `Load to CPU (\`map_location="cpu"\`)${moveTitle}`, applicability, edits: [replaceRange(last.endIndex, last.endIndex, ', map_location="cpu"'), ...moveBack], imports: back?.imports, needsAccel: back?.needsAccel },
         });
       }
     }
   },
 });
+
+const MODULE_USE = /^(eval|train|parameters|named_parameters|forward|modules|children|state_dict|zero_grad|half|float|requires_grad_)$/;
+
+/**
+ * `name = torch.load(...)` where `name` is then used as a module (`name(x)`, `name.eval()`, `name.parameters()`) and never
+ * moved (`name.to(...)`, `name.cuda()`): the load placed it on the device, and a CPU map leaves it on the CPU.
+ */
+function unmovedModel(ctx: RuleContext, call: Node): boolean {
+  const p = call.parent;
+  if (p?.type !== 'assignment' || p.childForFieldName('right')?.id !== call.id) return false;
+  const left = p.childForFieldName('left');
+  if (!left || (left.type !== 'identifier' && left.type !== 'attribute')) return false;
+  const fn = ctx.sema.enclosingFunction(call)?.id ?? null;
+  let used = false;
+  for (const c of ctx.sema.nodes('call')) {
+    if (c.startIndex < call.endIndex) continue;
+    const f = c.childForFieldName('function');
+    if (!f) continue;
+    if (f.text === left.text && (ctx.sema.enclosingFunction(c)?.id ?? null) === fn) used = true;
+    if (f.type === 'attribute' && f.childForFieldName('object')?.text === left.text) {
+      const m = f.childForFieldName('attribute')?.text ?? '';
+      if (m === 'to' || m === 'cuda' || m === 'load_state_dict') return false;
+      if (MODULE_USE.test(m)) used = true;
+    }
+  }
+  return used;
+}
 
 function short(t: string): string {
   return t.length > 30 ? '…' : t;

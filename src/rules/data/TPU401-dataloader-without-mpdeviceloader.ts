@@ -3,7 +3,7 @@ import { downgrade } from '../../core/engine';
 import { replace } from '../../core/edits';
 import type { FixDraft } from '../../core/rule';
 import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
-import { handMovedLoaders, isDataLoaderCall, removeArg } from './util';
+import { cudaGuardedPlacement, handMovedLoaders, isDataLoaderCall, removeArg, xlaWrap } from './util';
 import { cudaGuarded } from '../device/cuda-util';
 import { PIN_RAISES, PIN_RAISES_TORCHTPU } from './pinning';
 
@@ -33,10 +33,11 @@ export default defineRule({
     example:
       'loader = DataLoader(ds, batch_size=B, shuffle=True, num_workers=8, pin_memory=True)\nfor x, y in loader:\n    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)',
     useInstead:
-      'import torch_xla.distributed.parallel_loader as pl\n\nloader = DataLoader(ds, batch_size=B, shuffle=True, num_workers=8, drop_last=True)\nfor x, y in pl.MpDeviceLoader(loader, device):   # batches arrive on `device`\n    ...',
+      'import torch_xla\nimport torch_xla.distributed.parallel_loader as pl\n\nloader = DataLoader(ds, batch_size=B, shuffle=True, num_workers=8, drop_last=True)\nfor x, y in pl.MpDeviceLoader(loader, torch_xla.device()):   # batches arrive on the XLA device\n    ...',
     fixSafety:
-      'Safe: the loop iterates `pl.MpDeviceLoader(loader, device)` (or `iter(...)` of it, at every place the iterator is created) (dual-path: `accel.wrap_loader(loader, device)`, which moves batches itself on CUDA); the existing `.to(device)` calls stay and are no-ops on tensors already there. ' +
-      'The device is the one the loop already moves to. Removing `pin_memory=True`/`non_blocking=True` is safe; in dual-path style `pin_memory` becomes `not accel.is_xla()` so CUDA keeps pinning, and `non_blocking`/`.pin_memory()` are left alone. ' +
+      'Safe: the loop iterates `pl.MpDeviceLoader(loader, torch_xla.device())` (or `iter(...)` of it, at every place the iterator is created) (dual-path: `accel.xla_loader(loader)`, the loader itself off XLA); the existing `.to(device)` calls stay and are no-ops on tensors already there. ' +
+      'The wrapper always gets the XLA device: `MpDeviceLoader` rejects any other device on the first batch, so never the device the loop moves to (an int rank means `cuda:N`; an if/elif picker may have chosen the CPU). ' +
+      'No fix is offered while a CUDA-availability guard decides where the model goes (`if train_on_gpu: model.cuda()`): on TPU the guard is false and the wrapped batches would meet a CPU model. Removing `pin_memory=True`/`non_blocking=True` is safe; in dual-path style `pin_memory` becomes `not accel.is_xla()` so CUDA keeps pinning, and `non_blocking`/`.pin_memory()` are left alone. ' +
       'Keep `num_workers>0` and `persistent_workers=True` when CPU-side transforms are heavy (general PyTorch practice, unverified as TPU tuning).',
     sources: [
       'MIG:121 (docs/source/learn/migration-to-xla-on-tpus.md, MpDeviceLoader prefetching)',
@@ -55,18 +56,19 @@ export default defineRule({
         // an iterator pulled in nested hot loops is reported once
         if (seen.has(h.loader.id)) continue;
         seen.add(h.loader.id);
-        const wrap = ctx.idiom.wrapLoader(h.loader.text, h.device.text);
+        const guard = cudaGuardedPlacement(ctx);
+        const wrap = guard ? null : xlaWrap(ctx, h.loader.text);
         const what = ctx.idiom.profile === 'torchtpu' ? 'prefetch batches to the device instead' : h.iterName ? 'wrap the loader in `pl.MpDeviceLoader`' : 'wrap it in `pl.MpDeviceLoader`';
         const source = h.iterName ? `\`next(${short(h.iterName)})\` yields CPU batches of \`${short(h.loader.text)}\` that` : `\`${short(h.loader.text)}\` yields CPU batches that`;
         ctx.report(h.loader, {
           severity: info.kind === 'eval' ? downgrade('warning') : 'warning',
-          message: `${source} the loop copies to the device by hand (\`${short(h.move.text)}\`): ${what}`,
+          message: `${source} the loop copies to the device by hand (\`${short(h.move.text)}\`): ${what}${guard ? ` (no fix while a CUDA check decides the placement, \`${short(guard.text)}\`: move the model unconditionally first)` : ''}`,
           fix: wrap
             ? {
                 title: `Iterate \`${wrap.text}\``,
                 edits: h.sites.map((l) => replace(l, wrap.text)),
-                imports: [...h.device.imports, ...wrap.imports],
-                needsAccel: h.device.needsAccel || wrap.needsAccel,
+                imports: wrap.imports,
+                needsAccel: wrap.needsAccel,
               }
             : null,
         });

@@ -2,7 +2,7 @@ import { defineRule } from '../../core/rule';
 import { replace } from '../../core/edits';
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
-import { callArgs, kwValue, stringContent } from '../../core/semantics';
+import { callArgs, kwValue, mentionsXla, stringContent } from '../../core/semantics';
 import { appendArg, isDataLoaderCall } from './util';
 
 const SAMPLER = /^torch\.utils\.data(\.distributed)?\.DistributedSampler$/;
@@ -61,8 +61,9 @@ export default defineRule({
     example: 'sampler = DistributedSampler(ds, num_replicas=torch.cuda.device_count(), rank=int(os.environ["RANK"]))',
     useInstead: 'import torch_xla.runtime as xr\nsampler = DistributedSampler(ds, num_replicas=xr.world_size(), rank=xr.global_ordinal(), shuffle=True)\nloader = DataLoader(ds, batch_size=B, sampler=sampler, drop_last=True)',
     fixSafety:
-      'Replacing `num_replicas`/`rank` sources with `xr.world_size()`/`xr.global_ordinal()` (dual-path: `accel.world_size()`/`accel.rank()`, which read torch.distributed or the env on CUDA) is safe. ' +
-      'Adding a sampler to an unsharded loader is unsafe: it changes what each replica sees and the effective batch; the sampler takes over `shuffle=`. ' +
+      'Replacing `num_replicas`/`rank` sources with `xr.world_size()`/`xr.global_ordinal()` is safe (dual-path: `accel.world_size() if accel.is_xla() else <the original>`, so CUDA keeps its own value). ' +
+      'Adding a sampler to an unsharded loader is unsafe: it changes what each replica sees and the effective batch; the sampler takes over `shuffle=` ' +
+      '(dual-path: `sampler=DistributedSampler(...) if accel.is_xla() else None, shuffle=not accel.is_xla()`, so CPU and CUDA keep their order and losses). ' +
       'SPMD scripts (`xr.use_spmd()`) are not flagged: there one process per host loads the host batch and shards it with `input_sharding` (TPU509). Multi-host SPMD per-host sharding is unverified.',
     sources: [
       'PL:253-287 (torch_xla/distributed/parallel_loader.py MpDeviceLoader: no sharding)',
@@ -84,10 +85,13 @@ export default defineRule({
         [kwValue(keywords.get('rank')) ?? positional[2] ?? null, 'rank'],
       ];
       for (const [value, kind] of pairs) {
-        if (!value) continue;
+        // `accel.world_size() if accel.is_xla() else <the CUDA value>` (what the dual-path fix writes) is XLA-aware
+        if (!value || ctx.sema.inXlaAwareBranch(value) || (value.type === 'conditional_expression' && mentionsXla(value.namedChildren[1]?.text ?? ''))) continue;
         const source = cudaWorldSource(ctx, value, kind);
         if (!source) continue;
-        const s = kind === 'world' ? ctx.idiom.worldSize() : ctx.idiom.rank();
+        let s = kind === 'world' ? ctx.idiom.worldSize() : ctx.idiom.rank();
+        // dual-path keeps CUDA's own value (`accel.world_size()` is the process group's or WORLD_SIZE, not the device count)
+        if (s && ctx.idiom.dualPath) s = { ...s, text: `${s.text} if ${ctx.idiom.isXla().text} else ${value.text}` };
         ctx.report(value, {
           message: `\`${kind === 'world' ? 'num_replicas' : 'rank'}\` comes from ${source}, which does not describe the XLA replicas: use the ${kind === 'world' ? 'XLA world size' : 'global XLA ordinal'}`,
           fix: s ? { title: `Use \`${s.text}\``, edits: [replace(value, s.text)], imports: s.imports, needsAccel: s.needsAccel } : null,
@@ -132,8 +136,16 @@ export default defineRule({
         const rk = ctx.idiom.rank();
         let fix = null;
         if (ds && ws && rk) {
-          const sampler = `DistributedSampler(${ds.text}, num_replicas=${ws.text}, rank=${rk.text}, shuffle=${shuffle?.text ?? 'False'})`;
-          const edit = shuffleKw ? replace(shuffleKw, `sampler=${sampler}`) : appendArg(call, `sampler=${sampler}`);
+          let sampler = `DistributedSampler(${ds.text}, num_replicas=${ws.text}, rank=${rk.text}, shuffle=${shuffle?.text ?? 'False'})`;
+          let extra = '';
+          if (ctx.idiom.dualPath) {
+            // CPU and CUDA keep their own sampler (a DistributedSampler shuffles with its own seed: another order, other
+            // losses); the XLA processes shard
+            const x = ctx.idiom.isXla().text;
+            sampler = `${sampler} if ${x} else None`;
+            if (shuffle?.text === 'True') extra = `, shuffle=not ${x}`;
+          }
+          const edit = shuffleKw ? replace(shuffleKw, `sampler=${sampler}${extra}`) : appendArg(call, `sampler=${sampler}`);
           if (edit) {
             fix = {
               title: 'Shard with a DistributedSampler',

@@ -2,6 +2,7 @@ import { defineRule } from '../../core/rule';
 import { replace } from '../../core/edits';
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
+import type { Snippet } from '../../core/idioms';
 import { callArgs, kwValue } from '../../core/semantics';
 import { appendArg, isDataLoaderCall, iteratedLoader } from './util';
 
@@ -41,6 +42,34 @@ function endlessSampler(ctx: RuleContext, node: Node | null, depth = 0): boolean
   return big || product;
 }
 
+/**
+ * Dual-path: an expression true only on the TPU backend (`accel.is_xla()`; the torchtpu profile's `accel.device_type() == "tpu"`),
+ * so CPU and CUDA keep their last batch. Null in tpu-only style (the fix writes `True`).
+ */
+function onTpuOnly(ctx: RuleContext): Snippet | null {
+  if (!ctx.idiom.dualPath) return null;
+  if (ctx.idiom.profile !== 'torchtpu') return ctx.idiom.isXla();
+  const t = ctx.idiom.deviceType();
+  return { ...t, text: `${t.text} == "tpu"` };
+}
+
+const short = (t: string) => (t.length > 30 ? t.slice(0, 29) + '…' : t);
+
+/**
+ * The same-file call sites of the function that builds `call` (`def make_loader(ds): return DataLoader(ds, ...)` called as
+ * `make_loader(...)` or `self.make_loader(...)`), empty when the loader is not built in a function. `train_dataloader()`
+ * style hooks have no caller here and stay editable.
+ */
+function factoryCallers(ctx: RuleContext, call: Node): Node[] {
+  const fn = ctx.sema.enclosingFunction(call);
+  const name = fn?.childForFieldName('name')?.text;
+  if (!fn || !name) return [];
+  return ctx.sema.nodes('call').filter((c) => {
+    const f = c.childForFieldName('function');
+    return (f?.type === 'identifier' && f.text === name) || (f?.type === 'attribute' && f.childForFieldName('attribute')?.text === name);
+  });
+}
+
 /** Whether a training loop (not eval) iterates the loader bound to `name`. */
 function iteratedByTrainLoop(ctx: RuleContext, name: string): boolean {
   return ctx.sema.hotLoops().some((h) => h.kind === 'train' && h.anchor.type === 'for_statement' && iteratedLoader(ctx, h.anchor)?.text === name);
@@ -54,7 +83,7 @@ export default defineRule({
   step: 4,
   effort: 1,
   message: 'The smaller last batch compiles a second graph: set `drop_last=True`',
-  fix: { availability: 'always', applicability: 'safe', title: 'Set `drop_last=True`' },
+  fix: { availability: 'sometimes', applicability: 'safe', title: 'Set `drop_last=True` (dual-path: `drop_last=accel.is_xla()`)' },
   triggers: ['DataLoader', 'dataloader_drop_last'],
   docs: {
     what:
@@ -69,6 +98,8 @@ export default defineRule({
     useInstead: 'train_loader = DataLoader(ds, batch_size=64, shuffle=True, drop_last=True)',
     fixSafety:
       'Safe for training loaders: at most `batch_size - 1` samples per epoch are skipped (a different subset each epoch when shuffling). ' +
+      'In dual-path style the fix writes `drop_last=accel.is_xla()`, so CPU and CUDA runs keep every batch. ' +
+      'Unsafe inside a factory function called from several places; no fix when the factory also builds an eval/test loader. ' +
       'Eval loaders are not flagged: dropping samples there changes metrics; pad the last batch and mask it instead.',
     sources: ['RECOMP (docs/source/perf/recompilation.md, "XLA recompiles when input shape changes")', 'T:test/test_train_mp_mnist.py (--drop_last flag, DataLoader(drop_last=flags.drop_last))'],
     torchtpu: 'Same: the tpu device compiles per shape (`torch.compile(backend="tpu", dynamic=False)`).',
@@ -79,7 +110,15 @@ export default defineRule({
       const { keywords } = callArgs(call);
       if (HF_ARGS.test(q)) {
         const v = kwValue(keywords.get('dataloader_drop_last'));
-        if (v?.text === 'False') ctx.report(v, { message: '`dataloader_drop_last=False` keeps a smaller last batch, which compiles a second graph', fix: { title: 'Set `dataloader_drop_last=True`', edits: [replace(v, 'True')] } });
+        if (v?.text === 'False') {
+          // dual-path keeps CPU and CUDA batches as they were
+          const x = onTpuOnly(ctx);
+          const value = x ? x.text : 'True';
+          ctx.report(v, {
+            message: '`dataloader_drop_last=False` keeps a smaller last batch, which compiles a second graph',
+            fix: { title: `Set \`dataloader_drop_last=${value}\``, edits: [replace(v, value)], imports: x?.imports, needsAccel: x?.needsAccel },
+          });
+        }
         continue;
       }
       if (!isDataLoaderCall(ctx, call)) continue;
@@ -96,10 +135,22 @@ export default defineRule({
       const training =
         /train/i.test(last) || kwValue(keywords.get('shuffle'))?.text === 'True' || keywords.has('sampler') || (!!owner && iteratedByTrainLoop(ctx, owner));
       if (!training) continue;
-      const edit = dl ? replace(dl, 'True') : appendArg(call, 'drop_last=True', ctx.text);
+      // a factory that builds the loaders of several call sites (train and test): dropping there is not safe, and never
+      // for an eval/test loader it also builds (issue 10: 10% of a test set dropped)
+      const factory = factoryCallers(ctx, call);
+      const evalCaller = factory.find((c) => EVAL_NAME.test(ownerName(ctx, c).split('.').pop() ?? ''));
+      // dual-path keeps CPU and CUDA batches as they were: drop only on XLA
+      const x = onTpuOnly(ctx);
+      const value = x ? x.text : 'True';
+      const edit = evalCaller ? null : dl ? replace(dl, value) : appendArg(call, `drop_last=${value}`, ctx.text);
+      const shared = evalCaller
+        ? ` (this factory also builds \`${short(ownerName(ctx, evalCaller))}\`, an eval loader that must keep every sample: no fix)`
+        : factory.length > 1 ? ` (this factory is called from ${factory.length} places)` : '';
       ctx.report(dl ?? call, {
-        message: `${dl ? '`drop_last=False`' : 'This training DataLoader'} keeps a smaller last batch: its new shape compiles a second graph every epoch`,
-        fix: edit ? { title: 'Set `drop_last=True`', edits: [edit] } : null,
+        message: `${dl ? '`drop_last=False`' : 'This training DataLoader'} keeps a smaller last batch: its new shape compiles a second graph every epoch${shared}`,
+        fix: edit
+          ? { title: `Set \`drop_last=${value}\``, edits: [edit], applicability: factory.length > 1 ? 'unsafe' : undefined, imports: x?.imports, needsAccel: x?.needsAccel }
+          : null,
       });
     }
   },

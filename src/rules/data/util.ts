@@ -4,11 +4,12 @@ import type { RuleContext } from '../../core/rule';
 import type { Snippet } from '../../core/idioms';
 import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
 import { deviceExprFor } from '../shared';
+import { cudaGuarded } from '../device/cuda-util';
 
 export { appendArg, removeArg } from '../precision/util';
 
 const DATALOADER = /^torch\.utils\.data(\.dataloader)?\.DataLoader$/;
-const WRAPPERS = /(^|\.)(MpDeviceLoader|ParallelLoader|per_device_loader|wrap_loader)$/;
+const WRAPPERS = /(^|\.)(MpDeviceLoader|ParallelLoader|per_device_loader|wrap_loader|xla_loader)$/;
 const ITER_HELPERS = /^(enumerate|tqdm|tqdm\.tqdm|tqdm\.auto\.tqdm|zip|iter|islice|itertools\.islice)$/;
 
 /** `torch.utils.data.DataLoader(...)` through aliases. */
@@ -213,3 +214,43 @@ export function handMovedLoaders(ctx: RuleContext, loop: Node): HandMoved[] {
   }
   return out;
 }
+
+/**
+ * The loader wrapped for XLA, always onto the XLA device: `MpDeviceLoader` rejects any other device on its first batch, so
+ * never the loop's old device (an int rank that `torch.device()` turns into `cuda:N`, the CPU an if/elif picker chose).
+ * Dual-path: `accel.xla_loader(loader)`, which is the loader itself off XLA (the loop's `.to(device)` calls still move
+ * its batches, so CPU and CUDA runs are unchanged). tpu-only: `pl.MpDeviceLoader(loader, torch_xla.device())` (PL:253).
+ */
+export function xlaWrap(ctx: RuleContext, loader: string): Snippet | null {
+  if (ctx.idiom.dualPath) {
+    const x = ctx.idiom.isXla();
+    return { ...x, text: x.text.replace(/is_xla\(\)$/, `xla_loader(${loader})`) };
+  }
+  const dev = ctx.idiom.device();
+  const wrap = ctx.idiom.wrapLoader(loader, dev.text);
+  return wrap ? { ...wrap, imports: [...dev.imports, ...wrap.imports] } : null;
+}
+
+/**
+ * A `.cuda()`/`.to(...)` under a CUDA-availability guard (`if train_on_gpu: model.cuda()`, `x.cuda() if use_cuda else x`):
+ * that guard, false on a TPU host, decides where the model and the batches go, so a wrapped loader would feed XLA batches
+ * to a CPU model. No loader wrap is offered then.
+ */
+export function cudaGuardedPlacement(ctx: RuleContext): Node | null {
+  const memo = guardedMemo.get(ctx.sema);
+  if (memo !== undefined) return memo;
+  let found: Node | null = null;
+  for (const call of ctx.sema.nodes('call')) {
+    const m = methodName(call);
+    if (m !== 'cuda' && m !== 'to') continue;
+    const recv = receiver(call);
+    if (!recv || ctx.sema.resolve(recv) === 'torch') continue;
+    if (cudaGuarded(call)) {
+      found = call;
+      break;
+    }
+  }
+  guardedMemo.set(ctx.sema, found);
+  return found;
+}
+const guardedMemo = new WeakMap<object, Node | null>();

@@ -22,7 +22,8 @@ export default defineRule({
     useInstead: 'import torch_xla\n\nx = x.to(torch_xla.device())\nmodel = model.to(torch_xla.device())',
     fixSafety:
       'Safe for `.cuda()` with no argument, `non_blocking`, or a rank-like argument in a launched process: every process owns exactly one XLA device. ' +
-      'Unsafe when an int literal other than 0 selects one of several local GPUs in a single process. An existing `device` variable is reused.',
+      'Unsafe when an int literal other than 0 selects one of several local GPUs in a single process. An existing `device` variable is reused when it is bound on every path to the call. ' +
+      'In dual-path style `x.cuda(rank)` becomes `(x.to(accel.device()) if accel.is_xla() else x.cuda(rank))`, so CUDA keeps the index it was given.',
     sources: ['DEV (docs/source/learn/pytorch-on-xla-devices.md:81-84, 147-160)', 'TX:19 (torch_xla.device)', 'MIG:41-55'],
     torchtpu: 'The fix moves to `torch.device("tpu")` after `import torch_tpu`.',
   },
@@ -40,6 +41,23 @@ export default defineRule({
       const fn = call.childForFieldName('function')!;
       const attr = fn.childForFieldName('attribute')!;
       const args = call.childForFieldName('arguments')!;
+      // dual-path `.cuda(rank)` on a plain name: `accel.device()` on CUDA is `cuda:$LOCAL_RANK`, which mp.spawn never sets
+      // (every rank would land on cuda:0), so the CUDA path keeps its own index and only XLA moves to the XLA device
+      if (ctx.idiom.dualPath && deviceArg && deviceArg.text !== '0' && (recv.type === 'identifier' || recv.type === 'attribute')) {
+        const x = ctx.idiom.isXla();
+        const text = `(${recv.text}.to(${dev.text}${nb ? `, ${nb.text}` : ''}) if ${x.text} else ${call.text})`;
+        ctx.report(call, {
+          message: recv.text.length <= 30 ? `\`${recv.text}.cuda()\` places work on a CUDA device; a TPU host has none` : undefined,
+          fix: {
+            applicability: selectsGpu ? 'unsafe' : 'safe',
+            title: `Move to \`${dev.text}\` on XLA, keep \`${call.text.length <= 40 ? call.text : '.cuda(…)'}\` on CUDA`,
+            edits: [replaceRange(call.startIndex, call.endIndex, text)],
+            imports: [...dev.imports, ...x.imports],
+            needsAccel: true,
+          },
+        });
+        continue;
+      }
       ctx.report(call, {
         message: recv.text.length <= 30 && !recv.text.includes("\n") ? `\`${recv.text}.cuda()\` places work on a CUDA device; a TPU host has none` : undefined,
         fix: {

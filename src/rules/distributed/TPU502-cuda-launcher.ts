@@ -64,7 +64,7 @@ export default defineRule({
     useInstead: 'import torch_xla\n\ntorch_xla.launch(_mp_fn, args=(cfg,))   # xmp.spawn(_mp_fn, args=(cfg,)) before torch_xla 2.5',
     fixSafety:
       'Safe when `nprocs` is the CUDA device count (one worker per device is what both launchers do) and `join`/`daemon` keep their defaults; unsafe otherwise (another `nprocs` value, `join=False`). ' +
-      'Dropping a numeric `nprocs` from `xmp.spawn` is safe: every value other than 1 or None raises. In dual-path style the call goes through `accel.launch`, which falls back to `mp.spawn` over the CUDA devices. ' +
+      'Dropping a numeric `nprocs` from `xmp.spawn` is safe: every value other than 1 or None raises. In dual-path style the call becomes `accel.launch(...) if accel.is_xla() else mp.spawn(...)`, so CUDA and CPU keep the `mp.spawn` as written (its `nprocs`, `join`, `daemon`). ' +
       'Launcher scripts and `multiprocessing.Process` loops are reported without a fix.',
     sources: [
       'TX:241-274 torch_xla/torch_xla.py `launch` (SPMD NotImplementedError, torchelastic LOCAL_RANK path), read at pytorch/xla@022ecde',
@@ -95,7 +95,14 @@ export default defineRule({
         if (!cudaCount && !gpuTarget) continue;
         // notebooks need the fork start method (the cell's functions are not importable by spawned children)
         const method = startMethod ? `, start_method=${startMethod.text}` : ctx.notebook ? ', start_method="fork"' : '';
-        const snippet = fnArg ? ctx.idiom.launch(fnArg.text, argsArg?.text ?? null, method) : null;
+        let snippet = fnArg ? ctx.idiom.launch(fnArg.text, argsArg?.text ?? null, method) : null;
+        // dual-path keeps the CUDA/CPU launch as written (issue 10: `accel.launch` starts one process per CUDA device, or one
+        // on CPU, so `mp.spawn(run, args=(2,), nprocs=2)` over gloo waited forever for its second rank): launch through
+        // accel only on XLA
+        if (snippet && ctx.idiom.dualPath) {
+          const x = ctx.idiom.isXla();
+          snippet = { text: `${snippet.text} if ${x.text} else ${call.text}`, imports: [...snippet.imports, ...x.imports], needsAccel: true };
+        }
         const exact = isCudaCount(ctx, nprocs) && (!join || join.text === 'True') && (!daemon || daemon.text === 'False');
         ctx.report(call, {
           message: cudaCount

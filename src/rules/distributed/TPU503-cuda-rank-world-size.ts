@@ -1,5 +1,5 @@
 import { defineRule, type RuleContext } from '../../core/rule';
-import { callArgs, mentionsXla, stringContent } from '../../core/semantics';
+import { callArgs, kwValue, mentionsXla, stringContent } from '../../core/semantics';
 import type { Snippet } from '../../core/idioms';
 import { Idioms } from '../../core/idioms';
 import type { Node } from '../../core/parse';
@@ -14,6 +14,19 @@ function idiomFor(ctx: RuleContext, kind: Kind): Snippet | null {
 }
 
 const XR_NAME: Record<Kind, string> = { rank: 'xr.global_ordinal()', local: 'xr.local_ordinal()', world: 'xr.world_size()' };
+
+/**
+ * Dual-path: `accel.launcher_env("LOCAL_RANK", -1)`, which is `int(os.environ.get(...))` with the script's own default off
+ * XLA, so a `-1`/None "not launched" sentinel keeps its value in a single-process run (issue 10). tpu-only has no
+ * runtime call with a default: null.
+ */
+function launcherEnv(ctx: RuleContext, name: string, dflt: string): Snippet | null {
+  const base = ctx.idiom.dualPath ? ctx.idiom.localRank() : null;
+  return base ? { ...base, text: base.text.replace(/local_rank\(\)$/, `launcher_env("${name}", ${dflt})`) } : null;
+}
+
+/** The value the runtime returns in a single process (`xr.world_size()` 1, the ordinals 0): not a sentinel. */
+const naturalDefault = (name: string, dflt: Node) => (name === 'WORLD_SIZE' ? /^(1|'1'|"1")$/ : /^(0|'0'|"0")$/).test(dflt.text);
 
 export default defineRule({
   id: 'TPU503',
@@ -72,10 +85,10 @@ export default defineRule({
       return false;
     };
     const launcherInFile = ctx.sema.nodes('call').some((c) => isXlaLauncher(ctx, c) || /^torch\.multiprocessing\.spawn/.test(ctx.sema.callee(c) ?? ''));
-    const report = (node: Node, kind: Kind, what: string, replace: Node | null, forceUnsafe = false) => {
+    const report = (node: Node, kind: Kind, what: string, replace: Node | null, forceUnsafe = false, custom?: Snippet | null) => {
       // at module level of a launching script the runtime call would run in the parent before the fork
       const beforeFork = launcherInFile && !ctx.sema.enclosingFunction(node);
-      const snippet = replace && !beforeFork ? idiomFor(ctx, kind) : null;
+      const snippet = replace && !beforeFork ? (custom !== undefined ? custom : idiomFor(ctx, kind)) : null;
       // name what the fix writes (the dual-path module calls the XLA runtime on TPU)
       const target = ctx.idiom.profile === 'torchtpu' ? 'the TorchTPU runtime (not public yet)' : `\`${idiomFor(ctx, kind)?.text ?? XR_NAME[kind]}\``;
       ctx.report(node, {
@@ -108,7 +121,17 @@ export default defineRule({
         : null;
       const outer = wrapper ?? node;
       const compared = outer.parent?.type === 'comparison_operator';
-      report(outer, kind, ctx.idiom.profile === 'torchtpu' ? `\`${read.name}\` is set by torchrun only` : `\`${read.name}\` is set by torchrun, not by \`torch_xla.launch\``, wrapper && !compared ? wrapper : null);
+      // `int(os.getenv("LOCAL_RANK", -1))`: the default is what a single-process run sees (often a sentinel compared later);
+      // the runtime call would return 0 there and send the script down its DDP branch
+      const dflt = node.type === 'call' ? callArgs(node).positional[1] ?? kwValue(callArgs(node).keywords.get('default')) : undefined;
+      // dual-path keeps the script's default exactly (`accel.local_rank()` already reads LOCAL_RANK with default 0; `accel.rank()`
+      // and `accel.world_size()` prefer an initialised process group over the environment); tpu-only keeps only a natural default
+      const natural = !!dflt && naturalDefault(read.name, dflt);
+      const custom = !dflt || (ctx.idiom.profile === 'torchtpu') ? undefined
+        : ctx.idiom.dualPath ? (natural && read.name === 'LOCAL_RANK' ? undefined : launcherEnv(ctx, read.name, dflt.text))
+        : natural ? undefined : null;
+      const sentinel = dflt && custom === null && wrapper && !compared ? ` (its default \`${dflt.text}\` is what a run without a launcher sees, and the runtime call has none: no fix)` : '';
+      report(outer, kind, ctx.idiom.profile === 'torchtpu' ? `\`${read.name}\` is set by torchrun only` : `\`${read.name}\` is set by torchrun, not by \`torch_xla.launch\`${sentinel}`, wrapper && !compared ? wrapper : null, false, custom);
     }
 
     // args.local_rank from a --local_rank / --local-rank flag (torch.distributed.launch)
@@ -125,17 +148,25 @@ export default defineRule({
         const p = attr.parent;
         if (p?.type === 'assignment' && p.childForFieldName('left')?.id === attr.id) continue;
         if (ctx.sema.inXlaAwareBranch(attr) || xlaFunction(attr)) continue;
+        // the default of our own `accel.launcher_env("LOCAL_RANK", args.local_rank)`
+        const call = p?.type === 'argument_list' ? p.parent : null;
+        if (call?.type === 'call' && /(^|\.)launcher_env$/.test(call.childForFieldName('function')?.text ?? '')) continue;
         reads.set(attr.text, [...(reads.get(attr.text) ?? []), attr]);
       }
+      // the flag's default is what a run without a launcher sees: `default=-1` is a "not launched" sentinel, and no
+      // default is None; only `default=0` equals what `local_rank()` returns there
+      const flagDefault = localRankFlagDefault(ctx);
       for (const [text, nodes] of reads) {
         const first = nodes[0];
         const more = nodes.length > 1 ? ` (read ${nodes.length} times)` : '';
-        const snippet = idiomFor(ctx, 'local');
+        const keepsDefault = flagDefault === '0' || flagDefault === "'0'" || flagDefault === '"0"';
+        const snippet = keepsDefault ? idiomFor(ctx, 'local') : launcherEnv(ctx, 'LOCAL_RANK', text);
         const target = ctx.idiom.profile === 'torchtpu' ? 'the TorchTPU runtime (not public yet)' : `\`${snippet?.text ?? XR_NAME.local}\``;
         // at module level of a launching script the runtime call would run in the parent before the fork
         const replaceable = nodes.filter((n) => !(launcherInFile && !ctx.sema.enclosingFunction(n)));
+        const sentinel = !keepsDefault && !snippet && ctx.idiom.profile !== 'torchtpu' ? ` (its default \`${flagDefault ?? 'None'}\` is what a run without a launcher sees, and the runtime call has none: no fix)` : '';
         ctx.report(first, {
-          message: `\`${text}\` comes from the \`--local_rank\` flag of the CUDA launcher${more}; read it from ${target}`,
+          message: `\`${text}\` comes from the \`--local_rank\` flag of the CUDA launcher${more}; read it from ${target}${sentinel}`,
           fix:
             snippet && replaceable.length
               ? {
@@ -200,6 +231,18 @@ export default defineRule({
     }
   },
 });
+
+/** The `default=` text of `add_argument("--local_rank", ...)` (null when it has none, i.e. None). */
+function localRankFlagDefault(ctx: RuleContext): string | null {
+  for (const str of ctx.sema.nodes('string')) {
+    if (!/^--local[_-]rank$/.test(stringContent(str) ?? '')) continue;
+    const call = str.parent?.parent;
+    if (call?.type !== 'call') continue;
+    const d = kwValue(callArgs(call).keywords.get('default'));
+    return d ? d.text : null;
+  }
+  return null;
+}
 
 /** Names bound to what `deepspeed.initialize(...)` returns (`engine, opt, _, _ = deepspeed.initialize(...)`). */
 function deepSpeedEngines(ctx: RuleContext): Set<string> {

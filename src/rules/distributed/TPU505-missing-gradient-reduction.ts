@@ -7,7 +7,7 @@ import { isXlaLauncher, launchedFunctions, singleProcess, spmdEnabled, withCalle
 /** Anything that all-reduces gradients across replicas (or makes the compiler do it). */
 const REDUCTION = /optimizer_step|reduce_gradients|all_reduce|DistributedDataParallel|\bDDP\b|FullyShardedDataParallel|\bFSDP\w*\b|fully_shard|ZeroRedundancyOptimizer|use_spmd|mark_sharding/;
 /** Loaders that already run the step barrier on each `next()`. */
-const SYNCING_LOADER = /MpDeviceLoader|ParallelLoader|per_device_loader|wrap_loader/;
+const SYNCING_LOADER = /MpDeviceLoader|ParallelLoader|per_device_loader|wrap_loader|xla_loader/;
 
 export default defineRule({
   id: 'TPU505',

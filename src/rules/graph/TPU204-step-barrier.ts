@@ -6,7 +6,7 @@ import {
   compiledStepNames, frameworkBackward, insideNestedLoop, isBackward, isBarrierCall, isOptimizerStep, isStepContext,
   iteratesBarrierLoader, reachableCalls, tensorish,
 } from './util';
-import { handMovedLoaders } from '../data/util';
+import { cudaGuardedPlacement, handMovedLoaders, xlaWrap } from '../data/util';
 import { reportGenerationBarrier } from './generation-report';
 
 const JUMPS = new Set(['continue_statement', 'break_statement', 'return_statement', 'raise_statement']);
@@ -72,6 +72,7 @@ export default defineRule({
       '# or iterate pl.MpDeviceLoader(loader, device) (TPU401), or call xm.optimizer_step(optimizer, barrier=True)',
     fixSafety:
       'Safe: the barrier is added as the last statement of the iteration (before a trailing `continue`/`break`), so each iteration runs as one graph; ' +
+      'when a `continue` elsewhere in the body would skip it, it goes at the top of the iteration instead, which every iteration reaches (where `MpDeviceLoader` syncs too, before each batch), and once after the loop for the last iteration; ' +
       'when the iteration already calls `torch.cuda.synchronize()` after the optimizer step, the fix turns that call into the barrier (the same rewrite as TPU104) instead of adding a second one; ' +
       'when the loop iterates a plain `DataLoader` (or pulls `next(iter(loader))`) and moves the batch by hand, the fix wraps the loader in `pl.MpDeviceLoader` instead (TPU401), whose per-batch sync is the barrier; ' +
       'on CUDA/CPU the dual-path `accel.sync()` does nothing. With gradient accumulation it goes after the optimizer step in the outer loop. ' +
@@ -163,16 +164,17 @@ export default defineRule({
       }
       // a plain DataLoader whose batches the loop moves by hand (TPU401): wrapping it is the barrier (MpDeviceLoader syncs on
       // every batch), rather than a sync that would stay redundant once TPU401's fix wraps the loader
-      const hand = sync ? handMovedLoaders(ctx, loop).find((h) => h.pulls.every((p) => !insideNestedLoop(p, body))) : undefined;
-      const wrap = hand ? ctx.idiom.wrapLoader(hand.loader.text, hand.device.text) : null;
+      // (onto the XLA device, never the loop's old one; not while a CUDA check decides where the model goes)
+      const hand = sync && !cudaGuardedPlacement(ctx) ? handMovedLoaders(ctx, loop).find((h) => h.pulls.every((p) => !insideNestedLoop(p, body))) : undefined;
+      const wrap = hand ? xlaWrap(ctx, hand.loader.text) : null;
       if (hand && wrap) {
         ctx.report(header, {
           message: `${what}: the lazily traced graph grows across iterations; iterate \`${wrap.text}\`, which syncs on every batch`,
           fix: {
             title: `Iterate \`${wrap.text}\` (it syncs on every batch)`,
             edits: hand.sites.map((l) => replace(l, wrap.text)),
-            imports: [...hand.device.imports, ...wrap.imports],
-            needsAccel: hand.device.needsAccel || wrap.needsAccel,
+            imports: wrap.imports,
+            needsAccel: wrap.needsAccel,
           },
         });
         continue;
@@ -203,6 +205,25 @@ export default defineRule({
   },
 });
 
+/** `continue` statements that continue the loop whose body is `body` (not one of a nested loop or function). */
+function continuesOf(body: Node): Node[] {
+  const out: Node[] = [];
+  const walk = (n: Node) => {
+    for (const c of n.namedChildren) {
+      if (!c) continue;
+      if (c.type === 'continue_statement') out.push(c);
+      else if (!/^(for_statement|while_statement|function_definition|class_definition|lambda)$/.test(c.type)) walk(c);
+      else if (c.type === 'for_statement' || c.type === 'while_statement') {
+        // the else clause of a nested loop belongs to the outer iteration
+        const alt = c.childForFieldName('alternative');
+        if (alt) walk(alt);
+      }
+    }
+  };
+  walk(body);
+  return out;
+}
+
 function insideOrEqual(node: Node, scope: Node): boolean {
   return node.startIndex >= scope.startIndex && node.endIndex <= scope.endIndex;
 }
@@ -213,6 +234,19 @@ function barrierFix(ctx: RuleContext, loop: Node, body: Node, text: string, impo
   if (!last) return null;
   const oneLine = !ctx.text.slice(loop.startIndex, body.startIndex).includes('\n');
   let edit;
+  // a `continue` of this loop, other than a trailing one, skips a barrier at the end of the body (issue 10): put it at the
+  // top of the iteration instead, which every iteration reaches, where MpDeviceLoader syncs too (before each batch, PL:39-56)
+  const skips = continuesOf(body).some((c) => c.id !== last.id);
+  if (skips) {
+    if (oneLine) return null;
+    // and once after the loop, so the last iteration's graph (and its step closures) runs before whatever follows
+    return {
+      title: `Add \`${text}\` at the start of each training iteration and after the loop (a \`continue\` skips the end)`,
+      edits: [insertLineBefore(ctx.text, stmts[0], text), insertLineAfter(ctx.text, loop, text)],
+      imports,
+      needsAccel,
+    };
+  }
   if (oneLine) {
     if (JUMPS.has(last.type)) return null;
     edit = insertAt(last.endIndex, `; ${text}`);

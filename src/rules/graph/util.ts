@@ -359,7 +359,7 @@ export function compiledStepNames(ctx: RuleContext): Set<string> {
 
 const BARRIER_LOADER = /(^|\.)(MpDeviceLoader|per_device_loader)$/;
 
-/** The loop iterates `pl.MpDeviceLoader(...)` / `ParallelLoader(...).per_device_loader(...)` / `accel.wrap_loader(...)`. */
+/** The loop iterates `pl.MpDeviceLoader(...)` / `ParallelLoader(...).per_device_loader(...)` / `accel.wrap_loader(...)` / `accel.xla_loader(...)`. */
 export function iteratesBarrierLoader(ctx: RuleContext, loop: Node): boolean {
   if (loop.type !== 'for_statement') return false;
   return barrierIterable(ctx, loop.childForFieldName('right'), 0);
@@ -369,7 +369,7 @@ function barrierIterable(ctx: RuleContext, it: Node | null | undefined, depth: n
   if (!it || depth > 4) return false;
   if (it.type === 'call') {
     const c = ctx.sema.callee(it) ?? methodName(it) ?? it.childForFieldName('function')?.text ?? '';
-    if (BARRIER_LOADER.test(c) || c === `${ctx.options.accelModule}.wrap_loader`) return true;
+    if (BARRIER_LOADER.test(c) || c === `${ctx.options.accelModule}.wrap_loader` || c === `${ctx.options.accelModule}.xla_loader`) return true;
     if (/^(enumerate|tqdm|tqdm\.tqdm|tqdm\.auto\.tqdm|zip|iter|islice|itertools\.islice)$/.test(c) || /tqdm$/.test(c)) {
       return callArgs(it).positional.some((a) => barrierIterable(ctx, a, depth + 1));
     }
