@@ -1,6 +1,7 @@
 """DDP with mp.spawn: one process per GPU (or two CPU processes over gloo)."""
 import os
 import socket
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -34,7 +35,7 @@ class Net(nn.Module):
 
 def setup(rank, world_size):
     backend = "nccl" if torch.cuda.is_available() else "gloo"
-    dist.init_process_group(backend, rank=rank, world_size=world_size)
+    dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=30))
 
 
 def train(rank, world_size):

@@ -1,5 +1,6 @@
 """DDP training launched with torchrun: torchrun --nproc_per_node 2 train.py"""
 import os
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -17,7 +18,7 @@ def build_model():
 
 def main():
     backend = "nccl" if torch.cuda.is_available() else "gloo"
-    dist.init_process_group(backend=backend)
+    dist.init_process_group(backend=backend, timeout=timedelta(seconds=30))
     rank = dist.get_rank()
     world_size = dist.get_world_size()
     local_rank = int(os.environ["LOCAL_RANK"])

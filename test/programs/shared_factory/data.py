@@ -12,7 +12,7 @@ def synthetic(n, seed):
 
 def get_loaders(batch_size, num_workers=0):
     train_set = synthetic(100, seed=0)
-    test_set = synthetic(50, seed=1)
+    test_set = synthetic(60, seed=1)
     train_loader = DataLoader(train_set, batch_size=batch_size, shuffle=True, num_workers=num_workers,
                               pin_memory=torch.cuda.is_available(), generator=torch.Generator().manual_seed(7))
     test_loader = DataLoader(test_set, batch_size=batch_size, shuffle=False, num_workers=num_workers)

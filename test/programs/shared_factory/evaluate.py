@@ -16,7 +16,6 @@ def evaluate(model, batch_size, device):
         pred = output.argmax(dim=1)
         correct += (pred == target).sum().item()
         seen += target.size(0)
-        if target.size(0) == batch_size:
-            for i in range(batch_size):
-                per_sample.append(round(output[i].max().item(), 6))
+        for i in range(batch_size):
+            per_sample.append(round(output[i].max().item(), 6))
     return correct, seen, per_sample
