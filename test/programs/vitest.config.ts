@@ -8,7 +8,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/programs/**/*.test.ts'],
-    testTimeout: 300000,
+    testTimeout: 900000, // includes waiting for a process slot; each Python run is killed after 90 s
     hookTimeout: 120000,
     maxConcurrency: 64,
     fileParallelism: false,

@@ -35,7 +35,7 @@ class Net(nn.Module):
 
 def setup(rank, world_size):
     backend = "nccl" if torch.cuda.is_available() else "gloo"
-    dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=30))
+    dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=20))
 
 
 def train(rank, world_size):

@@ -18,7 +18,7 @@ def build_model():
 
 def main():
     backend = "nccl" if torch.cuda.is_available() else "gloo"
-    dist.init_process_group(backend=backend, timeout=timedelta(seconds=30))
+    dist.init_process_group(backend=backend, timeout=timedelta(seconds=20))
     rank = dist.get_rank()
     world_size = dist.get_world_size()
     local_rank = int(os.environ["LOCAL_RANK"])
@@ -29,8 +29,8 @@ def main():
         device = torch.device("cpu")
 
     torch.manual_seed(0)
-    x = torch.randn(128, 16)
-    y = torch.randint(0, 4, (128,))
+    x = torch.randn(136, 16)
+    y = torch.randint(0, 4, (136,))
     dataset = TensorDataset(x, y)
     sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=0)
     loader = DataLoader(dataset, batch_size=16, sampler=sampler)

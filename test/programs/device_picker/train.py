@@ -31,8 +31,8 @@ def build(model):
     if torch.cuda.is_available():
         model = model.cuda()
     elif torch.backends.mps.is_available():
-        mps = torch.device("mps")
-        model = model.to(mps)
+        device = torch.device("mps")
+        model = model.to(device)
     return model
 
 
@@ -53,7 +53,7 @@ def main():
     torch.manual_seed(4)
     device = get_device()
     print("using", device)
-    data = TensorDataset(torch.randn(80, 12), torch.randint(0, 3, (80,)))
+    data = TensorDataset(torch.randn(84, 12), torch.randint(0, 3, (84,)))
     loader = DataLoader(data, batch_size=16, shuffle=True, generator=torch.Generator().manual_seed(0))
     model = build(MLP())
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)

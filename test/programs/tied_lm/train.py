@@ -11,7 +11,7 @@ Batch = namedtuple("Batch", ["inputs", "targets"])
 
 
 class Tokens(Dataset):
-    def __init__(self, n=48, block=8, vocab=50):
+    def __init__(self, n=52, block=8, vocab=50):
         g = torch.Generator().manual_seed(9)
         self.data = torch.randint(0, vocab, (n, block + 1), generator=g)
 

@@ -13,7 +13,7 @@ if device == "cuda":
 
 torch.manual_seed(13)
 transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))])
-trainset = torchvision.datasets.FakeData(size=48, image_size=(3, 16, 16), num_classes=4, transform=transform, random_offset=0)
+trainset = torchvision.datasets.FakeData(size=56, image_size=(3, 16, 16), num_classes=4, transform=transform, random_offset=0)
 valset = torchvision.datasets.FakeData(size=16, image_size=(3, 16, 16), num_classes=4, transform=transform, random_offset=1000)
 testset = torchvision.datasets.FakeData(size=16, image_size=(3, 16, 16), num_classes=4, transform=transform, random_offset=2000)
 trainloader = torch.utils.data.DataLoader(trainset, batch_size=16, shuffle=False, num_workers=0, pin_memory=True)
