@@ -232,6 +232,10 @@ function describeRun(label: string, o: Outcome): string {
     `exit ${r.code}${r.signal ? ` signal ${r.signal}` : ''}${r.timedOut ? ' (timed out)' : ''} in ${r.ms} ms; ${o.result ? 'result written' : o.resultError}`,
     `stdout (tail):\n${tail(r.out, 15)}`,
     `stderr (tail):\n${tail(r.err)}`,
+    // a torchrun child's error is printed (prefixed [defaultN]:) long before the launcher's own traceback
+    ...(/ChildFailedError|ProcessRaisedException/.test(r.err)
+      ? [`errors in the child processes:\n${r.err.split('\n').filter((l) => /^(\[default\d+\]:)?[\w.]*(Error|Exception)\b/.test(l) && !/ChildFailedError|ProcessRaisedException/.test(l)).slice(0, 8).join('\n')}`]
+      : []),
   ].join('\n');
 }
 
