@@ -101,10 +101,6 @@ function fixedSources(version: string) {
  * reproduce: the test fails once it is fixed, so the entry is removed with the fix.
  */
 const KNOWN_DEFECTS: { version: string; fixture: RegExp; name: string; owner: string }[] = [
-  // distributed_checkpoint.prime_optimizer first appears at v2.4.0 (util.py:7); src/rules/checkpoint/TPU603
-  { version: '2.3', fixture: /^TPU603/, name: 'torch_xla.experimental.distributed_checkpoint.prime_optimizer', owner: 'src/rules/checkpoint/TPU603' },
-  // xm.get_memory_info returns {kb_free, kb_total} at v2.3.0 (init_python_bindings.cpp:721); bytes_used from v2.4.0:755
-  { version: '2.3', fixture: /^$/, name: 'accel.memory_info', owner: 'src/core/accel.ts' },
 ];
 
 function knownDefect(version: string, p: { id: string; name: string }) {

@@ -184,6 +184,8 @@ def run_accel(source, functions):
       'master_print': lambda: accel.master_print('accel master_print', file=sys.stderr),
       'add_step_closure': lambda: accel.add_step_closure(lambda *a: None, args=(1,)),
       'memory_info': lambda: _memory(accel),
+      'launcher_env': lambda: accel.launcher_env('LOCAL_RANK', -1),
+      'xla_loader': lambda: [b for b in accel.xla_loader([torch.zeros(2, 3), torch.ones(2, 3)])],
   }
   order = ['initialize_cache'] + [f for f in functions if f != 'initialize_cache']
   for fn in order:

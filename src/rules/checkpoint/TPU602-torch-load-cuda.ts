@@ -43,7 +43,7 @@ export default defineRule({
       if (!LOADS.has(callee) || ctx.sema.inXlaAwareBranch(call)) continue;
       const { positional, keywords, list } = callArgs(call);
       const first = positional[0] ?? kwValue(keywords.get('f'));
-      if (callee === 'torch.load' && first && xserPaths.has(first.text)) {
+      if (callee === 'torch.load' && first && xserPaths.has(first.text) && ctx.idiom.profile === 'torch_xla') {
         const xser = ctx.idiom.xlaAlways('xser.load', { module: 'torch_xla.utils.serialization', alias: 'xser' });
         ctx.report(call, {
           message: '`torch.load` reads a file this script writes with `xser.save`; read it with `xser.load`',

@@ -100,9 +100,13 @@ export default defineRule({
       const optCall = sd ? optimizerStateCall(ctx, sd, call) : null;
       if (!optCall) continue;
       const opt = receiver(optCall)!;
-      const snippet = ctx.idiom.xlaAlways(`prime_optimizer(${opt.text})`, { module: XC.module, name: 'prime_optimizer' });
+      // prime_optimizer first appears in torch_xla 2.4 (experimental/distributed_checkpoint/util.py:7 at v2.4.0; absent at v2.3.0)
+      const primeable = ctx.idiom.at('2.4');
+      const snippet = primeable ? ctx.idiom.xlaAlways(`prime_optimizer(${opt.text})`, { module: XC.module, name: 'prime_optimizer' }) : null;
       ctx.report(call, {
-        message: `optimizer state is restored in place without \`prime_optimizer(${opt.text})\` first: the lazily created state is missing`,
+        message: primeable
+          ? `optimizer state is restored in place without \`prime_optimizer(${opt.text})\` first: the lazily created state is missing`
+          : `optimizer state is restored in place before it exists (it is created lazily); torch_xla ${ctx.idiom.version} has no \`prime_optimizer\` (it arrives in 2.4): run one zero-gradient step first, or upgrade`,
         fix: snippet
           ? { title: `Call \`prime_optimizer(${opt.text})\` before reading its state`, edits: [insertLineBefore(ctx.text, enclosingStatement(optCall), snippet.text)], imports: snippet.imports }
           : null,

@@ -10,4 +10,4 @@ export const PIN_RAISES =
   '`.pin_memory()` raises on a TPU host: PyTorch pins through the CUDA (or accelerator) pinned-memory allocator, and torch_xla provides none; drop it or guard it with `torch.cuda.is_available()`';
 
 export const PIN_RAISES_TORCHTPU =
-  '`.pin_memory()` raises without a CUDA device on torch_xla hosts (no pinned-memory allocator); whether TorchTPU pins host memory is not documented: drop it or guard it with `torch.cuda.is_available()`';
+  '`.pin_memory()` raises without a CUDA device (PyTorch pins through the CUDA or accelerator allocator); whether TorchTPU provides one is not documented: drop it or guard it with `torch.cuda.is_available()`';

@@ -301,6 +301,11 @@ export default defineRule({
         reportInModule(ctx, arg, call, method, cls);
         continue;
       }
+      // torch.Generator(device=<XLA device>) raises on torch_xla 2.3-2.9 (TPU113): no device rewrite is right here
+      if (isGenerator(sema, call)) {
+        ctx.report(arg, { message: `\`${short(arg.text)}\` makes a CUDA generator; a TPU host has no CUDA device, and an XLA generator raises (TPU113): draw from a CPU generator and move the result`, fix: null });
+        continue;
+      }
       const dev = ctx.idiom.device();
       // an int other than 0, or one element of a list of GPUs, picks among several: review by hand
       const ordinal = arg.type === 'call' && sema.callee(arg) === 'torch.device' ? callArgs(arg).positional[0] : arg;
@@ -333,7 +338,8 @@ export default defineRule({
       }
       ctx.report(n, {
         message: `${holder ? `\`${holder}\` ${holder.endsWith(')') ? 'returns' : 'is set to'}` : 'this is'} a CUDA device (\`${short(n.text, 40)}\`) and reaches \`${sinkText}\`; a TPU host has none`,
-        fix: sourceFix(ctx, site),
+        // a device that reaches a torch.Generator would make an XLA generator, which raises (TPU113)
+        fix: isGenerator(sema, sink) ? null : sourceFix(ctx, site),
       });
     }
 
@@ -519,4 +525,9 @@ function ifPairRewrite(ctx: RuleContext, n: Node, replacement: string): Edit | n
     if (other.length !== 1 || a?.type !== 'assignment' || a.childForFieldName('left')?.text !== left) return null;
   }
   return { start: ifs.startIndex, end: ifs.endIndex, text: `${left} = ${replacement}` };
+}
+
+/** `torch.Generator(...)`: no XLA generator exists in torch_xla 2.3-2.9 (see TPU113). */
+function isGenerator(sema: RuleContext['sema'], call: Node): boolean {
+  return sema.callee(call) === 'torch.Generator';
 }

@@ -153,14 +153,14 @@ function analyse(scan: Scan, idiom: Idioms, opts: { fixes: boolean; notebook: bo
   }
   if (opts.notebook) {
     // version pairs and CUDA wheels in notebook installs are TPU903's
-    for (const r of reqs) if (r.name === 'tensorflow' || r.name === 'tensorflow-gpu') reportTf(r);
+    for (const r of reqs) if ((r.name === 'tensorflow' || r.name === 'tensorflow-gpu') && xlaProfile) reportTf(r);
     return;
   }
   for (const r of reqs) {
     if ((r.name === 'torch' || r.name === 'torchvision' || r.name === 'torchaudio') && r.local && /^\+cu\d+/.test(r.local.text)) {
       report({ start: r.local.start, end: r.local.end }, {
         severity: 'warning',
-        message: `\`${r.local.text}\` is a CUDA build: a TPU host needs the standard (CPU) wheel of torch that matches torch_xla`,
+        message: `\`${r.local.text}\` is a CUDA build: a TPU host needs ${xlaProfile ? 'the standard (CPU) wheel of torch that matches torch_xla' : 'a non-CUDA wheel of torch (which build TorchTPU pairs with is not documented yet)'}`,
         fix: opts.fixes && tpuOnly ? { title: `Drop \`${r.local.text}\``, applicability: 'unsafe', edits: [{ start: r.local.start, end: r.local.end, text: '' }] } : null,
       });
     } else if (CUDA_ONLY.test(r.name)) {
@@ -169,11 +169,11 @@ function analyse(scan: Scan, idiom: Idioms, opts: { fixes: boolean; notebook: bo
         message: `\`${scan.text.slice(r.nameStart, r.nameEnd)}\` is a CUDA-only package; it cannot be used on a TPU host`,
         fix: opts.fixes && tpuOnly && r.line ? { title: `Remove \`${scan.text.slice(r.nameStart, r.nameEnd)}\``, applicability: 'unsafe', edits: [{ ...r.line, text: '' }] } : null,
       });
-    } else if (r.name === 'tensorflow' || r.name === 'tensorflow-gpu') reportTf(r);
+    } else if ((r.name === 'tensorflow' || r.name === 'tensorflow-gpu') && xlaProfile) reportTf(r); // the conflict is torch_xla's (its import warns)
   }
   for (const u of scan.urls) {
     if (/download\.pytorch\.org\/whl\/(nightly\/)?cu\d+/.test(u.url)) {
-      report(u.at, { severity: 'warning', message: 'this index serves CUDA builds of torch; torch_xla wheels pair with the standard torch wheel of the same version' });
+      report(u.at, { severity: 'warning', message: xlaProfile ? 'this index serves CUDA builds of torch; torch_xla wheels pair with the standard torch wheel of the same version' : 'this index serves CUDA builds of torch; which torch build TorchTPU pairs with is not documented yet' });
     }
   }
 

@@ -84,7 +84,7 @@ export default defineRule({
       if (!isXlaDevice(ctx, dev)) continue;
       ctx.report(call, {
         message: ctx.idiom.profile === 'torchtpu'
-          ? `\`torch.Generator(${dev!.text})\` raises on the torch_xla device; whether TorchTPU supports generators on \`tpu\` is not documented`
+          ? `\`torch.Generator(${dev!.text})\` on an XLA device raises (no Python-registered XLA generator); whether TorchTPU supports generators on \`tpu\` is not documented`
           : `\`torch.Generator(${dev!.text})\` raises on the XLA device (torch_xla exposes no XLA generator); seed the device RNG with ${seedHint}, or sample on a CPU generator and move the result`,
       });
     }

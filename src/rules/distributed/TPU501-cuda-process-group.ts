@@ -119,7 +119,7 @@ export default defineRule({
         continue;
       }
       // init_process_group("xla", init_method="env://"): the env rendezvous needs MASTER_ADDR/PORT
-      if (b.type === 'string' && stringContent(b) === 'xla') {
+      if (b.type === 'string' && stringContent(b) === 'xla' && ctx.idiom.profile === 'torch_xla') {
         const im = kwValue(callArgs(site.call).keywords.get('init_method'));
         const url = im?.type === 'string' ? stringContent(im) ?? '' : '';
         if (!/^(env|tcp):\/\//.test(url)) continue;

@@ -122,7 +122,7 @@ export default defineRule({
           continue;
         }
       }
-      if (callee === XM + 'rendezvous' || callee === XM + 'mesh_reduce') {
+      if ((callee === XM + 'rendezvous' || callee === XM + 'mesh_reduce') && ctx.idiom.profile === 'torch_xla') {
         const hot = ctx.sema.hot(call);
         if (hot) {
           const sev = hot.kind === 'eval' || hot.throttled ? downgrade('warning') : 'warning';
@@ -130,7 +130,7 @@ export default defineRule({
           continue;
         }
       }
-      if (!xla) continue;
+      if (!xla || ctx.idiom.profile !== 'torch_xla') continue; // the `xla` process group is torch_xla's
       const { positional, keywords } = callArgs(call);
       if (callee === D + 'all_to_all_single') {
         const splits = [kwValue(keywords.get('output_split_sizes')) ?? positional[2], kwValue(keywords.get('input_split_sizes')) ?? positional[3]];

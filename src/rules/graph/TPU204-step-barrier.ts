@@ -42,6 +42,8 @@ function straightLine(stmt: Node, body: Node): boolean {
 export default defineRule({
   id: 'TPU204',
   name: 'missing-step-barrier',
+  // TorchTPU runs eagerly first (no lazily traced graph to cut), and its compiled step is torch.compile's: no barrier API
+  profiles: ['torch_xla'],
   title: 'Step barrier missing, or placed wrong',
   severity: 'warning',
   step: 6,

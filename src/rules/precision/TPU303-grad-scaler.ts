@@ -99,7 +99,7 @@ export default defineRule({
       // turns itself off, so this only silences its warning) and leave its uses, which are then pass-throughs
       const keepForCuda = ctx.idiom.dualPath && !xla;
       if (keepForCuda && /\bis_xla\(|torch_xla|\bxla\b/.test(callArgs(ctor).list?.text ?? '')) continue; // already off on XLA
-      const what = xla ? '`torch_xla.amp.GradScaler` was removed in torch_xla 2.9, and bf16 on TPU needs no loss scaling' : `\`${q.replace(/^torch\.cuda\.amp\.grad_scaler\./, 'torch.cuda.amp.')}\` is disabled without CUDA and bf16 on TPU needs no loss scaling`;
+      const what = xla ? (ctx.idiom.profile === 'torchtpu' ? 'a PyTorch/XLA scaler has no TorchTPU counterpart, and bf16 on TPU needs no loss scaling' : '`torch_xla.amp.GradScaler` was removed in torch_xla 2.9, and bf16 on TPU needs no loss scaling') : `\`${q.replace(/^torch\.cuda\.amp\.grad_scaler\./, 'torch.cuda.amp.')}\` is disabled without CUDA and bf16 on TPU needs no loss scaling`;
       const stmt = assign ? wholeStatement(assign) : null;
       ctx.report(ctor, {
         // torch_xla.amp.GradScaler no longer exists from 2.9: the script fails at that line
