@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { createTwoFilesPatch } from 'diff';
-import { accelModuleSource } from '../core/accel';
+import { accelModuleGaps, accelModuleSource } from '../core/accel';
 import { detectTorchXlaVersion, optionsFor, parseProjectConfig, type ProjectConfig, type Settings } from '../core/config';
 import { workspaceScore } from '../core/score';
 import { initParser } from '../core/parse';
@@ -81,6 +81,18 @@ export function accelModulePath(file: string, name: string): string {
 /** The module is there: as `accel.py`, or as a package `accel/__init__.py`. */
 function accelModuleExists(file: string): boolean {
   return fs.existsSync(file) || fs.existsSync(path.join(file.replace(/\.py$/, ''), '__init__.py'));
+}
+
+/** The existing module's text (`accel.py` or `accel/__init__.py`), or null when it cannot be read. */
+function readAccelModule(file: string): string | null {
+  for (const f of [file, path.join(file.replace(/\.py$/, ''), '__init__.py')]) {
+    try {
+      return fs.readFileSync(f, 'utf8');
+    } catch {
+      // try the package form
+    }
+  }
+  return null;
 }
 
 function safeReaddir(dir: string): string[] {
@@ -170,6 +182,17 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
     const task = tasks.find((t) => t.abs === o.abs)!;
     const accelFile = accelModulePath(o.abs, task.options.accelModule);
     const needAccel = o.fixed.needsAccel && !accelModuleExists(accelFile) && !accelWritten.has(accelFile);
+    // an existing module that lacks what the fixed code calls (an older generated one, or the user's own) would
+    // make the fixed program raise: leave the file unfixed and say why
+    if (o.fixed.needsAccel && !needAccel && !accelWritten.has(accelFile)) {
+      const existing = readAccelModule(accelFile);
+      const gaps = existing === null ? [] : accelModuleGaps(existing, o.fixed.after, task.options.accelModule.split('.').pop());
+      if (gaps.length) {
+        fixed -= o.fixed.applied;
+        notices.push({ path: o.display, message: `not fixed: ${path.relative(cwd, accelFile)} cannot serve these fixes (${gaps.join('; ')}): delete it so that --fix writes the current one, or add what is missing`, error: false });
+        continue;
+      }
+    }
     if (args.diff) {
       diffs.push(createTwoFilesPatch(`a/${o.display}`, `b/${o.display}`, o.fixed.before, o.fixed.after, '', '', { context: 3 }).replace(/^=+\n/, ''));
       if (needAccel) {
