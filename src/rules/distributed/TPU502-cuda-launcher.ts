@@ -64,6 +64,7 @@ export default defineRule({
     useInstead: 'import torch_xla\n\ntorch_xla.launch(_mp_fn, args=(cfg,))   # xmp.spawn(_mp_fn, args=(cfg,)) before torch_xla 2.5',
     fixSafety:
       'Safe when `nprocs` is the CUDA device count (one worker per device is what both launchers do) and `join`/`daemon` keep their defaults; unsafe otherwise (another `nprocs` value, `join=False`). ' +
+      'No fix when the process count is also passed to the launched function (`args=(world_size,), nprocs=world_size`): one process per device would disagree with it, and the function must read the world size itself. ' +
       'Dropping a numeric `nprocs` from `xmp.spawn` is safe: every value other than 1 or None raises. In dual-path style the call becomes `accel.launch(...) if accel.is_xla() else mp.spawn(...)`, so CUDA and CPU keep the `mp.spawn` as written (its `nprocs`, `join`, `daemon`). ' +
       'Launcher scripts and `multiprocessing.Process` loops are reported without a fix.',
     sources: [
@@ -95,7 +96,12 @@ export default defineRule({
         if (!cudaCount && !gpuTarget) continue;
         // notebooks need the fork start method (the cell's functions are not importable by spawned children)
         const method = startMethod ? `, start_method=${startMethod.text}` : ctx.notebook ? ', start_method="fork"' : '';
-        let snippet = fnArg ? ctx.idiom.launch(fnArg.text, argsArg?.text ?? null, method) : null;
+        // the process count also travels into the launched function (`args=(world_size,)`, `nprocs=world_size`): the
+        // XLA launcher starts one process per device whatever it is, so the function's own world size would disagree
+        // with the processes started (a gloo/xla group waits for ranks that never come). Reading the world size
+        // inside the function is the rewrite, and it is not mechanical: no fix.
+        const countInArgs = !!nprocs && !!argsArg && nprocs.type !== 'integer' && new RegExp(`(^|[^\\w.])${nprocs.text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\w])`).test(argsArg.text);
+        let snippet = fnArg && !countInArgs ? ctx.idiom.launch(fnArg.text, argsArg?.text ?? null, method) : null;
         // dual-path keeps the CUDA/CPU launch as written (issue 10: `accel.launch` starts one process per CUDA device, or one
         // on CPU, so `mp.spawn(run, args=(2,), nprocs=2)` over gloo waited forever for its second rank): launch through
         // accel only on XLA
@@ -105,9 +111,12 @@ export default defineRule({
         }
         const exact = isCudaCount(ctx, nprocs) && (!join || join.text === 'True') && (!daemon || daemon.text === 'False');
         ctx.report(call, {
-          message: cudaCount
+          message: (cudaCount
             ? `\`mp.spawn\` with \`nprocs\` from \`torch.cuda.device_count()\` starts no worker on a TPU host (0 CUDA devices); ${profileMsg}`
-            : `\`mp.spawn\` starts CUDA workers; ${profileMsg}`,
+            : `\`mp.spawn\` starts CUDA workers; ${profileMsg}`) +
+            (countInArgs
+              ? `; the launched function also gets the process count \`${nprocs!.text}\` through \`args\`, which would disagree with one process per device: read the world size inside it (${ctx.idiom.profile === 'torchtpu' ? 'the TorchTPU runtime API is not public yet' : '`xr.world_size()`'}); no mechanical fix`
+              : ''),
           fix: snippet
             ? {
                 title: `Launch with \`${snippet.text.split('(')[0]}\``,
