@@ -21,7 +21,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for (a) CTC loss (`nn.CTCLoss`, `F.ctc_loss`), which torch_xla\'s troubleshooting guide shows falling back to the CPU; (b) storage and stride introspection: `.data_ptr()`, `.storage()`, `.untyped_storage()`, `.stride()`, ' +
-      '`torch.as_strided`, and logic that branches on `.is_contiguous()`; (c) `memory_format=torch.channels_last`; (d) `copy.copy(tensor)`; (e) sparse tensors and `nn.Embedding(sparse=True)`.',
+      '`torch.as_strided`, and logic that branches on `.is_contiguous()`; (c) `memory_format=torch.channels_last`; (d) `copy.copy(tensor)`; (e) sparse tensors that reach the device (created with a device, moved, registered as a buffer, or used in a hot loop or `forward`; host-only sparse preprocessing is left alone) and `nn.Embedding(sparse=True)`.',
     why:
       'Ops without an XLA lowering run on the CPU: "any counter that starts with `aten::` indicates a context switch between the XLA device and CPU" (TS "Understand The Metrics Report"); the guide\'s example lists `aten::_ctc_loss` and `_ctc_loss_backward` (that list may be stale: confirm with the metrics report). ' +
       '"XLA tensors always appear to be contiguous and without storage. Networks should not try to check the strides" (TS:359-362), and "the internal data representation of XLA tensors is opaque" (DEV "Memory Layout"), so memory-format hints do nothing useful. ' +
