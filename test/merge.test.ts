@@ -1,7 +1,7 @@
 /**
  * One finding per problem (issue 9): with every rule on, two rules that describe one problem on one expression
  * report once. test/merge-fixtures/*.py mark lines with `# has: TPUa, TPUb` (each reported on that line) and
- * `# not: TPUc` (none on that line). `quiet_*.py` hold near misses of once-per-file rules, which a rule fixture
+ * `# not: TPUc` (none on that line) and `# once: TPUd` (exactly one on that line). `quiet_*.py` hold near misses of once-per-file rules, which a rule fixture
  * (it must hit its rule) cannot.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +18,7 @@ beforeAll(async () => {
   await init();
 });
 
-function marks(text: string, kind: 'has' | 'not'): Map<number, string[]> {
+function marks(text: string, kind: 'has' | 'not' | 'once'): Map<number, string[]> {
   const out = new Map<number, string[]>();
   text.split('\n').forEach((line, i) => {
     const m = new RegExp(`#\\s*${kind}:\\s*([A-Z0-9, ]+)`).exec(line);
@@ -36,8 +36,9 @@ describe('one finding per problem', () => {
       const byLine = new Map<number, string[]>();
       for (const f of locateAll(analysis)) byLine.set(f.startPos.line, [...(byLine.get(f.startPos.line) ?? []), f.rule]);
       const has = marks(text, 'has');
-      expect(has.size + marks(text, 'not').size).toBeGreaterThan(0);
+      expect(has.size + marks(text, 'not').size + marks(text, 'once').size).toBeGreaterThan(0);
       for (const [line, ids] of has) for (const id of ids) expect(byLine.get(line) ?? [], `${name}:${line + 1} reports ${id}`).toContain(id);
+      for (const [line, ids] of marks(text, 'once')) for (const id of ids) expect((byLine.get(line) ?? []).filter((r) => r === id), `${name}:${line + 1} reports ${id} once`).toHaveLength(1);
       for (const [line, ids] of marks(text, 'not')) for (const id of ids) expect(byLine.get(line) ?? [], `${name}:${line + 1} does not report ${id}`).not.toContain(id);
     });
   }

@@ -161,7 +161,7 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
     if (ruleTimings) ruleTimings.set(rule.id, (ruleTimings.get(rule.id) ?? 0) + performance.now() - t0);
   }
   result.findings.sort((a, b) => a.start - b.start || a.rule.localeCompare(b.rule));
-  result.findings = mergeSameProblem(result.findings);
+  result.findings = mergeSameProblem(result.findings, text);
   return result;
 }
 
@@ -197,7 +197,7 @@ function sameEdits(a: Finding, b: Finding): boolean {
 const SEVERITY_RANK: Record<Severity, number> = { error: 3, warning: 2, info: 1, hint: 0 };
 
 /** One finding per problem (issue 9): drops a finding that another rule's finding on the same expression covers. */
-export function mergeSameProblem(findings: Finding[]): Finding[] {
+export function mergeSameProblem(findings: Finding[], text: string): Finding[] {
   if (findings.length < 2) return findings;
   const dropped = new Set<Finding>();
   for (const d of findings) {
@@ -223,7 +223,35 @@ export function mergeSameProblem(findings: Finding[]): Finding[] {
       }
     }
   }
-  return dropped.size ? findings.filter((f) => !dropped.has(f)) : findings;
+  const kept = dropped.size ? findings.filter((f) => !dropped.has(f)) : findings;
+  return mergeSameLine(kept, text);
+}
+
+/** The message with its code spans blanked: two findings of one rule with the same template say the same thing. */
+const template = (m: string) => m.replace(/`[^`]*`/g, '``');
+
+/**
+ * One rule reporting the same thing several times in one statement line (`a.item(), b.item(), c.item()` logged
+ * together, two boolean-mask reads): one finding, naming the others. Findings whose fixes differ stay apart
+ * (`x.half(), y.half()`: each fix edits its own expression); the same fix (one step closure for the whole line) merges.
+ */
+function mergeSameLine(findings: Finding[], text: string): Finding[] {
+  const out: Finding[] = [];
+  const lineOf = (off: number) => text.lastIndexOf('\n', Math.max(0, off - 1));
+  for (const f of findings) {
+    const prev = out.find((k) => (f.fix ? sameEdits(k, f) : !k.fix) && k.rule === f.rule && k.severity === f.severity && lineOf(k.start) === lineOf(f.start)
+      && !text.slice(k.start, f.start).includes('\n') && template(k.message.replace(/ \(also .* on this line\)$/, '')) === template(f.message));
+    if (!prev) {
+      out.push(f);
+      continue;
+    }
+    const name = /`[^`]*`/.exec(f.message)?.[0] ?? '';
+    const also = / \(also (.*) on this line\)$/.exec(prev.message);
+    const base = also ? prev.message.slice(0, also.index) : prev.message;
+    const i = out.indexOf(prev);
+    out[i] = { ...prev, end: Math.max(prev.end, f.end), message: `${base} (also ${also ? `${also[1]}, ` : ''}${name} on this line)` };
+  }
+  return out;
 }
 
 function analyzeText(doc: TextDocument, rules: Rule[], options: AnalyzeOptions, result: Analysis): Analysis {
