@@ -47,7 +47,16 @@ export default defineRule({
     if (calls.some((c) => /(^|\.)CheckpointManager$/.test(ctx.sema.callee(c) ?? ''))) return;
     const trainLoops = ctx.sema.hotLoops().filter((h) => h.kind === 'train' && h.anchor.type !== 'function_definition');
     if (!trainLoops.length) return;
-    const resume = calls.some((c) => LOADS.test(ctx.sema.callee(c) ?? '') || /^(load_checkpoint|restore|resume\w*|load_from_checkpoint)$/.test(methodName(c) ?? c.childForFieldName('function')?.text ?? ''))
+    // a load inside a helper that neither trains nor is named for loading (`def stylize(args): torch.load(args.model)`,
+    // an inference entry point) is not a resume
+    const inTraining = (c: Node) => {
+      const fn = ctx.sema.enclosingFunction(c);
+      if (!fn) return true;
+      if (/load|resume|restore|snapshot|ckpt|checkpoint|init|main|setup|train|fit/i.test(fn.childForFieldName('name')?.text ?? '')) return true;
+      const scope = ctx.sema.enclosingClass(fn) ?? fn;
+      return trainLoops.some((h) => scope.startIndex <= h.anchor.startIndex && h.anchor.endIndex <= scope.endIndex);
+    };
+    const resume = calls.some((c) => (LOADS.test(ctx.sema.callee(c) ?? '') && inTraining(c)) || /^(load_checkpoint|restore|resume\w*|load_from_checkpoint)$/.test(methodName(c) ?? c.childForFieldName('function')?.text ?? ''))
       || /\bresume\w*\b/i.test(ctx.sema.nodes('identifier').map((i) => i.text).join(' '));
     // a script that already loads a checkpoint (resumes) is left alone: where it keeps the files (local disk, a
     // mounted bucket, a persistent disk) is a deployment choice this file does not show (issue 9: noise on `import torch`)
