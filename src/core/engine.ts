@@ -161,7 +161,97 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
     if (ruleTimings) ruleTimings.set(rule.id, (ruleTimings.get(rule.id) ?? 0) + performance.now() - t0);
   }
   result.findings.sort((a, b) => a.start - b.start || a.rule.localeCompare(b.rule));
+  result.findings = mergeSameProblem(result.findings, text);
   return result;
+}
+
+/**
+ * Two rules that describe one problem on one expression: the first keeps the finding, the second's is dropped
+ * when its range lies inside the first's (and `drop`/`keep` match the messages, when given). A rule run alone
+ * (`--select`) still reports: this only merges findings that were both produced.
+ */
+const SAME_PROBLEM: { keep: string; drop: string; keepMsg?: RegExp; dropMsg?: RegExp }[] = [
+  // a dtype picker keyed on CUDA: TPU302 names the dtype it evaluates to; the CUDA probes inside it are that picker's keys
+  { keep: 'TPU302', drop: 'TPU103', keepMsg: /dtype picker/ },
+  // `torch.cuda.nvtx.*` raises without a CUDA build (TPU104); "records nothing" (TPU805) says less
+  { keep: 'TPU104', drop: 'TPU805' },
+  // a legacy dynamo backend name: one rename
+  { keep: 'TPU111', drop: 'TPU801', dropMsg: /legacy name/ },
+  // `torch_xla.amp.GradScaler` removed: TPU303 removes the scaler
+  { keep: 'TPU303', drop: 'TPU111', keepMsg: /GradScaler/ },
+  // `torch.cuda.device_count()` / launcher env as a sampler's num_replicas/rank: TPU402 has the fix
+  { keep: 'TPU402', drop: 'TPU503' },
+  // `mp.spawn(nprocs=torch.cuda.device_count())`
+  { keep: 'TPU502', drop: 'TPU103', dropMsg: /device_count/ },
+  // a slice truncated to the batch's longest sequence: TPU404 says what it is
+  { keep: 'TPU404', drop: 'TPU203' },
+  // CUDA autocast with float16: TPU301's rewrite (bf16 on XLA) answers TPU302's point too
+  { keep: 'TPU301', drop: 'TPU302', keepMsg: /bf16|bfloat16/, dropMsg: /^Autocast with/ },
+];
+
+function sameEdits(a: Finding, b: Finding): boolean {
+  if (!a.fix || !b.fix || a.fix.edits.length !== b.fix.edits.length || !a.fix.edits.length) return false;
+  return a.fix.edits.every((e, i) => e.start === b.fix!.edits[i].start && e.end === b.fix!.edits[i].end && e.text === b.fix!.edits[i].text);
+}
+
+const SEVERITY_RANK: Record<Severity, number> = { error: 3, warning: 2, info: 1, hint: 0 };
+
+/** One finding per problem (issue 9): drops a finding that another rule's finding on the same expression covers. */
+export function mergeSameProblem(findings: Finding[], text: string): Finding[] {
+  if (findings.length < 2) return findings;
+  const dropped = new Set<Finding>();
+  for (const d of findings) {
+    for (const k of findings) {
+      if (k === d || k.rule === d.rule || dropped.has(k)) continue;
+      const inside = d.start >= k.start && d.end <= k.end;
+      // two rules whose fixes make the same edits (TPU204 and TPU401 both wrapping the loop's loader) report
+      // one problem: keep the more severe, else the one whose range covers the other's
+      if (sameEdits(k, d) && d.start < k.end && k.start < d.end) {
+        const kr = SEVERITY_RANK[k.severity], dr = SEVERITY_RANK[d.severity];
+        const kw = k.end - k.start, dw = d.end - d.start;
+        if (kr > dr || (kr === dr && (kw > dw || (kw === dw && k.rule < d.rule)))) {
+          dropped.add(d);
+          break;
+        }
+        continue;
+      }
+      if (!inside) continue;
+      const pair = SAME_PROBLEM.find((p) => p.keep === k.rule && p.drop === d.rule && (!p.keepMsg || p.keepMsg.test(k.message)) && (!p.dropMsg || p.dropMsg.test(d.message)));
+      if (pair) {
+        dropped.add(d);
+        break;
+      }
+    }
+  }
+  const kept = dropped.size ? findings.filter((f) => !dropped.has(f)) : findings;
+  return mergeSameLine(kept, text);
+}
+
+/** The message with its code spans blanked: two findings of one rule with the same template say the same thing. */
+const template = (m: string) => m.replace(/`[^`]*`/g, '``');
+
+/**
+ * One rule reporting the same thing several times in one statement line (`a.item(), b.item(), c.item()` logged
+ * together, two boolean-mask reads): one finding, naming the others. Findings whose fixes differ stay apart
+ * (`x.half(), y.half()`: each fix edits its own expression); the same fix (one step closure for the whole line) merges.
+ */
+function mergeSameLine(findings: Finding[], text: string): Finding[] {
+  const out: Finding[] = [];
+  const lineOf = (off: number) => text.lastIndexOf('\n', Math.max(0, off - 1));
+  for (const f of findings) {
+    const prev = out.find((k) => (f.fix ? sameEdits(k, f) : !k.fix) && k.rule === f.rule && k.severity === f.severity && lineOf(k.start) === lineOf(f.start)
+      && !text.slice(k.start, f.start).includes('\n') && template(k.message.replace(/ \(also .* on this line\)$/, '')) === template(f.message));
+    if (!prev) {
+      out.push(f);
+      continue;
+    }
+    const name = /`[^`]*`/.exec(f.message)?.[0] ?? '';
+    const also = / \(also (.*) on this line\)$/.exec(prev.message);
+    const base = also ? prev.message.slice(0, also.index) : prev.message;
+    const i = out.indexOf(prev);
+    out[i] = { ...prev, end: Math.max(prev.end, f.end), message: `${base} (also ${also ? `${also[1]}, ` : ''}${name} on this line)` };
+  }
+  return out;
 }
 
 function analyzeText(doc: TextDocument, rules: Rule[], options: AnalyzeOptions, result: Analysis): Analysis {

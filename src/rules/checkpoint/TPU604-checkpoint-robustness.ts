@@ -21,7 +21,7 @@ export default defineRule({
   docs: {
     what:
       'Checks training scripts that write checkpoints (`torch.save`, `xm.save`, `xser.save`, `dist_cp.save`) for what a preemptible TPU VM needs: resume logic (a load of the checkpoint), ' +
-      'remote storage (a `gs://` path or an fsspec/GCS client) or preemption handling (`SIGTERM`, `CheckpointManager`). Scripts using torch_xla\'s `CheckpointManager` are left alone. ' +
+      'and says when the files also stay on local paths with no preemption handling (`SIGTERM`, a `gs://` path or an fsspec/GCS client). Scripts that already resume, and scripts using torch_xla\'s `CheckpointManager`, are left alone. ' +
       'Reported once per file, on the `import torch` line.',
     why:
       'Spot and preemptible TPU VMs can be reclaimed: a run that never reloads its checkpoint starts over, and checkpoints on the VM\'s local disk can go with it. ' +
@@ -47,18 +47,28 @@ export default defineRule({
     if (calls.some((c) => /(^|\.)CheckpointManager$/.test(ctx.sema.callee(c) ?? ''))) return;
     const trainLoops = ctx.sema.hotLoops().filter((h) => h.kind === 'train' && h.anchor.type !== 'function_definition');
     if (!trainLoops.length) return;
-    const resume = calls.some((c) => LOADS.test(ctx.sema.callee(c) ?? '') || /^(load_checkpoint|restore|resume\w*|load_from_checkpoint)$/.test(methodName(c) ?? c.childForFieldName('function')?.text ?? ''))
+    // a load inside a helper that neither trains nor is named for loading (`def stylize(args): torch.load(args.model)`,
+    // an inference entry point) is not a resume
+    const inTraining = (c: Node) => {
+      const fn = ctx.sema.enclosingFunction(c);
+      if (!fn) return true;
+      if (/load|resume|restore|snapshot|ckpt|checkpoint|init|main|setup|train|fit/i.test(fn.childForFieldName('name')?.text ?? '')) return true;
+      const scope = ctx.sema.enclosingClass(fn) ?? fn;
+      return trainLoops.some((h) => scope.startIndex <= h.anchor.startIndex && h.anchor.endIndex <= scope.endIndex);
+    };
+    const resume = calls.some((c) => (LOADS.test(ctx.sema.callee(c) ?? '') && inTraining(c)) || /^(load_checkpoint|restore|resume\w*|load_from_checkpoint)$/.test(methodName(c) ?? c.childForFieldName('function')?.text ?? ''))
       || /\bresume\w*\b/i.test(ctx.sema.nodes('identifier').map((i) => i.text).join(' '));
+    // a script that already loads a checkpoint (resumes) is left alone: where it keeps the files (local disk, a
+    // mounted bucket, a persistent disk) is a deployment choice this file does not show (issue 9: noise on `import torch`)
+    if (resume) return;
     const remote = ctx.sema.nodes('string').some((s) => /^[rbfu]*['"](gs|s3|gcs|hdfs):\/\//i.test(s.text)) || ctx.sema.imports('gcsfs') || ctx.sema.imports('fsspec') || ctx.sema.imports('google.cloud.storage');
     const preempt = /\bSIGTERM\b|preempt/i.test(ctx.text);
-    const missing: string[] = [];
-    if (!resume) missing.push('no resume logic');
+    const missing: string[] = ['no resume logic'];
     if (!remote && !preempt) missing.push('local paths only and no preemption handling');
-    if (!missing.length) return;
     const anchor = torchImport(ctx) ?? trainLoops[0].anchor;
     ctx.report(anchor, {
       message: `checkpointing is fragile on preemptible TPU VMs: ${missing.join('; ')} (see CheckpointManager / gs://)`,
-      fix: resume ? null : resumeFix(ctx, saves, trainLoops.map((h) => h.anchor)),
+      fix: resumeFix(ctx, saves, trainLoops.map((h) => h.anchor)),
     });
   },
 });

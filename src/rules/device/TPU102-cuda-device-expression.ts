@@ -313,7 +313,9 @@ export default defineRule({
       ctx.report(arg, {
         message: int
           ? `\`${short(arg.text, 30)}\` as a device means \`cuda:${arg.type === 'integer' ? arg.text : `<${short(arg.text, 30)}>`}\`; a TPU host has no CUDA device`
-          : `\`${short(arg.text)}\` is a CUDA device; a TPU host has none`,
+          : cpuFallback(sema, arg)
+            ? `\`${short(arg.text)}\` falls back to the CPU: on a TPU host \`torch.cuda.is_available()\` is False, so the program silently runs on the CPU`
+            : `\`${short(arg.text)}\` is a CUDA device; a TPU host has none`,
         fix: fixFrom(ctx, [{ start: arg.startIndex, end: arg.endIndex, text: dev.text }], dev, selectsGpu ? 'unsafe' : 'safe', `Use \`${dev.text}\``),
       });
     }
@@ -337,7 +339,9 @@ export default defineRule({
         continue;
       }
       ctx.report(n, {
-        message: `${holder ? `\`${holder}\` ${holder.endsWith(')') ? 'returns' : 'is set to'}` : 'this is'} a CUDA device (\`${short(n.text, 40)}\`) and reaches \`${sinkText}\`; a TPU host has none`,
+        message: cpuFallback(sema, n)
+          ? `${holder ? `\`${holder}\` ${holder.endsWith(')') ? 'returns' : 'is'}` : 'this is'} CUDA or else the CPU (\`${short(n.text, 40)}\`) and reaches \`${sinkText}\`: on a TPU host \`torch.cuda.is_available()\` is False, so the program silently runs on the CPU`
+          : `${holder ? `\`${holder}\` ${holder.endsWith(')') ? 'returns' : 'is set to'}` : 'this is'} a CUDA device (\`${short(n.text, 40)}\`) and reaches \`${sinkText}\`; a TPU host has none`,
         // a device that reaches a torch.Generator would make an XLA generator, which raises (TPU113)
         fix: isGenerator(sema, sink) ? null : sourceFix(ctx, site),
       });
@@ -530,4 +534,22 @@ function ifPairRewrite(ctx: RuleContext, n: Node, replacement: string): Edit | n
 /** `torch.Generator(...)`: no XLA generator exists in torch_xla 2.3-2.9 (see TPU113). */
 function isGenerator(sema: RuleContext['sema'], call: Node): boolean {
   return sema.callee(call) === 'torch.Generator';
+}
+
+/**
+ * `"cuda" if torch.cuda.is_available() else "cpu"` (bare or inside `torch.device(...)`): on a TPU host nothing
+ * raises, the program picks the CPU and runs there (issue 9: say that, not "a TPU host has none").
+ */
+function cpuFallback(sema: Semantics, n: Node): boolean {
+  const stripParens = (x: Node): Node => (x.type === 'parenthesized_expression' && x.namedChildren[0] ? stripParens(x.namedChildren[0]) : x);
+  const x = stripParens(n);
+  const tern = [x, ...(x.type === 'call' ? callArgs(x).positional.slice(0, 1) : [])].map(stripParens).find((t: Node) => t.type === 'conditional_expression');
+  if (!tern) return false;
+  const cond = tern.namedChildren[1]?.text ?? '';
+  if (!/\bcuda\.is_available\(\)/.test(cond) || /\bnot\b/.test(cond)) return false;
+  const alt = tern.namedChildren[2] ? stripParens(tern.namedChildren[2]) : null;
+  if (!alt) return false;
+  const cpu = (a: Node) => a.type === 'string' && /^cpu$/.test(stringContent(a) ?? '');
+  if (cpu(alt)) return true;
+  return alt.type === 'call' && sema.callee(alt) === 'torch.device' && !!callArgs(alt).positional[0] && cpu(stripParens(callArgs(alt).positional[0]));
 }

@@ -1,4 +1,4 @@
-import { defineRule } from '../../core/rule';
+import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { kwValue, methodName, receiver, enclosingStatement } from '../../core/semantics';
 import { deleteStatement, replace } from '../../core/edits';
@@ -21,7 +21,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for (a) CTC loss (`nn.CTCLoss`, `F.ctc_loss`), which torch_xla\'s troubleshooting guide shows falling back to the CPU; (b) storage and stride introspection: `.data_ptr()`, `.storage()`, `.untyped_storage()`, `.stride()`, ' +
-      '`torch.as_strided`, and logic that branches on `.is_contiguous()`; (c) `memory_format=torch.channels_last`; (d) `copy.copy(tensor)`; (e) sparse tensors and `nn.Embedding(sparse=True)`.',
+      '`torch.as_strided`, and logic that branches on `.is_contiguous()`; (c) `memory_format=torch.channels_last`; (d) `copy.copy(tensor)`; (e) sparse tensors that reach the device (created with a device, moved, registered as a buffer, or used in a hot loop or `forward`; host-only sparse preprocessing is left alone) and `nn.Embedding(sparse=True)`.',
     why:
       'Ops without an XLA lowering run on the CPU: "any counter that starts with `aten::` indicates a context switch between the XLA device and CPU" (TS "Understand The Metrics Report"); the guide\'s example lists `aten::_ctc_loss` and `_ctc_loss_backward` (that list may be stale: confirm with the metrics report). ' +
       '"XLA tensors always appear to be contiguous and without storage. Networks should not try to check the strides" (TS:359-362), and "the internal data representation of XLA tensors is opaque" (DEV "Memory Layout"), so memory-format hints do nothing useful. ' +
@@ -83,11 +83,58 @@ export default defineRule({
         continue;
       }
       if (/^torch\.(sparse_coo_tensor|sparse_csr_tensor|sparse\.mm|sparse\.sum)$/.test(callee) || (meth === 'to_sparse' && !callee)) {
+        // a sparse tensor built and used on the host (graph preprocessing, a CPU adjacency) never meets XLA (issue 9)
+        if (!sparseReachesDevice(ctx, call, callee)) continue;
         ctx.report(call, { severity: 'info', message: `\`${callee || '.to_sparse()'}\` creates sparse tensors, whose XLA support is limited; prefer dense tensors` });
       }
     }
   },
 });
+
+const CPU_DEVICE = /^(['"]cpu['"]|torch\.device\(['"]cpu['"]\))$/;
+
+/**
+ * Whether a sparse tensor made (or consumed) by `call` meets the device: created with a non-CPU `device=`,
+ * moved by a chained `.to(...)`/`.cuda()`, computed in a hot loop or `forward`, or bound to a name that is moved,
+ * registered as a buffer, or read in a hot loop or `forward`. `torch.sparse.mm/sum` also count through the names
+ * of their operands.
+ */
+function sparseReachesDevice(ctx: RuleContext, call: Node, callee: string): boolean {
+  const sema = ctx.sema;
+  if (sema.hot(call)) return true;
+  const dev = argShape(call).keywords.get('device');
+  if (dev) return !CPU_DEVICE.test(kwValue(dev)?.text ?? '');
+  const moves = (n: Node): boolean => {
+    // n.to(x) / n.cuda() / n.coalesce().to(x)
+    for (let cur: Node = n, depth = 0; depth < 3; depth++) {
+      const attr = cur.parent;
+      if (attr?.type !== 'attribute' || attr.childForFieldName('object')?.id !== cur.id) return false;
+      const c = attr.parent;
+      if (c?.type !== 'call') return false;
+      const m = attr.childForFieldName('attribute')?.text;
+      if (m === 'cuda') return true;
+      if (m === 'to') {
+        const a = c.childForFieldName('arguments')?.namedChildren[0];
+        return !!a && !CPU_DEVICE.test(a.text) && !/^torch\.(float|double|half|bfloat16|int|long|bool)\w*$/.test(a.text);
+      }
+      cur = c;
+    }
+    return false;
+  };
+  if (moves(call)) return true;
+  const names: string[] = [];
+  const stmt = call.parent?.type === 'assignment' && call.parent.childForFieldName('right')?.id === call.id ? call.parent : null;
+  const left = stmt?.childForFieldName('left');
+  if (left && (left.type === 'identifier' || left.type === 'attribute')) names.push(left.text);
+  if (/^torch\.sparse\.(mm|sum)$/.test(callee)) for (const a of argShape(call).positional) if (a.type === 'identifier' || a.type === 'attribute') names.push(a.text);
+  if (!names.length) return false;
+  const uses = [...sema.nodes('identifier'), ...sema.nodes('attribute')].filter((n) => names.includes(n.text) && n.id !== left?.id);
+  return uses.some((u) => {
+    if (moves(u) || sema.hot(u)) return true;
+    const c = u.parent?.type === 'argument_list' ? u.parent.parent : null;
+    return c?.type === 'call' && methodName(c) === 'register_buffer';
+  });
+}
 
 /**
  * `{p.data_ptr(): p.numel() for p in model.parameters()}`: the tied-weight dedup of a parameter count, over a model

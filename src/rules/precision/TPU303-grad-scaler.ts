@@ -137,7 +137,13 @@ export default defineRule({
           const s = wholeStatement(call);
           if (s) fix = { title: `Remove \`${call.text}\``, applicability, edits: [deleteStatement(ctx.text, s)] };
         }
-        ctx.report(call, { message, fix });
+        // the construction carries the problem (warning, or error where it raises); each call site is then a
+        // pass-through of a disabled scaler, or goes with the removed one: advice (issue 9). Except the step of a
+        // torch_xla scaler that still exists (before 2.9): its `_maybe_opt_step` runs `xm.mark_step()` and `.item()`s
+        // found_inf each step unless the optimizer is a syncfree one (torch_xla/amp/grad_scaler.py, v2.8.0): slow
+        const syncs = xla && meth === 'step' && ctx.options.target.profile === 'torch_xla' && !ctx.idiom.at('2.9');
+        if (syncs) message = `\`${call.text}\`: the torch_xla GradScaler syncs the device (\`xm.mark_step()\` and \`.item()\` on found_inf) every step; step the optimizer directly (no loss scaling with bf16 on TPU)`;
+        ctx.report(call, { severity: syncs ? 'warning' : 'info', message, fix });
       }
     }
   },

@@ -46,6 +46,89 @@ function hostSide(node: Node | null): boolean {
   return false;
 }
 
+
+const NOT_F64_CASTS = /^(float|half|bfloat16|long|int|short|bool|byte)$/;
+const NEUTRAL_ATTRS = /^(shape|dtype|ndim|size|numel|dim|is_sparse|device)$/;
+
+type Use = 'cast' | 'host' | 'neutral' | null;
+
+/** The name an assignment target writes (`x`, `self.x`, `x[i]` → `x`, `self.x`). */
+function targetRoot(n: Node | null | undefined): Node | null {
+  if (!n) return null;
+  if (n.type === 'identifier' || n.type === 'attribute') return n;
+  if (n.type === 'subscript') return targetRoot(n.childForFieldName('value'));
+  return null;
+}
+
+/**
+ * How a read of a float64 host value continues: cast to another dtype before it can reach the device (`.float()`,
+ * `.to(torch.float32)`, `.to(device, dtype=torch.float32)`), stays on the host (`.numpy()`, `.item()`, `.tolist()`),
+ * reads metadata (`.shape`, `len(x)`, a write `x[i] = …`), or flows into another name whose reads do (one of the
+ * above; `pe[:, 0::2] = torch.sin(pos * c)`); null when it may reach the device as float64.
+ */
+function useOf(ctx: RuleContext, n: Node, depth: number): Use {
+  let cur = n;
+  for (;;) {
+    const p = cur.parent;
+    if (p?.type === 'subscript' && p.childForFieldName('value')?.id === cur.id) {
+      if (p.parent?.type === 'assignment' && p.parent.childForFieldName('left')?.id === p.id) return 'neutral';
+      cur = p;
+      continue;
+    }
+    if (p?.type !== 'attribute' || p.childForFieldName('object')?.id !== cur.id) break;
+    const m = p.childForFieldName('attribute')?.text ?? '';
+    if (NEUTRAL_ATTRS.test(m)) return 'neutral';
+    const c = p.parent?.type === 'call' ? p.parent : null;
+    if (!c) {
+      cur = p; // `.data`, `.T`
+      continue;
+    }
+    if (NOT_F64_CASTS.test(m) && !callArgs(c).positional.length) return 'cast';
+    if (/^(numpy|item|tolist)$/.test(m)) return 'host';
+    if (m === 'to' || m === 'type' || m === 'cuda') {
+      const { positional, keywords } = callArgs(c);
+      const dt = kwValue(keywords.get('dtype')) ?? positional.find((x) => /(^|\.)(float|float16|float32|half|bfloat16|int\w*|long|bool|FloatTensor|HalfTensor)$/.test(x.text)) ?? null;
+      return dt && !isFloat64(ctx, dt) && !/double|float64|DoubleTensor/.test(dt.text) ? 'cast' : null;
+    }
+    cur = c;
+  }
+  const call = cur.parent?.type === 'argument_list' ? cur.parent.parent : null;
+  if (call && ctx.sema.callee(call) === 'len') return 'neutral';
+  // flows into an assignment's target: judge that name's later reads
+  if (depth >= 2) return null;
+  for (let x: Node | null = cur, child: Node = cur; x; child = x, x = x.parent) {
+    if (x.type === 'assignment' || x.type === 'augmented_assignment') {
+      if (x.childForFieldName('right')?.id !== child.id) return null;
+      const root = targetRoot(x.childForFieldName('left'));
+      return root && nameCastBeforeMove(ctx, root.text, root.type, x, depth + 1) ? 'cast' : null;
+    }
+    if (/statement$|^block$|^module$|definition$/.test(x.type)) return null;
+    // through arithmetic and torch/numpy/math functions only: a call of the user's model or helper may move it
+    if (x.type === 'call' && x.id !== cur.id && !/^(torch|numpy|math)\./.test(ctx.sema.callee(x) ?? '')) return null;
+  }
+  return null;
+}
+
+/** Every later read of `name` (after `stmt`) is cast before the device, kept on the host or metadata, with one cast. */
+function nameCastBeforeMove(ctx: RuleContext, name: string, type: string, stmt: Node, depth: number): boolean {
+  const uses = ctx.sema.nodes(type).filter((n) => n.text === name && n.startIndex >= stmt.endIndex
+    && !(n.parent?.type === 'attribute' && n.parent.childForFieldName('attribute')?.id === n.id)
+    && !(n.parent?.type === 'assignment' && n.parent.childForFieldName('left')?.id === n.id));
+  if (!uses.length) return false;
+  const k = uses.map((u) => useOf(ctx, u, depth));
+  return k.every((x) => x !== null) && k.includes('cast');
+}
+
+/**
+ * A float64 value built on the host and cast before it can reach the device (issue 9): the call (through
+ * dtype-keeping method chains such as `.unsqueeze(1)`) is cast right away, or bound to a name whose every later
+ * read is cast, kept on the host or metadata (see useOf), with at least one cast.
+ */
+function castBeforeMove(ctx: RuleContext, call: Node): boolean {
+  const u = useOf(ctx, call, 0);
+  return u === 'cast';
+}
+
 export default defineRule({
   id: 'TPU304',
   name: 'float64-tensor',
@@ -61,7 +144,7 @@ export default defineRule({
       'Checks for `.double()`, `torch.float64`/`torch.double` dtype arguments (`dtype=`, `.to(...)`, `torch.set_default_dtype(...)`), ' +
       '`torch.set_default_tensor_type(torch.DoubleTensor)`, `torch.from_numpy(a)`/`torch.as_tensor(a)`/`torch.tensor(a)` of NumPy arrays that are float64 ' +
       '(`np.random.rand`, `np.linspace`, `np.zeros`, `np.array([1.0, …])`, `.astype(np.float64)`; not cast right after) in a script that moves data to a device, ' +
-      'and `dtype=np.float64` inside `Dataset` classes. Host-side math after `.cpu()`/`.numpy()`, `torch.tensor(python_floats)` (float32) and int64 index tensors are not flagged.',
+      'and `dtype=np.float64` inside `Dataset` classes. Host-side math after `.cpu()`/`.numpy()`, float64 values built on the host and cast before they can reach the device (every later read casts them, e.g. `pe = pe.float().to(device)`, or stays on the host), `torch.tensor(python_floats)` (float32) and int64 index tensors are not flagged.',
     why:
       'torch_xla hands F64 to XLA unchanged unless the deprecated `XLA_USE_BF16`/`XLA_DOWNCAST_BF16` are set (DTYPE:141-160). TPUs have no native 64-bit arithmetic: ' +
       'XLA rewrites 64-bit types, which is slow, and some ops fail with "UNIMPLEMENTED: While rewriting computation to not contain X64 element types" (jax-ml/jax#21108, #30629). ' +
@@ -106,6 +189,7 @@ export default defineRule({
       const { positional, keywords } = callArgs(call);
 
       if (meth === 'double' && recv && !ctx.sema.resolve(recv) && !positional.length && !keywords.size && !hostSide(recv)) {
+        if (castBeforeMove(ctx, call)) continue;
         const attr = call.childForFieldName('function')!.childForFieldName('attribute')!;
         ctx.report(call, {
           severity: sev(call),
@@ -132,7 +216,7 @@ export default defineRule({
       }
       const dev = kwValue(keywords.get('device'));
       const onCpu = !!dev && dev.type === 'string' && stringContent(dev) === 'cpu';
-      if (dtypeNodes.length && !onCpu && !(recv && hostSide(recv))) {
+      if (dtypeNodes.length && !onCpu && !(recv && hostSide(recv)) && !(q !== 'torch.set_default_dtype' && castBeforeMove(ctx, call))) {
         for (const d of dtypeNodes) {
           const t = f32(d);
           ctx.report(d, {
@@ -153,7 +237,7 @@ export default defineRule({
         const nextCall = parentAttr?.parent?.type === 'call' ? parentAttr.parent : null;
         // `.to(device)` keeps the dtype; `.to(torch.float32)` / `.to(dtype=…)` casts
         if (parentAttr && CASTS.test(next) && !(next === 'to' && nextCall && !/dtype|float|half|bfloat|long|int|bool|double/.test(nextCall.childForFieldName('arguments')?.text ?? ''))) continue;
-        if (!isNpFloat64(ctx, arr)) continue;
+        if (!isNpFloat64(ctx, arr) || castBeforeMove(ctx, call)) continue;
         ctx.report(call, {
           severity: sev(call),
           message: `\`${q.replace(/^torch\./, 'torch.')}(${arr.text.length > 30 ? '…' : arr.text})\` keeps NumPy's float64: cast it to float32 before it reaches the TPU`,
