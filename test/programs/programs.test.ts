@@ -6,7 +6,7 @@
  * else it writes to $TPU_READY_RESULT) as the unfixed one.
  *
  * XLA path: when the test-only torch_xla emulation exists (test/emulation/torch_xla/__init__.py), each
- * program is also fixed in both styles for target versions 2.3, 2.9 and the default and run with the
+ * program is also fixed in both styles for every target version (2.3 to 2.8, and the default 2.9) and run with the
  * emulation on PYTHONPATH (TORCH_XLA_EMULATED_VERSION=V): it must run to completion with finite losses.
  *
  * Programs run in parallel, at most `SLOTS` Python processes at a time (a 2-process DDP program takes 2).
@@ -491,7 +491,8 @@ describe('fixed programs run on CPU PyTorch with the same results (dual-path, de
   }
 });
 
-const XLA_VERSIONS: Array<string | undefined> = [undefined, '2.3', '2.9'];
+/** Every supported target version (the default is 2.9, the newest). */
+const XLA_VERSIONS: Array<string | undefined> = [undefined, '2.3', '2.4', '2.5', '2.6', '2.7', '2.8'];
 const STYLES = ['tpu-only', 'dual-path'] as const;
 
 describe('fixed programs run on the torch_xla emulation (XLA path)', () => {
