@@ -3,6 +3,9 @@
 /** A usage error: reported with a hint, exit code 2. */
 export class UsageError extends Error {}
 
+/** A bad input (a file, a key, a value): one line naming it, exit code 2, no usage hint. */
+export class InputError extends UsageError {}
+
 export interface Arg {
   /** `--flag` (without any `=value`), or the positional text. */
   flag: string;

@@ -4,7 +4,7 @@ import { runCheck, type CheckArgs } from './check';
 import { runReport } from './report';
 import { runCost } from './cost';
 import { processIo, type Io } from './io';
-import { eachArg, FIX_STYLES, TARGET_VERSIONS, TARGETS, UsageError } from './args';
+import { eachArg, FIX_STYLES, InputError, TARGET_VERSIONS, TARGETS, UsageError } from './args';
 import { RULES } from '../rules';
 import { VERSION } from './version';
 
@@ -35,6 +35,7 @@ Check options:
   --jobs N                          worker threads (default: cores)
   --max-file-size KB                skip larger files (default 2048)
   --no-gitignore                    do not honour .gitignore files
+  --debug                           print the stack trace of an internal error
 
 Exit codes: 0 no findings, 1 findings, 2 usage or I/O error (also a file that cannot be
 analysed: unreadable, a broken notebook; --exit-zero silences findings only).
@@ -76,7 +77,9 @@ export function parseCheckArgs(argv: string[]): CheckArgs {
 }
 
 export async function main(argv: string[], io: Io = processIo, wasmDir = __dirname): Promise<number> {
-  const [cmd, ...rest] = argv;
+  // --debug (anywhere): print the stack trace of an internal error
+  const debug = argv.includes('--debug');
+  const [cmd, ...rest] = argv.filter((a) => a !== '--debug');
   try {
     switch (cmd) {
       case undefined:
@@ -108,12 +111,18 @@ export async function main(argv: string[], io: Io = processIo, wasmDir = __dirna
     }
   } catch (e) {
     if (e instanceof UsageError) {
-      io.err(`tpu-ready: ${e.message}\nRun \`tpu-ready --help\` for usage.\n`);
+      io.err(e instanceof InputError ? `tpu-ready: ${e.message}\n` : `tpu-ready: ${e.message}\nRun \`tpu-ready --help\` for usage.\n`);
       return 2;
     }
-    io.err(`tpu-ready: internal error: ${(e as Error).stack ?? e}\n`);
+    if (debug) io.err(`tpu-ready: internal error: ${(e as Error).stack ?? e}\n`);
+    else io.err(`tpu-ready: ${cmd}: ${oneLine(e)} (internal error; --debug prints the trace)\n`);
     return 2;
   }
+}
+
+function oneLine(e: unknown): string {
+  const m = e instanceof RangeError && /call stack/i.test(e.message) ? 'input nested too deeply' : e instanceof Error ? e.message : String(e);
+  return m.split('\n')[0].slice(0, 300);
 }
 
 if (require.main === module) {

@@ -1,5 +1,5 @@
 /** One file: read, analyse, optionally fix. Shared by the CLI's main thread and its workers. */
-import fs from 'node:fs';
+import { readRegularFile, ReadRefused } from './safefs';
 import {
   analyze, analysedText, fixDocument, locateAll, notebookDocument, pythonDocument, textDocument, textFileKind,
   type SourceDocument,
@@ -57,10 +57,9 @@ export interface FileOutcome {
 export function readText(abs: string, maxBytes: number): { text?: string; skipped?: string; failed?: boolean } {
   let buf: Buffer;
   try {
-    const st = fs.statSync(abs);
-    if (st.size > maxBytes) return { skipped: `larger than ${Math.round(maxBytes / 1024)} KiB (${Math.round(st.size / 1024)} KiB)` };
-    buf = fs.readFileSync(abs);
+    buf = readRegularFile(abs, maxBytes);
   } catch (e) {
+    if (e instanceof ReadRefused) return e.tooLarge ? { skipped: e.message } : { skipped: `cannot read: ${e.message}`, failed: true };
     return { skipped: `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, failed: true };
   }
   if (buf.subarray(0, 8192).includes(0)) return { skipped: 'binary file' };

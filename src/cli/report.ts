@@ -14,6 +14,7 @@ import { parseIpynb } from '../core/notebook';
 import type { Step, TargetProfile } from '../core/types';
 import { loadProject, runCheck, type CheckArgs } from './check';
 import type { Io } from './io';
+import { realRoots, safeWriteFile, UnsafeWriteError } from './safefs';
 import { eachArg, TARGET_VERSIONS, TARGETS, UsageError } from './args';
 import { readText, type OutFinding } from './process';
 import { collectFiles, findProjectRoot } from './walk';
@@ -164,8 +165,12 @@ export async function runReport(argv: string[], io: Io, wasmDir: string, now: ()
     }
     input.progress = recordSnapshot(progress, snapshotOf(stepStates(input), input.score, isoDate(now())));
     const file = path.join(root, PROGRESS_PATH);
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, serializeProgress(input.progress));
+    try {
+      safeWriteFile(file, serializeProgress(input.progress), realRoots([root]), 'record progress in');
+    } catch (e) {
+      io.err(`tpu-ready: ${e instanceof UnsafeWriteError ? e.message : `cannot write ${PROGRESS_PATH}: ${(e as Error).message}`}\n`);
+      return 2;
+    }
   }
 
   const vm = checklistVM(input, Infinity);
@@ -173,10 +178,9 @@ export async function runReport(argv: string[], io: Io, wasmDir: string, now: ()
   const text = a.format === 'html' ? renderHtml(vm, options) : renderMarkdown(vm, options);
   if (a.output) {
     try {
-      fs.mkdirSync(path.dirname(path.resolve(a.output)), { recursive: true });
-      fs.writeFileSync(a.output, text);
+      safeWriteFile(a.output, text, realRoots([root]), 'write the report to');
     } catch (e) {
-      io.err(`tpu-ready: cannot write ${a.output}: ${(e as Error).message}\n`);
+      io.err(`tpu-ready: ${e instanceof UnsafeWriteError ? e.message : `cannot write ${a.output}: ${(e as Error).message}`}\n`);
       return 2;
     }
   } else io.out(text);

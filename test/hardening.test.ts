@@ -1,0 +1,159 @@
+/** Hostile workspaces and bad inputs (issue 14): the built CLI in a subprocess. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ROOT } from './setup';
+
+const CLI = path.join(ROOT, 'dist/cli.js');
+
+function run(args: string[], cwd: string, timeout = 30_000) {
+  const r = spawnSync(process.execPath, [CLI, ...args], { cwd, encoding: 'utf8', timeout, env: { ...process.env, NO_COLOR: '1' } });
+  return { code: r.status, out: r.stdout, err: r.stderr, signal: r.signal };
+}
+
+const FIXABLE = 'import torch\nx = torch.randn(3).cuda()\nprint(x.sum())\n';
+
+/** A project folder (with .git so it is the root) and a sibling folder outside it. */
+function project(files: Record<string, string> = { 't.py': FIXABLE }): { ws: string; outside: string } {
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'tpu-ready-harden-'));
+  const ws = path.join(base, 'ws');
+  const outside = path.join(base, 'outside');
+  fs.mkdirSync(path.join(ws, '.git'), { recursive: true });
+  fs.mkdirSync(outside);
+  for (const [f, t] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(ws, f)), { recursive: true });
+    fs.writeFileSync(path.join(ws, f), t);
+  }
+  return { ws, outside };
+}
+
+/** One line of output, no stack trace. */
+function oneLine(err: string): void {
+  expect(err).not.toMatch(/\n\s+at /);
+  expect(err).not.toContain('internal error');
+  expect(err.trim().split('\n')).toHaveLength(1);
+}
+
+beforeAll(() => {
+  execFileSync(process.execPath, ['esbuild.mjs'], { cwd: ROOT });
+});
+
+describe('no writes outside the workspace', () => {
+  it('report --record refuses a planted .tpu-ready/progress.json symlink and leaves its target alone', () => {
+    const { ws, outside } = project();
+    const victim = path.join(outside, 'victim.json');
+    fs.writeFileSync(victim, '{"keep": 1}\n');
+    fs.mkdirSync(path.join(ws, '.tpu-ready'));
+    fs.symlinkSync(victim, path.join(ws, '.tpu-ready', 'progress.json'));
+    const r = run(['report', '--record'], ws);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('refusing to record progress in .tpu-ready/progress.json: it is a symlink');
+    expect(fs.readFileSync(victim, 'utf8')).toBe('{"keep": 1}\n');
+  });
+
+  it('report --record refuses a symlinked .tpu-ready folder pointing outside', () => {
+    const { ws, outside } = project();
+    fs.symlinkSync(outside, path.join(ws, '.tpu-ready'));
+    const r = run(['report', '--record'], ws);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('outside the workspace');
+    expect(fs.readdirSync(outside)).toEqual([]);
+  });
+
+  it('--fix does not create the target of a dangling accel.py symlink, and leaves the file unfixed', () => {
+    const { ws, outside } = project();
+    fs.symlinkSync(path.join(outside, 'planted.py'), path.join(ws, 'accel.py'));
+    const r = run(['check', 't.py', '--fix'], ws);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('refusing to create accel.py: it is a symlink');
+    expect(fs.readdirSync(outside)).toEqual([]);
+    expect(fs.readFileSync(path.join(ws, 't.py'), 'utf8')).toBe(FIXABLE);
+  });
+
+  it('--fix does not write through a symlinked source file', () => {
+    const { ws, outside } = project({});
+    fs.writeFileSync(path.join(outside, 'real.py'), FIXABLE);
+    fs.symlinkSync(path.join(outside, 'real.py'), path.join(ws, 'link.py'));
+    const r = run(['check', 'link.py', '--fix', '--fix-style', 'tpu-only'], ws);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('refusing to fix link.py: it is a symlink');
+    expect(fs.readFileSync(path.join(outside, 'real.py'), 'utf8')).toBe(FIXABLE);
+  });
+
+  it('--output: not outside the workspace, not through a symlink, not over a scanned file, not into a missing folder', () => {
+    const { ws, outside } = project();
+    let r = run(['check', 't.py', '--output', path.join(outside, 'r.txt')], ws);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('outside the workspace');
+    oneLine(r.err);
+    fs.symlinkSync(path.join(outside, 'r2.txt'), path.join(ws, 'r.txt'));
+    r = run(['check', 't.py', '--output', 'r.txt'], ws);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('it is a symlink');
+    expect(fs.readdirSync(outside)).toEqual([]);
+    r = run(['check', '.', '--output', 't.py'], ws);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('refusing to overwrite a scanned file');
+    expect(fs.readFileSync(path.join(ws, 't.py'), 'utf8')).toBe(FIXABLE);
+    r = run(['check', 't.py', '--output', 'nodir/x.json'], ws);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('--output nodir/x.json: folder nodir does not exist');
+    oneLine(r.err);
+    r = run(['report', '--output', path.join(outside, 'r.md')], ws);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('outside the workspace');
+    expect(fs.readdirSync(outside)).toEqual([]);
+    // inside the workspace: written
+    r = run(['check', 't.py', '--output', 'out.txt', '--exit-zero'], ws);
+    expect(r.code).toBe(0);
+    expect(fs.readFileSync(path.join(ws, 'out.txt'), 'utf8')).toContain('TPU readiness score');
+  });
+});
+
+describe('special files', () => {
+  it('a FIFO named on the command line is refused without blocking', () => {
+    const { ws } = project({});
+    execFileSync('mkfifo', [path.join(ws, 'f.py')]);
+    const r = run(['check', 'f.py'], ws, 10_000);
+    expect(r.signal).toBeNull();
+    expect(r.code).toBe(2);
+    expect(r.out).toContain('f.py: not analysed: cannot read: a FIFO, not read');
+  });
+
+  it('a symlink to /dev/zero is not read', () => {
+    const { ws } = project({});
+    fs.symlinkSync('/dev/zero', path.join(ws, 'z.py'));
+    const r = run(['check', 'z.py', '--format', 'json'], ws, 10_000);
+    expect(r.signal).toBeNull();
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.out).notices[0]).toMatchObject({ path: 'z.py', message: expect.stringContaining('a device, not read'), error: true });
+  });
+
+  it('the size limit counts the bytes read', async () => {
+    const { readRegularFile } = await import('../src/cli/safefs');
+    const { ws } = project({ 'big.py': 'x = 1\n'.repeat(400) });
+    expect(() => readRegularFile(path.join(ws, 'big.py'), 1000)).toThrow(/larger than/);
+    expect(readRegularFile(path.join(ws, 'big.py'), 4000).length).toBe(2400);
+  });
+});
+
+describe('bad inputs end in one line and exit 2', () => {
+  it('check t.py missing.py --exit-zero exits 2 and the JSON names the missing path', () => {
+    const { ws } = project();
+    const r = run(['check', 't.py', 'missing.py', '--exit-zero', '--format', 'json'], ws);
+    expect(r.code).toBe(2);
+    const j = JSON.parse(r.out);
+    expect(j.notices).toContainEqual({ path: 'missing.py', message: 'not analysed: no such file or directory', error: true });
+    expect(j.summary.failed).toBe(1);
+  });
+
+  it('a symlink loop is named as such', () => {
+    const { ws } = project();
+    fs.symlinkSync('loop.py', path.join(ws, 'loop.py'));
+    const r = run(['check', 't.py', 'loop.py', '--exit-zero'], ws);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('loop.py: symlink loop');
+  });
+});
