@@ -157,3 +157,73 @@ describe('bad inputs end in one line and exit 2', () => {
     expect(r.err).toContain('loop.py: symlink loop');
   });
 });
+
+describe('bad inputs to cost and to the rule/hardware selectors', () => {
+  const cost = (files: Record<string, string>, args: string[]) => {
+    const { ws } = project(files);
+    return run(['cost', ...args], ws);
+  };
+  const NANO = 'batch_size: 8\nblock_size: 1024\nn_layer: 12\nn_head: 12\nn_embd: 768\n';
+
+  it('a 100,000-deep YAML or JSON is refused in one line', () => {
+    let r = cost({ 'deep.yaml': `a: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n` }, ['deep.yaml']);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('deep.yaml: nesting deeper than 64 levels');
+    oneLine(r.err);
+    r = cost({ 'deep.json': `{"a": ${'['.repeat(100_000)}${']'.repeat(100_000)}}\n` }, ['deep.json']);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('deep.json: nesting deeper than 64 levels');
+    oneLine(r.err);
+  });
+
+  it('a ${…} interpolation expansion bomb is refused, naming the key', () => {
+    const lines = ['a0: "xxxxxxxxxx"'];
+    for (let i = 1; i < 30; i++) lines.push(`a${i}: "\${a${i - 1}}\${a${i - 1}}"`);
+    const r = cost({ 'bomb.yaml': NANO + lines.join('\n') + '\nmax_iters: ${a29}\n' }, ['bomb.yaml']);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/bomb\.yaml:\d+: `a\d+`: interpolation expands past 1000000 characters/);
+    oneLine(r.err);
+  });
+
+  it('[__proto__] in cost.toml and --hardware constructor are unknown names, not crashes', () => {
+    let r = cost({ 'train.yaml': NANO + 'max_iters: 100\n', '.tpu-ready/cost.toml': '[__proto__]\nmfu = 0.5\n' }, ['train.yaml']);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('.tpu-ready/cost.toml:1: `__proto__` is not a cost assumption');
+    oneLine(r.err);
+    r = cost({ 'train.yaml': NANO + 'max_iters: 100\n' }, ['train.yaml', '--hardware', 'constructor']);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('unknown hardware "constructor"');
+    oneLine(r.err);
+    r = cost({ 'train.yaml': NANO + 'max_iters: 100\n' }, ['train.yaml', '--hardware', 'v6']);
+    expect(r.err).toContain('unknown hardware "v6" (did you mean "v6e"?)');
+  });
+
+  it('absurd, zero and negative config numbers are named, not "Infinity days" or "missing"', () => {
+    let r = cost({ 'train.yaml': NANO + 'max_iters: 1e308\n' }, ['train.yaml']);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('train.yaml:6: `max_iters` = 1e+308 is not a plausible value for steps');
+    expect(r.out).not.toContain('Infinity');
+    r = cost({ 'train.yaml': NANO.replace('batch_size: 8', 'batch_size: 0') + 'max_iters: 100\n' }, ['train.yaml']);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('train.yaml:1: `batch_size` must be positive, not 0');
+    r = cost({ 'train.yaml': NANO + 'max_iters: -5\n' }, ['train.yaml']);
+    expect(r.err).toContain('`max_iters` must be positive, not -5');
+    oneLine(r.err);
+  });
+
+  it('unknown --select/--ignore ids are errors with "did you mean"', () => {
+    const { ws } = project();
+    let r = run(['check', 't.py', '--select', 'FOO'], ws);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('--select: "FOO" matches no rule');
+    oneLine(r.err);
+    r = run(['check', 't.py', '--ignore', 'TPU10l'], ws);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('(did you mean "TPU101"?)');
+    r = run(['report', '--select', 'TPU9999'], ws);
+    expect(r.code).toBe(2);
+    oneLine(r.err);
+    // prefixes stay valid
+    expect(run(['check', 't.py', '--select', 'tpu1', '--exit-zero'], ws).code).toBe(0);
+  });
+});

@@ -4,9 +4,11 @@ import { runCheck, type CheckArgs } from './check';
 import { runReport } from './report';
 import { runCost } from './cost';
 import { processIo, type Io } from './io';
-import { eachArg, FIX_STYLES, InputError, TARGET_VERSIONS, TARGETS, UsageError } from './args';
+import { checkRuleSelectors, eachArg, FIX_STYLES, InputError, TARGET_VERSIONS, TARGETS, UsageError } from './args';
 import { RULES } from '../rules';
 import { VERSION } from './version';
+
+const RULE_IDS = RULES.map((r) => r.id);
 
 const HELP = `tpu-ready ${VERSION}: find what stops or slows PyTorch training code on TPU (PyTorch/XLA)
 
@@ -55,8 +57,8 @@ export function parseCheckArgs(argv: string[]): CheckArgs {
       case '--fix': a.fix = true; break;
       case '--unsafe-fixes': a.unsafeFixes = true; break;
       case '--diff': a.diff = true; break;
-      case '--select': a.select = arg.list(); break;
-      case '--ignore': a.ignore = arg.list(); break;
+      case '--select': a.select = checkRuleSelectors('--select', arg.list(), RULE_IDS); break;
+      case '--ignore': a.ignore = checkRuleSelectors('--ignore', arg.list(), RULE_IDS); break;
       case '--target': a.target = arg.choice(TARGETS); break;
       case '--target-version': a.targetVersion = arg.choice(TARGET_VERSIONS); break;
       case '--fix-style': a.fixStyle = arg.choice(FIX_STYLES); break;

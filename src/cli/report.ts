@@ -11,11 +11,12 @@ import {
   renderMarkdown, serializeProgress, snapshotOf, stepStates, type ChecklistFinding, type ChecklistInput, type Progress, type ProjectFile,
 } from '../checklist';
 import { parseIpynb } from '../core/notebook';
+import { RULES } from '../rules';
 import type { Step, TargetProfile } from '../core/types';
 import { loadProject, runCheck, type CheckArgs } from './check';
 import type { Io } from './io';
 import { realRoots, safeWriteFile, UnsafeWriteError } from './safefs';
-import { eachArg, TARGET_VERSIONS, TARGETS, UsageError } from './args';
+import { checkRuleSelectors, eachArg, InputError, TARGET_VERSIONS, TARGETS, UsageError } from './args';
 import { readText, type OutFinding } from './process';
 import { collectFiles, findProjectRoot } from './walk';
 
@@ -48,8 +49,8 @@ export function parseReportArgs(argv: string[]): ReportArgs {
       case '--record': a.record = true; break;
       case '--target': a.target = arg.choice(TARGETS); break;
       case '--target-version': a.targetVersion = arg.choice(TARGET_VERSIONS); break;
-      case '--select': a.select = arg.list(); break;
-      case '--ignore': a.ignore = arg.list(); break;
+      case '--select': a.select = checkRuleSelectors('--select', arg.list(), RULES.map((r) => r.id)); break;
+      case '--ignore': a.ignore = checkRuleSelectors('--ignore', arg.list(), RULES.map((r) => r.id)); break;
       case '--no-gitignore': a.respectGitignore = false; break;
       default: a.paths.push(arg.positional());
     }
@@ -132,7 +133,7 @@ export async function runReport(argv: string[], io: Io, wasmDir: string, now: ()
     a = parseReportArgs(argv);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    io.err(`tpu-ready: ${e.message}\n${REPORT_HELP}`);
+    io.err(`tpu-ready: ${e.message}\n${e instanceof InputError ? '' : REPORT_HELP}`);
     return 2;
   }
   const cwd = process.cwd();
