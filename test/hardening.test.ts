@@ -227,3 +227,50 @@ describe('bad inputs to cost and to the rule/hardware selectors', () => {
     expect(run(['check', 't.py', '--select', 'tpu1', '--exit-zero'], ws).code).toBe(0);
   });
 });
+
+describe('output injection', () => {
+  const EVIL = 'a\n::error::pwned\x1b[31m.py';
+
+  it('text and github formats escape control characters and newlines in file names', () => {
+    const { ws } = project({ [EVIL]: FIXABLE, 'http:/evil.py': FIXABLE });
+    const gh = run(['check', '.', '--format', 'github'], ws);
+    expect(gh.code).toBe(1);
+    const lines = gh.out.trim().split('\n');
+    expect(lines).toHaveLength(2);
+    for (const l of lines) expect(l).toMatch(/^::error title=TPU101,file=/);
+    expect(gh.out).toContain('file=a%0A%3A%3Aerror%3A%3Apwned\\x1b[31m.py,line=2');
+    expect(gh.out).not.toContain('\x1b');
+    const text = run(['check', '.'], ws);
+    expect(text.out).toContain('a\\n::error::pwned\\x1b[31m.py:2:5: TPU101');
+    expect(text.out).not.toContain('\x1b');
+    expect(text.out.split('\n').filter((l) => l.startsWith('::'))).toEqual([]);
+    // notices on stderr (non-text formats) too
+    fs.writeFileSync(path.join(ws, 'b\n::warning::x.py'), Buffer.from([0, 1, 2]));
+    const j = run(['check', '.', '--format', 'json'], ws);
+    expect(j.err).toContain('tpu-ready: b\\n::warning::x.py: skipped: binary file');
+  });
+
+  it('report links to a first folder named http: stay relative', () => {
+    const { ws } = project({ 'http:/evil.py': FIXABLE });
+    const md = run(['report', '--format', 'md'], ws);
+    expect(md.out).toContain('(./http:/evil.py#L2)');
+    expect(md.out).not.toMatch(/\]\(http:/);
+    const html = run(['report', '--format', 'html'], ws);
+    expect(html.out).toContain('href="./http:/evil.py#L2"');
+    expect(html.out).not.toContain('href="http:');
+  });
+
+  it('a comment ending in a lone CR does not hide the rest of a notebook cell', () => {
+    const nb = { cells: [{ cell_type: 'code', metadata: {}, outputs: [], execution_count: null, source: ['import torch  # hi\rx = torch.randn(3).cuda()\rprint(x)\n'] }], metadata: { kernelspec: { language: 'python', name: 'python3' } }, nbformat: 4, nbformat_minor: 5 };
+    const { ws } = project({ 'cr.ipynb': JSON.stringify(nb), 'cr.py': 'import torch  # hi\rx = torch.randn(3).cuda()\n' });
+    const r = run(['check', 'cr.ipynb', 'cr.py', '--format', 'json'], ws);
+    const found = JSON.parse(r.out).findings.map((f: { path: string; rule: string; line: number }) => `${f.path}:${f.line}:${f.rule}`);
+    expect(found).toEqual(expect.arrayContaining(['cr.ipynb:2:TPU101', 'cr.py:2:TPU101']));
+    // the fix keeps the lone CRs of the cell
+    run(['check', 'cr.ipynb', '--fix', '--fix-style', 'tpu-only'], ws);
+    const cell = JSON.parse(fs.readFileSync(path.join(ws, 'cr.ipynb'), 'utf8')).cells[0].source.join('');
+    expect(cell).not.toContain('.cuda()');
+    expect(cell).toContain('# hi\r');
+    expect(cell).not.toContain('# hi\n');
+  });
+});

@@ -13,6 +13,7 @@ import { collectFiles, findProjectRoot } from './walk';
 import { processFile, type FileOutcome, type FileTask } from './process';
 import type { Io } from './io';
 import { InputError } from './args';
+import { termSafe } from './formatters/escape';
 import { checkWritable, realRoots, safeWriteFile, UnsafeWriteError } from './safefs';
 
 export interface CheckArgs {
@@ -169,7 +170,7 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
     const real = fs.existsSync(out) ? fs.realpathSync(out) : out;
     if (files.some((f) => f === out || f === real)) throw new InputError(`--output ${args.output}: refusing to overwrite a scanned file`);
   }
-  for (const m of missing) io.err(`tpu-ready: ${m.path}: ${m.reason}\n`);
+  for (const m of missing) io.err(`tpu-ready: ${termSafe(m.path)}: ${m.reason}\n`);
   if (missing.length && !files.length) return 2;
   // named paths that are not there: in the report (JSON names them) and exit 2 even with --exit-zero
   const missingNotices: Notice[] = missing.map((m) => ({ path: m.path, message: `not analysed: ${m.reason}`, error: true }));
@@ -226,7 +227,7 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
           notices.push({ path: path.relative(cwd, accelFile), message: 'created the device-abstraction module the dual-path fixes call' });
         }
       } catch (e) {
-        io.err(e instanceof UnsafeWriteError ? `tpu-ready: ${e.message}\n` : `tpu-ready: cannot write ${o.display}: ${(e as Error).message}\n`);
+        io.err(e instanceof UnsafeWriteError ? `tpu-ready: ${e.message}\n` : `tpu-ready: cannot write ${termSafe(o.display)}: ${(e as Error).message}\n`);
         return 2;
       }
     }
@@ -273,7 +274,7 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
     }
   }
   else io.out(rendered);
-  if (args.format !== 'text' && notices.length) for (const n of notices) io.err(`tpu-ready: ${n.path}: ${n.message}\n`);
+  if (args.format !== 'text' && notices.length) for (const n of notices) io.err(`tpu-ready: ${termSafe(n.path)}: ${termSafe(n.message)}\n`);
   // unreadable or broken files are errors (exit 2) even with --exit-zero, as in ruff
   if (report.summary.failed) return 2;
   return args.exitZero ? 0 : findings.length ? 1 : 0;

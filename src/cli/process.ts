@@ -115,7 +115,9 @@ export function processFile(task: FileTask): FileOutcome {
       throw e;
     }
     if (nb.language !== 'python') return { ...out, kind: 'notebook', skipped: `notebook language is ${nb.language}` };
-    doc = notebookDocument(task.display, nb.cells);
+    // a lone CR ends a line for Python but not for the parser's comments: analyse with it as LF (same
+    // length, so every offset holds) and restore it in fixed cells, as for .py files
+    doc = notebookDocument(task.display, nb.cells.map((c) => ({ ...c, text: normalizeLoneCr(c.text) })));
   } else if (task.abs.endsWith('.py') || task.abs.endsWith('.pyi')) {
     doc = pythonDocument(task.display, normalizeLoneCr(raw));
   } else {
@@ -134,7 +136,8 @@ export function processFile(task: FileTask): FileOutcome {
         const changed = new Map<number, string>();
         const original = nb.cells;
         result.doc.cells.forEach((c, i) => {
-          if (original[i].text !== c.text) changed.set(i, c.text);
+          const norm = normalizeLoneCr(original[i].text);
+          if (norm !== c.text) changed.set(i, restoreLoneCr(original[i].text, norm, c.text));
         });
         after = editIpynb(raw, nb, changed);
       } else after = doc.kind === 'python' ? restoreLoneCr(raw, doc.text, analysedText(result.doc)) : analysedText(result.doc);

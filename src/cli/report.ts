@@ -114,6 +114,11 @@ function safeReaddir(dir: string): string[] {
   }
 }
 
+/** A relative link whose first folder looks like a URL scheme (`http:/x.py`) is `./`-prefixed so it stays relative. */
+export function relativeLink(rel: string): string {
+  return /^[^/]*:/.test(rel) ? `./${rel}` : rel;
+}
+
 /** Reads the progress file: null when absent; throws ProgressFormatError when malformed. */
 export function readProgressFile(root: string): Progress | null {
   const file = path.join(root, PROGRESS_PATH);
@@ -154,7 +159,7 @@ export async function runReport(argv: string[], io: Io, wasmDir: string, now: ()
   const outDir = a.output ? path.dirname(path.resolve(a.output)) : cwd;
   const findings: ChecklistFinding[] = result.findings.map((f) => ({
     rule: f.rule, step: f.step as Step, severity: f.severity, message: f.message, path: f.path,
-    uri: path.relative(outDir, path.resolve(cwd, f.path)).split(path.sep).join('/'),
+    uri: relativeLink(path.relative(outDir, path.resolve(cwd, f.path)).split(path.sep).join('/')),
     line: f.line, column: f.column, cell: f.cell, fix: f.fix,
   }));
   const input: ChecklistInput = { profile: result.target.profile, score: result.summary.score, findings, facts: collectFacts(factFiles(root, a), result.target.profile), progress, progressError };

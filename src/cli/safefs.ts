@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { InputError } from './args';
+import { termSafe } from './formatters/escape';
 
 /** A write the workspace does not allow: a one-line message, exit code 2. */
 export class UnsafeWriteError extends InputError {}
@@ -47,7 +48,7 @@ function existingAncestor(p: string): string {
  */
 export function checkWritable(file: string, roots: string[], what = 'write'): void {
   const abs = path.resolve(file);
-  const shown = path.relative(process.cwd(), abs) || abs;
+  const shown = termSafe(path.relative(process.cwd(), abs) || abs);
   let st: fs.Stats | null = null;
   try {
     st = fs.lstatSync(abs);
