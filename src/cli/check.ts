@@ -31,6 +31,8 @@ export interface CheckArgs {
   exitZero: boolean;
   jobs: number;
   maxBytes: number;
+  /** Per-file analysis budget, ms (default DEFAULT_FILE_BUDGET_MS). */
+  fileBudgetMs?: number;
   respectGitignore: boolean;
   output?: string;
 }
@@ -180,7 +182,7 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
     const rel = path.relative(root, abs).split(path.sep).join('/');
     const options = optionsFor(config, {}, rel, pinned, flags);
     if (!options) continue;
-    tasks.push({ abs, display: path.relative(cwd, abs) || path.basename(abs), options, fix: args.fix || args.diff ? { unsafe: args.unsafeFixes } : null, maxBytes: args.maxBytes });
+    tasks.push({ abs, display: path.relative(cwd, abs) || path.basename(abs), options, fix: args.fix || args.diff ? { unsafe: args.unsafeFixes } : null, maxBytes: args.maxBytes, budgetMs: args.fileBudgetMs });
   }
   const outcomes = await runTasks(tasks, args.jobs, wasmDir);
 

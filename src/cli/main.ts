@@ -36,6 +36,7 @@ Check options:
   --exit-zero                       exit 0 even when there are findings
   --jobs N                          worker threads (default: cores)
   --max-file-size KB                skip larger files (default 2048)
+  --file-budget SECONDS             skip a file whose analysis takes longer (default 10)
   --no-gitignore                    do not honour .gitignore files
   --debug                           print the stack trace of an internal error
 
@@ -71,6 +72,7 @@ export function parseCheckArgs(argv: string[]): CheckArgs {
         a.jobs = n;
         break;
       }
+      case '--file-budget': a.fileBudgetMs = arg.number(0.001, 3600, 'a number of seconds (up to 3600)') * 1000; break;
       case '--max-file-size': a.maxBytes = arg.number(Number.MIN_VALUE, Number.MAX_SAFE_INTEGER, 'a positive number of KiB') * 1024; break;
       default: a.paths.push(arg.positional());
     }

@@ -1,11 +1,11 @@
 /** One file: read, analyse, optionally fix. Shared by the CLI's main thread and its workers. */
 import { readRegularFile, ReadRefused } from './safefs';
 import {
-  analyze, analysedText, fixDocument, locateAll, notebookDocument, pythonDocument, textDocument, textFileKind,
+  analyze, analysedText, BudgetExceeded, fixDocument, locateAll, notebookDocument, pythonDocument, textDocument, textFileKind,
   type SourceDocument,
 } from '../core/engine';
 import { editIpynb, NotebookFormatError, parseIpynb, type ParsedIpynb } from '../core/notebook';
-import { codePointColumn, LineIndex, normalizeLoneCr, restoreLoneCr } from '../core/source';
+import { LineIndex, normalizeLoneCr, restoreLoneCr } from '../core/source';
 import { RULES } from '../rules';
 import type { AnalyzeOptions, Applicability, Severity, Step, Effort } from '../core/types';
 
@@ -17,7 +17,12 @@ export interface FileTask {
   /** Apply fixes (safe; unsafe too when `unsafe`). */
   fix: { unsafe: boolean } | null;
   maxBytes: number;
+  /** Time budget for analysing (and fixing) the file, ms: past it the file is skipped with the reason. */
+  budgetMs?: number;
 }
+
+/** Default per-file budget: a pathological file must not hold up a scan (or an editor). */
+export const DEFAULT_FILE_BUDGET_MS = 10_000;
 
 export interface OutFinding {
   path: string;
@@ -85,9 +90,9 @@ function toOut(display: string, doc: SourceDocument, findings: ReturnType<typeof
       rule: f.rule,
       severity: f.severity,
       line: f.startPos.line + 1,
-      column: codePointColumn(lines.lineText(f.startPos.line), f.startPos.character),
+      column: lines.codePointColumn(f.startPos.line, f.startPos.character),
       endLine: f.endPos.line + 1,
-      endColumn: codePointColumn(lines.lineText(f.endPos.line), f.endPos.character),
+      endColumn: lines.codePointColumn(f.endPos.line, f.endPos.character),
       cell: f.cell,
       message: f.message,
       step: f.step,
@@ -98,6 +103,18 @@ function toOut(display: string, doc: SourceDocument, findings: ReturnType<typeof
 }
 
 export function processFile(task: FileTask): FileOutcome {
+  const budget = task.budgetMs ?? DEFAULT_FILE_BUDGET_MS;
+  const t0 = performance.now();
+  try {
+    return processWithin({ ...task, options: { ...task.options, deadline: t0 + budget } });
+  } catch (e) {
+    if (!(e instanceof BudgetExceeded)) throw e;
+    const rule = e.rule ? `, in ${e.rule}` : '';
+    return { display: task.display, abs: task.abs, kind: null, findings: [], relevant: false, ruleErrors: [], skipped: `analysis took longer than the ${budget / 1000} s budget per file (stopped after ${((performance.now() - t0) / 1000).toFixed(1)} s${rule}); raise it with --file-budget` };
+  }
+}
+
+function processWithin(task: FileTask): FileOutcome {
   const out: FileOutcome = { display: task.display, abs: task.abs, kind: null, findings: [], relevant: false, ruleErrors: [] };
   const read = readText(task.abs, task.maxBytes);
   if (read.skipped) return { ...out, skipped: read.skipped, failed: read.failed };
