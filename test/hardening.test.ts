@@ -314,3 +314,33 @@ describe('per-file analysis budget and linear paths', () => {
     }
   });
 });
+
+describe('special files met in a walk', () => {
+  it('a FIFO and a symlink to /dev/zero inside a scanned folder are neither opened nor read', () => {
+    const { ws } = project();
+    execFileSync('mkfifo', [path.join(ws, 'pipe.py')]);
+    fs.symlinkSync('/dev/zero', path.join(ws, 'zero.py'));
+    const r = run(['check', '.', '--format', 'json', '--exit-zero'], ws, 15_000);
+    expect(r.signal).toBeNull();
+    expect(r.code).toBe(0);
+    const j = JSON.parse(r.out);
+    expect(j.summary.files).toBe(1);
+    expect(j.findings.every((f: { path: string }) => f.path === 't.py')).toBe(true);
+  });
+});
+
+describe('--debug', () => {
+  it('an internal error is one line without --debug, the stack trace with it', async () => {
+    const { main } = await import('../src/cli/main');
+    const capture = () => {
+      let err = '';
+      return { io: { out: () => { throw new Error('boom\nmore'); }, err: (s: string) => void (err += s), isTTY: false }, err: () => err };
+    };
+    let c = capture();
+    expect(await main(['rules'], c.io)).toBe(2);
+    expect(c.err()).toBe('tpu-ready: rules: boom (internal error; --debug prints the trace)\n');
+    c = capture();
+    expect(await main(['rules', '--debug'], c.io)).toBe(2);
+    expect(c.err()).toMatch(/^tpu-ready: internal error: Error: boom\nmore\n\s+at /);
+  });
+});
