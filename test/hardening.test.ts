@@ -344,3 +344,20 @@ describe('--debug', () => {
     expect(c.err()).toMatch(/^tpu-ready: internal error: Error: boom\nmore\n\s+at /);
   });
 });
+
+describe('checkWritable (also guards the extension’s progress and generated files)', () => {
+  it('refuses a symlink (dangling or not), a symlinked folder out of the root and a path outside; allows new files inside', async () => {
+    const { checkWritable, realRoots } = await import('../src/cli/safefs');
+    const { ws, outside } = project();
+    const roots = realRoots([ws]);
+    fs.symlinkSync(path.join(outside, 'nope.py'), path.join(ws, 'dangling.py'));
+    fs.symlinkSync(path.join(ws, 't.py'), path.join(ws, 'inner.py'));
+    fs.symlinkSync(outside, path.join(ws, 'out'));
+    expect(() => checkWritable(path.join(ws, 'dangling.py'), roots)).toThrow(/it is a symlink/);
+    expect(() => checkWritable(path.join(ws, 'inner.py'), roots)).toThrow(/it is a symlink/);
+    expect(() => checkWritable(path.join(ws, 'out', 'new', 'x.json'), roots)).toThrow(/outside the workspace .*through a symlinked folder/);
+    expect(() => checkWritable(path.join(outside, 'x.json'), roots)).toThrow(/outside the workspace/);
+    expect(() => checkWritable(path.join(ws, '.tpu-ready', 'progress.json'), roots)).not.toThrow();
+    expect(() => checkWritable(path.join(ws, 't.py'), roots)).not.toThrow();
+  });
+});
