@@ -1,7 +1,11 @@
 /** Command-line argument reading shared by the subcommands: `--flag value`, `--flag=value`, positionals. */
+import { didYouMean } from '../core/suggest';
 
 /** A usage error: reported with a hint, exit code 2. */
 export class UsageError extends Error {}
+
+/** A bad input (a file, a key, a value): one line naming it, exit code 2, no usage hint. */
+export class InputError extends UsageError {}
 
 export interface Arg {
   /** `--flag` (without any `=value`), or the positional text. */
@@ -58,3 +62,15 @@ export function eachArg(argv: string[], fn: (a: Arg) => void): void {
 export const TARGETS = ['torch_xla', 'torchtpu'] as const;
 export const TARGET_VERSIONS = ['2.3', '2.4', '2.5', '2.6', '2.7', '2.8', '2.9'] as const;
 export const FIX_STYLES = ['dual-path', 'tpu-only'] as const;
+
+/**
+ * `--select`/`--ignore` entries must be rule ids or prefixes of some (TPU2, TPU101): an entry that matches
+ * nothing would silently turn the scan off (100/100).
+ */
+export function checkRuleSelectors(flag: string, list: string[], ids: readonly string[]): string[] {
+  for (const p of list) {
+    const u = p.toUpperCase();
+    if (!ids.some((id) => id.startsWith(u))) throw new InputError(`${flag}: "${p}" matches no rule${didYouMean(u, ids)} (rule ids or prefixes: TPU1, TPU101)`);
+  }
+  return list;
+}

@@ -12,6 +12,9 @@ import { FORMATTERS, type Notice, type Report } from './formatters';
 import { collectFiles, findProjectRoot } from './walk';
 import { processFile, type FileOutcome, type FileTask } from './process';
 import type { Io } from './io';
+import { InputError } from './args';
+import { termSafe } from './formatters/escape';
+import { checkWritable, realRoots, safeWriteFile, UnsafeWriteError } from './safefs';
 
 export interface CheckArgs {
   paths: string[];
@@ -28,6 +31,8 @@ export interface CheckArgs {
   exitZero: boolean;
   jobs: number;
   maxBytes: number;
+  /** Per-file analysis budget, ms (default DEFAULT_FILE_BUDGET_MS). */
+  fileBudgetMs?: number;
   respectGitignore: boolean;
   output?: string;
 }
@@ -156,20 +161,32 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
   const root = findProjectRoot(args.paths[0] ?? cwd);
   const { config, pinned } = loadProject(root, io);
   const flags: Settings = { select: args.select, ignore: args.ignore, target: args.target, targetVersion: args.targetVersion, fixStyle: args.fixStyle };
-  const { files, missing } = collectFiles(args.paths.length ? args.paths : ['.'], root, config.exclude, args.respectGitignore);
-  for (const m of missing) io.err(`tpu-ready: ${m}: no such file or directory\n`);
+  const startPaths = args.paths.length ? args.paths : ['.'];
+  // writes (fixes, accel.py, --output) stay inside the project roots of the paths named
+  const roots = realRoots([root, ...startPaths.map(findProjectRoot)]);
+  const { files, missing, unreadable } = collectFiles(startPaths, root, config.exclude, args.respectGitignore);
+  if (args.output) {
+    const out = path.resolve(args.output);
+    if (!fs.existsSync(path.dirname(out))) throw new InputError(`--output ${args.output}: folder ${path.dirname(args.output)} does not exist`);
+    checkWritable(out, roots, 'write the report to');
+    const real = fs.existsSync(out) ? fs.realpathSync(out) : out;
+    if (files.some((f) => f === out || f === real)) throw new InputError(`--output ${args.output}: refusing to overwrite a scanned file`);
+  }
+  for (const m of missing) io.err(`tpu-ready: ${termSafe(m.path)}: ${m.reason}\n`);
   if (missing.length && !files.length) return 2;
+  // named paths that are not there: in the report (JSON names them) and exit 2 even with --exit-zero
+  const missingNotices: Notice[] = missing.map((m) => ({ path: m.path, message: `not analysed: ${m.reason}`, error: true }));
 
   const tasks: FileTask[] = [];
   for (const abs of files) {
     const rel = path.relative(root, abs).split(path.sep).join('/');
     const options = optionsFor(config, {}, rel, pinned, flags);
     if (!options) continue;
-    tasks.push({ abs, display: path.relative(cwd, abs) || path.basename(abs), options, fix: args.fix || args.diff ? { unsafe: args.unsafeFixes } : null, maxBytes: args.maxBytes });
+    tasks.push({ abs, display: path.relative(cwd, abs) || path.basename(abs), options, fix: args.fix || args.diff ? { unsafe: args.unsafeFixes } : null, maxBytes: args.maxBytes, budgetMs: args.fileBudgetMs });
   }
   const outcomes = await runTasks(tasks, args.jobs, wasmDir);
 
-  const notices: Notice[] = [];
+  const notices: Notice[] = unreadable.map((u) => ({ path: u.path, message: u.reason, error: false }));
   let fixed = 0;
   const diffs: string[] = [];
   const accelWritten = new Set<string>();
@@ -202,15 +219,17 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
       }
     } else {
       try {
-        fs.writeFileSync(o.abs, o.fixed.after);
+        // check both before writing either: a fixed file without its accel module would not run
+        checkWritable(o.abs, roots, 'fix');
+        if (needAccel) checkWritable(accelFile, roots, 'create');
+        safeWriteFile(o.abs, o.fixed.after, roots, 'fix');
         if (needAccel) {
-          fs.mkdirSync(path.dirname(accelFile), { recursive: true });
-          fs.writeFileSync(accelFile, accelModuleSource(task.options.accelModule));
+          safeWriteFile(accelFile, accelModuleSource(task.options.accelModule), roots, 'create');
           accelWritten.add(accelFile);
           notices.push({ path: path.relative(cwd, accelFile), message: 'created the device-abstraction module the dual-path fixes call' });
         }
       } catch (e) {
-        io.err(`tpu-ready: cannot write ${o.display}: ${(e as Error).message}\n`);
+        io.err(e instanceof UnsafeWriteError ? `tpu-ready: ${e.message}\n` : `tpu-ready: cannot write ${termSafe(o.display)}: ${(e as Error).message}\n`);
         return 2;
       }
     }
@@ -234,11 +253,11 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
       effort: findings.reduce((s, f) => s + f.effort, 0),
       byStep,
       skipped: outcomes.length - analysed.length,
-      failed: outcomes.filter((o) => o.failed).length,
+      failed: outcomes.filter((o) => o.failed).length + missing.length,
       fixed: args.diff ? 0 : fixed,
     },
     findings,
-    notices,
+    notices: [...missingNotices, ...notices],
     statistics: args.statistics,
     color: args.format === 'text' && io.isTTY && !process.env.NO_COLOR,
   };
@@ -248,9 +267,16 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
     return args.exitZero ? 0 : diffs.length ? 1 : 0;
   }
   const rendered = formatter.format(report, RULES);
-  if (args.output) fs.writeFileSync(args.output, rendered);
+  if (args.output) {
+    try {
+      safeWriteFile(args.output, rendered, roots, 'write the report to');
+    } catch (e) {
+      if (e instanceof UnsafeWriteError) throw e;
+      throw new InputError(`cannot write --output ${args.output}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+  }
   else io.out(rendered);
-  if (args.format !== 'text' && notices.length) for (const n of notices) io.err(`tpu-ready: ${n.path}: ${n.message}\n`);
+  if (args.format !== 'text' && notices.length) for (const n of notices) io.err(`tpu-ready: ${termSafe(n.path)}: ${termSafe(n.message)}\n`);
   // unreadable or broken files are errors (exit 2) even with --exit-zero, as in ruff
   if (report.summary.failed) return 2;
   return args.exitZero ? 0 : findings.length ? 1 : 0;

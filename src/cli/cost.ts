@@ -194,7 +194,7 @@ function table(rows: string[][], indent = '  '): string {
 async function pricedFindingsOf(paths: string[], r: CostReport, cwd: string, wasmDir: string, io: Io): Promise<PricedFinding[]> {
   const root = findProjectRoot(paths[0]);
   const { files, missing } = collectFiles(paths, root, undefined);
-  for (const m of missing) throw new UsageError(`--findings ${m}: no such file or directory`);
+  for (const m of missing) throw new UsageError(`--findings ${m.path}: ${m.reason}`);
   await initParser(wasmDir);
   const found = files.flatMap((abs) => {
     const o = processFile({ abs, display: rel(cwd, abs), options: DEFAULT_OPTIONS, fix: null, maxBytes: 2048 * 1024 });

@@ -4,9 +4,11 @@ import { runCheck, type CheckArgs } from './check';
 import { runReport } from './report';
 import { runCost } from './cost';
 import { processIo, type Io } from './io';
-import { eachArg, FIX_STYLES, TARGET_VERSIONS, TARGETS, UsageError } from './args';
+import { checkRuleSelectors, eachArg, FIX_STYLES, InputError, TARGET_VERSIONS, TARGETS, UsageError } from './args';
 import { RULES } from '../rules';
 import { VERSION } from './version';
+
+const RULE_IDS = RULES.map((r) => r.id);
 
 const HELP = `tpu-ready ${VERSION}: find what stops or slows PyTorch training code on TPU (PyTorch/XLA)
 
@@ -34,7 +36,9 @@ Check options:
   --exit-zero                       exit 0 even when there are findings
   --jobs N                          worker threads (default: cores)
   --max-file-size KB                skip larger files (default 2048)
+  --file-budget SECONDS             skip a file whose analysis takes longer (default 10)
   --no-gitignore                    do not honour .gitignore files
+  --debug                           print the stack trace of an internal error
 
 Exit codes: 0 no findings, 1 findings, 2 usage or I/O error (also a file that cannot be
 analysed: unreadable, a broken notebook; --exit-zero silences findings only).
@@ -54,8 +58,8 @@ export function parseCheckArgs(argv: string[]): CheckArgs {
       case '--fix': a.fix = true; break;
       case '--unsafe-fixes': a.unsafeFixes = true; break;
       case '--diff': a.diff = true; break;
-      case '--select': a.select = arg.list(); break;
-      case '--ignore': a.ignore = arg.list(); break;
+      case '--select': a.select = checkRuleSelectors('--select', arg.list(), RULE_IDS); break;
+      case '--ignore': a.ignore = checkRuleSelectors('--ignore', arg.list(), RULE_IDS); break;
       case '--target': a.target = arg.choice(TARGETS); break;
       case '--target-version': a.targetVersion = arg.choice(TARGET_VERSIONS); break;
       case '--fix-style': a.fixStyle = arg.choice(FIX_STYLES); break;
@@ -68,6 +72,7 @@ export function parseCheckArgs(argv: string[]): CheckArgs {
         a.jobs = n;
         break;
       }
+      case '--file-budget': a.fileBudgetMs = arg.number(0.001, 3600, 'a number of seconds (up to 3600)') * 1000; break;
       case '--max-file-size': a.maxBytes = arg.number(Number.MIN_VALUE, Number.MAX_SAFE_INTEGER, 'a positive number of KiB') * 1024; break;
       default: a.paths.push(arg.positional());
     }
@@ -76,7 +81,9 @@ export function parseCheckArgs(argv: string[]): CheckArgs {
 }
 
 export async function main(argv: string[], io: Io = processIo, wasmDir = __dirname): Promise<number> {
-  const [cmd, ...rest] = argv;
+  // --debug (anywhere): print the stack trace of an internal error
+  const debug = argv.includes('--debug');
+  const [cmd, ...rest] = argv.filter((a) => a !== '--debug');
   try {
     switch (cmd) {
       case undefined:
@@ -108,12 +115,18 @@ export async function main(argv: string[], io: Io = processIo, wasmDir = __dirna
     }
   } catch (e) {
     if (e instanceof UsageError) {
-      io.err(`tpu-ready: ${e.message}\nRun \`tpu-ready --help\` for usage.\n`);
+      io.err(e instanceof InputError ? `tpu-ready: ${e.message}\n` : `tpu-ready: ${e.message}\nRun \`tpu-ready --help\` for usage.\n`);
       return 2;
     }
-    io.err(`tpu-ready: internal error: ${(e as Error).stack ?? e}\n`);
+    if (debug) io.err(`tpu-ready: internal error: ${(e as Error).stack ?? e}\n`);
+    else io.err(`tpu-ready: ${cmd}: ${oneLine(e)} (internal error; --debug prints the trace)\n`);
     return 2;
   }
+}
+
+function oneLine(e: unknown): string {
+  const m = e instanceof RangeError && /call stack/i.test(e.message) ? 'input nested too deeply' : e instanceof Error ? e.message : String(e);
+  return m.split('\n')[0].slice(0, 300);
 }
 
 if (require.main === module) {

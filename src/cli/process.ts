@@ -1,11 +1,11 @@
 /** One file: read, analyse, optionally fix. Shared by the CLI's main thread and its workers. */
-import fs from 'node:fs';
+import { readRegularFile, ReadRefused } from './safefs';
 import {
-  analyze, analysedText, fixDocument, locateAll, notebookDocument, pythonDocument, textDocument, textFileKind,
+  analyze, analysedText, BudgetExceeded, fixDocument, locateAll, notebookDocument, pythonDocument, textDocument, textFileKind,
   type SourceDocument,
 } from '../core/engine';
 import { editIpynb, NotebookFormatError, parseIpynb, type ParsedIpynb } from '../core/notebook';
-import { codePointColumn, LineIndex, normalizeLoneCr, restoreLoneCr } from '../core/source';
+import { LineIndex, normalizeLoneCr, restoreLoneCr } from '../core/source';
 import { RULES } from '../rules';
 import type { AnalyzeOptions, Applicability, Severity, Step, Effort } from '../core/types';
 
@@ -17,7 +17,12 @@ export interface FileTask {
   /** Apply fixes (safe; unsafe too when `unsafe`). */
   fix: { unsafe: boolean } | null;
   maxBytes: number;
+  /** Time budget for analysing (and fixing) the file, ms: past it the file is skipped with the reason. */
+  budgetMs?: number;
 }
+
+/** Default per-file budget: a pathological file must not hold up a scan (or an editor). */
+export const DEFAULT_FILE_BUDGET_MS = 10_000;
 
 export interface OutFinding {
   path: string;
@@ -57,10 +62,9 @@ export interface FileOutcome {
 export function readText(abs: string, maxBytes: number): { text?: string; skipped?: string; failed?: boolean } {
   let buf: Buffer;
   try {
-    const st = fs.statSync(abs);
-    if (st.size > maxBytes) return { skipped: `larger than ${Math.round(maxBytes / 1024)} KiB (${Math.round(st.size / 1024)} KiB)` };
-    buf = fs.readFileSync(abs);
+    buf = readRegularFile(abs, maxBytes);
   } catch (e) {
+    if (e instanceof ReadRefused) return e.tooLarge ? { skipped: e.message } : { skipped: `cannot read: ${e.message}`, failed: true };
     return { skipped: `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, failed: true };
   }
   if (buf.subarray(0, 8192).includes(0)) return { skipped: 'binary file' };
@@ -86,9 +90,9 @@ function toOut(display: string, doc: SourceDocument, findings: ReturnType<typeof
       rule: f.rule,
       severity: f.severity,
       line: f.startPos.line + 1,
-      column: codePointColumn(lines.lineText(f.startPos.line), f.startPos.character),
+      column: lines.codePointColumn(f.startPos.line, f.startPos.character),
       endLine: f.endPos.line + 1,
-      endColumn: codePointColumn(lines.lineText(f.endPos.line), f.endPos.character),
+      endColumn: lines.codePointColumn(f.endPos.line, f.endPos.character),
       cell: f.cell,
       message: f.message,
       step: f.step,
@@ -99,6 +103,18 @@ function toOut(display: string, doc: SourceDocument, findings: ReturnType<typeof
 }
 
 export function processFile(task: FileTask): FileOutcome {
+  const budget = task.budgetMs ?? DEFAULT_FILE_BUDGET_MS;
+  const t0 = performance.now();
+  try {
+    return processWithin({ ...task, options: { ...task.options, deadline: t0 + budget } });
+  } catch (e) {
+    if (!(e instanceof BudgetExceeded)) throw e;
+    const rule = e.rule ? `, in ${e.rule}` : '';
+    return { display: task.display, abs: task.abs, kind: null, findings: [], relevant: false, ruleErrors: [], skipped: `analysis took longer than the ${budget / 1000} s budget per file (stopped after ${((performance.now() - t0) / 1000).toFixed(1)} s${rule}); raise it with --file-budget` };
+  }
+}
+
+function processWithin(task: FileTask): FileOutcome {
   const out: FileOutcome = { display: task.display, abs: task.abs, kind: null, findings: [], relevant: false, ruleErrors: [] };
   const read = readText(task.abs, task.maxBytes);
   if (read.skipped) return { ...out, skipped: read.skipped, failed: read.failed };
@@ -116,7 +132,9 @@ export function processFile(task: FileTask): FileOutcome {
       throw e;
     }
     if (nb.language !== 'python') return { ...out, kind: 'notebook', skipped: `notebook language is ${nb.language}` };
-    doc = notebookDocument(task.display, nb.cells);
+    // a lone CR ends a line for Python but not for the parser's comments: analyse with it as LF (same
+    // length, so every offset holds) and restore it in fixed cells, as for .py files
+    doc = notebookDocument(task.display, nb.cells.map((c) => ({ ...c, text: normalizeLoneCr(c.text) })));
   } else if (task.abs.endsWith('.py') || task.abs.endsWith('.pyi')) {
     doc = pythonDocument(task.display, normalizeLoneCr(raw));
   } else {
@@ -135,7 +153,8 @@ export function processFile(task: FileTask): FileOutcome {
         const changed = new Map<number, string>();
         const original = nb.cells;
         result.doc.cells.forEach((c, i) => {
-          if (original[i].text !== c.text) changed.set(i, c.text);
+          const norm = normalizeLoneCr(original[i].text);
+          if (norm !== c.text) changed.set(i, restoreLoneCr(original[i].text, norm, c.text));
         });
         after = editIpynb(raw, nb, changed);
       } else after = doc.kind === 'python' ? restoreLoneCr(raw, doc.text, analysedText(result.doc)) : analysedText(result.doc);

@@ -11,10 +11,12 @@ import {
   renderMarkdown, serializeProgress, snapshotOf, stepStates, type ChecklistFinding, type ChecklistInput, type Progress, type ProjectFile,
 } from '../checklist';
 import { parseIpynb } from '../core/notebook';
+import { RULES } from '../rules';
 import type { Step, TargetProfile } from '../core/types';
 import { loadProject, runCheck, type CheckArgs } from './check';
 import type { Io } from './io';
-import { eachArg, TARGET_VERSIONS, TARGETS, UsageError } from './args';
+import { realRoots, safeWriteFile, UnsafeWriteError } from './safefs';
+import { checkRuleSelectors, eachArg, InputError, TARGET_VERSIONS, TARGETS, UsageError } from './args';
 import { readText, type OutFinding } from './process';
 import { collectFiles, findProjectRoot } from './walk';
 
@@ -47,8 +49,8 @@ export function parseReportArgs(argv: string[]): ReportArgs {
       case '--record': a.record = true; break;
       case '--target': a.target = arg.choice(TARGETS); break;
       case '--target-version': a.targetVersion = arg.choice(TARGET_VERSIONS); break;
-      case '--select': a.select = arg.list(); break;
-      case '--ignore': a.ignore = arg.list(); break;
+      case '--select': a.select = checkRuleSelectors('--select', arg.list(), RULES.map((r) => r.id)); break;
+      case '--ignore': a.ignore = checkRuleSelectors('--ignore', arg.list(), RULES.map((r) => r.id)); break;
       case '--no-gitignore': a.respectGitignore = false; break;
       default: a.paths.push(arg.positional());
     }
@@ -112,6 +114,11 @@ function safeReaddir(dir: string): string[] {
   }
 }
 
+/** A relative link whose first folder looks like a URL scheme (`http:/x.py`) is `./`-prefixed so it stays relative. */
+export function relativeLink(rel: string): string {
+  return /^[^/]*:/.test(rel) ? `./${rel}` : rel;
+}
+
 /** Reads the progress file: null when absent; throws ProgressFormatError when malformed. */
 export function readProgressFile(root: string): Progress | null {
   const file = path.join(root, PROGRESS_PATH);
@@ -131,7 +138,7 @@ export async function runReport(argv: string[], io: Io, wasmDir: string, now: ()
     a = parseReportArgs(argv);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    io.err(`tpu-ready: ${e.message}\n${REPORT_HELP}`);
+    io.err(`tpu-ready: ${e.message}\n${e instanceof InputError ? '' : REPORT_HELP}`);
     return 2;
   }
   const cwd = process.cwd();
@@ -152,7 +159,7 @@ export async function runReport(argv: string[], io: Io, wasmDir: string, now: ()
   const outDir = a.output ? path.dirname(path.resolve(a.output)) : cwd;
   const findings: ChecklistFinding[] = result.findings.map((f) => ({
     rule: f.rule, step: f.step as Step, severity: f.severity, message: f.message, path: f.path,
-    uri: path.relative(outDir, path.resolve(cwd, f.path)).split(path.sep).join('/'),
+    uri: relativeLink(path.relative(outDir, path.resolve(cwd, f.path)).split(path.sep).join('/')),
     line: f.line, column: f.column, cell: f.cell, fix: f.fix,
   }));
   const input: ChecklistInput = { profile: result.target.profile, score: result.summary.score, findings, facts: collectFacts(factFiles(root, a), result.target.profile), progress, progressError };
@@ -164,8 +171,12 @@ export async function runReport(argv: string[], io: Io, wasmDir: string, now: ()
     }
     input.progress = recordSnapshot(progress, snapshotOf(stepStates(input), input.score, isoDate(now())));
     const file = path.join(root, PROGRESS_PATH);
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, serializeProgress(input.progress));
+    try {
+      safeWriteFile(file, serializeProgress(input.progress), realRoots([root]), 'record progress in');
+    } catch (e) {
+      io.err(`tpu-ready: ${e instanceof UnsafeWriteError ? e.message : `cannot write ${PROGRESS_PATH}: ${(e as Error).message}`}\n`);
+      return 2;
+    }
   }
 
   const vm = checklistVM(input, Infinity);
@@ -173,10 +184,9 @@ export async function runReport(argv: string[], io: Io, wasmDir: string, now: ()
   const text = a.format === 'html' ? renderHtml(vm, options) : renderMarkdown(vm, options);
   if (a.output) {
     try {
-      fs.mkdirSync(path.dirname(path.resolve(a.output)), { recursive: true });
-      fs.writeFileSync(a.output, text);
+      safeWriteFile(a.output, text, realRoots([root]), 'write the report to');
     } catch (e) {
-      io.err(`tpu-ready: cannot write ${a.output}: ${(e as Error).message}\n`);
+      io.err(`tpu-ready: ${e instanceof UnsafeWriteError ? e.message : `cannot write ${a.output}: ${(e as Error).message}`}\n`);
       return 2;
     }
   } else io.out(text);

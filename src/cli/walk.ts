@@ -40,9 +40,10 @@ function ignoredBy(levels: Level[], abs: string, isDir: boolean): boolean {
  * (hidden and tool folders skipped, .gitignore honoured at every level when `respectGitignore`).
  * `exclude` globs are matched against paths relative to `root`.
  */
-export function collectFiles(paths: string[], root: string, exclude: string[] | undefined, respectGitignore = true): { files: string[]; missing: string[] } {
+export function collectFiles(paths: string[], root: string, exclude: string[] | undefined, respectGitignore = true): { files: string[]; missing: { path: string; reason: string }[]; unreadable: { path: string; reason: string }[] } {
   const files: string[] = [];
-  const missing: string[] = [];
+  const missing: { path: string; reason: string }[] = [];
+  const unreadable: { path: string; reason: string }[] = [];
   const seen = new Set<string>();
   const rootLevels: Level[] = [];
   if (respectGitignore) {
@@ -60,7 +61,8 @@ export function collectFiles(paths: string[], root: string, exclude: string[] | 
     let entries: fs.Dirent[];
     try {
       entries = fs.readdirSync(dir, { withFileTypes: true });
-    } catch {
+    } catch (e) {
+      unreadable.push({ path: path.relative(process.cwd(), dir) || dir, reason: `folder not read: ${errText(e)}` });
       return;
     }
     const own = respectGitignore && dir !== root ? loadIgnore(dir) : null;
@@ -84,14 +86,14 @@ export function collectFiles(paths: string[], root: string, exclude: string[] | 
     let st: fs.Stats;
     try {
       st = fs.statSync(abs);
-    } catch {
-      missing.push(p);
+    } catch (e) {
+      missing.push({ path: p, reason: errText(e) });
       continue;
     }
     if (st.isDirectory()) walk(abs, rootLevels);
     else add(abs);
   }
-  return { files, missing };
+  return { files, missing, unreadable };
 }
 
 /** The nearest folder at or above `start` holding a pyproject.toml or .git, else `start`. */
@@ -106,4 +108,13 @@ export function findProjectRoot(start: string): string {
     if (fs.existsSync(path.join(d, 'pyproject.toml')) || fs.existsSync(path.join(d, '.git'))) return d;
     if (path.dirname(d) === d) return dir;
   }
+}
+
+function errText(e: unknown): string {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'no such file or directory';
+  if (code === 'ELOOP') return 'symlink loop';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'ENOTDIR') return 'not a directory';
+  return code ?? (e as Error).message;
 }

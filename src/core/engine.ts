@@ -113,6 +113,18 @@ export function downgrade(sev: Severity): Severity {
   return sev === 'error' ? 'warning' : sev === 'warning' ? 'info' : 'hint';
 }
 
+/** The file's analysis ran past `options.deadline`: the caller reports the file as skipped. */
+export class BudgetExceeded extends Error {
+  constructor(readonly rule: string | null) {
+    super(`analysis ran past its time budget${rule ? ` (in ${rule})` : ''}`);
+    this.name = 'BudgetExceeded';
+  }
+}
+
+function overBudget(options: AnalyzeOptions): boolean {
+  return options.deadline !== undefined && performance.now() > options.deadline;
+}
+
 export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOptions, oldTree?: Tree | null): Analysis {
   const text = analysedText(doc);
   const result: Analysis = { doc, findings: [], tree: null, sema: null, ruleErrors: [] };
@@ -142,6 +154,7 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
       notebook: doc.kind === 'notebook' ? doc.program : null,
       idiom,
       report(at: Node | { start: number; end: number }, opts: ReportOptions = {}) {
+        if (overBudget(options)) throw new BudgetExceeded(rule.id);
         const start = 'startIndex' in at ? at.startIndex : at.start;
         const end = 'endIndex' in at ? at.endIndex : at.end;
         const anchor = 'startIndex' in at ? at : tree.rootNode.descendantForIndex(start, Math.max(start, end - 1)) ?? tree.rootNode;
@@ -152,10 +165,18 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
         result.findings.push(makeFinding(rule, start, end, opts));
       },
     };
+    if (overBudget(options)) {
+      tree.delete();
+      throw new BudgetExceeded(rule.id);
+    }
     const t0 = ruleTimings ? performance.now() : 0;
     try {
       rule.check!(ctx);
     } catch (e) {
+      if (e instanceof BudgetExceeded) {
+        tree.delete();
+        throw e;
+      }
       result.ruleErrors.push({ rule: rule.id, error: (e as Error)?.stack ?? String(e) });
     }
     if (ruleTimings) ruleTimings.set(rule.id, (ruleTimings.get(rule.id) ?? 0) + performance.now() - t0);

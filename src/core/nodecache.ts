@@ -13,6 +13,10 @@ import { Node, Tree } from 'web-tree-sitter';
 
 interface TreeMemo {
   parent: Map<number, Node | null>;
+  /** Parent lookups that crossed into WebAssembly (each O(depth) there: tree-sitter nodes keep no parent link). */
+  parentMisses: number;
+  /** child id → parent node, for the whole tree: built by one cursor walk once lookups add up. */
+  parentIndex?: Map<number, Node>;
   field: Map<number, Map<string, Node | null>>;
   fields: Map<number, Map<string, (Node | null)[]>>;
   named: Map<number, (Node | null)[]>;
@@ -28,7 +32,7 @@ function memoOf(tree: Tree): TreeMemo {
   const holder = tree as MemoHolder;
   let m = holder[MEMO];
   if (!m) {
-    m = { parent: new Map(), field: new Map(), fields: new Map(), named: new Map(), children: new Map(), end: new Map() };
+    m = { parent: new Map(), parentMisses: 0, field: new Map(), fields: new Map(), named: new Map(), children: new Map(), end: new Map() };
     holder[MEMO] = m;
   }
   return m;
@@ -48,6 +52,38 @@ type CachedNode = Node & {
 };
 
 let installed = false;
+
+/** Parent lookups per tree after which one O(n) walk indexes every parent (a deep tree made them O(n·depth)). */
+const PARENT_INDEX_AFTER = 32;
+
+function buildParentIndex(tree: Tree): Map<number, Node> {
+  const index = new Map<number, Node>();
+  const cursor = tree.walk();
+  const stack: Node[] = [];
+  try {
+    for (;;) {
+      if (cursor.gotoFirstChild()) {
+        // the parent (the node the cursor was on) is created once, when its children are visited
+        cursor.gotoParent();
+        const parent = cursor.currentNode;
+        cursor.gotoFirstChild();
+        stack.push(parent);
+        index.set(cursor.nodeId, parent);
+        continue;
+      }
+      for (;;) {
+        if (cursor.gotoNextSibling()) {
+          index.set(cursor.nodeId, stack[stack.length - 1]);
+          break;
+        }
+        if (!cursor.gotoParent()) return index;
+        stack.pop();
+      }
+    }
+  } finally {
+    cursor.delete();
+  }
+}
 
 type Getter<T> = (this: Node) => T;
 
@@ -81,9 +117,14 @@ export function installNodeCache(): void {
     get(this: CachedNode) {
       let p = this.__parent;
       if (p !== undefined) return p;
-      const m = memoOf(this.tree).parent;
+      const memo = memoOf(this.tree);
+      const m = memo.parent;
       p = m.get(this.id);
-      if (p === undefined) m.set(this.id, (p = parentGet.call(this)));
+      if (p === undefined) {
+        if (!memo.parentIndex && ++memo.parentMisses > PARENT_INDEX_AFTER) memo.parentIndex = buildParentIndex(this.tree);
+        p = memo.parentIndex ? (memo.parentIndex.get(this.id) ?? (this.id === this.tree.rootNode.id ? null : parentGet.call(this))) : parentGet.call(this);
+        m.set(this.id, p);
+      }
       return (this.__parent = p);
     },
   });

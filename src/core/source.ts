@@ -46,6 +46,38 @@ export class LineIndex {
   lineText(line: number): string {
     return this.text.slice(this.starts[line], this.lineEnd(line));
   }
+
+  /** Per line (lazily): offsets in the line of the surrogate pairs, as codePointColumn counts them. */
+  private pairs = new Map<number, number[]>();
+
+  /**
+   * `codePointColumn(lineText(line), utf16Column)` without slicing or rescanning the line: each line's surrogate
+   * pairs are found once, so many findings on one long line cost O(log pairs) each, not O(line length).
+   */
+  codePointColumn(line: number, utf16Column: number): number {
+    if (line >= this.starts.length) return 1;
+    const start = this.starts[line];
+    const len = this.lineEnd(line) - start;
+    let pairs = this.pairs.get(line);
+    if (!pairs) {
+      pairs = [];
+      for (let i = 0; i < len; i++) {
+        const c = this.text.charCodeAt(start + i);
+        if (c >= 0xd800 && c <= 0xdbff && i + 1 < len) pairs.push(i++);
+      }
+      this.pairs.set(line, pairs);
+    }
+    const col = Math.max(0, Math.min(utf16Column, len));
+    // pairs starting before col - 1 take two units for one code point
+    let lo = 0;
+    let hi = pairs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (pairs[mid] + 1 < col) lo = mid + 1;
+      else hi = mid;
+    }
+    return col - lo + 1;
+  }
 }
 
 /**

@@ -73,6 +73,11 @@ export interface AnalyzeOptions {
   /** Rule selection by id or prefix; empty select means all. */
   select: string[];
   ignore: string[];
+  /**
+   * `performance.now()` after which analysis of the file stops with BudgetExceeded (checked between rules and
+   * on every report): one file must not stall the scan or the editor.
+   */
+  deadline?: number;
 }
 
 export const DEFAULT_TARGET: Target = { profile: 'torch_xla', version: '2.9' };

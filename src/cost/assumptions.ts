@@ -3,6 +3,7 @@
  * `.tpu-ready/cost.toml` or `[tool.tpu-ready.cost]` in pyproject.toml, overridden by CLI flags or the editor.
  * The same file can also supply canonical config fields the training config lacks (seq-len, steps, …).
  */
+import { didYouMean } from '../core/suggest';
 import { readToml } from './readers/toml';
 import { num } from './frameworks';
 import { HARDWARE, parseHardware, type HardwareId, type Pricing } from './prices';
@@ -95,7 +96,7 @@ export function parseHardwareList(v: unknown, where: string): HardwareId[] {
     const s = String(it).trim();
     if (!s) continue;
     const hw = parseHardware(s);
-    if (!hw) throw new CostConfigError(`${where}: unknown hardware "${s}" (known: ${Object.keys(HARDWARE).join(', ')})`, undefined, undefined, 'hardware');
+    if (!hw) throw new CostConfigError(`${where}: unknown hardware "${s}"${didYouMean(s, Object.keys(HARDWARE))} (known: ${Object.keys(HARDWARE).join(', ')})`, undefined, undefined, 'hardware');
     if (!out.includes(hw.id)) out.push(hw.id);
   }
   if (!out.length) throw new CostConfigError(`${where}: no hardware given`, undefined, undefined, 'hardware');
@@ -181,7 +182,7 @@ export function parseAssumptionsFile(file: string, text: string): Partial<Assump
     } else if (key === 'currency') {
       if (typeof e.value !== 'string' || !/^[A-Z]{3}$/.test(e.value)) bad(key, e, 'must be a three-letter currency code');
       out.currency = { value: e.value as string, source: src(key, e) };
-    } else if (NUMERIC[key]) {
+    } else if (Object.hasOwn(NUMERIC, key)) {
       const [name, lo, hi] = NUMERIC[key];
       (out as Record<string, Sourced<number>>)[name] = { value: number(key, e, lo, hi), source: src(key, e) };
     } else if (FIELD_BY_KEY.has(key)) {

@@ -38,6 +38,9 @@ export function detectFrameworks(entries: Entries, fileName: string): Framework[
 }
 
 /** Numbers from config values: ints, floats, "1e6", "2_000"; "auto", −1 and non-numbers are unset. */
+/** Larger config numbers are typos or attacks (1e308 steps gives "Infinity days"). */
+const MAX_CONFIG_NUMBER = 1e15;
+
 export function num(v: unknown): number | undefined {
   if (typeof v === 'number' && Number.isFinite(v)) return v;
   if (typeof v === 'bigint') return Number(v);
@@ -57,7 +60,7 @@ class Mapper {
     return undefined;
   }
   /** Sets a numeric field from the first key present; `accept` filters sentinel values (−1, "auto"). */
-  num(field: NumericField, keys: string[], accept: (n: number) => boolean = (n) => n > 0, transform?: (n: number) => number): boolean {
+  num(field: NumericField, keys: string[], accept?: (n: number) => boolean, transform?: (n: number) => number): boolean {
     for (const k of keys) {
       const hit = this.entry([k]);
       if (!hit) continue;
@@ -71,7 +74,18 @@ class Mapper {
         if (typeof e.value === 'object') continue;
         throw new CostConfigError(`${e.file}:${e.line}: \`${key}\` must be a number, not ${JSON.stringify(e.value)}`, e.file, e.line, key);
       }
-      if (!accept(n)) continue;
+      if (!Number.isFinite(n) || Math.abs(n) > MAX_CONFIG_NUMBER) {
+        throw new CostConfigError(`${e.file}:${e.line}: \`${key}\` = ${e.value} is not a plausible value for ${field} (at most 1e15)`, e.file, e.line, key);
+      }
+      if (accept) {
+        if (!accept(n)) continue;
+      } else if (n === -1) {
+        // the frameworks' "unset" (HF max_steps, Lightning max_steps/max_epochs): another key may give it
+        this.notes.push(`${e.file}:${e.line}: \`${key}\` is -1 (unset): not usable for ${field}`);
+        continue;
+      } else if (!(n > 0)) {
+        throw new CostConfigError(`${e.file}:${e.line}: \`${key}\` must be positive, not ${n}`, e.file, e.line, key);
+      }
       if (transform) n = transform(n);
       this.set(field, n, key, e);
       return true;

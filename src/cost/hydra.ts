@@ -2,7 +2,8 @@
  * Hydra/OmegaConf: compose a primary config's `defaults:` list from the files of its config folder
  * (passed in by the host), then resolve `${...}` interpolations. `???` (mandatory) stays unset.
  */
-import { type ConfigFile, type Entries, type Entry } from './types';
+import { MAX_CONFIG_CHARS } from './readers/limits';
+import { CostConfigError, type ConfigFile, type Entries, type Entry } from './types';
 import { readYaml } from './readers/yaml';
 import { dirname, join, norm } from './paths';
 
@@ -142,13 +143,20 @@ export function interpolate(entries: Entries, notes: string[]): void {
         continue;
       }
       let ok = true;
+      let grown = e.value.length;
       const s = e.value.replace(INTERP, (m, ref: string) => {
         const t = lookup(ref);
         if (!t || isObj(t.value) || (typeof t.value === 'string' && t.value.includes('${'))) {
           ok = false;
           return m;
         }
-        return String(t.value);
+        const v = String(t.value);
+        // `a1: ${a0}${a0}`, `a2: ${a1}${a1}`, …: an expansion bomb doubles with every key
+        grown += v.length;
+        if (grown > MAX_CONFIG_CHARS) {
+          throw new CostConfigError(`${e.file}:${e.line}: \`${key}\`: interpolation expands past ${MAX_CONFIG_CHARS} characters; not read`, e.file, e.line, key);
+        }
+        return v;
       });
       if (ok) {
         entries.set(key, { ...e, value: s });

@@ -111,7 +111,9 @@ export function parseHardware(s: string): { id: HardwareId; chips?: number } | n
   const t = s.trim().toLowerCase().replace(/\s+/g, '').replace(/_/g, '-');
   const m = /^([a-z0-9-]+?)(?:-(\d+))?$/.exec(t);
   if (!m) return null;
-  const id = ALIASES[m[1].replace(/-/g, '')] ?? ALIASES[m[1].replace(/^tpu-?/, '').replace(/-/g, '')];
+  // own keys only: `constructor` or `__proto__` must not find Object.prototype's
+  const alias = (k: string): HardwareId | undefined => (Object.hasOwn(ALIASES, k) ? ALIASES[k] : undefined);
+  const id = alias(m[1].replace(/-/g, '')) ?? alias(m[1].replace(/^tpu-?/, '').replace(/-/g, ''));
   if (!id) return null;
   if (!m[2]) return { id };
   const n = Number(m[2]);

@@ -24,6 +24,7 @@ import { addCreateAccel, missingAccelModule } from './fixes';
 import { ChecklistPanel, PANEL_VIEW_TYPE } from './panel';
 import type { Results } from './results';
 import type { Scanner } from './scan';
+import { writeRefusal } from './files';
 
 export interface ChecklistDeps {
   results: Results;
@@ -177,6 +178,11 @@ export function registerChecklist(context: vscode.ExtensionContext, deps: Checkl
       if (pick !== 'Overwrite') return undefined;
     } catch {
       /* does not exist yet */
+    }
+    const refusal = writeRefusal(uri, root);
+    if (refusal) {
+      void vscode.window.showErrorMessage(`TPU Readiness: ${refusal}`);
+      return undefined;
     }
     await vscode.workspace.fs.createDirectory(vscode.Uri.joinPath(uri, '..'));
     await vscode.workspace.fs.writeFile(uri, new TextEncoder().encode(file.text));

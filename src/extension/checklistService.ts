@@ -15,6 +15,7 @@ import { DEFAULT_TARGET } from '../core/types';
 import type { ChecklistVM } from '../protocol/checklist';
 import type { ConfigService } from './config';
 import type { Results } from './results';
+import { writeRefusal } from './files';
 
 const FACT_GLOB = '**/{*.py,*.ipynb,requirements*.txt,requirements*.in,pyproject.toml,setup.cfg,environment*.yml,environment*.yaml,.github/workflows/*.yml,.github/workflows/*.yaml,.gitlab-ci.yml}';
 const SKIP = '**/{.git,node_modules,__pycache__,.venv,venv,.tox,.nox,site-packages,.ipynb_checkpoints}/**';
@@ -213,6 +214,11 @@ export class ChecklistService implements vscode.Disposable {
     if (this.scanned) {
       const input = { ...this.input(), progress: next };
       next = recordSnapshot(next, snapshotOf(stepStates(input), input.score, isoDate(new Date())));
+    }
+    const refusal = this.root && writeRefusal(uri, this.root);
+    if (refusal) {
+      void vscode.window.showErrorMessage(`TPU Readiness: ${refusal}`);
+      return false;
     }
     await vscode.workspace.fs.createDirectory(vscode.Uri.joinPath(uri, '..'));
     await vscode.workspace.fs.writeFile(uri, new TextEncoder().encode(serializeProgress(next)));

@@ -5,7 +5,7 @@
  * are computed here, at lint time, by the engine).
  */
 import * as vscode from 'vscode';
-import { analyze, analysedText, locateAll, mayMatch, textFileKind, type SourceDocument } from '../core/engine';
+import { analyze, analysedText, BudgetExceeded, locateAll, mayMatch, textFileKind, type SourceDocument } from '../core/engine';
 import { initParser, treeEditFor, type Tree } from '../core/parse';
 import type { AnalyzeOptions, LocatedFinding } from '../core/types';
 import { RULES } from '../rules';
@@ -15,6 +15,9 @@ import { toDiagnostic, toRange, SOURCE, type DocumentTarget } from './convert';
 import { documentSource, NOTEBOOK_TYPE, notebookSource } from './notebooks';
 import type { Results } from './results';
 import { changedSpan } from './textDiff';
+
+/** Time budget per analysis on the extension host (each edit re-analyses the file). */
+const EDITOR_FILE_BUDGET_MS = 1500;
 
 /** Delay between the last keystroke and the analysis (markdownlint throttles at 500 ms). */
 export const DEBOUNCE_MS = 300;
@@ -223,7 +226,13 @@ export class Linter implements vscode.Disposable {
       const t0 = Date.now();
       let analysis: ReturnType<typeof analyze> | undefined;
       try {
-        analysis = analyze(source, RULES, options, old);
+        // a pathological file (deep nesting, a 200 KB expression) must not stall the extension host on every edit
+        analysis = analyze(source, RULES, { ...options, deadline: performance.now() + EDITOR_FILE_BUDGET_MS }, old);
+      } catch (e) {
+        if (!(e instanceof BudgetExceeded)) throw e;
+        this.log.warn(`${vscode.workspace.asRelativePath(uri)}: not analysed: ${e.message} of ${EDITOR_FILE_BUDGET_MS} ms`);
+        this.clear(key, state);
+        return;
       } finally {
         if (old && old !== analysis?.tree) old.delete();
       }

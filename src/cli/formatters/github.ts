@@ -1,6 +1,8 @@
 import type { Formatter } from './types';
+import { termSafe } from './escape';
 
-const esc = (s: string) => s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+// the runner's escapes (actions/toolkit command.ts), then any other control character shown escaped
+const esc = (s: string) => termSafe(s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A'));
 const escProp = (s: string) => esc(s).replace(/:/g, '%3A').replace(/,/g, '%2C');
 
 /** GitHub Actions workflow commands: one annotation per finding. */

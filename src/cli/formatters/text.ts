@@ -1,10 +1,12 @@
 import type { Formatter, Report } from './types';
+import { termSafe } from './escape';
 import type { OutFinding } from '../process';
 
 const paint = (on: boolean, code: string, s: string) => (on ? `\x1b[${code}m${s}\x1b[0m` : s);
 
 export function location(f: OutFinding): string {
-  return f.cell !== null ? `${f.path}:cell ${f.cell}:${f.line}:${f.column}` : `${f.path}:${f.line}:${f.column}`;
+  const p = termSafe(f.path);
+  return f.cell !== null ? `${p}:cell ${f.cell}:${f.line}:${f.column}` : `${p}:${f.line}:${f.column}`;
 }
 
 function statistics(report: Report): string {
@@ -17,7 +19,7 @@ function statistics(report: Report): string {
   }
   const rows = [...counts].sort((a, b) => b[1].n - a[1].n || a[0].localeCompare(b[0]));
   const width = Math.max(1, ...rows.map(([, c]) => String(c.n).length));
-  return rows.map(([id, c]) => `${String(c.n).padStart(width)}\t${id}\t${c.fixable ? '[*] ' : '    '}${c.message}`).join('\n') + (rows.length ? '\n' : '');
+  return rows.map(([id, c]) => `${String(c.n).padStart(width)}\t${id}\t${c.fixable ? '[*] ' : '    '}${termSafe(c.message)}`).join('\n') + (rows.length ? '\n' : '');
 }
 
 /** Human-readable output: `path:line:col: TPU101 [*] message`, `[*]` marking safe fixes. */
@@ -31,10 +33,10 @@ export const textFormatter: Formatter = {
       for (const f of report.findings) {
         const sev = f.severity === 'error' ? paint(c, '31', 'error') : f.severity === 'warning' ? paint(c, '33', 'warning') : paint(c, '36', f.severity);
         const mark = f.fix?.applicability === 'safe' ? '[*] ' : '';
-        lines.push(`${paint(c, '1', location(f))}: ${paint(c, '1;31', f.rule)} ${mark}${f.message} (${sev}, step ${f.step})`);
+        lines.push(`${paint(c, '1', location(f))}: ${paint(c, '1;31', f.rule)} ${mark}${termSafe(f.message)} (${sev}, step ${f.step})`);
       }
     }
-    for (const n of report.notices) lines.push(`${n.error ? paint(c, '31', 'error') : paint(c, '2', 'notice')}: ${n.path}: ${n.message}`);
+    for (const n of report.notices) lines.push(`${n.error ? paint(c, '31', 'error') : paint(c, '2', 'notice')}: ${termSafe(n.path)}: ${termSafe(n.message)}`);
     const s = report.summary;
     const tail: string[] = [];
     if (s.fixed) tail.push(`Fixed ${s.fixed} issue${s.fixed === 1 ? '' : 's'}.`);

@@ -12,8 +12,23 @@ export function checkSize(file: string, text: string): void {
 /** Reads YAML. Throws CostConfigError with the line of the first syntax error or the alias guard. */
 export function readYaml(file: string, text: string, kind = 'YAML'): { entries: Entries; data: unknown } {
   checkSize(file, text);
+  // refuse deep flow nesting before the parser recurses into it (100,000 `[` take it seconds to overflow)
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x5b || c === 0x7b) {
+      if (++depth > 1000) throw new CostConfigError(`${file}: nesting deeper than 64 levels; not read`, file);
+    } else if ((c === 0x5d || c === 0x7d) && depth > 0) depth--;
+  }
   const lc = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true, strict: false });
+  let doc: Document;
+  try {
+    doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true, strict: false });
+  } catch (err) {
+    // a 100,000-deep `[[[…]]]` overflows the parser's stack: refuse it like the walker's depth guard
+    if (err instanceof RangeError) throw new CostConfigError(`${file}: nesting deeper than 64 levels; not read`, file);
+    throw err;
+  }
   if (doc.errors.length) {
     const e = doc.errors[0];
     const line = e.linePos?.[0].line ?? lc.linePos(e.pos[0]).line;
@@ -24,6 +39,7 @@ export function readYaml(file: string, text: string, kind = 'YAML'): { entries: 
   try {
     data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
   } catch (err) {
+    if (err instanceof RangeError) throw new CostConfigError(`${file}: nesting deeper than 64 levels; not read`, file);
     throw new CostConfigError(`${file}: refused: ${(err as Error).message} (more than ${MAX_ALIAS_COUNT} alias expansions)`, file);
   }
   const entries: Entries = new Map();
