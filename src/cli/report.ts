@@ -184,7 +184,7 @@ export async function runReport(argv: string[], io: Io, wasmDir: string, now: ()
   const text = a.format === 'html' ? renderHtml(vm, options) : renderMarkdown(vm, options);
   if (a.output) {
     try {
-      safeWriteFile(a.output, text, realRoots([root]), 'write the report to');
+      safeWriteFile(a.output, text, null, 'write the report to');
     } catch (e) {
       io.err(`tpu-ready: ${e instanceof UnsafeWriteError ? e.message : `cannot write ${a.output}: ${(e as Error).message}`}\n`);
       return 2;

@@ -46,7 +46,7 @@ function existingAncestor(p: string): string {
  * (dangling or not) nor a special file, and the real path of its folder (or of the nearest existing one,
  * for folders still to be created) is inside a root.
  */
-export function checkWritable(file: string, roots: string[], what = 'write'): void {
+export function checkWritable(file: string, roots: string[] | null, what = 'write'): void {
   const abs = path.resolve(file);
   const shown = termSafe(path.relative(process.cwd(), abs) || abs);
   let st: fs.Stats | null = null;
@@ -59,7 +59,9 @@ export function checkWritable(file: string, roots: string[], what = 'write'): vo
   if (st && !st.isFile()) throw new UnsafeWriteError(`refusing to ${what} ${shown}: not a regular file`);
   const dir = existingAncestor(path.dirname(abs));
   const realDir = realOrNull(dir) ?? dir;
-  if (!roots.some((r) => inside(r, path.join(realDir, path.relative(dir, abs))))) {
+  // roots null: a path the user named on the command line (`--output $RUNNER_TEMP/x.sarif`), not one derived
+  // from the workspace; only the symlink and special-file checks apply
+  if (roots && !roots.some((r) => inside(r, path.join(realDir, path.relative(dir, abs))))) {
     throw new UnsafeWriteError(`refusing to ${what} ${shown}: outside the workspace (${roots.join(', ')})${realDir !== dir ? ` through a symlinked folder (${dir} -> ${realDir})` : ''}`);
   }
 }
@@ -73,7 +75,7 @@ function safeReadlink(p: string): string {
 }
 
 /** Writes `data` to `file` after checkWritable, creating its folders; O_NOFOLLOW closes the check-then-write race. */
-export function safeWriteFile(file: string, data: string, roots: string[], what = 'write'): void {
+export function safeWriteFile(file: string, data: string, roots: string[] | null, what = 'write'): void {
   checkWritable(file, roots, what);
   const abs = path.resolve(file);
   fs.mkdirSync(path.dirname(abs), { recursive: true });
