@@ -77,12 +77,7 @@ function stmtBinds(stmt: Node, name: string): boolean {
  */
 function boundBefore(name: string, node: Node, scope: Node | null): boolean {
   for (let child: Node = node, p = node.parent; p; child = p, p = p.parent) {
-    if (p.type === 'block' || p.type === 'module') {
-      for (const s of p.namedChildren) {
-        if (!s || s.startIndex >= child.startIndex) break;
-        if (s.type !== 'comment' && stmtBinds(s, name)) return true;
-      }
-    }
+    if ((p.type === 'block' || p.type === 'module') && firstBinding(p, name) < child.startIndex) return true;
     if (scope ? p.id === scope.id : p.type === 'module') return false;
     // a nested function is its own scope: for a module name, what counts is what the module bound before the def
     if (p.type === 'function_definition') return scope === null ? boundBefore(name, p, null) : false;
@@ -90,7 +85,31 @@ function boundBefore(name: string, node: Node, scope: Node | null): boolean {
   return false;
 }
 
+/**
+ * The start offset of the first statement of `block` that always binds `name` (Infinity when none), memoized per
+ * tree, block and name: fixes ask it once per finding, and scanning the block each time made a file of N
+ * `x = t.cuda()` lines quadratic (100 KB: 10 s).
+ */
+const firstBindings = new WeakMap<object, Map<string, number>>();
+function firstBinding(block: Node, name: string): number {
+  let memo = firstBindings.get(block.tree);
+  if (!memo) firstBindings.set(block.tree, (memo = new Map()));
+  const key = `${block.id}:${name}`;
+  let at = memo.get(key);
+  if (at === undefined) {
+    at = Infinity;
+    for (const s of block.namedChildren) {
+      if (s && s.type !== 'comment' && stmtBinds(s, name)) {
+        at = s.startIndex;
+        break;
+      }
+    }
+    memo.set(key, at);
+  }
+  return at;
+}
+
 /** A module-level statement that always binds `name` (for functions that run after the module body). */
 function moduleBinds(ctx: RuleContext, name: string): boolean {
-  return ctx.sema.root.namedChildren.some((s) => !!s && stmtBinds(s, name));
+  return firstBinding(ctx.sema.root, name) < Infinity;
 }
