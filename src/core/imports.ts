@@ -77,14 +77,19 @@ export function firstImmediateUse(root: Node, name: string): number {
   return -1;
 }
 
+/** The import statements outside functions and classes (inside top-level `if`/`try` blocks too), in order. */
+function topLevelImports(root: Node): Node[] {
+  return root.descendantsOfType(['import_statement', 'import_from_statement']).filter((n): n is Node => {
+    if (!n) return false;
+    for (let p = n.parent; p; p = p.parent) if (p.type === 'function_definition' || p.type === 'class_definition') return false;
+    return true;
+  });
+}
+
 /** Offset of the first import outside functions and classes that binds what `spec` binds, or -1. */
 export function firstBindingImport(root: Node, spec: ImportSpec): number {
   const name = boundName(spec);
-  for (const n of root.descendantsOfType(['import_statement', 'import_from_statement'])) {
-    if (!n) continue;
-    let nested = false;
-    for (let p = n.parent; p; p = p.parent) if (p.type === 'function_definition' || p.type === 'class_definition') nested = true;
-    if (nested) continue;
+  for (const n of topLevelImports(root)) {
     if (n.type === 'import_statement') {
       for (const c of n.namedChildren) {
         if (!c) continue;
@@ -124,11 +129,7 @@ export function importsAfterUse(root: Node, specs: ImportSpec[]): string[] {
 /** The imports outside functions and classes, one spec per bound name (for checking a program's import order). */
 export function topLevelImportSpecs(root: Node): ImportSpec[] {
   const out: ImportSpec[] = [];
-  for (const n of root.descendantsOfType(['import_statement', 'import_from_statement'])) {
-    if (!n) continue;
-    let nested = false;
-    for (let p = n.parent; p; p = p.parent) if (p.type === 'function_definition' || p.type === 'class_definition') nested = true;
-    if (nested) continue;
+  for (const n of topLevelImports(root)) {
     if (n.type === 'import_statement') {
       for (const c of n.namedChildren) {
         if (c?.type === 'dotted_name') out.push({ module: c.text });

@@ -129,9 +129,13 @@ const tail = (s: string, n = 40) => s.split('\n').slice(-n).join('\n');
 // ---------------------------------------------------------------------------------------------------
 // files
 
+/** The result writer the programs import (`from metrics import ...`): one file, copied beside each program that uses it. */
+const METRICS = path.join(HERE, 'metrics.py');
+
 function tmpCopy(name: string, tag: string): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `tpu-ready-prog-${name}-${tag}-`));
   fs.cpSync(path.join(HERE, name), dir, { recursive: true });
+  if (walk(dir).some((f) => /\b(from metrics import|import metrics)\b/.test(fs.readFileSync(path.join(dir, f), 'utf8')))) fs.copyFileSync(METRICS, path.join(dir, 'metrics.py'));
   return dir;
 }
 

@@ -1,15 +1,14 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, enclosingStatement, methodName } from '../../core/semantics';
-import { deleteStatement, insertAt, insertLineAfter, insertLineBefore, replace } from '../../core/edits';
+import { deleteStatement, insertLineAfter, insertLineBefore, replace } from '../../core/edits';
 import {
-  compiledStepNames, frameworkBackward, insideNestedLoop, isBackward, isBarrierCall, isOptimizerStep, isStepContext,
+  compiledStepNames, endOfBodyEdit, frameworkBackward, insideNestedLoop, isBackward, isBarrierCall, isOptimizerStep, isStepContext,
   iteratesBarrierLoader, reachableCalls, tensorish,
 } from './util';
 import { cudaGuardedPlacement, handMovedLoaders, xlaWrap } from '../data/util';
 import { reportGenerationBarrier } from './generation-report';
 
-const JUMPS = new Set(['continue_statement', 'break_statement', 'return_statement', 'raise_statement']);
 
 function headerEnd(loop: Node): number {
   const colon = loop.children.find((c) => c?.type === ':');
@@ -235,7 +234,6 @@ function barrierFix(ctx: RuleContext, loop: Node, body: Node, text: string, impo
   const last = stmts[stmts.length - 1];
   if (!last) return null;
   const oneLine = !ctx.text.slice(loop.startIndex, body.startIndex).includes('\n');
-  let edit;
   // a `continue` of this loop, other than a trailing one, skips a barrier at the end of the body (issue 10): put it at the
   // top of the iteration instead, which every iteration reaches, where MpDeviceLoader syncs too (before each batch, PL:39-56)
   const skips = continuesOf(body).some((c) => c.id !== last.id);
@@ -249,13 +247,7 @@ function barrierFix(ctx: RuleContext, loop: Node, body: Node, text: string, impo
       needsAccel,
     };
   }
-  if (oneLine) {
-    if (JUMPS.has(last.type)) return null;
-    edit = insertAt(last.endIndex, `; ${text}`);
-  } else if (JUMPS.has(last.type)) {
-    edit = insertLineBefore(ctx.text, last, text);
-  } else {
-    edit = insertLineAfter(ctx.text, last, text);
-  }
+  const edit = endOfBodyEdit(ctx, loop, last, body, text);
+  if (!edit) return null;
   return { title: `Add \`${text}\` at the end of the training iteration`, edits: [edit], imports, needsAccel };
 }

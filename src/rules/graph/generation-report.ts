@@ -1,11 +1,8 @@
 /** The generation-loop findings of TPU201, TPU204 and TPU205 (see generation.ts); each rule calls its function once. */
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
-import { insertAt, insertLineAfter, insertLineBefore } from '../../core/edits';
 import { deviceBreaks, generationLoops, perStepReads, smallTripCount, stepsExecute } from './generation';
-import { short } from './util';
-
-const JUMPS = new Set(['continue_statement', 'break_statement', 'return_statement', 'raise_statement']);
+import { endOfBodyEdit, short } from './util';
 
 /** TPU205: the growing sequence and the early exit on a device value. */
 export function reportGenerationDynamism(ctx: RuleContext): void {
@@ -63,15 +60,7 @@ function barrierAtEnd(ctx: RuleContext, loop: Node, body: Node, text: string, im
   const stmts = body.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
   const last = stmts[stmts.length - 1];
   if (!last) return null;
-  const oneLine = !ctx.text.slice(loop.startIndex, body.startIndex).includes('\n');
-  let edit;
-  if (oneLine) {
-    if (JUMPS.has(last.type)) return null;
-    edit = insertAt(last.endIndex, `; ${text}`);
-  } else if (JUMPS.has(last.type)) {
-    edit = insertLineBefore(ctx.text, last, text);
-  } else {
-    edit = insertLineAfter(ctx.text, last, text);
-  }
+  const edit = endOfBodyEdit(ctx, loop, last, body, text);
+  if (!edit) return null;
   return { title: `Add \`${text}\` at the end of each sampling step`, applicability: 'safe' as const, edits: [edit], imports, needsAccel };
 }

@@ -8,7 +8,8 @@ import type { RuleContext } from '../../core/rule';
 import type { HotInfo } from '../../core/semantics';
 import { callArgs, calleeText, isEnumerateIter, kwValue, methodName, receiver } from '../../core/semantics';
 import { downgrade } from '../../core/engine';
-import type { Severity } from '../../core/types';
+import type { Edit, Severity } from '../../core/types';
+import { insertAt, insertLineAfter, insertLineBefore } from '../../core/edits';
 import { TORCH_RANDOM, drawnOnHost } from './random-draw';
 
 /** Tensor methods that return tensors (reductions, elementwise, views, casts). */
@@ -416,4 +417,16 @@ export function frameworkBackward(ctx: RuleContext, call: Node): boolean {
   if (!recv) return false;
   if (/accelerator|fabric/i.test(recv.text)) return true;
   return recv.type === 'identifier' && ctx.sema.bindings(recv.text).some((v) => v.type === 'call' && /(Accelerator|Fabric)$/.test(ctx.sema.callee(v) ?? ''));
+}
+
+const JUMP_STATEMENTS = new Set(['continue_statement', 'break_statement', 'return_statement', 'raise_statement']);
+
+/**
+ * The edit that adds `text` as the last statement of a loop body every iteration reaches at its end: after the
+ * last statement, or before a trailing jump; `; text` on a one-line loop (none when that line ends in a jump).
+ */
+export function endOfBodyEdit(ctx: RuleContext, loop: Node, last: Node, body: Node, text: string): Edit | null {
+  const oneLine = !ctx.text.slice(loop.startIndex, body.startIndex).includes('\n');
+  if (oneLine) return JUMP_STATEMENTS.has(last.type) ? null : insertAt(last.endIndex, `; ${text}`);
+  return JUMP_STATEMENTS.has(last.type) ? insertLineBefore(ctx.text, last, text) : insertLineAfter(ctx.text, last, text);
 }
