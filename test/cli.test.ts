@@ -173,6 +173,20 @@ describe('tpu-ready check', () => {
     expect(fs.readFileSync(path.join(dir, 'accel.py'), 'utf8')).toMatch(/^# tpu-ready accel format \d+$/m);
   });
 
+  it('the generated accel module has no findings and does not count toward the score', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpu-ready-score-'));
+    fs.writeFileSync(path.join(dir, 'a.py'), 'import torch\n\nx = torch.ones(2).cuda()\n');
+    fs.writeFileSync(path.join(dir, 'b.py'), 'import torch\n\ny = torch.zeros(2).cuda()\n');
+    const score = (out: string) => out.match(/TPU readiness score: (\d+)\/100/)![1];
+    const before = run(['check', '.'], dir);
+    run(['check', 'a.py', '--fix', '--select', 'TPU101'], dir);
+    expect(fs.existsSync(path.join(dir, 'accel.py'))).toBe(true);
+    fs.writeFileSync(path.join(dir, 'a.py'), 'import torch\n\nx = torch.ones(2).cuda()\n'); // the same findings as before
+    const after = run(['check', '.'], dir);
+    expect(after.out).not.toMatch(/^accel\.py:/m);
+    expect(score(after.out)).toBe(score(before.out));
+  });
+
   it('--fix writes the device module where `import accel` resolves: the package\'s import root', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpu-ready-pkg-'));
     fs.mkdirSync(path.join(dir, 'pkg/sub'), { recursive: true });

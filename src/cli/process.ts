@@ -7,6 +7,7 @@ import {
 import { editIpynb, NotebookFormatError, parseIpynb, type ParsedIpynb } from '../core/notebook';
 import { LineIndex, normalizeLoneCr, restoreLoneCr } from '../core/source';
 import { RULES } from '../rules';
+import { isGeneratedAccel } from '../core/accel';
 import type { AnalyzeOptions, Applicability, Severity, Step, Effort } from '../core/types';
 
 export interface FileTask {
@@ -164,7 +165,7 @@ function processWithin(task: FileTask): FileOutcome {
   }
 
   const analysis = analyze(doc, RULES, task.options);
-  out.relevant = analysis.sema?.usesTorch() ?? false;
+  out.relevant = (analysis.sema?.usesTorch() ?? false) && !isGeneratedAccel(analysedText(doc));
   out.findings = toOut(task.display, doc, locateAll(analysis));
   out.ruleErrors = analysis.ruleErrors;
   analysis.tree?.delete();

@@ -15,6 +15,7 @@ import { toDiagnostic, toRange, SOURCE, type DocumentTarget } from './convert';
 import { documentSource, NOTEBOOK_TYPE, notebookSource } from './notebooks';
 import type { Results } from './results';
 import { changedSpan } from './textDiff';
+import { isGeneratedAccel } from '../core/accel';
 
 /** Time budget per analysis on the extension host (each edit re-analyses the file). */
 const EDITOR_FILE_BUDGET_MS = 1500;
@@ -241,7 +242,7 @@ export class Linter implements vscode.Disposable {
       for (const e of analysis.ruleErrors) this.log.error(`${e.rule} failed on ${vscode.workspace.asRelativePath(uri)}: ${e.error}`);
       const unit: Unit = { key, target: targetOf(a), source, options, stamp, findings: locateAll(analysis) };
       this.publish(state, unit);
-      this.results.set({ uri, findings: unit.findings, relevant: mayMatch(text) || unit.findings.length > 0, origin: 'live' });
+      this.results.set({ uri, findings: unit.findings, relevant: (mayMatch(text) && !isGeneratedAccel(text)) || unit.findings.length > 0, origin: 'live' });
       this.log.trace(`${vscode.workspace.asRelativePath(uri)}: ${unit.findings.length} findings in ${Date.now() - t0} ms${old ? ' (incremental)' : ''}`);
       this.linted.fire(unit);
     } catch (e) {

@@ -16,6 +16,7 @@ import { toDiagnostic, toRange } from './convert';
 import type { Linter } from './diagnostics';
 import { enginePath } from './notebooks';
 import type { Results, Summary } from './results';
+import { isGeneratedAccel } from '../core/accel';
 
 const SKIP_DIRS = '**/{.git,.hg,.svn,node_modules,__pycache__,.venv,venv,.tox,.nox,.mypy_cache,.pytest_cache,.ruff_cache,.ipynb_checkpoints,site-packages,.eggs}/**';
 const MAX_FILES = 20000;
@@ -95,7 +96,7 @@ export class Scanner implements vscode.Disposable {
       analysis.tree?.delete();
       const findings = locateAll(analysis);
       this.linter.collection.set(uri, findings.map((f) => this.diagnostic(f, uri)));
-      this.results.set({ uri, findings, relevant: mayMatch(source.kind === 'notebook' ? source.program.text : source.text) || findings.length > 0, origin: 'scan' });
+      this.results.set({ uri, findings, relevant: (mayMatch(source.kind === 'notebook' ? source.program.text : source.text) && !(source.kind === 'python' && isGeneratedAccel(source.text))) || findings.length > 0, origin: 'scan' });
       this.scanned.add(key);
     } catch (e) {
       if (e instanceof NotebookFormatError) this.log.warn(`${vscode.workspace.asRelativePath(uri)}: ${e.message}`);
