@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { init, ROOT } from './setup';
 import {
   CostConfigError, HARDWARE, MissingValuesError, assumptionsFrom, buildCostVM, costVM, estimateAll, estimateFromFiles, lensText,
-  loadTrainingConfig, parseAssumptionsFile, priceFindings, pricedFindingsVM, reportJson, resolveConfig, toMarkdown, defaultAssumptions, staleness,
+  loadTrainingConfig, parseAssumptionsFile, priceFindings, pricedFindingsVM, reportJson, resolveConfig, toMarkdown, defaultAssumptions, staleness, parseHardware, findModel,
   type ConfigFile, type TrainingFields,
 } from '../src/cost';
 import type { Finding } from '../src/core/types';
@@ -138,7 +138,7 @@ describe('frameworks → canonical fields with provenance', () => {
 });
 
 describe('the model: golden estimates computed by hand', () => {
-  it('golden 1: nanoGPT GPT-2 124M (config/train_gpt2.py) on v5e-8, default assumptions', () => {
+  it('golden 1: nanoGPT GPT-2 124M (config/train_gpt2.py) on v5e-8, default assumptions: MFU from the roofline model', () => {
     const r = estimateFromFiles({ configs: [file(`${FX}/nanogpt/config/train_gpt2.py`)], overrides: { hardware: { value: ['v5e'], source: { kind: 'flag', flag: 't' } } }, today: TODAY });
     // N = 12·L·d² + V·d = 12·12·768² + 50304·768 = 84,934,656 + 38,633,472 = 123,568,128
     expect(r.params.value).toBe(123_568_128);
@@ -149,37 +149,97 @@ describe('the model: golden estimates computed by hand', () => {
     const od = r.estimates.find((e) => e.pricing === 'on-demand')!;
     const spot = r.estimates.find((e) => e.pricing === 'spot')!;
     expect(od.slice).toBe('v5e-8');
-    // raw tokens/s = 8 chips × 197e12 × 0.40 ÷ 854,654,976 = 737,607.59
-    // compute = 294.912e9 ÷ 737,607.59 ÷ 3600 = 111.0618 h
-    expect(od.breakdown.compute).toBeCloseTo(111.0618, 3);
-    // with all-reduce 0.95 and input stall 0.02: 111.0618 ÷ (0.95 × 0.98) = 119.2930 h
-    expect(od.breakdown.compute + od.breakdown.communication + od.breakdown.inputStall).toBeCloseTo(119.293, 3);
-    // effective tokens/s = 737,607.59 × 0.95 × 0.98 = 686,712.67
-    expect(od.tokensPerSecond).toBeCloseTo(686_712.67, 1);
-    // compile 180 s × 1 shape = 0.05 h; checkpoints ⌊119.293 h ÷ 1 h⌋ = 119 writes × 60 s = 1.98333 h
-    expect(od.breakdown.compile).toBeCloseTo(0.05, 6);
-    expect(od.checkpoint.writes).toBe(119);
-    expect(od.breakdown.checkpoint).toBeCloseTo(119 / 60, 6);
-    // hours = 119.29298 + 0.05 + 1.98333 = 121.32631; cost = 121.32631 × 8 × $1.20 = $1,164.73
-    expect(od.hours).toBeCloseTo(121.32631, 4);
-    expect(od.chipHours).toBeCloseTo(970.6105, 3);
-    expect(od.cost!).toBeCloseTo(1164.73, 1);
-    // spot: each preemption loses 300 s + 180 s + 30 min = 0.63333 h at 1/24 per hour:
-    // T = 121.32631 ÷ (1 − 0.63333/24) = 124.61476 h; cost = 124.61476 × 8 × $0.298 = $297.08
-    expect(spot.hours).toBeCloseTo(124.61476, 4);
-    expect(spot.breakdown.preemption).toBeCloseTo(124.61476 - 121.32631, 4);
-    expect(spot.preemption!.expected).toBeCloseTo(124.61476 / 24, 4);
-    expect(spot.cost!).toBeCloseTo(297.08, 1);
-    // Young/Daly: √(2 × 60 s × 86,400 s) = 3,219.9 s = 53.666 min
-    expect(spot.checkpoint.suggestedIntervalMinutes!).toBeCloseTo(53.666, 2);
-    // range: MFU 0.5 → 97.0677 h, $931.85; MFU 0.3 → 161.7573 h, $1,552.87
-    expect(od.low).toMatchObject({ mfu: 0.5 });
-    expect(od.low.hours).toBeCloseTo(97.0677, 3);
-    expect(od.low.cost!).toBeCloseTo(931.85, 1);
-    expect(od.high.cost!).toBeCloseTo(1552.87, 1);
-    // memory: 123.57M × 16 B = 1.98 GB fits on one 16 GB chip
-    expect(od.memory.smallestSlice).toEqual({ chips: 1, name: 'v5e-1' });
-    expect(lensText(r)).toBe('≈ $1,160 · 5.06 days on v5e-8 · spot $297');
+    // per chip: 480 ÷ 8 = 60 sequences = micro-batch 12 × GA 5 → m = 12 × 1024 = 12,288 tokens per micro-batch
+    expect(od.perChip).toMatchObject({ sequences: 60, microBatch: 12, gradAccum: 5, tokensPerMicroBatch: 12_288 });
+    // AI: W = 4·768² + 2·768·3072 = 7,077,888; AI = m·W ÷ (W + m·(8·768 + 2·3072)) = 86,973,087,744 ÷ 158,072,832 = 550.21
+    // ridge v5e = 197e12 ÷ 819e9 = 240.54 → x = 2.2874; curve = 0.7 × 2.2874 ÷ (2.2874 + 2.1) = 0.36495
+    // anchor MaxText 16B on v5e: AI 2633.1 → x 10.947 → curve 0.58733 vs measured mid 0.5785: ratio 0.98497,
+    // weight 768 ÷ 4096 = 0.1875 → × 0.98497^0.1875 = 0.99716 → MFU 0.36391
+    expect(od.mfu!).toBeCloseTo(0.36391, 4);
+    expect(od.mfuSource).toBe('model');
+    // band: max(ln(0.611 ÷ 0.546) ÷ 2, 0.1) + 0.2 × ln(4096 ÷ 768) = 0.1 + 0.33480 = 0.43480 → ×/÷ 1.5446
+    expect(od.low.mfu!).toBeCloseTo(0.36391 * Math.exp(0.4348), 3);
+    expect(od.high.mfu!).toBeCloseTo(0.36391 / Math.exp(0.4348), 3);
+    // tokens/s = 8 × 197e12 × 0.36391 ÷ 854,654,976 = 671,068 (end to end: no all-reduce or stall factor)
+    expect(od.tokensPerSecond).toBeCloseTo(671_068, -1);
+    // compute = 294.912e9 ÷ 671,068 ÷ 3600 = 122.074 h
+    expect(od.breakdown.compute).toBeCloseTo(122.074, 2);
+    expect(od.breakdown.inputStall).toBe(0);
+    // all-reduce: 123.6M × 4 B = 0.494 GB × 2·7/8 ÷ 200 GB/s (ICI, one way) = 4.3 ms < 2/3 of a 0.73 s step: hidden
+    expect(od.breakdown.communication).toBe(0);
+    // eval: ⌊600,000 ÷ 1000⌋ + 1 = 601 passes × 2 × 200 × 12 × 1024 = 4,915,200 tokens, forward (3× a training token)
+    // on one chip: 601 × 4,915,200 ÷ (671,068 ÷ 8 × 3) ÷ 3600 = 3.2607 h
+    expect(od.eval?.passes).toBe(601);
+    expect(od.breakdown.eval).toBeCloseTo(3.2607, 3);
+    // compile 180 s = 0.05 h; checkpoint 123,568,128 × 12 B ÷ 1 GB/s = 1.4828 s, every 60 min on demand:
+    // ⌊(122.074 + 3.261) ÷ 1⌋ = 125 writes × 1.4828 s = 0.051487 h
+    expect(od.checkpoint.writeSeconds).toBeCloseTo(1.482818, 5);
+    expect(od.checkpoint.writes).toBe(125);
+    // hours = 122.074 + 3.2607 + 0.05 + 0.0515 = 125.436; cost = 125.436 × 8 × $1.20 = $1,204.2
+    expect(od.hours).toBeCloseTo(125.436, 2);
+    expect(od.cost!).toBeCloseTo(1204.2, 0);
+    expect(od.price).toMatchObject({ region: 'us-central1', asOf: '2026-11-01', perChipHour: 1.2 });
+    // the range across regions: us-central1 $1.20 … europe-west4 $1.56 → $1,204 … $1,565
+    expect(od.price!.range!.max).toMatchObject({ region: 'europe-west4', perChipHour: 1.56 });
+    expect(od.price!.range!.max.cost!).toBeCloseTo(od.chipHours * 1.56, 6);
+    // spot: the cheapest region (northamerica-northeast1, $0.217); 1 preemption/day (one host);
+    // Young/Daly interval √(2 × 1.4828 s × 86,400 s) = 506.2 s = 8.4365 min, used by default
+    expect(spot.price).toMatchObject({ region: 'northamerica-northeast1', perChipHour: 0.217 });
+    expect(spot.checkpoint.intervalMinutes).toBeCloseTo(8.4365, 3);
+    expect(spot.checkpoint.intervalSource).toMatch(/Young\/Daly/);
+    // each preemption loses restart 600 s + compile 180 s + half an interval 4.218 min = 0.28697 h
+    expect(spot.preemption!.hoursEach).toBeCloseTo(0.28697, 4);
+    // sensitivity rows at 1, 4 and 12 per day: more preemptions, longer and dearer
+    expect(spot.preemptionSensitivity.map((x) => x.perDay)).toEqual([1, 4, 12]);
+    expect(spot.preemptionSensitivity[2].hours!).toBeGreaterThan(spot.preemptionSensitivity[0].hours!);
+    expect(spot.preemptionSensitivity[0].hours).toBeCloseTo(spot.hours, 9);
+    // memory: a 12 × 1024 micro-batch needs activations 12 × [1024·12·768·(34 + 5·12·1024 ÷ 768)] = 12.91 GB
+    // + logits 12 × 1024 × 50,304 × 10 B = 6.18 GB > 16 GB: it does NOT fit one v5e chip
+    expect(od.memory.perChip.activations).toBe(12 * 1024 * 12 * 768 * (34 + (5 * 12 * 1024) / 768));
+    expect(od.memory.perChip.logits).toBe(12 * 1024 * 50304 * 10);
+    expect(od.memory.microBatchFits).toBe(false);
+    expect(od.memory.fitsOnOneChip).toBe(false);
+    expect(od.warnings.join()).toMatch(/micro-batch of 12 × 1,024 tokens does not fit one 16 GB chip/);
+    expect(lensText(r)).toBe('≈ $780–$1,900 · 3.4–8.1 days on v5e-8 (us-central1, 2026-11-01) · spot $140–$340 (northamerica-northeast1, 2026-11-01)');
+  });
+
+  it('flash attention and activation checkpointing shrink the activations: the 12 × 1024 micro-batch then fits', () => {
+    const over = (flash: boolean, ckpt: boolean) => estimateFromFiles({ configs: [file(`${FX}/nanogpt/config/train_gpt2.py`)], overrides: { hardware: { value: ['v5e'], source: { kind: 'flag', flag: 't' } }, pricing: { value: ['on-demand'], source: { kind: 'flag', flag: 't' } }, flashAttention: { value: flash, source: { kind: 'flag', flag: 'f' } }, activationCheckpointing: { value: ckpt, source: { kind: 'flag', flag: 'c' } } }, today: TODAY }).estimates[0];
+    // flash: 12 layers × 1024·12·768 × 34 = 3.85 GB + logits 6.18 GB + states 0.25 GB = 10.3 GB ≤ 16 GB
+    const f = over(true, false);
+    expect(f.memory.perChip.activations).toBe(12 * 1024 * 12 * 768 * 34);
+    expect(f.memory.microBatchFits).toBe(true);
+    expect(f.memory.fits).toBe(true);
+    // checkpointing: 12 × 2·1024·12·768 (inputs) + one layer 1024·12·768·114 = 226.5 MB + 1.076 GB
+    const c = over(false, true);
+    expect(c.memory.perChip.activations).toBe(12 * 2 * 1024 * 12 * 768 + 1024 * 12 * 768 * (34 + (5 * 12 * 1024) / 768));
+    expect(c.memory.fits).toBe(true);
+  });
+
+  it('GPT-2 124M, 2.95e11 tokens on 8 chips: v6e, v5e and H100 fall inside the public runs, within 1.5× of each other', () => {
+    const r = estimateFromFiles({ configs: [file(`${FX}/nanogpt/config/train_gpt2.py`)], overrides: { hardware: { value: ['v6e', 'v5e', 'h100', 'a100'], source: { kind: 'flag', flag: 't' } }, pricing: { value: ['on-demand'], source: { kind: 'flag', flag: 't' } } }, today: TODAY });
+    const by = Object.fromEntries(r.estimates.map((e) => [e.hardware, e]));
+    // v6e: ≈ 23% measured (JAX port, HBM-bound) inside the band; our curve at d 768, m 12,288: x = 550.21 ÷ 560.44 = 0.98175,
+    // 0.7 × 0.98175 ÷ 3.08175 = 0.22300, × (0.23 ÷ 0.22868 at the anchor's m = 65,536) = 0.22430
+    expect(by.v6e.mfu!).toBeCloseTo(0.2243, 3);
+    expect(by.v6e.high.mfu!).toBeLessThanOrEqual(0.23);
+    expect(by.v6e.low.mfu!).toBeGreaterThanOrEqual(0.23);
+    // H100: llm.c ≈ 40% inside the band
+    expect(by.h100.high.mfu!).toBeLessThanOrEqual(0.4);
+    expect(by.h100.low.mfu!).toBeGreaterThanOrEqual(0.4);
+    // A100 40GB: nanoGPT's own "about 4 days" (≈ 29%) inside the band, and the time band holds 4 days
+    expect(by.a100.high.mfu!).toBeLessThanOrEqual(0.29);
+    expect(by.a100.low.mfu!).toBeGreaterThanOrEqual(0.29);
+    expect(by.a100.low.hours / 24).toBeLessThan(4.5);
+    expect(by.a100.high.hours / 24).toBeGreaterThan(3.5);
+    // v5e has no GPT-2 anchor: compute-bound (x = 2.29) so its MFU is above v6e's, with a wider band
+    expect(by.v5e.mfu!).toBeGreaterThan(by.v6e.mfu!);
+    expect(by.v5e.low.mfu! / by.v5e.high.mfu!).toBeGreaterThan(by.v6e.low.mfu! / by.v6e.high.mfu!);
+    // costs on demand in us-central1: v6e ≈ $944, H100 ≈ $991, v5e ≈ $1,204: within 1.5× of each other
+    const costs = [by.v6e.cost!, by.v5e.cost!, by.h100.cost!];
+    expect(Math.max(...costs) / Math.min(...costs)).toBeLessThan(1.5);
+    expect(by.v6e.cost!).toBeCloseTo(944.06, 0);
+    expect(by.h100.cost!).toBeCloseTo(990.57, 0);
   });
 
   it('golden 2: HF llama-style (training_args.json + config.json) on v6e-16, assumptions from .tpu-ready/cost.toml', () => {
@@ -189,32 +249,41 @@ describe('the model: golden estimates computed by hand', () => {
     expect(r.params.value).toBe(1_172_832_256);
     // FLOPs/token = 6N + 12·22·2048·2048 = 7,036,993,536 + 1,107,296,256 = 8,144,289,792
     expect(r.flopsPerToken).toBe(8_144_289_792);
-    // GBS = 4 per device × GA 8 × 16 devices (= chips) = 512; tokens = 2000 × 512 × 2048
+    // GBS = 4 per device × GA 8 × 16 devices (cost.toml chips = the job's) = 512; tokens = 2000 × 512 × 2048
     expect(r.tokens.value).toBe(2_097_152_000);
     // dataloader_drop_last: false adds one shape: 2 shapes × 300 s = 0.16667 h
     expect(r.distinctShapes.value).toBe(2);
     const spot = r.estimates[0];
-    // raw = 16 × 918e12 × 0.45 ÷ 8,144,289,792 = 811,562.48 tokens/s; compute = 0.717803 h
+    // mfu = 0.45 from cost.toml for every hardware: raw = 16 × 918e12 × 0.45 ÷ 8,144,289,792 = 811,562.48 tokens/s
+    expect(spot.mfuSource).toBe('assumption');
+    // compute = 2,097,152,000 ÷ 811,562.48 ÷ 3600 = 0.717803 h
     expect(spot.breakdown.compute).toBeCloseTo(0.717803, 5);
-    // train = 0.717803 ÷ (0.9 × 0.95) = 0.839536 h; 1 write (30 min interval) × 120 s = 0.033333 h
+    // all-reduce: 1.1728e9 × 4 B = 4.691 GB × 2·15/16 ÷ 400 GB/s = 21.99 ms < 2/3 × (512 × 2048 ÷ 811,562 = 1.292 s): hidden
+    expect(spot.breakdown.communication).toBe(0);
+    // input stall 0.05 (cost.toml): train = 0.717803 ÷ 0.95 = 0.755582 h
+    expect(spot.breakdown.compute + spot.breakdown.inputStall).toBeCloseTo(0.755582, 5);
+    // 1 write (30 min interval from cost.toml) × 120 s = 0.033333 h
     expect(spot.checkpoint.writes).toBe(1);
-    // T0 = 0.839536 + 0.166667 + 0.033333 = 1.039536 h; each preemption = 600 s + 0.166667 h + 15 min = 0.583333 h
-    // rate 2/24 per hour → T = 1.039536 ÷ (1 − 0.583333/12) = 1.092651 h; cost = 1.092651 × 16 × $0.593 = $10.37
-    expect(spot.hours).toBeCloseTo(1.092651, 5);
-    expect(spot.cost!).toBeCloseTo(10.367, 2);
+    // T0 = 0.755582 + 0.166667 + 0.033333 = 0.955582 h; each preemption = 600 s + 0.166667 h + 15 min = 0.583333 h
+    // rate 2/24 per hour → T = 0.955582 ÷ (1 − 0.583333 ÷ 12) = 1.004409 h; spot in the cheapest region
+    // (asia-southeast1, $0.267): 1.004409 × 16 × $0.267 = $4.2908
+    expect(spot.hours).toBeCloseTo(1.004409, 5);
+    expect(spot.price).toMatchObject({ region: 'asia-southeast1', perChipHour: 0.267 });
+    expect(spot.cost!).toBeCloseTo(4.2908, 3);
     const od = r.estimates[1];
-    // on demand: 1.039536 h × 16 × $2.70 = $44.91
-    expect(od.hours).toBeCloseTo(1.039536, 5);
-    expect(od.cost!).toBeCloseTo(44.908, 2);
-    // Young/Daly with MTBP 12 h: √(2 × 120 × 43,200) s = 53.666 min
+    // on demand: 0.955582 h × 16 × $2.70 = $41.281; committed use 1y $1.89 → $28.897, 3y $1.22 → $18.653
+    expect(od.hours).toBeCloseTo(0.955582, 5);
+    expect(od.cost!).toBeCloseTo(41.281, 2);
+    expect(od.committed.map((c) => [c.term, Number(c.cost.toFixed(2))])).toEqual([['1y', 28.9], ['3y', 18.65]]);
+    // Young/Daly with MTBP 12 h: √(2 × 120 × 43,200) s = 53.666 min (suggested; the interval was set)
     expect(spot.checkpoint.suggestedIntervalMinutes!).toBeCloseTo(53.666, 2);
-    // H100 has no spot price: compute-only
-    expect(r.estimates[2].cost).toBeNull();
+    // H100 spot is published (us-east4 $4.27); H100 compiles nothing on GPU here
+    expect(r.estimates[2].price).toMatchObject({ region: 'us-east4', perChipHour: 4.27 });
     expect(r.estimates[2].breakdown.compile).toBe(0);
   });
 
-  it('the worked example of PRICES.md: 7B × 1T tokens on v6e at 40% MFU ≈ 31,800 chip-hours ≈ $85,800', () => {
-    const toml = 'hardware = "v6e"\npricing = "on-demand"\nparams = 7e9\ndataset-tokens = 1e12\ninput-stall = 0\nallreduce-efficiency = 1\ncompile-seconds = 0\ncheckpoint-write-seconds = 0\n';
+  it('the worked example of PRICES.md: 7B × 1T tokens on v6e at 40% MFU ≈ 31,800 chip-hours ≈ $85,800 (MFU alone, no double count)', () => {
+    const toml = 'hardware = "v6e"\npricing = "on-demand"\nparams = 7e9\ndataset-tokens = 1e12\nmfu = 0.4\ncompile-seconds = 0\ncheckpoint-write-seconds = 0\n';
     const r = estimateFromFiles({ configs: [], assumptionFiles: [{ path: '.tpu-ready/cost.toml', text: toml }], today: TODAY });
     const e = r.estimates[0];
     // 6·N·D = 6 × 7e9 × 1e12 = 4.2e22 FLOPs; ÷ (918e12 × 0.4) ÷ 3600 = 31,772 chip-hours; × $2.70 = $85,784
@@ -223,14 +292,18 @@ describe('the model: golden estimates computed by hand', () => {
     expect(e.cost!).toBeCloseTo(85_784, 0);
     expect(Math.round(e.chipHours / 100) * 100).toBe(31_800);
     expect(Math.round(e.cost! / 100) * 100).toBe(85_800);
-    // memory: 7e9 × 16 B = 112 GB does not fit in 8 × 32 GB? it does (256 GB); one chip does not
+    // memory: 7e9 × 16 B = 112 GB (sharded) + one assumed 4 × 2048 micro-batch: one chip does not hold it
     expect(e.memory.fitsOnOneChip).toBe(false);
-    expect(e.memory.smallestSlice?.name).toBe('v6e-4');
+    expect(e.warnings.join()).toMatch(/micro-batch unknown/);
   });
 
-  it('measured tokens/s replace the MFU model; utilization divides cost; prices carry source and date', () => {
-    const base = 'hardware = "v5e"\npricing = "on-demand"\nparams = 1e9\ndataset-tokens = 3.6e9\ninput-stall = 0\ncompile-seconds = 0\ncheckpoint-write-seconds = 0\nchips = 1\n';
-    const r = estimateFromFiles({ configs: [], assumptionFiles: [{ path: 'c.toml', text: base + 'utilization = 0.5\n[tokens-per-second]\nv5e = 1000\n' }], today: TODAY });
+  it('measured tokens/s come out unchanged: 400k/chip × 8 = 3.2M, not 2.98M; utilization divides cost', () => {
+    const base = 'hardware = "v5e"\npricing = "on-demand"\nparams = 1e9\ndataset-tokens = 3.6e9\ncompile-seconds = 0\ncheckpoint-write-seconds = 0\n';
+    const r8 = estimateFromFiles({ configs: [], assumptionFiles: [{ path: 'c.toml', text: base + 'chips = 8\n[tokens-per-second]\nv5e = 400000\n' }], today: TODAY });
+    expect(r8.estimates[0].tokensPerSecond).toBe(3_200_000);
+    // 3.6e9 ÷ 3.2e6 = 1125 s = 0.3125 h
+    expect(r8.estimates[0].hours).toBeCloseTo(0.3125, 9);
+    const r = estimateFromFiles({ configs: [], assumptionFiles: [{ path: 'c.toml', text: base + 'chips = 1\nutilization = 0.5\n[tokens-per-second]\nv5e = 1000\n' }], today: TODAY });
     const e = r.estimates[0];
     // 3.6e9 tokens ÷ 1000 tokens/s = 3.6e6 s = 1000 h; cost = 1000 × 1 × $1.20 ÷ 0.5 = $2,400
     expect(e.measured).toBe(true);
@@ -241,26 +314,73 @@ describe('the model: golden estimates computed by hand', () => {
     expect(e.price!.source).toMatch(/skypilot-catalog/);
   });
 
-  it('prices older than 180 days carry a staleness warning (today is a parameter)', () => {
-    expect(staleness(HARDWARE.v5e.onDemand!, '2027-04-30')).toBeNull();
-    expect(staleness(HARDWARE.v5e.onDemand!, '2027-06-01')).toMatch(/212 days old/);
+  it('the same job on every row: an HF config on 8 and on 64 chips keeps the global batch and the tokens', () => {
+    const cfgs = [file(`${FX}/hf/training_args.json`), file(`${FX}/hf/config.json`)];
+    const at = (chips: number) => estimateFromFiles({ configs: cfgs, overrides: { chips: { value: chips, source: { kind: 'flag', flag: '--chips' } }, hardware: { value: ['v6e'], source: { kind: 'flag', flag: 't' } }, pricing: { value: ['on-demand'], source: { kind: 'flag', flag: 't' } } }, today: TODAY });
+    const [r8, r64] = [at(8), at(64)];
+    // no device count in the config: the job is one 8-chip host: GBS = 4 × 8 × 8 = 256; tokens = 2000 × 256 × 2048
+    expect(r8.tokens.value).toBe(2000 * 256 * 2048);
+    expect(r64.tokens.value).toBe(r8.tokens.value);
+    expect(r64.config.fields.globalBatch?.value).toBe(256);
+    // on 64 chips: 256 ÷ 64 = 4 sequences per chip = micro-batch 4 × GA 1
+    expect(r64.estimates[0].perChip).toMatchObject({ sequences: 4, microBatch: 4, gradAccum: 1 });
+    expect(r64.warnings.join()).toMatch(/the same job on every row: global batch 256 sequences/);
+    // same tokens on 8× the chips: about 8× faster (the MFU model sees the same micro-batch), cost about the same
+    expect(r8.estimates[0].breakdown.compute / r64.estimates[0].breakdown.compute).toBeCloseTo(8, 5);
+  });
+
+  it('prices: spot goes stale after 7 days, on-demand after 180 (today is a parameter); a chosen region', () => {
+    expect(staleness(HARDWARE.v5e.onDemand[0], '2027-04-30')).toBeNull();
+    expect(staleness(HARDWARE.v5e.onDemand[0], '2027-06-01')).toMatch(/212 days old/);
+    expect(staleness(HARDWARE.v5e.spot[0], '2026-11-08', 'spot')).toBeNull();
+    expect(staleness(HARDWARE.v5e.spot[0], '2026-11-09', 'spot')).toMatch(/8 days old .*change daily/);
     const toml = 'hardware = "v5e"\nparams = 1e9\ndataset-tokens = 1e9\n';
     const r = estimateFromFiles({ configs: [], assumptionFiles: [{ path: 'c.toml', text: toml }], today: '2027-06-01' });
     expect(r.estimates[0].warnings.join('\n')).toMatch(/re-check it/);
     expect(r.estimates[0].price?.stale).toBeTruthy();
-    for (const hw of Object.values(HARDWARE)) for (const p of [hw.onDemand, hw.spot]) if (p) expect(p.asOf).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    expect(r.warnings.join()).toMatch(/spot prices as of 2026-11-01 are 212 days old/);
+    for (const hw of Object.values(HARDWARE)) for (const p of [...hw.onDemand, ...hw.spot]) expect([p.asOf, p.region, p.source].every(Boolean)).toBe(true);
+    const eu = estimateFromFiles({ configs: [], assumptionFiles: [{ path: 'c.toml', text: toml + 'region = "europe-west4"\n' }], today: TODAY });
+    expect(eu.estimates.map((e) => [e.pricing, e.price?.perChipHour ?? null])).toEqual([['on-demand', 1.56], ['spot', null]]);
+    expect(eu.estimates[1].warnings.join()).toMatch(/no spot price in europe-west4/);
   });
 
-  it('TPU7x is compute-only; the memory check names the smallest slice that fits', () => {
-    const toml = 'hardware = ["tpu7x", "v5e"]\npricing = "on-demand"\nparams = 70e9\ndataset-tokens = 1e9\nchips = 8\n';
+  it('slice names give chips for every generation; TPU7x is compute-only', () => {
+    expect(['v5p-8', 'v4-8', 'v5litepod-16', 'v6e-8', 'tpu7x-8', 'TPU v5p-128', 'v5e', 'H100'].map((s) => parseHardware(s))).toEqual([
+      { id: 'v5p', chips: 4 }, { id: 'v4', chips: 4 }, { id: 'v5e', chips: 16 }, { id: 'v6e', chips: 8 }, { id: 'tpu7x', chips: 4 }, { id: 'v5p', chips: 64 }, { id: 'v5e' }, { id: 'h100' },
+    ]);
+    expect(['h200', 'b200', 'a100-80gb', 'A100 80GB'].map((s) => parseHardware(s)?.id)).toEqual(['h200', 'b200', 'a100-80gb', 'a100-80gb']);
+    expect(parseHardware('v5p-7')).toBeNull(); // 7 TensorCores is no whole chip count
+    const toml = 'hardware = ["tpu7x-8", "v5p-8", "v5e"]\npricing = "on-demand"\nparams = 70e9\ndataset-tokens = 1e9\nchips = 8\nmicro-batch = 1\nseq-len = 2048\nflash-attention = true\nactivation-checkpointing = true\n';
     const r = estimateFromFiles({ configs: [], assumptionFiles: [{ path: 'c.toml', text: toml }], today: TODAY });
-    const [x, v5e] = r.estimates;
+    const [x, p, v5e] = r.estimates;
+    expect([x.slice, x.chips, p.slice, p.chips, v5e.slice]).toEqual(['tpu7x-8', 4, 'v5p-8', 4, 'v5e-8']);
     expect(x.cost).toBeNull();
     expect(x.warnings.join()).toMatch(/no public on-demand price: compute-only/);
-    // 70e9 × 16 B = 1.12 TB; v5e 16 GB chips → 70 chips → smallest slice 128
+    // d ≈ (128 × 70e9 ÷ 12)^⅓ = 9067, L ≈ 71: one 1 × 2048 micro-batch with flash attention and checkpointing keeps
+    // 71 × 2·2048·9067 + 2048·9067·34 = 3.27 GB; states 70e9 × 16 B = 1.12 TB ÷ s chips: s ≥ 1.12e12 ÷ 12.7e9 = 88 → 128
     expect(v5e.memory.fits).toBe(false);
     expect(v5e.memory.smallestSlice).toEqual({ chips: 128, name: 'v5e-128' });
     expect(v5e.warnings.join()).toMatch(/smallest slice that fits is v5e-128/);
+  });
+
+  it('communication: exposed all-reduce appears when gradients outgrow the backward pass (several GPU hosts)', () => {
+    // 7B, 64 × H100 (8 hosts), GBS 64 × 2048: G = 7e9 × 4 = 28 GB; NVLink 2·7/8 × 28e9 ÷ 450e9 = 108.9 ms;
+    // hosts 2·7/8 × 28e9 ÷ 200e9 = 245 ms; step at 30% MFU = 64 × 2048 × 6 × 7e9 ÷ (64 × 989e12 × 0.3) = 0.2899 s,
+    // 2/3 of it = 193.3 ms hidden → exposed 353.9 − 193.3 = 160.6 ms per step
+    const toml = 'hardware = "h100"\npricing = "on-demand"\nparams = 7e9\nsteps = 1000\nglobal-batch = 64\nseq-len = 2048\nmfu = 0.3\nchips = 64\n';
+    const e = estimateFromFiles({ configs: [], assumptionFiles: [{ path: 'c.toml', text: toml }], today: TODAY }).estimates[0];
+    expect(e.communication!.exposedSecondsPerStep).toBeCloseTo(0.3539 - (2 / 3) * 0.28989, 3);
+    expect(e.breakdown.communication).toBeCloseTo((1000 * e.communication!.exposedSecondsPerStep) / 3600, 9);
+  });
+
+  it('model names resolve through the registry; unknown keys get "did you mean"', () => {
+    const r = estimateFromFiles({ configs: [], assumptionFiles: [{ path: 'c.toml', text: 'model = "meta-llama/Llama-3.1-8B"\nsteps = 100\nglobal-batch = 64\nseq-len = 4096\nhardware = "v5p"\n' }], today: TODAY });
+    expect(r.params.value).toBe(8.03e9);
+    expect(r.config.fields.dModel).toMatchObject({ value: 4096, source: { kind: 'derived', formula: expect.stringMatching(/huggingface\.co\/meta-llama\/Llama-3\.1-8B/) } });
+    expect(findModel('gpt2')?.params).toBe(124_439_808);
+    expect(() => parseAssumptionsFile('c.toml', 'preemptions-per-dya = 3\n')).toThrow(/`preemptions-per-dya` is not a cost assumption \(did you mean "preemptions-per-day"\?\)/);
+    expect(() => parseAssumptionsFile('c.toml', '[price.v5e]\nspot = 1\n')).toThrow(/c\.toml:1: `price` is not a cost assumption \(did you mean "prices"\?\)/);
   });
 });
 
@@ -332,13 +452,13 @@ describe('priced findings', () => {
     // TPU201: 30 ms (cost.toml override) × 2000 steps = 60 s = 0.016667 h; × 16 chips × $2.70 = $0.72
     expect(priced[0].hours).toBeCloseTo(60 / 3600, 9);
     expect(priced[0].cost!).toBeCloseTo((60 / 3600) * 16 * 2.7, 9);
-    expect(priced[0].assumptions.find((x) => x.key === 'ms-per-sync')).toMatchObject({ value: 30, source: { kind: 'assumption', line: 15 } });
+    expect(priced[0].assumptions.find((x) => x.key === 'ms-per-sync')).toMatchObject({ value: 30, source: { kind: 'assumption', line: 14 } });
     // throttled (info): every 100 steps → 20 syncs × 30 ms
     expect(priced[1].hours).toBeCloseTo((20 * 0.03) / 3600, 9);
     // TPU404: 16 extra shapes × 300 s compile = 1.3333 h
     expect(priced[2].hours).toBeCloseTo((16 * 300) / 3600, 9);
-    // TPU301: slowdown 1 × training hours (0.839536)
-    expect(priced[3].hours).toBeCloseTo(0.839536, 5);
+    // TPU301: slowdown 1 × training hours (0.717803 compute ÷ (1 − 0.05 input stall) = 0.755582)
+    expect(priced[3].hours).toBeCloseTo(0.755582, 5);
     // rules priced once per file (one loop, one pipeline) collect their lines instead of adding up
     const again = priceFindings([{ ...finding('TPU303'), path: 'train.py', line: 74 }, { ...finding('TPU303'), path: 'train.py', line: 82 }, { ...finding('TPU201'), path: 'train.py', line: 88 }, { ...finding('TPU201'), path: 'train.py', line: 90 }], r, od);
     expect(again.map((p) => `${p.rule}:${p.lines.join(',')}`)).toEqual(['TPU303:74,82', 'TPU201:88', 'TPU201:90']);
@@ -362,7 +482,7 @@ describe('priced findings', () => {
       ['TPU201', 'train.py', 87, 4, null, [88]],
       ['TPU303', 'train.py', 73, 4, null, [74, 82]],
     ]);
-    expect(vm.findings[1].assumptions.find((a) => a.key === 'ms-per-sync')).toMatchObject({ value: 30, unit: 'ms', source: expect.stringMatching(/cost\.toml:15/) });
+    expect(vm.findings[1].assumptions.find((a) => a.key === 'ms-per-sync')).toMatchObject({ value: 30, unit: 'ms', source: expect.stringMatching(/cost\.toml:14/) });
     expect(vm.findings[1].summary).toBe(priceFindings([at('TPU201', 88)], r, od)[0].summary);
     const capped = pricedFindingsVM([at('TPU201', 1), at('TPU201', 2), at('TPU201', 3)], r, od, 'x', 2);
     expect([capped.findings.length, capped.more]).toEqual([2, 1]);
@@ -377,25 +497,33 @@ describe('outputs: JSON shape, Markdown, view model', () => {
     expect(j.config.fields.globalBatch).toEqual({ value: 480, source: { kind: 'config', file: 'examples/gpt-cuda/config.yaml', line: 12, key: 'train.global_batch_size' } });
     for (const e of j.estimates) {
       expect(Object.keys(e)).toEqual(expect.arrayContaining(['hardware', 'chips', 'pricing', 'tokens', 'flopsPerToken', 'tokensPerSecond', 'hours', 'chipHours', 'cost', 'low', 'high', 'breakdown']));
-      expect(Object.keys(e.breakdown).sort()).toEqual(['checkpoint', 'communication', 'compile', 'compute', 'inputStall', 'preemption']);
+      expect(Object.keys(e.breakdown).sort()).toEqual(['checkpoint', 'communication', 'compile', 'compute', 'eval', 'inputStall', 'preemption']);
     }
-    expect(j.assumptions.mfu).toEqual({ value: 0.4, source: { kind: 'default', note: expect.any(String) } });
+    // no MFU assumption by default: each hardware's comes from the throughput model, with its derivation
+    expect(j.assumptions.mfu).toBeUndefined();
+    expect(j.estimates[0]).toMatchObject({ mfuSource: 'model', mfuFormula: expect.stringMatching(/AI 550 FLOP\/byte .* ridge 241/) });
+    expect(j.estimates.filter((e: { cheapest: boolean }) => e.cheapest)).toHaveLength(1);
   });
   it('Markdown export lists config values with sources, assumptions, estimates and prices', () => {
     const md = toMarkdown(r());
     expect(md).toMatch(/^# Training cost estimate/);
     expect(md).toContain('| GBS (global batch, sequences per optimizer step) | 480 | examples/gpt-cuda/config.yaml:12 `train.global_batch_size` |');
-    expect(md).toMatch(/\| TPU v5e \(v5e-8\) \| on-demand \| \$1\.20 \|/);
-    expect(md).toMatch(/as of 2026-11-01/);
+    // rows cheapest first, the range first, the price with its region and date
+    expect(md).toMatch(/\| TPU v5e \(v5e-8\) \| on-demand \| \$[\d,]+–\$[\d,]+ \(≈ \$[\d,]+\) \| .* \| \$1\.20 us-central1, 2026-11-01 \|/);
+    expect(md).toMatch(/\| TPU v6e \(Trillium\) \(v6e-8\) \| spot \| .* \| cheapest \|/);
+    expect(md).toMatch(/## Sensitivity/);
+    expect(md).toMatch(/Anchor runs the throughput model is calibrated to:/);
   });
   it('CostVM: lens above the first key setting, fields with provenance, estimates, prefill', () => {
     const vm = buildCostVM({ report: r(), forFile: 'examples/gpt-cuda/config.yaml' });
     expect(vm.status).toBe('ok');
     expect(vm.lens?.line).toBe(5); // model.n_layer on line 6
-    expect(vm.lens?.text).toBe('≈ $1,160 · 5.06 days on v5e-8 · spot $297');
+    expect(vm.lens?.text).toMatch(/^≈ \$[\d,]+–\$[\d,]+ · [\d.]+–[\d.]+ days on v5e-8 \(us-central1, 2026-11-01\) · spot \$[\d,]+–\$[\d,]+ \(northamerica-northeast1, 2026-11-01\)$/);
+    expect(vm.lens?.tooltip).toMatch(/on-demand \$1\.2\/chip-h us-central1 as of 2026-11-01 \(SkyPilot catalog/);
+    expect(vm.estimates[0].display.price).toMatch(/us-central1 as of 2026-11-01/);
     expect(vm.fields.find((f) => f.key === 'globalBatch')?.source).toEqual({ text: 'examples/gpt-cuda/config.yaml:12 `train.global_batch_size`', kind: 'config', file: 'examples/gpt-cuda/config.yaml', line: 12 });
     expect(vm.estimates.filter((e) => e.primary).map((e) => e.pricing)).toEqual(['on-demand', 'spot']);
-    expect(vm.estimates[0].breakdown.map((b) => b.label)).toEqual(['compute', 'communication', 'input stalls', 'compile', 'checkpointing', 'preemption']);
+    expect(vm.estimates[0].breakdown.map((b) => b.label)).toEqual(['compute', 'communication', 'input stalls', 'evaluation', 'compile', 'checkpointing', 'preemption']);
     expect(vm.defaults).toEqual({ hardware: ['v5e', 'v6e', 'v5p', 'a100', 'h100'], chips: 8, pricing: ['on-demand', 'spot'] });
     expect(vm.markdown).toMatch(/^# Training cost estimate/);
   });

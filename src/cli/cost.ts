@@ -3,9 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { initParser } from '../core/parse';
 import {
-  CostConfigError, ESTIMATE_HEADER, FRAMEWORK_LABELS, HARDWARE, MissingValuesError, assumptionList, configRows, describeSource,
-  duration, estimateFromFiles, estimateRow, formatOf, parseHardwareList, parsePricingList, pct, reportJson, sig, sniff, toMarkdown,
-  type Assumptions, type ConfigFile, type CostReport,
+  BREAKDOWN_HEADER, CostConfigError, ESTIMATE_HEADER, FRAMEWORK_LABELS, MissingValuesError, SENSITIVITY_HEADER, assumptionList, breakdownRow, configRows, describeSource,
+  duration, estimateFromFiles, estimateRow, formatOf, marks, memoryLine, mfuLines, parseHardwareSlices, parsePricingList, parseRegion, priceLines, reportJson,
+  sensitivityRows, sig, sniff, sortedEstimates, toMarkdown, type Assumptions, type ConfigFile, type CostReport,
 } from '../cost';
 import { MAX_CONFIG_CHARS } from '../cost/readers/limits';
 import { DEFAULT_OPTIONS } from '../core/types';
@@ -23,10 +23,17 @@ CONFIG, finds the training configs under the working directory. Several CONFIGs 
 Assumptions: .tpu-ready/cost.toml or [tool.tpu-ready.cost] in pyproject.toml; flags win.
 
 Options:
-  --hardware LIST        v4, v5e, v5p, v6e, tpu7x, a100, h100 (default v5e,v6e,v5p,a100,h100)
-  --chips N              chips (GPUs) per estimate (default: the config's device count, else 8)
+  --hardware LIST        v4, v5e, v5p, v6e, tpu7x, a100, a100-80gb, h100, h200, b200 or slice names
+                         (v5litepod-16, v6e-8, v5p-8 = 4 chips, tpu7x-8 = 4 chips); default v5e,v6e,v5p,a100,h100
+  --chips N              chips (GPUs) per estimate (default: the config's device count, else 8); the job
+                         (global batch, tokens) stays the config's, the per-chip batch is re-derived
+  --region R             price region (default: the cheapest in the catalog; the range is shown)
+  --flash-attention      activations without the attention scores (memory check)
+  --activation-checkpointing  keep only each layer's input (memory check)
+  --preemptions-per-day X     spot preemption rate (default 1 per day per host, × √hosts)
   --pricing P            on-demand, spot or both comma-separated (default both)
-  --mfu X                expected MFU; the band is 0.75X to 1.25X (default 0.4)
+  --mfu X                one expected MFU for every hardware; the band is 0.75X to 1.25X (default:
+                         modelled per hardware and model, calibrated to public runs)
   --price P              price per chip-hour for the one --hardware (--pricing's, default on-demand)
   --format F             text (default), json or markdown
   --findings PATHS       also scan these files (comma-separated) and price their hot-loop findings
@@ -52,8 +59,23 @@ export function parseCostArgs(argv: string[], today: string): CostArgs {
     const value = arg.value;
     const number = arg.number;
     switch (flag) {
-      case '--hardware':
-        a.overrides.hardware = { value: parseHardwareList(value(), '--hardware'), source: { kind: 'flag', flag: '--hardware' } };
+      case '--hardware': {
+        const list = parseHardwareSlices(value(), '--hardware');
+        a.overrides.hardware = { value: list.map((h) => h.id), source: { kind: 'flag', flag: '--hardware' } };
+        a.overrides.hardwareChips = Object.fromEntries(list.filter((h) => h.chips).map((h) => [h.id, { value: h.chips!, source: { kind: 'flag', flag: '--hardware' } }]));
+        break;
+      }
+      case '--region':
+        a.overrides.region = { value: parseRegion(value(), '--region'), source: { kind: 'flag', flag: '--region' } };
+        break;
+      case '--flash-attention':
+        a.overrides.flashAttention = { value: true, source: { kind: 'flag', flag: '--flash-attention' } };
+        break;
+      case '--activation-checkpointing':
+        a.overrides.activationCheckpointing = { value: true, source: { kind: 'flag', flag: '--activation-checkpointing' } };
+        break;
+      case '--preemptions-per-day':
+        a.overrides.preemptionsPerDay = { value: number(0, 1000, 'a number of preemptions per day'), source: { kind: 'flag', flag: '--preemptions-per-day' } };
         break;
       case '--chips': {
         const n = number(1, 1e6, 'a positive whole number');
@@ -221,21 +243,27 @@ export function formatText(r: CostReport): string {
   s += `  FLOPs/token: ${sig(r.flopsPerToken)} (${r.flopsFormula})\n\n`;
   s += 'Assumptions (edit in .tpu-ready/cost.toml, or with flags)\n';
   s += table([...assumptionList(r.assumptions).filter((x) => x.key !== 'chips').map((x) => [x.key, Array.isArray(x.value) ? x.value.join(',') : String(x.value), describeSource(x.source)]), ['distinct-shapes (used)', String(r.distinctShapes.value), describeSource(r.distinctShapes.source)]]);
-  s += `\nEstimates (expected MFU ${pct(r.assumptions.mfu.value)}; ranges from MFU ${pct(r.assumptions.mfuHigh.value)} to ${pct(r.assumptions.mfuLow.value)})\n`;
-  s += table([ESTIMATE_HEADER, ...r.estimates.map(estimateRow)]);
+  const m = marks(r.estimates);
+  s += `\nEstimates, cheapest first (ranges first: from the MFU band; ≈ expected)\n`;
+  s += table([ESTIMATE_HEADER, ...sortedEstimates(r.estimates).map((e) => estimateRow(e, m))]);
+  s += '\nThroughput (MFU per hardware and model)\n' + mfuLines(r).map((l) => `  ${l}\n`).join('');
+  s += '\nSensitivity (cost)\n' + table([SENSITIVITY_HEADER, ...sensitivityRows(r)]);
   s += '\nBreakdown of the time (expected MFU)\n';
-  s += table([['Slice', 'Pricing', 'Compute', 'Comm.', 'Input', 'Compile', 'Ckpt', 'Preempt'], ...r.estimates.map((e) => [e.slice, e.pricing, duration(e.breakdown.compute), duration(e.breakdown.communication), duration(e.breakdown.inputStall), duration(e.breakdown.compile), duration(e.breakdown.checkpoint), duration(e.breakdown.preemption)])]);
-  const spot = r.estimates.find((e) => e.checkpoint.suggestedIntervalMinutes !== null);
-  if (spot) s += `\nCheckpoint interval that minimises lost work on spot (Young/Daly √(2 × write × MTBP)): ${sig(spot.checkpoint.suggestedIntervalMinutes!)} min (assumed ${spot.checkpoint.intervalMinutes} min).\n`;
+  s += table([BREAKDOWN_HEADER, ...r.estimates.map(breakdownRow)]);
+  const spot = r.estimates.find((e) => e.preemption);
+  if (spot) s += `\nSpot on ${spot.slice}: ${sig(spot.preemption!.perDay)} preemptions/day (${spot.preemption!.perDaySource}); checkpoint write ${sig(spot.checkpoint.writeSeconds)} s (${spot.checkpoint.writeSource}); interval ${sig(spot.checkpoint.intervalMinutes)} min (${spot.checkpoint.intervalSource}).\n`;
+  const ev = r.estimates.find((e) => e.eval);
+  if (ev?.eval) s += `\nEvaluation: ${ev.eval.note}.\n`;
   const seen = new Set<string>();
-  s += `\nMemory: ${sig(r.estimates[0].memory.bytes / 1e9)} GB of weights, gradients and optimizer state (${r.assumptions.bytesPerParam.value} bytes/parameter)\n`;
+  s += `\nMemory: ${sig(r.estimates[0].memory.bytes / 1e9)} GB of weights, gradients and optimizer state (${r.assumptions.bytesPerParam.value} bytes/parameter, sharded), plus one micro-batch of activations and logits per chip\n`;
   for (const e of r.estimates) {
     if (seen.has(e.hardware)) continue;
     seen.add(e.hardware);
-    s += `  ${HARDWARE[e.hardware].name}: ${e.memory.fits ? 'fits' : 'does NOT fit'} in ${e.slice}; smallest slice that fits: ${e.memory.smallestSlice?.name ?? 'none'}\n`;
+    s += `  ${memoryLine(e)}\n`;
   }
   const notes = [...r.warnings, ...new Set(r.estimates.flatMap((e) => e.warnings))];
   if (notes.length) s += '\nNotes\n' + notes.map((n) => `  - ${n}\n`).join('');
+  s += '\nPrices and sources\n' + priceLines(r).map((l) => `  - ${l}\n`).join('');
   return s;
 }
 

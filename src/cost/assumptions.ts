@@ -6,27 +6,41 @@
 import { didYouMean } from '../core/suggest';
 import { readToml } from './readers/toml';
 import { num } from './frameworks';
-import { HARDWARE, parseHardware, type HardwareId, type Pricing } from './prices';
+import { ALL_REGIONS, HARDWARE, HARDWARE_NAMES, parseHardware, type HardwareId, type Pricing } from './prices';
 import { CostConfigError, FIELD_KEYS, type Entry, type FieldName, type Sourced, type TrainingFields } from './types';
 
 export interface Assumptions {
   hardware: Sourced<HardwareId[]>;
+  /** Chips per hardware from a slice name (`--hardware v5p-8` = 4 chips): wins over `chips` for that hardware. */
+  hardwareChips: Partial<Record<HardwareId, Sourced<number>>>;
   /** Chips of every estimate; unset → the config's device count, else 8. */
   chips?: Sourced<number>;
   pricing: Sourced<Pricing[]>;
-  mfuLow: Sourced<number>;
-  mfu: Sourced<number>;
-  mfuHigh: Sourced<number>;
-  /** Measured tokens/s per chip, by hardware: replaces the MFU model for that hardware. */
+  /** Price region; unset → the cheapest region of the catalog, with the range across regions shown. */
+  region?: Sourced<string>;
+  /** Expected MFU for every hardware; unset → modelled per hardware and model (throughput.ts). */
+  mfuLow?: Sourced<number>;
+  mfu?: Sourced<number>;
+  mfuHigh?: Sourced<number>;
+  /** Measured tokens/s per chip, by hardware: replaces the MFU model for that hardware, end to end. */
   tokensPerSecondPerChip: Partial<Record<HardwareId, Sourced<number>>>;
   compileSeconds: Sourced<number>;
+  gpuCompileSeconds: Sourced<number>;
   distinctShapes: Sourced<number>;
   inputStall: Sourced<number>;
-  allReduceEfficiency: Sourced<number>;
-  preemptionsPerDay: Sourced<number>;
-  restartSeconds: Sourced<number>;
-  checkpointWriteSeconds: Sourced<number>;
-  checkpointIntervalMinutes: Sourced<number>;
+  /** Unset → 1 per day for one host, × √hosts for a multi-host slice. */
+  preemptionsPerDay?: Sourced<number>;
+  /** Unset → the hardware's (catalog). */
+  restartSeconds?: Sourced<number>;
+  /** Unset → checkpoint bytes ÷ storage bandwidth. */
+  checkpointWriteSeconds?: Sourced<number>;
+  /** Unset → Young/Daly on spot, 60 min on demand. */
+  checkpointIntervalMinutes?: Sourced<number>;
+  storageGBps: Sourced<number>;
+  checkpointBytesPerParam: Sourced<number>;
+  gradBytesPerParam: Sourced<number>;
+  flashAttention: Sourced<boolean>;
+  activationCheckpointing: Sourced<boolean>;
   utilization: Sourced<number>;
   currency: Sourced<string>;
   exchangeRate: Sourced<number>;
@@ -43,19 +57,18 @@ const d = <T>(value: T, note: string): Sourced<T> => ({ value, source: { kind: '
 export function defaultAssumptions(): Assumptions {
   return {
     hardware: d(['v5e', 'v6e', 'v5p', 'a100', 'h100'] as HardwareId[], 'TPU generations and GPUs side by side'),
+    hardwareChips: {},
     pricing: d(['on-demand', 'spot'] as Pricing[], 'on-demand and spot side by side'),
-    mfuLow: d(0.3, 'MFU band low end'),
-    mfu: d(0.4, 'typical MFU for a well-tuned transformer step'),
-    mfuHigh: d(0.5, 'MFU band high end'),
     tokensPerSecondPerChip: {},
     compileSeconds: d(180, 'XLA compile seconds per distinct input shape (TPU only)'),
+    gpuCompileSeconds: d(60, 'torch.compile seconds per start when the config compiles (GPU)'),
     distinctShapes: d(1, 'static shapes: one compiled step graph'),
-    inputStall: d(0.02, 'fraction of step time waiting for input'),
-    allReduceEfficiency: d(0.95, 'gradient all-reduce efficiency with more than one chip'),
-    preemptionsPerDay: d(1, 'spot preemptions per day (mean time between preemptions 24 h)'),
-    restartSeconds: d(300, 'seconds to get capacity back and restart after a preemption'),
-    checkpointWriteSeconds: d(60, 'seconds to write one checkpoint'),
-    checkpointIntervalMinutes: d(60, 'minutes of training between checkpoints'),
+    inputStall: d(0, 'none: published MFU and measured tokens/s are end to end; set one if your input pipeline stalls'),
+    storageGBps: d(1, 'GB/s from the job to the checkpoint store (one writer to GCS)'),
+    checkpointBytesPerParam: d(12, 'fp32 weights and Adam\'s two fp32 moments'),
+    gradBytesPerParam: d(4, 'fp32 gradients all-reduced (bf16 autocast keeps fp32 parameters)'),
+    flashAttention: d(false, 'attention scores materialized (XLA\'s scaled_dot_product_attention is not the flash kernel)'),
+    activationCheckpointing: d(false, 'every layer\'s activations kept for the backward pass'),
     utilization: d(1, 'share of paid chip time that runs this job'),
     currency: d('USD', 'catalog currency'),
     exchangeRate: d(1, 'currency units per USD'),
@@ -66,7 +79,8 @@ export function defaultAssumptions(): Assumptions {
   };
 }
 
-type NumKey = 'compileSeconds' | 'distinctShapes' | 'inputStall' | 'allReduceEfficiency' | 'preemptionsPerDay' | 'restartSeconds' | 'checkpointWriteSeconds' | 'checkpointIntervalMinutes' | 'utilization' | 'exchangeRate' | 'bytesPerParam' | 'mfu' | 'mfuLow' | 'mfuHigh';
+type NumKey = 'compileSeconds' | 'gpuCompileSeconds' | 'distinctShapes' | 'inputStall' | 'preemptionsPerDay' | 'restartSeconds' | 'checkpointWriteSeconds' | 'checkpointIntervalMinutes' | 'storageGBps' | 'checkpointBytesPerParam' | 'gradBytesPerParam' | 'utilization' | 'exchangeRate' | 'bytesPerParam' | 'mfu' | 'mfuLow' | 'mfuHigh';
+type BoolKey = 'flashAttention' | 'activationCheckpointing';
 
 /** File key → assumption, with its valid range. */
 const NUMERIC: Record<string, [NumKey, number, number]> = {
@@ -74,33 +88,50 @@ const NUMERIC: Record<string, [NumKey, number, number]> = {
   'mfu-low': ['mfuLow', 0.001, 1],
   'mfu-high': ['mfuHigh', 0.001, 1],
   'compile-seconds': ['compileSeconds', 0, 1e6],
+  'gpu-compile-seconds': ['gpuCompileSeconds', 0, 1e6],
   'distinct-shapes': ['distinctShapes', 1, 1e6],
   'input-stall': ['inputStall', 0, 0.99],
-  'allreduce-efficiency': ['allReduceEfficiency', 0.01, 1],
   'preemptions-per-day': ['preemptionsPerDay', 0, 1000],
   'restart-seconds': ['restartSeconds', 0, 1e6],
   'checkpoint-write-seconds': ['checkpointWriteSeconds', 0, 1e6],
   'checkpoint-interval-minutes': ['checkpointIntervalMinutes', 0.1, 1e6],
+  'storage-gb-per-second': ['storageGBps', 0.001, 1e4],
+  'checkpoint-bytes-per-param': ['checkpointBytesPerParam', 0, 1000],
+  'grad-bytes-per-param': ['gradBytesPerParam', 0, 100],
   utilization: ['utilization', 0.01, 1],
   'exchange-rate': ['exchangeRate', 1e-9, 1e9],
   'bytes-per-param': ['bytesPerParam', 0.1, 1000],
 };
+const BOOLEAN: Record<string, BoolKey> = { 'flash-attention': 'flashAttention', 'activation-checkpointing': 'activationCheckpointing' };
 
 const FIELD_BY_KEY = new Map(Object.entries(FIELD_KEYS).map(([f, k]) => [k, f as FieldName]));
-export const ASSUMPTION_KEYS = ['hardware', 'chips', 'pricing', 'tokens-per-second', 'currency', 'prices', 'findings', ...Object.keys(NUMERIC), ...FIELD_BY_KEY.keys()];
+const STRING_FIELDS = new Set<FieldName>(['precision', 'accelerator', 'compile', 'dataset', 'model']);
+export const ASSUMPTION_KEYS = ['hardware', 'chips', 'pricing', 'region', 'tokens-per-second', 'currency', 'prices', 'findings', ...Object.keys(NUMERIC), ...Object.keys(BOOLEAN), ...FIELD_BY_KEY.keys()];
+const ARRAY_KEYS = new Set(['hardware', 'pricing']);
 
 export function parseHardwareList(v: unknown, where: string): HardwareId[] {
+  return parseHardwareSlices(v, where).map((h) => h.id);
+}
+
+/** `v5e,v6e-8,v5p-8` → ids with the chip counts their slice names give (v5p-8 = 4 chips). */
+export function parseHardwareSlices(v: unknown, where: string): { id: HardwareId; chips?: number }[] {
   const items = Array.isArray(v) ? v : String(v).split(',');
-  const out: HardwareId[] = [];
+  const out: { id: HardwareId; chips?: number }[] = [];
   for (const it of items) {
     const s = String(it).trim();
     if (!s) continue;
     const hw = parseHardware(s);
-    if (!hw) throw new CostConfigError(`${where}: unknown hardware "${s}"${didYouMean(s, Object.keys(HARDWARE))} (known: ${Object.keys(HARDWARE).join(', ')})`, undefined, undefined, 'hardware');
-    if (!out.includes(hw.id)) out.push(hw.id);
+    if (!hw) throw new CostConfigError(`${where}: unknown hardware "${s}"${didYouMean(s, HARDWARE_NAMES)} (known: ${Object.keys(HARDWARE).join(', ')}, or a slice name such as v5litepod-16, v6e-8, v5p-8)`, undefined, undefined, 'hardware');
+    if (!out.some((o) => o.id === hw.id)) out.push(hw);
   }
   if (!out.length) throw new CostConfigError(`${where}: no hardware given`, undefined, undefined, 'hardware');
   return out;
+}
+
+export function parseRegion(v: unknown, where: string): string {
+  const s = String(v).trim().toLowerCase();
+  if (!ALL_REGIONS.includes(s)) throw new CostConfigError(`${where}: no catalog price in region "${s}"${didYouMean(s, ALL_REGIONS)} (regions: ${ALL_REGIONS.join(', ')})`, undefined, undefined, 'region');
+  return s;
 }
 
 export function parsePricingList(v: unknown, where: string): Pricing[] {
@@ -170,9 +201,19 @@ export function parseAssumptionsFile(file: string, text: string): Partial<Assump
       out.tokensPerSecondPerChip[hw!.id] = { value: number(key, e, 1e-6, 1e12), source: src(key, e) };
       continue;
     }
-    if (key.includes('.')) continue; // children of arrays (hardware = [...]) are read with their parent
+    if (key.includes('.')) {
+      if (ARRAY_KEYS.has(head)) continue; // children of arrays (hardware = [...]) are read with their parent
+      bad(key, e, `is not a cost assumption${didYouMean(head, ['prices', 'findings', 'tokens-per-second', ...ASSUMPTION_KEYS])}`);
+    }
     if (key === 'hardware') {
-      out.hardware = { value: parseHardwareList(e.value, `${file}:${e.line}: \`hardware\``), source: src(key, e) };
+      const list = parseHardwareSlices(e.value, `${file}:${e.line}: \`hardware\``);
+      out.hardware = { value: list.map((h) => h.id), source: src(key, e) };
+      for (const h of list) if (h.chips) (out.hardwareChips ??= {})[h.id] = { value: h.chips, source: src(key, e) };
+    } else if (key === 'region') {
+      out.region = { value: parseRegion(e.value, `${file}:${e.line}: \`region\``), source: src(key, e) };
+    } else if (Object.hasOwn(BOOLEAN, key)) {
+      if (typeof e.value !== 'boolean') bad(key, e, 'must be true or false');
+      out[BOOLEAN[key]] = { value: e.value as boolean, source: src(key, e) };
     } else if (key === 'chips') {
       const n = number(key, e, 1, 1e6);
       if (!Number.isInteger(n)) bad(key, e, 'must be a whole number of chips');
@@ -188,10 +229,10 @@ export function parseAssumptionsFile(file: string, text: string): Partial<Assump
     } else if (FIELD_BY_KEY.has(key)) {
       const field = FIELD_BY_KEY.get(key)!;
       out.fields ??= {};
-      if (field === 'precision' || field === 'accelerator') out.fields[field] = { value: String(e.value), source: src(key, e) };
-      else out.fields[field] = { value: number(key, e, 1e-9, 1e18), source: src(key, e) };
+      if (STRING_FIELDS.has(field)) (out.fields as Record<string, Sourced<string>>)[field] = { value: String(e.value), source: src(key, e) };
+      else (out.fields as Record<string, Sourced<number>>)[field] = { value: number(key, e, 1e-9, 1e18), source: src(key, e) };
     } else {
-      bad(key, e, `is not a cost assumption (known: ${ASSUMPTION_KEYS.join(', ')})`);
+      bad(key, e, `is not a cost assumption${didYouMean(key, ASSUMPTION_KEYS)} (known: ${ASSUMPTION_KEYS.join(', ')})`);
     }
   }
   if (out.mfu && !out.mfuLow && !out.mfuHigh) {
@@ -204,7 +245,7 @@ export function parseAssumptionsFile(file: string, text: string): Partial<Assump
 
 /** Later overrides win; prices, findings, fields and measured rates merge per key. */
 export function mergeAssumptions(base: Assumptions, ...overrides: (Partial<Assumptions> | null | undefined)[]): Assumptions {
-  const out: Assumptions = { ...base, prices: { ...base.prices }, fields: { ...base.fields }, findings: { ...base.findings }, tokensPerSecondPerChip: { ...base.tokensPerSecondPerChip } };
+  const out: Assumptions = { ...base, prices: { ...base.prices }, fields: { ...base.fields }, findings: { ...base.findings }, tokensPerSecondPerChip: { ...base.tokensPerSecondPerChip }, hardwareChips: { ...base.hardwareChips } };
   for (const o of overrides) {
     if (!o) continue;
     for (const [k, v] of Object.entries(o)) {
@@ -213,11 +254,17 @@ export function mergeAssumptions(base: Assumptions, ...overrides: (Partial<Assum
       else if (k === 'fields') Object.assign(out.fields, v);
       else if (k === 'findings') for (const [r, f] of Object.entries(v as Assumptions['findings'])) out.findings[r] = { ...out.findings[r], ...f };
       else if (k === 'tokensPerSecondPerChip') Object.assign(out.tokensPerSecondPerChip, v);
+      else if (k === 'hardwareChips') out.hardwareChips = { ...(v as Assumptions['hardwareChips']) };
       else (out as unknown as Record<string, unknown>)[k] = v;
     }
   }
-  if (!(out.mfuLow.value <= out.mfu.value && out.mfu.value <= out.mfuHigh.value)) {
-    throw new CostConfigError(`the MFU band must satisfy mfu-low ≤ mfu ≤ mfu-high, not ${out.mfuLow.value} / ${out.mfu.value} / ${out.mfuHigh.value}`, undefined, undefined, 'mfu');
+  if ((out.mfuLow || out.mfuHigh) && !out.mfu) throw new CostConfigError('mfu-low and mfu-high need mfu (the expected value) too', undefined, undefined, 'mfu');
+  if (out.mfu) {
+    out.mfuLow ??= { value: out.mfu.value * 0.75, source: { kind: 'derived', formula: 'mfu × 0.75' } };
+    out.mfuHigh ??= { value: Math.min(1, out.mfu.value * 1.25), source: { kind: 'derived', formula: 'mfu × 1.25' } };
+    if (!(out.mfuLow.value <= out.mfu.value && out.mfu.value <= out.mfuHigh.value)) {
+      throw new CostConfigError(`the MFU band must satisfy mfu-low ≤ mfu ≤ mfu-high, not ${out.mfuLow.value} / ${out.mfu.value} / ${out.mfuHigh.value}`, undefined, undefined, 'mfu');
+    }
   }
   return out;
 }
@@ -230,7 +277,10 @@ export function assumptionList(a: Assumptions): { key: string; value: unknown; s
   push('hardware', a.hardware);
   push('chips', a.chips);
   push('pricing', a.pricing);
-  for (const n of ['mfuLow', 'mfu', 'mfuHigh', 'compileSeconds', 'distinctShapes', 'inputStall', 'allReduceEfficiency', 'preemptionsPerDay', 'restartSeconds', 'checkpointWriteSeconds', 'checkpointIntervalMinutes', 'utilization', 'exchangeRate', 'bytesPerParam'] as NumKey[]) push(keyOf[n], a[n]);
+  push('region', a.region);
+  for (const [hw, s] of Object.entries(a.hardwareChips)) push(`chips.${hw}`, s);
+  for (const n of ['mfuLow', 'mfu', 'mfuHigh', 'compileSeconds', 'gpuCompileSeconds', 'distinctShapes', 'inputStall', 'preemptionsPerDay', 'restartSeconds', 'checkpointWriteSeconds', 'checkpointIntervalMinutes', 'storageGBps', 'checkpointBytesPerParam', 'gradBytesPerParam', 'utilization', 'exchangeRate', 'bytesPerParam'] as NumKey[]) push(keyOf[n], a[n]);
+  for (const [k, n] of Object.entries(BOOLEAN)) push(k, a[n]);
   push('currency', a.currency);
   for (const [hw, s] of Object.entries(a.tokensPerSecondPerChip)) push(`tokens-per-second.${hw}`, s);
   for (const [hw, p] of Object.entries(a.prices)) for (const [k, s] of Object.entries(p ?? {})) push(`prices.${hw}.${k}`, s);

@@ -10,6 +10,7 @@ import { readPython } from './readers/python';
 import { readToml } from './readers/toml';
 import { readYaml } from './readers/yaml';
 import type { Assumptions } from './assumptions';
+import { MODELS, findModel } from './models';
 import { CostConfigError, FIELD_KEYS, FIELDS, type ConfigFile, type Entries, type Framework, type Missing, type Source, type Sourced, type TrainingConfig, type TrainingFields } from './types';
 
 export type ConfigFormat = 'yaml' | 'json' | 'toml' | 'python';
@@ -131,10 +132,13 @@ export function describeSource(s: Source): string {
 export interface ResolvedConfig {
   config: TrainingConfig;
   chips: Sourced<number>;
+  /** Devices of the job the config describes: the global batch is theirs, whatever hardware runs it. */
+  jobDevices: Sourced<number>;
   tokens?: Sourced<number>;
   shapeHints: RawConfig['shapeHints'];
 }
 
+const ref2 = (name: string, s: Sourced<string>) => `${name} "${s.value}" (${s.source.kind === 'config' || s.source.kind === 'assumption' ? `${s.source.file}:${s.source.line}` : s.source.kind})`;
 const ref = (name: string, s: Sourced<number>) => `${name} ${fmtNum(s.value)} (${s.source.kind === 'config' || s.source.kind === 'assumption' ? `${s.source.file}:${s.source.line}` : s.source.kind === 'flag' ? s.source.flag : s.source.kind})`;
 
 export function fmtNum(n: number): string {
@@ -158,16 +162,39 @@ export function resolveConfig(raw: RawConfig, a: Assumptions): ResolvedConfig {
   const f: TrainingFields = { ...raw.fields, ...a.fields };
   const notes = [...raw.notes];
   const missing: Missing[] = [];
-  const chips: Sourced<number> = a.chips ?? (f.devices ? { value: f.devices.value, source: { kind: 'derived', formula: `chips = devices in the config (${where(f.devices.source)}): each GPU maps to one TPU chip` } } : { value: 8, source: { kind: 'default', note: 'one 8-chip host' } });
+  // model names with no sizes resolve through the registry
+  if (f.model && !(f.layers && f.dModel)) {
+    const spec = findModel(f.model.value);
+    if (spec) {
+      const src: Source = { kind: 'derived', formula: `${ref2('MODEL', f.model)} → ${spec.name} (${spec.source})` };
+      f.layers ??= { value: spec.layers, source: src };
+      f.dModel ??= { value: spec.dModel, source: src };
+      f.heads ??= { value: spec.heads, source: src };
+      f.ffn ??= { value: spec.ffn, source: src };
+      if (!f.vocab || f.vocab.source.kind === 'default') f.vocab = { value: spec.vocab, source: src };
+      f.params ??= { value: spec.params, source: src };
+    } else {
+      notes.push(`${where(f.model.source)}: model "${f.model.value}" is not in the built-in registry (${MODELS.map((m) => m.name).join(', ')}): give its size (\`params\`, or \`layers\`, \`d-model\` and \`vocab\`)`);
+    }
+  }
+
+  // The job is the config's: its device count (or `chips` in cost.toml, else one 8-chip host) fixes the global
+  // batch; `--chips` and other hardware only change where the same job runs.
+  const job: Sourced<number> = f.devices
+    ? { value: f.devices.value, source: { kind: 'derived', formula: `devices in the config (${where(f.devices.source)})` } }
+    : a.chips && a.chips.source.kind !== 'flag'
+      ? a.chips
+      : { value: 8, source: { kind: 'default', note: 'the config names no device count: one 8-chip host' } };
+  const chips: Sourced<number> = a.chips ?? (f.devices ? { value: f.devices.value, source: { kind: 'derived', formula: `chips = devices in the config (${where(f.devices.source)}): each GPU maps to one TPU chip` } } : job);
 
   // devices that multiply a per-device batch
   let dev: Sourced<number> | undefined = f.devices;
   if (raw.parallelDivisor && !f.devices) {
-    dev = { value: Math.max(1, Math.floor(chips.value / raw.parallelDivisor.value)), source: { kind: 'derived', formula: `data-parallel degree = chips ${chips.value} ÷ ${raw.parallelDivisor.source.kind === 'config' ? raw.parallelDivisor.source.key : raw.parallelDivisor.value}` } };
+    dev = { value: Math.max(1, Math.floor(job.value / raw.parallelDivisor.value)), source: { kind: 'derived', formula: `data-parallel degree = ${job.value} devices ÷ ${raw.parallelDivisor.source.kind === 'config' ? raw.parallelDivisor.source.key : raw.parallelDivisor.value}` } };
   }
   const devOrChips = (): Sourced<number> => {
     if (!dev) {
-      dev = { value: chips.value, source: { kind: 'derived', formula: `devices = chips (${chips.value}): the config names no device count` } };
+      dev = { value: job.value, source: { kind: 'derived', formula: `devices = ${job.value} (${describeSource(job.source)})` } };
       f.devices ??= dev;
     }
     return dev;
@@ -262,7 +289,7 @@ export function resolveConfig(raw: RawConfig, a: Assumptions): ResolvedConfig {
   }
 
   const config: TrainingConfig = { frameworks: raw.frameworks, files: raw.files, fields: f, missing, notes };
-  return { config, chips, tokens, shapeHints: raw.shapeHints };
+  return { config, chips, jobDevices: dev ?? job, tokens, shapeHints: raw.shapeHints };
 }
 
 function contradiction(gbs: Sourced<number>, expected: string): CostConfigError {

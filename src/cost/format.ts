@@ -10,18 +10,40 @@ function symbol(currency: string): string {
   return currency === 'USD' ? '$' : currency === 'EUR' ? '€' : currency === 'GBP' ? '£' : `${currency} `;
 }
 
-/** Three significant figures, for lenses and summaries: $1,070 · $85,800 · $2.4M. */
+const two = (v: number) => Number(v.toPrecision(2));
+
+/** Two significant figures (an estimate is not more precise): $1,200 · $86,000 · $2.4M · $4.3. */
 export function moneyShort(v: number | null, currency = 'USD'): string {
   if (v === null) return 'n/a';
-  if (v >= 1e6) return `${symbol(currency)}${Number((v / 1e6).toPrecision(3))}M`;
-  if (v >= 100) return `${symbol(currency)}${Number(v.toPrecision(3)).toLocaleString('en-US')}`;
-  return money(v, currency);
+  const sym = symbol(currency);
+  if (v >= 1e6) return `${sym}${two(v / 1e6)}M`;
+  if (v >= 10) return `${sym}${two(v).toLocaleString('en-US')}`;
+  return `${sym}${two(v).toFixed(v >= 1 ? 1 : 2)}`;
+}
+
+/** "$930–$1,500": the range first, two significant figures. */
+export function moneyRange(lo: number | null, hi: number | null, currency = 'USD'): string {
+  if (lo === null || hi === null) return 'n/a';
+  const a = moneyShort(lo, currency);
+  const b = moneyShort(hi, currency);
+  return a === b ? a : `${a}–${b}`;
 }
 
 export function duration(hours: number): string {
-  if (hours < 1) return `${Math.round(hours * 60)} min`;
-  if (hours < 48) return `${Number(hours.toPrecision(3))} h`;
-  return `${Number((hours / 24).toPrecision(3))} days`;
+  if (!Number.isFinite(hours)) return 'never';
+  if (hours < 1) return `${two(hours * 60)} min`;
+  if (hours < 48) return `${two(hours)} h`;
+  return `${two(hours / 24)} days`;
+}
+
+/** "1.7–2.1 days" (one unit for both ends). */
+export function durationRange(lo: number, hi: number): string {
+  if (!Number.isFinite(hi)) return `${duration(lo)}–never`;
+  const unit = hi < 1 ? 'min' : hi < 48 ? 'h' : 'days';
+  const v = (h: number) => (unit === 'min' ? two(h * 60) : unit === 'h' ? two(h) : two(h / 24));
+  const a = v(lo);
+  const b = v(hi);
+  return a === b ? `${a} ${unit}` : `${a}–${b} ${unit}`;
 }
 
 export function sig(n: number, digits = 3): string {
@@ -31,5 +53,5 @@ export function sig(n: number, digits = 3): string {
 }
 
 export function pct(x: number): string {
-  return `${Number((x * 100).toPrecision(3))}%`;
+  return `${Number((x * 100).toPrecision(2))}%`;
 }

@@ -3,7 +3,7 @@
  * canonical fields with provenance. Batch semantics differ by framework and are resolved later
  * (config.ts) from the `batchRule` recorded here.
  */
-import { CostConfigError, type Entries, type Entry, type FieldName, type Framework, type NumericField, type Sourced, type TrainingFields } from './types';
+import { CostConfigError, type Entries, type Entry, type FieldName, type Framework, type NumericField, type Sourced, type StringField, type TrainingFields } from './types';
 
 export interface Mapped {
   frameworks: Framework[];
@@ -95,7 +95,7 @@ class Mapper {
   set(field: FieldName, value: number | string, key: string, e: Entry): void {
     (this.fields as Record<string, Sourced<number | string>>)[field] = { value, source: { kind: 'config', file: e.file, line: e.line, key } };
   }
-  str(field: 'precision' | 'accelerator', keys: string[]): boolean {
+  str(field: StringField, keys: string[]): boolean {
     const hit = this.entry(keys);
     if (!hit || typeof hit[1].value === 'object') return false;
     this.set(field, String(hit[1].value), hit[0], hit[1]);
@@ -151,8 +151,13 @@ export function mapEntries(entries: Entries, frameworks: Framework[]): Mapped {
     dims(m, ['']);
     m.str('precision', ['dtype']);
     m.str('accelerator', ['device']);
+    m.num('evalInterval', ['eval_interval']);
+    m.num('evalIters', ['eval_iters']);
+    m.str('compile', ['compile']);
+    m.str('dataset', ['dataset']);
     if (!m.fields.vocab && (m.fields.layers || m.fields.dModel)) {
-      m.fields.vocab = { value: 50304, source: { kind: 'default', note: "nanoGPT's default vocab_size (GPT-2's 50257 padded to 50304) when data/<dataset>/meta.pkl is not read" } };
+      m.fields.vocab = { value: 50304, source: { kind: 'default', note: "nanoGPT's default vocab_size (GPT-2's 50257 padded to 50304): data/<dataset>/meta.pkl not read" } };
+      weak.push('vocab');
     }
   }
   if (is('litgpt')) {
@@ -199,6 +204,9 @@ export function mapEntries(entries: Entries, frameworks: Framework[]): Mapped {
     m.num('epochs', ['num_train_epochs']);
     m.num('seqLen', ['max_seq_length', 'max_length', 'block_size', 'model_max_length']);
     m.num('devices', ['tpu_num_cores']);
+    m.num('evalInterval', ['eval_steps']);
+    m.str('compile', ['torch_compile']);
+    m.str('model', ['model_name_or_path']);
     const bf16 = m.entry(['bf16']);
     const fp16 = m.entry(['fp16']);
     if (bf16 && bf16[1].value === true) m.set('precision', 'bf16', bf16[0], bf16[1]);
@@ -235,6 +243,7 @@ export function mapEntries(entries: Entries, frameworks: Framework[]): Mapped {
       }
     }
     m.str('precision', ['torch_dtype', 'dtype']);
+    m.str('model', ['_name_or_path']);
   }
   if (is('torchtitan')) {
     batchRule = 'per-device';

@@ -10,13 +10,16 @@ import type { ConfigFile } from './types';
 
 export * from './types';
 export * from './prices';
-export { defaultAssumptions, mergeAssumptions, parseAssumptionsFile, parseHardwareList, parsePricingList, assumptionList, type Assumptions } from './assumptions';
+export { defaultAssumptions, mergeAssumptions, parseAssumptionsFile, parseHardwareList, parseHardwareSlices, parsePricingList, parseRegion, assumptionList, ASSUMPTION_KEYS, type Assumptions } from './assumptions';
 export { loadTrainingConfig, resolveConfig, sniff, formatOf, readEntries, groupByFolder, describeSource, type RawConfig, type ResolvedConfig } from './config';
-export { estimateAll, flopsPerToken, MissingValuesError, type CostReport, type Estimate, type Band, type Breakdown } from './estimate';
-export { reportJson, toMarkdown, configRows, estimateRow, ESTIMATE_HEADER } from './report';
+export { estimateAll, flopsPerToken, defaultPreemptionsPerDay, youngDalyMinutes, MissingValuesError, type CostReport, type Estimate, type Band, type Breakdown } from './estimate';
+export { ANCHORS, CURVE, estimateMfu, matmulIntensity, communication } from './throughput';
+export { activationBytes } from './memory';
+export { MODELS, findModel } from './models';
+export { reportJson, toMarkdown, configRows, estimateRow, ESTIMATE_HEADER, SENSITIVITY_HEADER, BREAKDOWN_HEADER, marks, sortedEstimates, sensitivityRows, breakdownRow, mfuLines, priceLines, memoryLine, priceLabel } from './report';
 export { priceFindings, pricedFindingsVM, FINDING_ASSUMPTIONS, type PricedFinding, type PriceableFinding, type PanelFinding } from './findings';
 export { buildCostVM, lensText, type CostVM } from './vm';
-export { money, moneyShort, duration, sig, pct } from './format';
+export { money, moneyShort, moneyRange, duration, durationRange, sig, pct } from './format';
 
 export interface EstimateRequest {
   /** The job's training config files, in order (later files win per field). */

@@ -71,9 +71,15 @@ export const FIELDS = {
   accelerator: 'ACCEL (accelerator)',
   devices: 'DEV (devices in the job)',
   nodes: 'NODES',
+  evalInterval: 'EVAL_EVERY (optimizer steps between evaluations)',
+  evalIters: 'EVAL_ITERS (micro-batches per split per evaluation)',
+  compile: 'COMPILE (torch.compile on GPU)',
+  dataset: 'DATASET',
+  model: 'MODEL (name)',
 } as const;
 export type FieldName = keyof typeof FIELDS;
-export type NumericField = Exclude<FieldName, 'precision' | 'accelerator'>;
+export type StringField = 'precision' | 'accelerator' | 'compile' | 'dataset' | 'model';
+export type NumericField = Exclude<FieldName, StringField>;
 
 /** The key to set in `.tpu-ready/cost.toml` (or `[tool.tpu-ready.cost]`) to supply each field. */
 export const FIELD_KEYS: Record<FieldName, string> = {
@@ -95,16 +101,18 @@ export const FIELD_KEYS: Record<FieldName, string> = {
   accelerator: 'accelerator',
   devices: 'devices',
   nodes: 'nodes',
+  evalInterval: 'eval-interval',
+  evalIters: 'eval-iters',
+  compile: 'compile',
+  dataset: 'dataset',
+  model: 'model',
 };
 
-export type TrainingFields = { [K in NumericField]?: Sourced<number> } & {
-  precision?: Sourced<string>;
-  accelerator?: Sourced<string>;
-};
+export type TrainingFields = { [K in NumericField]?: Sourced<number> } & { [K in StringField]?: Sourced<string> };
 
 /** A value the estimate needs and nobody gave, with how to supply it. */
 export interface Missing {
-  field: FieldName | 'tokens' | 'model';
+  field: FieldName | 'tokens';
   message: string;
   howToSupply: string;
 }

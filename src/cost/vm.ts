@@ -5,7 +5,7 @@
 import { assumptionList } from './assumptions';
 import { describeSource, fmtNum } from './config';
 import { MissingValuesError, type CostReport, type Estimate } from './estimate';
-import { duration, moneyShort, sig } from './format';
+import { duration, durationRange, moneyRange, moneyShort, pct, sig } from './format';
 import { toMarkdown } from './report';
 import { CostConfigError, FIELDS, FRAMEWORK_LABELS, type FieldName, type Source } from './types';
 import type { CostEstimateVM, CostSourceVM, CostValueVM, CostVM } from '../protocol/cost';
@@ -35,13 +35,16 @@ function estimateVM(e: Estimate, primary: boolean): CostEstimateVM {
     display: {
       time: duration(e.hours),
       cost: e.cost === null ? 'compute only' : moneyShort(e.cost, e.currency),
-      range: e.cost === null ? `${duration(e.low.hours)} – ${duration(e.high.hours)}` : `${moneyShort(e.low.cost, e.currency)} – ${moneyShort(e.high.cost, e.currency)}`,
+      range: e.cost === null ? durationRange(e.low.hours, e.high.hours) : moneyRange(e.low.cost, e.high.cost, e.currency),
       tokensPerSecond: sig(e.tokensPerSecond),
+      price: priceText(e),
+      mfu: e.mfu === null ? 'measured tokens/s' : `${pct(e.mfu)} (${pct(e.high.mfu!)}–${pct(e.low.mfu!)})`,
     },
     breakdown: [
       { label: 'compute', hours: b.compute },
       { label: 'communication', hours: b.communication },
       { label: 'input stalls', hours: b.inputStall },
+      { label: 'evaluation', hours: b.eval },
       { label: 'compile', hours: b.compile },
       { label: 'checkpointing', hours: b.checkpoint },
       { label: 'preemption', hours: b.preemption },
@@ -51,16 +54,24 @@ function estimateVM(e: Estimate, primary: boolean): CostEstimateVM {
   };
 }
 
-/** "≈ $1,070 · 4.6 days on v5e-8 · spot $270" for the first hardware of the report. */
+/** "$1.20/chip-h us-central1 as of 2026-11-01 (SkyPilot catalog …)", or the override. */
+function priceText(e: Estimate): string {
+  if (!e.price) return 'no public price: compute only';
+  if (e.price.overridden) return `${moneyShort(e.price.perChipHour)}/chip-h (override: ${e.price.source})`;
+  return `$${e.price.perChipHour}/chip-h ${e.price.region} as of ${e.price.asOf} (${e.price.source})`;
+}
+
+/** "≈ $930–$1,500 · 4.2–6.3 days on v5e-8 (us-central1, 2026-11-01) · spot $230–$370 (northamerica-northeast1, 2026-11-01)". */
 export function lensText(r: CostReport): string {
   const hw = r.estimates[0]?.hardware;
   const od = r.estimates.find((e) => e.hardware === hw && e.pricing === 'on-demand');
   const spot = r.estimates.find((e) => e.hardware === hw && e.pricing === 'spot');
   const main = od ?? spot;
   if (!main) return 'tpu-ready: no estimate';
-  const parts = [`≈ ${main.cost === null ? 'compute only' : moneyShort(main.cost, main.currency)}`, `${duration(main.hours)} on ${main.slice}`];
-  if (od && spot) parts.push(`spot ${moneyShort(spot.cost, spot.currency)}`);
-  else if (main.pricing === 'spot') parts[0] += ' spot';
+  const where = (e: Estimate) => (e.price ? (e.price.overridden ? 'price override' : `${e.price.region}, ${e.price.asOf}`) : 'no public price');
+  const cost = (e: Estimate) => (e.cost === null ? 'compute only' : moneyRange(e.low.cost, e.high.cost, e.currency));
+  const parts = [`≈ ${cost(main)}${main.pricing === 'spot' && !od ? ' spot' : ''}`, `${durationRange(main.low.hours, main.high.hours)} on ${main.slice} (${where(main)})`];
+  if (od && spot) parts.push(`spot ${cost(spot)} (${where(spot)})`);
   return parts.join(' · ');
 }
 
@@ -111,7 +122,7 @@ export function buildCostVM(input: { report?: CostReport; error?: unknown; forFi
   base.lens = {
     line,
     text: lensText(report),
-    tooltip: `Estimate from ${report.config.files.join(', ')}: ${fmtNum(report.tokens.value)} tokens, ${sig(report.flopsPerToken)} FLOPs/token, MFU ${report.assumptions.mfu.value}. Click for the breakdown and assumptions.`,
+    tooltip: `Estimate from ${report.config.files.join(', ')}: ${fmtNum(report.tokens.value)} tokens, ${sig(report.flopsPerToken)} FLOPs/token, ${first?.mfu === null || !first ? 'measured tokens/s' : `MFU ${pct(first.mfu)} on ${first.hardwareName}`}. Prices: ${[...new Set(report.estimates.filter((e) => e.hardware === first?.hardware).map((e) => `${e.pricing} ${priceText(e)}`))].join('; ')}. Click for the breakdown and assumptions.`,
   };
   return base;
 }

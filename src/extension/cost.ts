@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import { exists, readText as readFileText } from './files';
 import { initParser } from '../core/parse';
 import {
-  CostConfigError, FINDING_ASSUMPTIONS, HARDWARE, HARDWARE_IDS, buildCostVM, estimateFromFiles, formatOf, money, parseHardwareList, parsePricingList,
+  CostConfigError, FINDING_ASSUMPTIONS, HARDWARE, HARDWARE_IDS, buildCostVM, estimateFromFiles, formatOf, money, parseHardwareList, parsePricingList, priceRange, type Price,
   pricedFindingsVM, sniff, type Assumptions, type ConfigFile, type CostReport, type CostVM, type Estimate, type HardwareId, type PanelFinding, type Pricing,
 } from '../cost';
 import type { PricedFindingsVM } from '../protocol/cost';
@@ -203,7 +203,7 @@ export class CostService implements vscode.Disposable {
       if (opts.pricing) overrides.pricing = { value: parsePricingList(opts.pricing, 'pricing'), source: src };
     } else if (opts.ask !== false) {
       const hw = await vscode.window.showQuickPick(
-        HARDWARE_IDS.map((id) => ({ label: id, description: HARDWARE[id].name, detail: `on-demand ${HARDWARE[id].onDemand ? money(HARDWARE[id].onDemand!.usdPerChipHour) : 'not published'} · spot ${HARDWARE[id].spot ? money(HARDWARE[id].spot!.usdPerChipHour) : 'not published'} per chip-hour`, picked: base.defaults.hardware.includes(id) })),
+        HARDWARE_IDS.map((id) => ({ label: id, description: HARDWARE[id].name, detail: `on-demand ${priceLabel(HARDWARE[id], 'on-demand')} · spot ${priceLabel(HARDWARE[id], 'spot')} per chip-hour`, picked: base.defaults.hardware.includes(id) })),
         { canPickMany: true, title: 'Estimate Training Cost (1/3)', placeHolder: 'Hardware to compare' },
       );
       if (!hw?.length) return undefined;
@@ -259,4 +259,12 @@ export function registerCost(context: vscode.ExtensionContext): CostService {
     }),
   );
   return service;
+}
+
+/** "$1.20 (us-central1, 2026-11-01) – $1.56 (europe-west4)" or "not published". */
+function priceLabel(hw: (typeof HARDWARE)[HardwareId], pricing: Pricing): string {
+  const r = priceRange(hw, pricing);
+  if (!r) return 'not published';
+  const one = (p: Price) => `${money(p.usdPerChipHour)} (${p.region}, ${p.asOf})`;
+  return r.min === r.max ? one(r.min) : `${one(r.min)} – ${one(r.max)}`;
 }

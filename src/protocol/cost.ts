@@ -35,7 +35,8 @@ export interface CostEstimateVM {
   costHigh: number | null;
   hoursLow: number;
   hoursHigh: number;
-  display: { time: string; cost: string; range: string; tokensPerSecond: string };
+  /** `price`: "$1.2/chip-h us-central1 as of 2026-11-01 (source)"; `mfu`: "36% (24%–56%)". */
+  display: { time: string; cost: string; range: string; tokensPerSecond: string; price: string; mfu: string };
   breakdown: { label: string; hours: number }[];
   warnings: string[];
   primary: boolean;
