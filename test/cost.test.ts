@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { init, ROOT } from './setup';
 import {
   CostConfigError, HARDWARE, MissingValuesError, assumptionsFrom, buildCostVM, costVM, estimateAll, estimateFromFiles, lensText,
-  loadTrainingConfig, parseAssumptionsFile, priceFindings, pricedFindingsVM, reportJson, resolveConfig, toMarkdown, defaultAssumptions, staleness, parseHardware, findModel,
+  loadTrainingConfig, parseAssumptionsFile, priceFindings, pricedFindingsVM, reportJson, resolveConfig, toMarkdown, defaultAssumptions, staleness, parseHardware, findModel, pickledInt,
   type ConfigFile, type TrainingFields,
 } from '../src/cost';
 import type { Finding } from '../src/core/types';
@@ -381,6 +381,21 @@ describe('the model: golden estimates computed by hand', () => {
     expect(findModel('gpt2')?.params).toBe(124_439_808);
     expect(() => parseAssumptionsFile('c.toml', 'preemptions-per-dya = 3\n')).toThrow(/`preemptions-per-dya` is not a cost assumption \(did you mean "preemptions-per-day"\?\)/);
     expect(() => parseAssumptionsFile('c.toml', '[price.v5e]\nspot = 1\n')).toThrow(/c\.toml:1: `price` is not a cost assumption \(did you mean "prices"\?\)/);
+  });
+});
+
+describe('meta.pkl: vocab_size read from the pickle opcodes, nothing executed', () => {
+  const hex = (h: string) => Uint8Array.from(h.match(/../g)!.map((b) => parseInt(b, 16)));
+  it('protocols 2, 3 and 4 (BININT2, BININT, BININT1); anything else is null', () => {
+    // pickle.dumps({'vocab_size': 300, 'x': 1}, protocol=2): BINUNICODE 'vocab_size' BINPUT 1 BININT2 0x012c
+    expect(pickledInt(hex('80027d710028580a000000766f6361625f73697a6571014d2c0158010000007871024b01752e'), 'vocab_size')).toBe(300);
+    // protocol 3, 70,000: BININT 0x00011170
+    expect(pickledInt(hex('80037d7100580a000000766f6361625f73697a6571014a70110100732e'), 'vocab_size')).toBe(70000);
+    // protocol 4 (the fixture nanoGPT's prepare.py would write): SHORT_BINUNICODE MEMOIZE BININT1 65
+    expect(pickledInt(fs.readFileSync(path.join(ROOT, FX, 'nanogpt-char/data/shakespeare_char/meta.pkl')), 'vocab_size')).toBe(65);
+    expect(pickledInt(hex('80047d942e'), 'vocab_size')).toBeNull();
+    // a value that is not an int (a string) is not guessed
+    expect(pickledInt(new Uint8Array([0x8c, 10, ...new TextEncoder().encode('vocab_size'), 0x94, 0x8c, 1, 0x41]), 'vocab_size')).toBeNull();
   });
 });
 

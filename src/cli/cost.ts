@@ -1,10 +1,11 @@
 /** `tpu-ready cost [CONFIG...]`: training time and cost from the training config, with every source shown. */
 import fs from 'node:fs';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { initParser } from '../core/parse';
 import {
   BREAKDOWN_HEADER, CostConfigError, ESTIMATE_HEADER, FRAMEWORK_LABELS, MissingValuesError, SENSITIVITY_HEADER, assumptionList, breakdownRow, configRows, describeSource,
-  duration, estimateFromFiles, estimateRow, formatOf, marks, memoryLine, mfuLines, parseHardwareSlices, parsePricingList, parseRegion, priceLines, reportJson,
+  duration, moneyRange, estimateFromFiles, estimateRow, formatOf, marks, memoryLine, mfuLines, parseHardwareSlices, parsePricingList, parseRegion, priceLines, reportJson,
   sensitivityRows, sig, sniff, sortedEstimates, toMarkdown, type Assumptions, type ConfigFile, type CostReport,
 } from '../cost';
 import { MAX_CONFIG_CHARS } from '../cost/readers/limits';
@@ -16,6 +17,8 @@ import type { Io } from './io';
 import { eachArg, UsageError } from './args';
 
 export const COST_HELP = `Usage: tpu-ready cost [CONFIG...] [options]
+       tpu-ready cost diff A B [options]     B − A per hardware and pricing (A, B: a config, or REF:PATH
+                                             for a git revision), in text, json or markdown
 
 Estimates training time and cost on TPUs and GPUs from your training config (YAML, JSON, TOML or
 Python globals; nanoGPT, HF, Lightning, Hydra, Accelerate, DeepSpeed, LitGPT, torchtitan). Without
@@ -267,15 +270,97 @@ export function formatText(r: CostReport): string {
   return s;
 }
 
+/** A config path, or REF:PATH read from git (`tpu-ready cost diff main:config.yaml config.yaml`). */
+function readJobFile(spec: string, cwd: string): { file: ConfigFile; abs: string } {
+  const abs = path.resolve(cwd, spec);
+  if (fs.existsSync(abs) || !/^[\w./~^@{}-]+:[^:]+$/.test(spec)) return { file: readConfig(abs, rel(cwd, abs)), abs };
+  const [ref, p] = [spec.slice(0, spec.indexOf(':')), spec.slice(spec.indexOf(':') + 1)];
+  const r = spawnSync('git', ['show', `${ref}:${p}`], { cwd, encoding: 'utf8', maxBuffer: MAX_CONFIG_CHARS * 4 });
+  if (r.status !== 0) throw new UsageError(`${spec}: no such file, and git cannot show it (${(r.stderr || 'git failed').trim().split('\n')[0]})`);
+  // the display name keeps the revision; the format comes from the path
+  return { file: { path: `${ref}:${p}`.replace(/\\/g, '/'), text: r.stdout }, abs: path.resolve(cwd, p) };
+}
+
+async function reportOf(job: string[], parsed: CostArgs, cwd: string, wasmDir: string): Promise<CostReport> {
+  const read = job.map((p) => readJobFile(p, cwd));
+  const configs = read.map((x) => x.file);
+  if (configs.some((c) => formatOf(c.path) === 'python')) await initParser(wasmDir);
+  for (const c of configs) if (!formatOf(c.path)) throw new UsageError(`${c.path}: not a YAML, JSON, TOML or Python config`);
+  const first = read[0].abs;
+  const folder = configs.some((c) => /\.ya?ml$/.test(c.path) && /^defaults\s*:/m.test(c.text)) ? hydraFolder(first, cwd) : [];
+  return estimateFromFiles({ configs, folder, assumptionFiles: assumptionFiles(path.dirname(first), cwd), overrides: parsed.overrides, today: parsed.today, datasetMeta: datasetMetaFor(configs, first, cwd) });
+}
+
+export interface DiffRow { hardware: string; slice: string; pricing: string; a: { cost: number | null; hours: number; low: number | null; high: number | null }; b: { cost: number | null; hours: number; low: number | null; high: number | null }; deltaCost: number | null; deltaHours: number; currency: string }
+
+export function costDiff(a: CostReport, b: CostReport) {
+  const rows: DiffRow[] = [];
+  for (const ea of a.estimates) {
+    const eb = b.estimates.find((x) => x.hardware === ea.hardware && x.pricing === ea.pricing);
+    if (!eb) continue;
+    rows.push({
+      hardware: ea.hardwareName, slice: ea.slice === eb.slice ? ea.slice : `${ea.slice} → ${eb.slice}`, pricing: ea.pricing,
+      a: { cost: ea.cost, hours: ea.hours, low: ea.low.cost, high: ea.high.cost }, b: { cost: eb.cost, hours: eb.hours, low: eb.low.cost, high: eb.high.cost },
+      deltaCost: ea.cost !== null && eb.cost !== null ? eb.cost - ea.cost : null, deltaHours: eb.hours - ea.hours, currency: ea.currency,
+    });
+  }
+  return { version: 1, today: a.today, a: { files: a.config.files, tokens: a.tokens.value, params: a.params.value }, b: { files: b.config.files, tokens: b.tokens.value, params: b.params.value }, rows, label: 'estimate: B − A per hardware and pricing' };
+}
+
+const signed = (v: number | null, f: (x: number) => string) => (v === null ? 'n/a' : `${v >= 0 ? '+' : '−'}${f(Math.abs(v))}`);
+function diffRows(d: ReturnType<typeof costDiff>): string[][] {
+  return d.rows.map((r) => [
+    `${r.hardware} (${r.slice})`, r.pricing,
+    r.a.cost === null ? 'compute only' : moneyRange(r.a.low, r.a.high, r.currency), r.b.cost === null ? 'compute only' : moneyRange(r.b.low, r.b.high, r.currency),
+    signed(r.deltaCost, (x) => moneyShort(x, r.currency)) + (r.deltaCost !== null && r.a.cost ? ` (${signed((r.deltaCost / r.a.cost) * 100, (x) => `${Number(x.toPrecision(2))}%`)})` : ''),
+    signed(r.deltaHours, duration),
+  ]);
+}
+const DIFF_HEADER = ['Hardware', 'Pricing', 'A', 'B', 'Δ cost', 'Δ time'];
+
+export function diffText(d: ReturnType<typeof costDiff>): string {
+  let s = `Cost diff (estimate, as of ${d.today})\n  A: ${d.a.files.join(', ')} (${fmtTokens(d.a.tokens)} tokens, ${fmtTokens(d.a.params)} parameters)\n  B: ${d.b.files.join(', ')} (${fmtTokens(d.b.tokens)} tokens, ${fmtTokens(d.b.params)} parameters)\n\n`;
+  s += table([DIFF_HEADER, ...diffRows(d)]);
+  return s;
+}
+
+export function diffMarkdown(d: ReturnType<typeof costDiff>): string {
+  const esc = (x: string) => x.replace(/\|/g, '\\|');
+  const out = [`# Training cost diff (tpu-ready)`, '', `*An estimate, as of ${d.today}: B − A.*`, '', `- A: ${d.a.files.map((f) => `\`${f}\``).join(', ')} (${fmtTokens(d.a.tokens)} tokens)`, `- B: ${d.b.files.map((f) => `\`${f}\``).join(', ')} (${fmtTokens(d.b.tokens)} tokens)`, ''];
+  out.push(`| ${DIFF_HEADER.join(' | ')} |`, `|${DIFF_HEADER.map(() => '---').join('|')}|`, ...diffRows(d).map((r) => `| ${r.map(esc).join(' | ')} |`));
+  return out.join('\n') + '\n';
+}
+
+const fmtTokens = (n: number) => sig(n, 2);
+
+/** nanoGPT `dataset = 'x'`: data/x/meta.pkl beside the config's repository (config/…/ → the repo root), else under cwd. */
+function datasetMetaFor(configs: ConfigFile[], firstAbs: string, cwd: string): { path: string; bytes: Uint8Array } | undefined {
+  const m = configs.map((c) => /^dataset\s*=\s*['"]([\w.-]+)['"]/m.exec(c.text)?.[1]).find(Boolean);
+  if (!m) return undefined;
+  const dir = path.dirname(firstAbs);
+  for (const root of [dir, path.dirname(dir), cwd]) {
+    const p = path.join(root, 'data', m, 'meta.pkl');
+    try {
+      const st = fs.statSync(p);
+      if (st.isFile() && st.size <= 64 * 1024 * 1024) return { path: rel(cwd, p), bytes: fs.readFileSync(p) };
+    } catch {
+      // not there
+    }
+  }
+  return undefined;
+}
+
 function today(): string {
   return new Date().toISOString().slice(0, 10);
 }
 
-export async function runCost(args: string[], io: Io, wasmDir: string): Promise<number> {
-  if (args.includes('--help') || args.includes('-h')) {
+export async function runCost(argv: string[], io: Io, wasmDir: string): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
     io.out(COST_HELP);
     return 0;
   }
+  const diff = argv[0] === 'diff';
+  const args = diff ? argv.slice(1) : argv;
   let parsed: CostArgs;
   try {
     parsed = parseCostArgs(args, today());
@@ -290,24 +375,23 @@ export async function runCost(args: string[], io: Io, wasmDir: string): Promise<
   const reports: CostReport[] = [];
   const priced: PricedFinding[][] = [];
   try {
-    let jobs: string[][];
-    if (parsed.paths.length) jobs = [parsed.paths.map((p) => path.resolve(cwd, p))];
-    else {
-      if (fs.readdirSync(cwd).length) await initParser(wasmDir);
-      jobs = discover(cwd, io);
-      if (!jobs.length) {
-        io.err(`tpu-ready cost: no training config found under ${cwd} (name one: tpu-ready cost CONFIG)\n`);
-        return 2;
+    if (diff) {
+      if (parsed.paths.length !== 2) throw new UsageError('cost diff needs two configs: tpu-ready cost diff A B (a path, or REF:PATH for a git revision)');
+      for (const p of parsed.paths) reports.push(await reportOf([p], parsed, cwd, wasmDir));
+    } else {
+      let jobs: string[][];
+      if (parsed.paths.length) jobs = [parsed.paths];
+      else {
+        if (fs.readdirSync(cwd).length) await initParser(wasmDir);
+        jobs = discover(cwd, io).map((j) => j.map((abs) => rel(cwd, abs)));
+        if (!jobs.length) {
+          io.err(`tpu-ready cost: no training config found under ${cwd} (name one: tpu-ready cost CONFIG)\n`);
+          return 2;
+        }
       }
+      for (const job of jobs) reports.push(await reportOf(job, parsed, cwd, wasmDir));
+      if (parsed.findings.length) for (const r of reports) priced.push(await pricedFindingsOf(parsed.findings.map((p) => path.resolve(cwd, p)), r, cwd, wasmDir, io));
     }
-    for (const job of jobs) {
-      const configs = job.map((abs) => readConfig(abs, rel(cwd, abs)));
-      if (configs.some((c) => formatOf(c.path) === 'python')) await initParser(wasmDir);
-      for (const c of configs) if (!formatOf(c.path)) throw new UsageError(`${c.path}: not a YAML, JSON, TOML or Python config`);
-      const folder = configs.some((c) => /\.ya?ml$/.test(c.path) && /^defaults\s*:/m.test(c.text)) ? hydraFolder(job[0], cwd) : [];
-      reports.push(estimateFromFiles({ configs, folder, assumptionFiles: assumptionFiles(path.dirname(job[0]), cwd), overrides: parsed.overrides, today: parsed.today }));
-    }
-    if (parsed.findings.length) for (const r of reports) priced.push(await pricedFindingsOf(parsed.findings.map((p) => path.resolve(cwd, p)), r, cwd, wasmDir, io));
   } catch (e) {
     if (e instanceof MissingValuesError) {
       io.err(`tpu-ready cost: cannot estimate from ${e.files.join(', ') || 'the config'}:\n${e.missing.map((m) => `  - ${m.message}: ${m.howToSupply}\n`).join('')}`);
@@ -318,6 +402,11 @@ export async function runCost(args: string[], io: Io, wasmDir: string): Promise<
       return 2;
     }
     throw e;
+  }
+  if (diff) {
+    const d = costDiff(reports[0], reports[1]);
+    io.out(parsed.format === 'json' ? JSON.stringify(d, null, 2) + '\n' : parsed.format === 'markdown' ? diffMarkdown(d) : diffText(d));
+    return 0;
   }
   if (parsed.format === 'json') {
     const json = reports.map((r, i) => (parsed.findings.length ? { ...reportJson(r), pricedFindings: priced[i] } : reportJson(r)));

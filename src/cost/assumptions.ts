@@ -15,6 +15,8 @@ export interface Assumptions {
   hardwareChips: Partial<Record<HardwareId, Sourced<number>>>;
   /** Chips of every estimate; unset → the config's device count, else 8. */
   chips?: Sourced<number>;
+  /** `chips` of an assumptions file: the job's device count when the config names none (flags never set it). */
+  jobChips?: Sourced<number>;
   pricing: Sourced<Pricing[]>;
   /** Price region; unset → the cheapest region of the catalog, with the range across regions shown. */
   region?: Sourced<string>;
@@ -218,6 +220,7 @@ export function parseAssumptionsFile(file: string, text: string): Partial<Assump
       const n = number(key, e, 1, 1e6);
       if (!Number.isInteger(n)) bad(key, e, 'must be a whole number of chips');
       out.chips = { value: n, source: src(key, e) };
+      out.jobChips = out.chips;
     } else if (key === 'pricing') {
       out.pricing = { value: parsePricingList(e.value, `${file}:${e.line}: \`pricing\``), source: src(key, e) };
     } else if (key === 'currency') {

@@ -182,8 +182,8 @@ export function resolveConfig(raw: RawConfig, a: Assumptions): ResolvedConfig {
   // batch; `--chips` and other hardware only change where the same job runs.
   const job: Sourced<number> = f.devices
     ? { value: f.devices.value, source: { kind: 'derived', formula: `devices in the config (${where(f.devices.source)})` } }
-    : a.chips && a.chips.source.kind !== 'flag'
-      ? a.chips
+    : a.jobChips
+      ? a.jobChips
       : { value: 8, source: { kind: 'default', note: 'the config names no device count: one 8-chip host' } };
   const chips: Sourced<number> = a.chips ?? (f.devices ? { value: f.devices.value, source: { kind: 'derived', formula: `chips = devices in the config (${where(f.devices.source)}): each GPU maps to one TPU chip` } } : job);
 

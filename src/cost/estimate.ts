@@ -444,10 +444,10 @@ function perChipBatch(ctx: Ctx, chips: number): Estimate['perChip'] {
   const mbs = ctx.mbs;
   if (mbs && seq >= mbs && Number.isInteger(seq / mbs)) return { sequences: seq, microBatch: mbs, gradAccum: seq / mbs, tokensPerMicroBatch: mbs * T, note: null };
   if (Number.isInteger(seq) && seq >= 1) {
-    const mb = mbs ? Math.min(mbs, seq) : seq;
-    const ga = seq / mb;
-    if (Number.isInteger(ga)) return { sequences: seq, microBatch: mb, gradAccum: ga, tokensPerMicroBatch: mb * T, note: mbs && mb !== mbs ? `${chips} chips: ${fmtNum(seq)} sequences per chip per step, so the micro-batch is ${mb} (the config's ${mbs} would change the global batch)` : null };
-    return { sequences: seq, microBatch: seq, gradAccum: 1, tokensPerMicroBatch: seq * T, note: `${chips} chips: ${fmtNum(seq)} sequences per chip per step: micro-batch ${seq} without accumulation` };
+    // the largest micro-batch up to the config's that divides the chip's share
+    let mb = mbs ? Math.min(mbs, seq) : seq;
+    while (seq % mb !== 0) mb--;
+    return { sequences: seq, microBatch: mb, gradAccum: seq / mb, tokensPerMicroBatch: mb * T, note: mbs && mb !== mbs ? `${chips} chips: ${fmtNum(seq)} sequences per chip per step, so micro-batch ${mb} × GA ${seq / mb} (the config's micro-batch ${mbs} would change the global batch)` : null };
   }
   return { sequences: seq, microBatch: Math.max(seq, 1e-9), gradAccum: null, tokensPerMicroBatch: seq * T, note: `${chips} chips do not divide the global batch of ${fmtNum(ctx.gbs)} sequences (${fmtNum(seq)} per chip): the job would need another global batch` };
 }

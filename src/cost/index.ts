@@ -4,6 +4,7 @@
  */
 import { defaultAssumptions, mergeAssumptions, parseAssumptionsFile, type Assumptions } from './assumptions';
 import { loadTrainingConfig } from './config';
+import { pickledInt } from './readers/pickle';
 import { estimateAll, type CostReport } from './estimate';
 import { buildCostVM, type CostVM } from './vm';
 import type { ConfigFile } from './types';
@@ -16,6 +17,7 @@ export { estimateAll, flopsPerToken, defaultPreemptionsPerDay, youngDalyMinutes,
 export { ANCHORS, CURVE, estimateMfu, matmulIntensity, communication } from './throughput';
 export { activationBytes } from './memory';
 export { MODELS, findModel } from './models';
+export { pickledInt } from './readers/pickle';
 export { reportJson, toMarkdown, configRows, estimateRow, ESTIMATE_HEADER, SENSITIVITY_HEADER, BREAKDOWN_HEADER, marks, sortedEstimates, sensitivityRows, breakdownRow, mfuLines, priceLines, memoryLine, priceLabel } from './report';
 export { priceFindings, pricedFindingsVM, FINDING_ASSUMPTIONS, type PricedFinding, type PriceableFinding, type PanelFinding } from './findings';
 export { buildCostVM, lensText, type CostVM } from './vm';
@@ -32,6 +34,8 @@ export interface EstimateRequest {
   overrides?: Partial<Assumptions>;
   /** ISO date for price staleness. */
   today: string;
+  /** nanoGPT's data/<dataset>/meta.pkl, when the config names a dataset and the host found it (read, never unpickled). */
+  datasetMeta?: { path: string; bytes: Uint8Array };
 }
 
 export function assumptionsFrom(files: ConfigFile[] = [], overrides?: Partial<Assumptions>): Assumptions {
@@ -41,7 +45,14 @@ export function assumptionsFrom(files: ConfigFile[] = [], overrides?: Partial<As
 /** Reads the configs, applies the assumptions, estimates every hardware × pricing. Throws CostConfigError. */
 export function estimateFromFiles(req: EstimateRequest): CostReport {
   const a = assumptionsFrom(req.assumptionFiles, req.overrides);
-  return estimateAll(loadTrainingConfig(req.configs, req.folder ?? []), a, req.today);
+  const raw = loadTrainingConfig(req.configs, req.folder ?? []);
+  const ds = raw.fields.dataset;
+  if (ds && raw.fields.vocab?.source.kind === 'default') {
+    const v = req.datasetMeta ? pickledInt(req.datasetMeta.bytes, 'vocab_size') : null;
+    if (v && v > 0) raw.fields.vocab = { value: v, source: { kind: 'derived', formula: `vocab_size in ${req.datasetMeta!.path} (read without unpickling)` } };
+    else raw.notes.push(`dataset "${ds.value}": ${req.datasetMeta ? `${req.datasetMeta.path} has no readable vocab_size` : `data/${ds.value}/meta.pkl not found`}: the vocabulary is nanoGPT's default 50,304 (set \`vocab\` in .tpu-ready/cost.toml)`);
+  }
+  return estimateAll(raw, a, req.today);
 }
 
 /**
