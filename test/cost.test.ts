@@ -200,6 +200,10 @@ describe('the model: golden estimates computed by hand', () => {
     expect(od.memory.microBatchFits).toBe(false);
     expect(od.memory.fitsOnOneChip).toBe(false);
     expect(od.warnings.join()).toMatch(/micro-batch of 12 × 1,024 tokens does not fit one 16 GB chip/);
+    // what does: 60 sequences per chip; micro-batch 10 needs 10.76 + 5.15 + 0.25 = 16.2 GB > 16, 6 needs 9.8 GB;
+    // on v5e-16 (30 per chip, micro-batch 10) 16.07 GB does not fit, on v5e-32 (15 per chip, micro-batch 5) it does
+    expect(od.warnings.join()).toMatch(/options: micro-batch 6 × GA 10 fits v5e-8; the smallest slice that fits is v5e-32 \(micro-batch 5\); flash attention; activation checkpointing/);
+    expect(od.memory.smallestSlice).toEqual({ chips: 32, name: 'v5e-32' });
     expect(lensText(r)).toBe('≈ $780–$1,900 · 3.4–8.1 days on v5e-8 (us-central1, 2026-11-01) · spot $140–$340 (northamerica-northeast1, 2026-11-01)');
   });
 
@@ -351,7 +355,7 @@ describe('the model: golden estimates computed by hand', () => {
     ]);
     expect(['h200', 'b200', 'a100-80gb', 'A100 80GB'].map((s) => parseHardware(s)?.id)).toEqual(['h200', 'b200', 'a100-80gb', 'a100-80gb']);
     expect(parseHardware('v5p-7')).toBeNull(); // 7 TensorCores is no whole chip count
-    const toml = 'hardware = ["tpu7x-8", "v5p-8", "v5e"]\npricing = "on-demand"\nparams = 70e9\ndataset-tokens = 1e9\nchips = 8\nmicro-batch = 1\nseq-len = 2048\nflash-attention = true\nactivation-checkpointing = true\n';
+    const toml = 'hardware = ["tpu7x-8", "v5p-8", "v5e"]\npricing = "on-demand"\nparams = 70e9\ndataset-tokens = 1e9\nchips = 8\nmicro-batch = 1\nglobal-batch = 256\nseq-len = 2048\nflash-attention = true\nactivation-checkpointing = true\n';
     const r = estimateFromFiles({ configs: [], assumptionFiles: [{ path: 'c.toml', text: toml }], today: TODAY });
     const [x, p, v5e] = r.estimates;
     expect([x.slice, x.chips, p.slice, p.chips, v5e.slice]).toEqual(['tpu7x-8', 4, 'v5p-8', 4, 'v5e-8']);

@@ -323,16 +323,41 @@ export function estimateAll(rawConfig: RawConfig, a: Assumptions, today: string)
     const perChipParts: MemoryParts = { ...parts, states: statesBytes / c, total: statesBytes / c + parts.activations + parts.logits };
     const microBatchFits = parts.activations + parts.logits <= hw.hbmBytes;
     const fits = perChipParts.total <= hw.hbmBytes;
-    const smallest = hw.slices.find((s) => {
-      const mb = gbs ? Math.min(ctx.mbs ?? gbs / s, gbs / s) : per.microBatch;
+    const fitsWith = (s: number, mb: number) => {
       const p = act(mb);
       return statesBytes / s + p.activations + p.logits <= hw.hbmBytes;
+    };
+    // the micro-batch each slice would run the same job with (the largest divisor of its share up to the config's)
+    const mbOn = (s: number): number | null => {
+      if (!gbs) return per.microBatch;
+      const share = gbs / s;
+      if (!Number.isInteger(share) || share < 1) return null;
+      let mb = Math.min(ctx.mbs ?? share, share);
+      while (share % mb !== 0) mb--;
+      return mb;
+    };
+    const smallestSlice = hw.slices.find((s) => {
+      const mb = mbOn(s);
+      return mb !== null && fitsWith(s, mb);
     });
-    const gbS = (x: number) => `${(x / 1e9).toPrecision(2)} GB`;
+    const smallest = smallestSlice;
+    // the largest micro-batch that fits on this slice, keeping the job
+    let fitMb: number | null = null;
+    if (!fits && per.sequences && Number.isInteger(per.sequences)) {
+      for (let mb = Math.floor(per.microBatch) - 1; mb >= 1; mb--) if (per.sequences % mb === 0 && fitsWith(c, mb)) { fitMb = mb; break; }
+    }
+    const gbS = (x: number) => `${Number((x / 1e9).toPrecision(2)).toLocaleString('en-US')} GB`;
+    const logitsS = ctx.V ? ` + logits ${gbS(parts.logits)}` : ' (logits not counted: no vocabulary)';
+    const alt = [
+      fitMb ? `micro-batch ${fitMb} × GA ${per.sequences! / fitMb} fits ${sliceName(hw, c)}` : '',
+      smallest && smallest !== c ? `the smallest slice that fits is ${sliceName(hw, smallest)}${gbs && mbOn(smallest) !== ctx.mbs ? ` (micro-batch ${mbOn(smallest)})` : ''}` : '',
+      a.flashAttention.value ? '' : 'flash attention',
+      a.activationCheckpointing.value ? '' : 'activation checkpointing',
+    ].filter(Boolean);
     if (!microBatchFits) {
-      w.push(`a micro-batch of ${fmtNum(per.microBatch)} × ${fmtNum(T ?? 2048)} tokens does not fit one ${hw.hbmLabel} chip: activations ${gbS(parts.activations)} + logits ${gbS(parts.logits)}${a.flashAttention.value ? '' : ' (flash attention off)'}${a.activationCheckpointing.value ? '' : ' (no activation checkpointing)'}; lower the micro-batch or turn those on`);
+      w.push(`a micro-batch of ${fmtNum(per.microBatch)} × ${fmtNum(T ?? 2048)} tokens does not fit one ${hw.hbmLabel} chip: activations ${gbS(parts.activations)}${logitsS}${a.flashAttention.value ? '' : ' (flash attention off)'}${a.activationCheckpointing.value ? '' : ' (no activation checkpointing)'}; options: ${alt.join('; ') || 'none in the catalog'}`);
     } else if (!fits) {
-      w.push(`${gbS(perChipParts.total)} per chip (states ${gbS(perChipParts.states)} + activations ${gbS(parts.activations)} + logits ${gbS(parts.logits)}) do not fit ${hw.hbmLabel}: ${smallest ? `the smallest slice that fits is ${sliceName(hw, smallest)}` : 'no slice fits'}`);
+      w.push(`${gbS(perChipParts.total)} per chip (states ${gbS(perChipParts.states)} + activations ${gbS(parts.activations)}${logitsS}) do not fit ${hw.hbmLabel}: ${smallest ? `the smallest slice that fits is ${sliceName(hw, smallest)}` : 'no slice fits'}${fitMb ? `; or micro-batch ${fitMb} × GA ${per.sequences! / fitMb} on ${sliceName(hw, c)}` : ''}`);
     }
 
     for (const pricing of a.pricing.value) {

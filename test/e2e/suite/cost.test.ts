@@ -25,7 +25,9 @@ describe('cost estimator', () => {
       const ls = await costLenses(uri);
       return ls.length ? ls : undefined;
     }, 'the cost lens');
-    assert.match(lens.command!.title, /^≈ \$[\d,]+ · [\d.]+ days on v5e-8 · spot \$[\d,]+$/);
+    // the range first, with the region and date of each price
+    assert.match(lens.command!.title, /^≈ \$[\d,]+–\$[\d,]+ · [\d.]+–[\d.]+ days on v5e-8 \(us-central1, 2026-11-01\) · spot \$[\d,]+–\$[\d,]+ \(northamerica-northeast1, 2026-11-01\)$/);
+    assert.match(lens.command!.tooltip ?? '', /on-demand \$1\.2\/chip-h us-central1 as of 2026-11-01/);
     assert.equal(lens.range.start.line, 5, 'above model.n_layer, the first key setting');
     assert.deepEqual(lens.command!.arguments?.[1], { ask: false });
     const before = lens.command!.title;
@@ -42,12 +44,12 @@ describe('cost estimator', () => {
     }, 'the lens to follow the edit').catch((e: Error) => {
       throw new Error(`${e.message}; lenses: ${JSON.stringify(seen)}; line 15: ${editor.document.lineAt(14).text}`);
     });
-    assert.match(after, /^≈ \$[\d,]+ · [\d.]+ (h|days) on v5e-8 · spot \$[\d,.]+$/);
+    assert.match(after, /^≈ \$[\d,.]+–\$[\d,.]+ · [\d.]+–[\d.]+ (h|days) on v5e-8 \(us-central1, 2026-11-01\) · spot \$[\d,.]+(–\$[\d,.]+)? \(northamerica-northeast1, 2026-11-01\)$/);
   });
 
   it('Estimate Training Cost runs with the chosen hardware, chips and pricing and returns the estimate', async () => {
     const uri = wsUri('cost', 'config.yaml');
-    const vm = await vscode.commands.executeCommand<{ status: string; estimates: { hardware: string; chips: number; pricing: string; cost: number | null }[]; fields: { key: string; source: { line?: number } }[] }>(
+    const vm = await vscode.commands.executeCommand<{ status: string; estimates: { hardware: string; chips: number; pricing: string; cost: number | null; display: { price: string } }[]; fields: { key: string; source: { line?: number } }[]; markdown: string }>(
       'tpuReady.estimateCost', uri, { hardware: ['v6e', 'h100'], chips: 16, pricing: ['on-demand'] },
     );
     assert.ok(vm, 'the command returns the view model');
@@ -55,6 +57,10 @@ describe('cost estimator', () => {
     assert.deepEqual(vm.estimates.map((e) => `${e.hardware}×${e.chips} ${e.pricing}`), ['v6e×16 on-demand', 'h100×16 on-demand']);
     assert.ok(vm.estimates.every((e) => typeof e.cost === 'number' && e.cost > 0));
     assert.equal(vm.fields.find((f) => f.key === 'globalBatch')?.source.line, 12);
+    // what the panel shows: every price with its region, date and source
+    assert.match(vm.estimates[0].display.price, /^\$2\.7\/chip-h us-central1 as of 2026-11-01 \(SkyPilot catalog/);
+    assert.match(vm.estimates[1].display.price, /^\$5\.38\/chip-h us-central1 as of 2026-11-01/);
+    assert.match(vm.markdown, /\$2\.70 us-central1, 2026-11-01/);
     // the result is shown: in the integration panel once it offers tpuReady.showCostPanel, else as a Markdown report beside the config
     await waitFor(
       () =>

@@ -41,9 +41,9 @@ export class TpuEstimate extends LitElement {
       ${c.missing.length ? html`<ul>${c.missing.map((m) => html`<li><strong>${m.field}</strong>: ${m.message} <span class="note">${m.howToSupply}</span></li>`)}</ul>` : nothing}
       ${c.estimates.length
         ? html`<table aria-label="Training time and cost per hardware">
-            <thead><tr><th>Hardware</th><th>Slice</th><th>Pricing</th><th>Time</th><th>Cost</th><th>Range</th><th>Tokens/s</th></tr></thead>
-            <tbody>${c.estimates.map((e) => html`<tr class=${e.primary ? 'primary' : ''}><td>${e.hardwareName}</td><td>${e.slice} (${e.chips} chips)</td><td>${e.pricing}</td><td>${e.display.time}</td><td>${e.display.cost}</td><td>${e.display.range}</td><td>${e.display.tokensPerSecond}</td></tr>
-              ${e.warnings.length ? html`<tr><td colspan="7" class="warn">${e.warnings.join(' · ')}</td></tr>` : nothing}`)}</tbody>
+            <thead><tr><th>Hardware</th><th>Slice</th><th>Pricing</th><th>Time</th><th>Cost</th><th>Range</th><th>MFU</th><th>Tokens/s</th><th>Price (region, as of, source)</th></tr></thead>
+            <tbody>${c.estimates.map((e) => html`<tr class=${e.primary ? 'primary' : ''}><td>${e.hardwareName}</td><td>${e.slice} (${e.chips} chips)</td><td>${e.pricing}</td><td>${e.display.time}</td><td>${e.display.cost}</td><td>${e.display.range}</td><td>${e.display.mfu}</td><td>${e.display.tokensPerSecond}</td><td class="source">${e.display.price}</td></tr>
+              ${e.warnings.length ? html`<tr><td colspan="9" class="warn">${e.warnings.join(' · ')}</td></tr>` : nothing}`)}</tbody>
           </table>`
         : nothing}
       ${c.warnings.length ? html`<ul class="warn">${c.warnings.map((w) => html`<li>${w}</li>`)}</ul>` : nothing}
