@@ -109,7 +109,7 @@ export class CostService implements vscode.Disposable {
       return null;
     }
     this.known.add(key);
-    return estimateFromFiles({ configs: [file], folder: ctx.folder, assumptionFiles: ctx.assumptionFiles, overrides, today: today() });
+    return estimateFromFiles({ configs: [file], folder: ctx.folder, assumptionFiles: ctx.assumptionFiles, overrides, today: today(), datasetMeta: await datasetMeta(doc.uri, file.text) });
   }
 
   private readonly workspaceEstimates = new Map<string, Promise<WorkspaceEstimate | null>>();
@@ -267,4 +267,22 @@ function priceLabel(hw: (typeof HARDWARE)[HardwareId], pricing: Pricing): string
   if (!r) return 'not published';
   const one = (p: Price) => `${money(p.usdPerChipHour)} (${p.region}, ${p.asOf})`;
   return r.min === r.max ? one(r.min) : `${one(r.min)} – ${one(r.max)}`;
+}
+
+/** nanoGPT `dataset = 'x'`: the bytes of data/x/meta.pkl beside the config's repository (read, never unpickled). */
+async function datasetMeta(uri: vscode.Uri, text: string): Promise<{ path: string; bytes: Uint8Array } | undefined> {
+  const name = /^dataset\s*=\s*['"]([\w.-]+)['"]/m.exec(text)?.[1];
+  if (!name) return undefined;
+  const dir = vscode.Uri.joinPath(uri, '..');
+  for (const root of [dir, vscode.Uri.joinPath(dir, '..')]) {
+    const meta = vscode.Uri.joinPath(root, 'data', name, 'meta.pkl');
+    try {
+      const st = await vscode.workspace.fs.stat(meta);
+      if (st.size > 64 * 1024 * 1024) continue;
+      return { path: rel(meta), bytes: await vscode.workspace.fs.readFile(meta) };
+    } catch {
+      // not there
+    }
+  }
+  return undefined;
 }
