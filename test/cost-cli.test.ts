@@ -35,7 +35,7 @@ describe('tpu-ready cost', () => {
     const costs = [...r.out.matchAll(/\(≈ \$([\d,]+)\)/g)].map((m) => Number(m[1].replace(/,/g, '')));
     expect(costs.length).toBeGreaterThan(5);
     expect([...costs].sort((a, b) => a - b)).toEqual(costs);
-    expect(r.out).toMatch(/Sensitivity \(cost\)\n\s+Slice\s+Pricing\s+MFU band\s+Price across regions\s+Preemptions 1 \/ 4 \/ 12 per day/);
+    expect(r.out).toMatch(/Sensitivity \(cost\)\n\s+Slice\s+Pricing\s+MFU band\s+Price across regions; committed use\s+Preemptions 1 \/ 4 \/ 12 per day/);
     expect(r.out).toMatch(/Young\/Daly/);
     expect(r.out).toMatch(/TPU v5e \(v5e-8, 16 GB per chip\): micro-batch does NOT fit one chip/);
     expect(r.out).toMatch(/Prices and sources\n  - TPU v5e: .*on-demand \$1\.20 us-central1 \(as of 2026-11-01/);

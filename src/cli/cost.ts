@@ -254,7 +254,7 @@ export function formatText(r: CostReport): string {
   s += '\nBreakdown of the time (expected MFU)\n';
   s += table([BREAKDOWN_HEADER, ...r.estimates.map(breakdownRow)]);
   const spot = r.estimates.find((e) => e.preemption);
-  if (spot) s += `\nSpot on ${spot.slice}: ${sig(spot.preemption!.perDay)} preemptions/day (${spot.preemption!.perDaySource}); checkpoint write ${sig(spot.checkpoint.writeSeconds)} s (${spot.checkpoint.writeSource}); interval ${sig(spot.checkpoint.intervalMinutes)} min (${spot.checkpoint.intervalSource}).\n`;
+  if (spot) s += `\nSpot on ${spot.slice}: ${sig(spot.preemption!.perDay)} preemptions/day (${spot.preemption!.perDaySource}); checkpoint write ${sig(spot.checkpoint.writeSeconds, 2)} s (${spot.checkpoint.writeSource}); interval ${sig(spot.checkpoint.intervalMinutes, 2)} min (${spot.checkpoint.intervalSource}).\n`;
   const ev = r.estimates.find((e) => e.eval);
   if (ev?.eval) s += `\nEvaluation: ${ev.eval.note}.\n`;
   const seen = new Set<string>();

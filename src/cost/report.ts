@@ -121,14 +121,16 @@ export const ESTIMATE_HEADER = ['Hardware', 'Pricing', 'Cost (expected)', 'Time 
 /** Sensitivity: MFU band, price across regions, preemption rate (spot). */
 export function sensitivityRows(r: CostReport): string[][] {
   return sortedEstimates(r.estimates).map((e) => {
-    const reg = e.price?.range && e.price.range.min.region !== e.price.range.max.region
+    const regions = e.price?.range && e.price.range.min.region !== e.price.range.max.region
       ? `${moneyRange(e.price.range.min.cost, e.price.range.max.cost, e.currency)} (${e.price.range.min.region} … ${e.price.range.max.region})`
-      : '—';
+      : '';
+    const committed = e.committed.map((c) => `${c.term} commit ${moneyShort(c.cost, e.currency)}`).join(', ');
+    const reg = [regions, committed].filter(Boolean).join('; ') || '—';
     const pre = e.preemptionSensitivity.length ? e.preemptionSensitivity.map((s) => (s.cost === null ? 'never finishes' : moneyShort(s.cost, e.currency))).join(' / ') : e.preemption ? `${sig(e.preemption.perDay)}/day (set)` : '—';
     return [e.slice, e.pricing, e.cost === null ? '—' : moneyRange(e.low.cost, e.high.cost, e.currency), reg, pre];
   });
 }
-export const SENSITIVITY_HEADER = ['Slice', 'Pricing', 'MFU band', 'Price across regions', 'Preemptions 1 / 4 / 12 per day'];
+export const SENSITIVITY_HEADER = ['Slice', 'Pricing', 'MFU band', 'Price across regions; committed use', 'Preemptions 1 / 4 / 12 per day'];
 
 export function breakdownRow(e: Estimate): string[] {
   const b = e.breakdown;
@@ -181,7 +183,7 @@ export function toMarkdown(r: CostReport): string {
   out.push('', '## Sensitivity', '', ...mdTable(SENSITIVITY_HEADER, sensitivityRows(r)));
   out.push('', '## Breakdown (hours, expected MFU)', '', ...mdTable(BREAKDOWN_HEADER, r.estimates.map(breakdownRow)));
   const spot = r.estimates.find((e) => e.preemption);
-  if (spot) out.push('', `Spot: ${sig(spot.preemption!.perDay)} preemptions/day on ${spot.slice} (${spot.preemption!.perDaySource}); checkpoint write ${sig(spot.checkpoint.writeSeconds)} s (${spot.checkpoint.writeSource}); interval ${sig(spot.checkpoint.intervalMinutes)} min (${spot.checkpoint.intervalSource}).`);
+  if (spot) out.push('', `Spot: ${sig(spot.preemption!.perDay)} preemptions/day on ${spot.slice} (${spot.preemption!.perDaySource}); checkpoint write ${sig(spot.checkpoint.writeSeconds, 2)} s (${spot.checkpoint.writeSource}); interval ${sig(spot.checkpoint.intervalMinutes, 2)} min (${spot.checkpoint.intervalSource}).`);
   const first = r.estimates.find((e) => e.eval);
   if (first?.eval) out.push('', `Evaluation: ${first.eval.note}.`);
   const mem = r.estimates.filter((e, i, all) => all.findIndex((x) => x.hardware === e.hardware) === i);
