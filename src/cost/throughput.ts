@@ -133,7 +133,7 @@ export function estimateMfu(hwId: HardwareId, dModel: number, ffn: number, token
   mfu = Math.min(mfu, MFU_CEILING);
   const low = mfu * Math.exp(-width);
   const high = Math.min(MFU_CEILING, mfu * Math.exp(width));
-  const formula = `AI ${ai.toFixed(0)} FLOP/byte (d ${dModel}, MLP ${ffn}, ${tokensPerMicroBatch} tokens per micro-batch) ÷ ridge ${ridge.toFixed(0)} = ${(ai / ridge).toFixed(2)}; `
+  const formula = `AI ${ai.toFixed(0)} FLOP/byte (d ${dModel}, MLP ${ffn}, ${Math.round(tokensPerMicroBatch)} tokens per micro-batch) ÷ ridge ${ridge.toFixed(0)} = ${(ai / ridge).toFixed(2)}; `
     + `${CURVE[hw.kind].eta} × x ÷ (x + ${CURVE[hw.kind].kappa}) = ${(curve * 100).toFixed(1)}%; ${why}; band ×/÷ ${Math.exp(width).toFixed(2)}`;
   return { mfu, low, high, intensity: ai, ridge, curve, anchor: own, distance: own ? dist(own) : null, formula };
 }
