@@ -130,7 +130,7 @@ describe('tpu-ready cost', () => {
     const r = run(['examples/gpt-cuda/config.yaml', '--hardware', 'v5e', '--findings', 'examples/gpt-cuda/train.py']);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/^Priced findings \(estimates on v5e-8 on-demand: ≈ \+[\d.]+ (h|days), \+\$[\d,]+ in all\)$/m);
-    expect(r.out).toMatch(/^  examples\/gpt-cuda\/train\.py:\d+: TPU201 ≈ \+[\d.]+ h · \+\$[\d.,]+ on v5e-8 on-demand \(estimate: host sync in the hot loop; 20 ms × 600,000 steps\)$/m);
+    expect(r.out).toMatch(/^  examples\/gpt-cuda\/train\.py:\d+: TPU201 ≈ \+[\d.]+ h · \+\$[\d.,]+ on v5e-8 on-demand \(estimate: host sync in the hot loop; 20 ms × 600,000 steps; at \$1\.2\/chip-h us-central1 as of 2026-11-01\)$/m);
     const j = JSON.parse(run(['examples/gpt-cuda/config.yaml', '--hardware', 'v5e', '--findings', 'examples/gpt-cuda/train.py', '--format', 'json']).out);
     expect(j.pricedFindings.length).toBeGreaterThan(2);
     for (const p of j.pricedFindings) {

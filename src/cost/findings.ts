@@ -123,7 +123,7 @@ export function priceFindings(findings: PriceableFinding[], report: CostReport, 
       basis,
       label: 'estimate',
       assumptions: vals,
-      summary: `≈ +${duration(hours)}${cost !== null ? ` · +${moneyShort(cost, estimate.currency)}` : ''} on ${basis} (estimate: ${rule.what}; ${why}${rule.once ? '; once per file' : ''})`,
+      summary: `≈ +${duration(hours)}${cost !== null ? ` · +${moneyShort(cost, estimate.currency)}` : ''} on ${basis} (estimate: ${rule.what}; ${why}${rule.once ? '; once per file' : ''}${priceNote(estimate)})`,
     };
     if (onceKey) onceSeen.set(onceKey, priced);
     out.push(priced);
@@ -162,4 +162,11 @@ export function pricedFindingsVM(findings: PanelFinding[], report: CostReport, e
   });
   rows.sort((a, b) => b.hours - a.hours || a.path.localeCompare(b.path) || a.line - b.line || a.rule.localeCompare(b.rule));
   return { label: 'estimate', config, basis: `${estimate.slice} ${estimate.pricing}`, findings: rows.slice(0, cap), more: Math.max(0, rows.length - cap) };
+}
+
+/** "; at $1.2/chip-h us-central1 as of 2026-11-01": every priced figure says which price it rests on. */
+function priceNote(e: Estimate): string {
+  if (!e.price) return '';
+  if (e.price.overridden) return `; at ${e.price.perChipHour}/chip-h (override ${e.price.source})`;
+  return `; at $${e.price.perChipHour}/chip-h ${e.price.region} as of ${e.price.asOf}`;
 }
