@@ -368,6 +368,13 @@ describe('the model: golden estimates computed by hand', () => {
     expect(v5e.warnings.join()).toMatch(/smallest slice that fits is v5e-128/);
   });
 
+  it('a fractional micro-batch in cost.toml never hangs the per-chip batch search', () => {
+    const toml = 'hardware = "v5e"\npricing = "on-demand"\nparams = 1e8\nsteps = 10\nglobal-batch = 80\nmicro-batch = 2.7\nseq-len = 512\nchips = 8\n';
+    const e = estimateFromFiles({ configs: [], assumptionFiles: [{ path: 'c.toml', text: toml }], today: TODAY }).estimates[0];
+    // 80 ÷ 8 = 10 sequences per chip; the largest whole micro-batch ≤ 2.7 dividing 10 is 2 (GA 5)
+    expect(e.perChip).toMatchObject({ sequences: 10, microBatch: 2, gradAccum: 5 });
+  });
+
   it('communication: exposed all-reduce appears when gradients outgrow the backward pass (several GPU hosts)', () => {
     // 7B, 64 × H100 (8 hosts), GBS 64 × 2048: G = 7e9 × 4 = 28 GB; NVLink 2·7/8 × 28e9 ÷ 450e9 = 108.9 ms;
     // hosts 2·7/8 × 28e9 ÷ 200e9 = 245 ms; step at 30% MFU = 64 × 2048 × 6 × 7e9 ÷ (64 × 989e12 × 0.3) = 0.2899 s,

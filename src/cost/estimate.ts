@@ -332,8 +332,8 @@ export function estimateAll(rawConfig: RawConfig, a: Assumptions, today: string)
       if (!gbs) return per.microBatch;
       const share = gbs / s;
       if (!Number.isInteger(share) || share < 1) return null;
-      let mb = Math.min(ctx.mbs ?? share, share);
-      while (share % mb !== 0) mb--;
+      let mb = Math.max(1, Math.floor(Math.min(ctx.mbs ?? share, share)));
+      while (mb > 1 && share % mb !== 0) mb--;
       return mb;
     };
     const smallestSlice = hw.slices.find((s) => {
@@ -470,8 +470,8 @@ function perChipBatch(ctx: Ctx, chips: number): Estimate['perChip'] {
   if (mbs && seq >= mbs && Number.isInteger(seq / mbs)) return { sequences: seq, microBatch: mbs, gradAccum: seq / mbs, tokensPerMicroBatch: mbs * T, note: null };
   if (Number.isInteger(seq) && seq >= 1) {
     // the largest micro-batch up to the config's that divides the chip's share
-    let mb = mbs ? Math.min(mbs, seq) : seq;
-    while (seq % mb !== 0) mb--;
+    let mb = Math.max(1, Math.floor(mbs ? Math.min(mbs, seq) : seq));
+    while (mb > 1 && seq % mb !== 0) mb--;
     return { sequences: seq, microBatch: mb, gradAccum: seq / mb, tokensPerMicroBatch: mb * T, note: mbs && mb !== mbs ? `${chips} chips: ${fmtNum(seq)} sequences per chip per step, so micro-batch ${mb} × GA ${seq / mb} (the config's micro-batch ${mbs} would change the global batch)` : null };
   }
   return { sequences: seq, microBatch: Math.max(seq, 1e-9), gradAccum: null, tokensPerMicroBatch: seq * T, note: `${chips} chips do not divide the global batch of ${fmtNum(ctx.gbs)} sequences (${fmtNum(seq)} per chip): the job would need another global batch` };
