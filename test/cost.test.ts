@@ -368,6 +368,22 @@ describe('the model: golden estimates computed by hand', () => {
     expect(v5e.warnings.join()).toMatch(/smallest slice that fits is v5e-128/);
   });
 
+  it('evaluation: Lightning val_check_interval × limit_val_batches, or eval-tokens per pass, forward only on every chip', () => {
+    const yaml = 'trainer:\n  max_steps: 1000\n  devices: 8\n  val_check_interval: 250\n  limit_val_batches: 50\nmodel:\n  n_layer: 12\n  n_embd: 768\n  vocab_size: 50304\ndata:\n  batch_size: 16\n  seq_len: 1024\n';
+    const over = { hardware: { value: ['h100'], source: { kind: 'flag', flag: 't' } }, pricing: { value: ['on-demand'], source: { kind: 'flag', flag: 't' } } } as const;
+    const e = estimateFromFiles({ configs: [{ path: 'l.yaml', text: yaml }], overrides: over, today: TODAY }).estimates[0];
+    // ⌊1000 ÷ 250⌋ = 4 passes × 50 batches × 16 × 1024 × 8 devices = 6,553,600 tokens each, at 3× the training
+    // tokens/s of all 8 chips: 4 × 6,553,600 ÷ (3 × tokens/s) s
+    expect(e.eval).toMatchObject({ passes: 4, tokensEach: 50 * 16 * 1024 * 8 });
+    expect(e.breakdown.eval).toBeCloseTo((4 * 6_553_600) / (3 * e.tokensPerSecond) / 3600, 9);
+    // HF: eval_steps without an eval set size is named, and eval-tokens fills it in
+    const args = '{\n "per_device_train_batch_size": 8,\n "max_steps": 100,\n "eval_steps": 50,\n "max_seq_length": 512,\n "num_hidden_layers": 2,\n "hidden_size": 64,\n "vocab_size": 100\n}';
+    const hf = estimateFromFiles({ configs: [{ path: 'args.json', text: args }], overrides: over, today: TODAY });
+    expect(hf.warnings.join()).toMatch(/args\.json:4: evaluation every 50 steps: the eval set size is unknown.*`eval-tokens`/);
+    const hf2 = estimateFromFiles({ configs: [{ path: 'args.json', text: args }], assumptionFiles: [{ path: 'c.toml', text: 'eval-tokens = 1e6\n' }], overrides: over, today: TODAY }).estimates[0];
+    expect(hf2.eval).toMatchObject({ passes: 2, tokensEach: 1e6 });
+  });
+
   it('a fractional micro-batch in cost.toml never hangs the per-chip batch search', () => {
     const toml = 'hardware = "v5e"\npricing = "on-demand"\nparams = 1e8\nsteps = 10\nglobal-batch = 80\nmicro-batch = 2.7\nseq-len = 512\nchips = 8\n';
     const e = estimateFromFiles({ configs: [], assumptionFiles: [{ path: 'c.toml', text: toml }], today: TODAY }).estimates[0];

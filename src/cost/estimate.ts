@@ -162,6 +162,8 @@ interface Ctx {
   evalPasses: number;
   evalTokensEach: number;
   evalNote: string | null;
+  /** Evaluation runs on every chip (true) or on one device while the others wait (nanoGPT). */
+  evalOnAll: boolean;
   today: string;
 }
 
@@ -196,7 +198,8 @@ function run(ctx: Ctx, hw: Hardware, chips: number, pricing: Pricing, rate: Rate
   const train = (compute + communicationH) / (1 - s);
   const stall = train - compute - communicationH;
   // evaluation: forward only (a third of a training step's FLOPs per token) on the chips that run it
-  const evalH = ctx.evalPasses * ctx.evalTokensEach / (rate.raw / chips * 3) / 3600;
+  const evalRate = (ctx.evalOnAll ? rate.raw : rate.raw / chips) * 3;
+  const evalH = (ctx.evalPasses * ctx.evalTokensEach) / evalRate / 3600;
   const compileOnce = (hw.kind === 'tpu' ? a.compileSeconds.value * ctx.shapes : ctx.gpuCompile ? a.gpuCompileSeconds.value : 0) / 3600;
   const spot = pricing === 'spot' && ck.perDay !== null && ck.perDay > 0;
   const intervalMinutes = ck.intervalMinutes ?? (spot ? youngDalyMinutes(ck.writeSeconds, 24 / ck.perDay!) : 60);
@@ -266,18 +269,26 @@ export function estimateAll(rawConfig: RawConfig, a: Assumptions, today: string)
   let evalPasses = 0;
   let evalTokensEach = 0;
   let evalNote: string | null = null;
+  let evalOnAll = false;
   if (config.frameworks.includes('nanogpt') && f.evalInterval && f.evalIters && f.microBatch && T && steps) {
     evalPasses = Math.floor(steps / f.evalInterval.value) + 1;
     evalTokensEach = 2 * f.evalIters.value * f.microBatch.value * T;
     evalNote = `${evalPasses} evaluations (every ${f.evalInterval.value} steps and at step 0) × 2 splits × ${f.evalIters.value} batches × ${f.microBatch.value} × ${T} tokens, forward only, on one device while the others wait (nanoGPT train.py estimate_loss)`;
+  } else if (f.evalInterval && steps && (f.evalTokens || (config.frameworks.includes('lightning') && f.evalIters && f.microBatch && T))) {
+    // evaluation on every chip of the job: `eval-tokens` per pass, or Lightning's limit_val_batches × batch × SEQ × devices
+    evalPasses = Math.floor(steps / f.evalInterval.value);
+    const dev = resolved.jobDevices.value;
+    evalTokensEach = f.evalTokens ? f.evalTokens.value : f.evalIters!.value * f.microBatch!.value * T! * dev;
+    evalNote = `${evalPasses} evaluations (every ${f.evalInterval.value} steps) × ${fmtNum(evalTokensEach)} tokens (${f.evalTokens ? '`eval-tokens`' : `limit_val_batches ${f.evalIters!.value} × ${f.microBatch!.value} × ${T} × ${dev} devices`}), forward only, on every chip`;
+    evalOnAll = true;
   } else if (f.evalInterval) {
-    warnings.push(`${f.evalInterval.source.kind === 'config' ? `${f.evalInterval.source.file}:${f.evalInterval.source.line}: ` : ''}evaluation every ${f.evalInterval.value} steps: the eval set size is unknown, so its time is left out`);
+    warnings.push(`${f.evalInterval.source.kind === 'config' ? `${f.evalInterval.source.file}:${f.evalInterval.source.line}: ` : ''}evaluation every ${f.evalInterval.value} steps: the eval set size is unknown, so its time is left out (set \`eval-tokens\` per pass in .tpu-ready/cost.toml)`);
   }
   const gpuCompile = !!f.compile && /^(true|1|yes|default|max-autotune|reduce-overhead)$/i.test(String(f.compile.value));
 
   const ctx: Ctx = {
     a, tokens: resolved.tokens.value, F, N, L, d, dAssumed, T, V: f.vocab?.value, heads: f.heads?.value ?? Math.max(1, Math.round(d / 64)), ffn: f.ffn?.value ?? 4 * d,
-    gbs, mbs: f.microBatch?.value, steps, shapes: shapes.value, gpuCompile, evalPasses, evalTokensEach, evalNote, today,
+    gbs, mbs: f.microBatch?.value, steps, shapes: shapes.value, gpuCompile, evalPasses, evalTokensEach, evalNote, evalOnAll, today,
   };
   const job = resolved.jobDevices;
   const estimates: Estimate[] = [];

@@ -185,6 +185,9 @@ export function mapEntries(entries: Entries, frameworks: Framework[]): Mapped {
     m.str('precision', ['trainer.precision']);
     m.str('accelerator', ['trainer.accelerator']);
     nodesDevices(m, ['trainer.devices'], ['trainer.num_nodes']);
+    // an integer val_check_interval counts training batches (Lightning Trainer docs); a float is a fraction of an epoch
+    m.num('evalInterval', ['trainer.val_check_interval'], (n) => Number.isInteger(n) && n > 1);
+    m.num('evalIters', ['trainer.limit_val_batches'], (n) => Number.isInteger(n) && n > 1);
     const gcb = m.entry(['trainer.limit_train_batches']);
     if (gcb) m.notes.push(`${gcb[1].file}:${gcb[1].line}: \`trainer.limit_train_batches\` is not applied to the estimate`);
   }
