@@ -6,7 +6,7 @@ import { init, ROOT } from './setup';
 import {
   CostConfigError, HARDWARE, MissingValuesError, assumptionsFrom, buildCostVM, costVM, estimateAll, estimateFromFiles, lensText,
   loadTrainingConfig, parseAssumptionsFile, priceFindings, pricedFindingsVM, reportJson, resolveConfig, toMarkdown, defaultAssumptions, staleness, parseHardware, findModel, pickledInt,
-  type ConfigFile, type TrainingFields,
+  type Assumptions, type ConfigFile, type TrainingFields,
 } from '../src/cost';
 import type { Finding } from '../src/core/types';
 
@@ -370,7 +370,7 @@ describe('the model: golden estimates computed by hand', () => {
 
   it('evaluation: Lightning val_check_interval × limit_val_batches, or eval-tokens per pass, forward only on every chip', () => {
     const yaml = 'trainer:\n  max_steps: 1000\n  devices: 8\n  val_check_interval: 250\n  limit_val_batches: 50\nmodel:\n  n_layer: 12\n  n_embd: 768\n  vocab_size: 50304\ndata:\n  batch_size: 16\n  seq_len: 1024\n';
-    const over = { hardware: { value: ['h100'], source: { kind: 'flag', flag: 't' } }, pricing: { value: ['on-demand'], source: { kind: 'flag', flag: 't' } } } as const;
+    const over: Partial<Assumptions> = { hardware: { value: ['h100'], source: { kind: 'flag', flag: 't' } }, pricing: { value: ['on-demand'], source: { kind: 'flag', flag: 't' } } };
     const e = estimateFromFiles({ configs: [{ path: 'l.yaml', text: yaml }], overrides: over, today: TODAY }).estimates[0];
     // ⌊1000 ÷ 250⌋ = 4 passes × 50 batches × 16 × 1024 × 8 devices = 6,553,600 tokens each, at 3× the training
     // tokens/s of all 8 chips: 4 × 6,553,600 ÷ (3 × tokens/s) s
