@@ -220,13 +220,17 @@ function benchIncremental(results: Record<string, unknown>) {
 
 async function main() {
   await initParser(__dirname);
-  const dir = process.argv[2];
+  // `--only incremental`: just the edit latency (what `node --cpu-prof dist/bench.js --only incremental` profiles)
+  const onlyIncremental = process.argv.includes('--only') && process.argv[process.argv.indexOf('--only') + 1] === 'incremental';
+  const dir = onlyIncremental ? undefined : process.argv.slice(2).find((a) => !a.startsWith('--'));
   const ruff = loadRuff();
   console.log(`tpu-ready benchmark: node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu'}, ${RULES.length} rules${ruff ? '' : ' (ruff wasm not installed: no ruff comparison)'}`);
   const results: Record<string, unknown> = { date: new Date().toISOString(), rules: RULES.length };
   if (dir) benchCorpus(dirCorpus(path.resolve(dir)), ruff, results);
-  benchCorpus(mixedCorpus(2000), ruff, results);
-  benchCorpus(denseCorpus(300), ruff, results);
+  if (!onlyIncremental) {
+    benchCorpus(mixedCorpus(2000), ruff, results);
+    benchCorpus(denseCorpus(300), ruff, results);
+  }
   benchIncremental(results);
   fs.mkdirSync(path.join(HERE, '.bench'), { recursive: true });
   fs.writeFileSync(path.join(HERE, '.bench', 'last.json'), JSON.stringify(results, null, 2));
