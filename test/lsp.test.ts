@@ -3,7 +3,7 @@
  * subprocess, a plain JSON-RPC client over its stdin/stdout. Built into a temporary folder first, so this
  * never races the CLI test's build of dist/.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,6 +13,8 @@ import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(__dirname, '..');
+/** Neovim (Debian's is 0.7) when installed: the editor check below skips without it (CI does not install it). */
+const NVIM = spawnSync('nvim', ['--version'], { encoding: 'utf8' }).stdout?.match(/^NVIM v(\S+)/)?.[1] ?? null;
 let OUT: string;
 let WS: string;
 
@@ -281,5 +283,31 @@ describe('tpu-ready language server over stdio', () => {
     const d = await client.diagnostics(uri, (p) => p.diagnostics.length > 0);
     expect(d.diagnostics.map((x) => x.code)).toEqual(['TPU104']);
     expect(await client.close()).toBe(0);
+  });
+
+  it.skipIf(!NVIM)(`Neovim ${NVIM ?? '(not installed: skipped)'} headless: diagnostics arrive, a quick-fix applies, diagnostics follow`, async () => {
+    const dir = fs.mkdtempSync(path.join(WS, 'nvim-'));
+    const file = path.join(dir, 'train.py');
+    fs.writeFileSync(file, 'import torch\n\nx = torch.ones(2).cuda()\ntorch.cuda.synchronize()\n');
+    const out = path.join(dir, 'out.txt');
+    const r = spawnSync('nvim', ['--headless', '-u', 'NONE', '-i', 'NONE', '-c', `luafile ${path.join(ROOT, 'test/nvim/check.lua')}`], {
+      env: { ...process.env, TPU_READY_SERVER: path.join(OUT, 'server.js'), TPU_READY_FILE: file, TPU_READY_OUT: out, XDG_CACHE_HOME: dir, XDG_STATE_HOME: dir },
+      timeout: 90_000, encoding: 'utf8',
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(fs.readFileSync(out, 'utf8').trim().split('\n')).toEqual([
+      'diagnostic 2:4-2:24 TPU101 tpu-ready',
+      'diagnostic 3:0-3:24 TPU104 tpu-ready',
+      // settings from initializationOptions (Neovim 0.7 answers no workspace/configuration): tpu-only fixes
+      'action Replace `.cuda()` with `.to(torch_xla.device())`',
+      'action Ignore TPU101 on this line',
+      'action Fix all safe TPU issues in this file',
+      'line 1 import torch',
+      'line 2 import torch_xla',
+      'line 3 ',
+      'line 4 x = torch.ones(2).to(torch_xla.device())',
+      'line 5 torch.cuda.synchronize()',
+      'after fix 4 TPU104',
+    ]);
   });
 });

@@ -602,7 +602,8 @@ export class TpuReadyServer {
   // Code actions and commands
 
   private findingFor(unit: Unit, uri: string, d: Diagnostic): LocatedFinding | undefined {
-    if (d.source !== LSP_SOURCE) return undefined;
+    // a client may send back only part of the diagnostic (Neovim 0.7 keeps `source` and `range` apart from `data`)
+    if (d.source !== undefined && d.source !== LSP_SOURCE) return undefined;
     const data = d.data as Partial<DiagnosticData> | undefined;
     const cell = unit.cells ? unit.cells.indexOf(uri) : null;
     if (data && data.stamp === unit.stamp && typeof data.start === 'number') {
@@ -610,8 +611,8 @@ export class TpuReadyServer {
       if (f) return f;
     }
     const code = typeof d.code === 'string' ? d.code : String(d.code ?? '');
-    const same = (a: Position, b: Position) => a.line === b.line && a.character === b.character;
-    return unit.findings.find((f) => f.rule === code && f.cell === cell && same(f.startPos, d.range.start) && same(f.endPos, d.range.end));
+    const same = (a: Position, b: Position | undefined) => !!b && a.line === b.line && a.character === b.character;
+    return unit.findings.find((f) => f.rule === code && f.cell === cell && same(f.startPos, d.range?.start) && same(f.endPos, d.range?.end));
   }
 
   private async codeActions(p: CodeActionParams, token: CancellationToken): Promise<CodeAction[]> {
