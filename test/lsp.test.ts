@@ -240,6 +240,12 @@ describe('tpu-ready language server over stdio', () => {
     const after = await client.diagnostics(cell(2), (p) => (p.diagnostics[0]?.data as { stamp?: string } | undefined)?.stamp?.startsWith('2:') ?? false);
     expect(after.diagnostics.map((d) => d.code)).toEqual(['TPU101']);
 
+    // an open pyproject.toml: problems in [tool.tpu-ready] at their line
+    const pyproject = pathToFileURL(path.join(WS, 'sub', 'pyproject.toml')).toString();
+    await client.rpc.sendNotification('textDocument/didOpen', { textDocument: { uri: pyproject, languageId: 'toml', version: 1, text: '[project]\nname = "x"\n\n[tool.tpu-ready]\nselct = ["TPU1"]\n' } });
+    const config = await client.diagnostics(pyproject, (p) => p.diagnostics.length > 0);
+    expect(config.diagnostics.map((d) => [d.code, d.range.start.line, d.message])).toEqual([['config', 4, '[tool.tpu-ready] unknown key "selct"']]);
+
     // custom request: the findings of the open file, for the checklist, the panel and the tree
     const findings = await client.rpc.sendRequest<{ uri: string; findings: { rule: string }[] }>('tpuReady/findings', { uri });
     expect(findings.findings.map((f) => f.rule)).toEqual(['TPU104']);
@@ -275,13 +281,19 @@ describe('tpu-ready language server over stdio', () => {
     expect(await client.close()).toBe(0);
   });
 
-  it('`tpu-ready server` speaks the same protocol over stdio', async () => {
-    const client = new Client([path.join(OUT, 'cli.js'), 'server', '--stdio'], PUSH_CAPS);
+  it('`tpu-ready server` speaks the same protocol over stdio; with run = onSave it analyses on open and save only', async () => {
+    const client = new Client([path.join(OUT, 'cli.js'), 'server', '--stdio'], PUSH_CAPS, { settings: { run: 'onSave' } });
     await client.initialize();
     const uri = pathToFileURL(path.join(WS, 'cli.py')).toString();
     await client.rpc.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text: 'import torch\ntorch.cuda.synchronize()\n' } });
     const d = await client.diagnostics(uri, (p) => p.diagnostics.length > 0);
     expect(d.diagnostics.map((x) => x.code)).toEqual(['TPU104']);
+    const before = client.published.get(uri)!.length;
+    await client.rpc.sendNotification('textDocument/didChange', { textDocument: { uri, version: 2 }, contentChanges: [{ text: 'import torch\n' }] });
+    await new Promise((r) => setTimeout(r, 800));
+    expect(client.published.get(uri)!.length).toBe(before);
+    await client.rpc.sendNotification('textDocument/didSave', { textDocument: { uri } });
+    await client.diagnostics(uri, (p) => p.diagnostics.length === 0);
     expect(await client.close()).toBe(0);
   });
 

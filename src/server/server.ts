@@ -38,7 +38,7 @@ import {
 import { DocumentAnalyzer } from '../core/incremental';
 import { NotebookFormatError, parseIpynb, type NotebookCell } from '../core/notebook';
 import { initParser, parsePython } from '../core/parse';
-import { optionsFor as coreOptionsFor } from '../core/config';
+import { configHeaderLine, optionsFor as coreOptionsFor, parseProjectConfig, type ConfigProblem } from '../core/config';
 import { docsUrl } from '../core/rule';
 import { workspaceScore } from '../core/score';
 import { LineIndex, normalizeLoneCr } from '../core/source';
@@ -157,6 +157,8 @@ export class TpuReadyServer {
   private readonly scanned = new Map<string, ScannedFile>();
   private readonly projectModel: ProjectModel;
   private parserReady: Promise<unknown> | null = null;
+  /** The version each text document was opened with (its first content event is the open itself). */
+  private readonly openedVersions = new Map<string, number>();
 
   constructor(
     private readonly connection: Connection,
@@ -169,12 +171,21 @@ export class TpuReadyServer {
     const c = this.connection;
     c.onInitialize((p) => this.initialize(p));
     c.onInitialized(() => this.initialized());
-    this.documents.onDidOpen((e) => this.opened(e.document.uri));
+    this.documents.onDidOpen((e) => {
+      this.openedVersions.set(e.document.uri, e.document.version);
+      this.opened(e.document.uri);
+    });
     this.documents.onDidChangeContent((e) => {
+      // TextDocuments also fires this on open: that version is analysed by `opened` (also under run = onSave)
+      if (this.openedVersions.get(e.document.uri) === e.document.version) return;
+      this.openedVersions.delete(e.document.uri);
       if (this.states.has(e.document.uri) || this.analysable(e.document.uri)) void this.changed(e.document.uri, false);
     });
     this.documents.onDidSave((e) => void this.saved(e.document.uri));
-    this.documents.onDidClose((e) => this.forget(e.document.uri));
+    this.documents.onDidClose((e) => {
+      this.openedVersions.delete(e.document.uri);
+      this.forget(e.document.uri);
+    });
     this.notebooks.onDidOpen((nb) => this.opened(nb.uri));
     this.notebooks.onDidChange((e) => void this.changed(e.notebookDocument.uri, false));
     this.notebooks.onDidSave((nb) => void this.saved(nb.uri));
@@ -206,8 +217,14 @@ export class TpuReadyServer {
     this.capabilities = p.capabilities;
     this.pullMode = !!p.capabilities.textDocument?.diagnostic;
     this.configurationRequests = !!p.capabilities.workspace?.configuration;
-    const init = p.initializationOptions as { settings?: ClientSettings } | null | undefined;
-    if (init?.settings && typeof init.settings === 'object') this.globalSettings = init.settings;
+    // `{settings: {...}}` (documented), `{tpuReady: {...}}`, or the settings themselves (Helix's `config = {...}`)
+    const init = p.initializationOptions as (ClientSettings & { settings?: ClientSettings; tpuReady?: ClientSettings }) | null | undefined;
+    if (init && typeof init === 'object') {
+      const known = ['target', 'targetVersion', 'fixStyle', 'accelModule', 'select', 'ignore', 'run', 'maxFileSize'];
+      if (init.settings && typeof init.settings === 'object') this.globalSettings = init.settings;
+      else if (init.tpuReady && typeof init.tpuReady === 'object') this.globalSettings = init.tpuReady;
+      else if (Object.keys(init).some((k) => known.includes(k))) this.globalSettings = init;
+    }
     const folders = (p.workspaceFolders ?? []).map((f) => fsPath(f.uri)).filter((x): x is string => !!x);
     if (!folders.length && p.rootUri) {
       const root = fsPath(p.rootUri);
@@ -462,6 +479,8 @@ export class TpuReadyServer {
       const uri = unit.cells ? (f.cell !== null ? unit.cells[f.cell] : undefined) : unit.key;
       if (uri) byUri.get(uri)?.push(this.toDiagnostic(f, uri, unit, locator));
     }
+    // problems in [tool.tpu-ready] of an open pyproject.toml, as the extension shows them
+    if (unit.source.kind === 'text' && unit.source.fileKind === 'pyproject') byUri.get(unit.key)?.push(...configDiagnostics(unit.source.text));
     return byUri;
   }
 
@@ -838,6 +857,29 @@ export class TpuReadyServer {
     });
     return { file: { uri, findings, relevant }, diagnostics };
   }
+}
+
+/** A pyproject.toml tpu-ready reads: one with a `[tool.tpu-ready]` table (or a dotted `tool.tpu-ready.` key). */
+const OUR_PYPROJECT = /^\s*\[\s*tool\s*\.\s*"?tpu-ready"?\s*[\].]|^\s*tool\s*\.\s*"?tpu-ready"?\s*\./m;
+
+/** Problems in `[tool.tpu-ready]` (invalid TOML, unknown keys, bad values) at their line, else the table header, else line 1. */
+export function configDiagnostics(text: string): Diagnostic[] {
+  if (!OUR_PYPROJECT.test(text)) return [];
+  const lines = text.split(/\r?\n/);
+  const header = configHeaderLine(text);
+  return parseProjectConfig(text).problems.map((p: ConfigProblem): Diagnostic => {
+    const n = Math.min(Math.max((p.line ?? header ?? 1) - 1, 0), lines.length - 1);
+    const line = lines[n] ?? '';
+    const start = line.length - line.trimStart().length;
+    const invalid = /not valid TOML/.test(p.message);
+    return {
+      range: { start: { line: n, character: start }, end: { line: n, character: Math.max(line.trimEnd().length, start) } },
+      severity: invalid ? DiagnosticSeverity.Error : DiagnosticSeverity.Warning,
+      source: LSP_SOURCE,
+      code: invalid ? 'config-toml' : 'config',
+      message: p.message,
+    };
+  });
 }
 
 function optionsForUntitled(settings: EffectiveSettings): AnalyzeOptions | null {
