@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
-import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
+import { CancellationTokenSource, createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -49,6 +49,8 @@ class Client {
   readonly published = new Map<string, Published[]>();
   private waiters: { test: (p: Published) => boolean; resolve: (p: Published) => void }[] = [];
   readonly applied: unknown[] = [];
+  readonly progressTokens: (string | number)[] = [];
+  readonly progress: { token: string | number; value: { kind: string; message?: string } }[] = [];
   stderr = '';
 
   constructor(args: string[], readonly capabilities: Record<string, unknown>, readonly initializationOptions: unknown = undefined) {
@@ -71,7 +73,11 @@ class Client {
     });
     this.rpc.onRequest('workspace/configuration', (p: { items: unknown[] }) => p.items.map(() => null));
     this.rpc.onRequest('client/registerCapability', () => null);
-    this.rpc.onRequest('window/workDoneProgress/create', () => null);
+    this.rpc.onRequest('window/workDoneProgress/create', (p: { token: string | number }) => {
+      this.progressTokens.push(p.token);
+      return null;
+    });
+    this.rpc.onNotification('$/progress', (p: { token: string | number; value: { kind: string; message?: string } }) => void this.progress.push(p));
     this.rpc.onNotification('window/logMessage', () => undefined);
     this.rpc.listen();
   }
@@ -294,6 +300,35 @@ describe('tpu-ready language server over stdio', () => {
     expect(client.published.get(uri)!.length).toBe(before);
     await client.rpc.sendNotification('textDocument/didSave', { textDocument: { uri } });
     await client.diagnostics(uri, (p) => p.diagnostics.length === 0);
+    expect(await client.close()).toBe(0);
+  });
+
+  it('scans the workspace on request with progress, publishing on files that are not open; a cancelled scan stops', async () => {
+    const dir = fs.mkdtempSync(path.join(WS, 'scan-'));
+    for (let i = 0; i < 25; i++) fs.writeFileSync(path.join(dir, `m${String(i).padStart(2, '0')}.py`), i % 2 ? 'import torch\ntorch.cuda.synchronize()\n' : 'print(1)\n');
+    const client = new Client([path.join(OUT, 'server.js'), '--stdio'], PUSH_CAPS);
+    await client.initialize();
+    const result = await client.rpc.sendRequest<{ files: { uri: string; findings: { rule: string }[] }[]; score: number; cancelled: boolean }>('tpuReady/scanWorkspace', {});
+    expect(result.cancelled).toBe(false);
+    const mine = result.files.filter((f) => f.uri.includes(path.basename(dir)));
+    expect(mine).toHaveLength(25);
+    expect(mine.filter((f) => f.findings.length).map((f) => f.findings.map((x) => x.rule).join())).toEqual(Array(12).fill('TPU104'));
+    expect(result.score).toBeLessThan(100);
+    const m01 = pathToFileURL(path.join(dir, 'm01.py')).toString();
+    expect((await client.diagnostics(m01)).diagnostics.map((d) => d.code)).toEqual(['TPU104']);
+    // progress: begin, reports, end on a token the server created
+    expect(client.progressTokens).toHaveLength(1);
+    const kinds = client.progress.filter((p) => p.token === client.progressTokens[0]).map((p) => p.value.kind);
+    expect(kinds[0]).toBe('begin');
+    expect(kinds.at(-1)).toBe('end');
+    expect(kinds).toContain('report');
+    // cancelled at once: the scan stops before the first file
+    const cts = new CancellationTokenSource();
+    const pending = client.rpc.sendRequest<{ files: unknown[]; cancelled: boolean }>('tpuReady/scanWorkspace', {}, cts.token);
+    cts.cancel();
+    const stopped = await pending.catch((e: { code?: number }) => ({ files: [], cancelled: e.code === -32800 }));
+    expect(stopped.cancelled).toBe(true);
+    expect(stopped.files.length).toBeLessThan(result.files.length);
     expect(await client.close()).toBe(0);
   });
 
