@@ -102,7 +102,7 @@ describe('incremental re-analysis', () => {
     expect(compared).toBe(picked.length * 6);
     // the comparison is not vacuous: most edited files still have findings
     expect(withFindings).toBeGreaterThan(compared / 2);
-  });
+  }, 240_000); // ~500 analyses: minutes on a loaded 2-core machine
 
   it('equals full analysis after seeded random edits of notebook cells', () => {
     const rand = rng(SEED + 1);

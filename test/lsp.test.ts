@@ -95,7 +95,7 @@ class Client {
   }
 
   /** The next diagnostics published for `uri` (or one already published) that pass `test`. */
-  diagnostics(uri: string, test: (p: Published) => boolean = () => true, timeoutMs = 20000): Promise<Published> {
+  diagnostics(uri: string, test: (p: Published) => boolean = () => true, timeoutMs = 60000): Promise<Published> {
     const seen = [...(this.published.get(uri) ?? [])].reverse().find(test);
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
@@ -138,7 +138,8 @@ function applyEdits(text: string, edits: { range: unknown; newText: string }[]):
 
 type Action = { title: string; kind?: string; isPreferred?: boolean; edit?: { documentChanges?: { textDocument?: { uri: string; version: number | null }; edits?: { range: unknown; newText: string }[]; kind?: string; uri?: string }[] }; command?: { command: string; arguments: unknown[] } };
 
-describe('tpu-ready language server over stdio', () => {
+// each test starts a server process; on a loaded 2-core machine that takes seconds
+describe('tpu-ready language server over stdio', { timeout: 120_000 }, () => {
   it('pushes diagnostics for a .py file and a notebook, answers code actions and commands, follows edits, shuts down', async () => {
     const client = new Client([path.join(OUT, 'server.js'), '--stdio'], PUSH_CAPS);
     const init = await client.initialize();
