@@ -359,3 +359,56 @@ describe('tpu-ready language server over stdio', { timeout: 120_000 }, () => {
     ]);
   });
 });
+
+describe('tpu-ready language server in process', () => {
+  it('feeds the project model each analysed text and re-analyses the open files it names as affected', async () => {
+    const { PassThrough } = await import('node:stream');
+    const { createConnection, ProposedFeatures } = await import('vscode-languageserver/node');
+    const { startServer } = await import('../src/server/server');
+    const { init } = await import('./setup');
+    await init(); // the grammar from node_modules: the server's own initParser call then reuses it
+    const dir = fs.mkdtempSync(path.join(WS, 'model-'));
+    const a = path.join(dir, 'a.py');
+    const b = path.join(dir, 'b.py');
+    const updates: string[] = [];
+    const model = {
+      update: (p: string, text: string | null) => {
+        updates.push(`${path.basename(p)}:${text?.length ?? 'deleted'}`);
+        return p === a ? [a, b] : [p];
+      },
+      dependants: (p: string) => (p === a ? [b] : []),
+    };
+    const toServer = new PassThrough();
+    const toClient = new PassThrough();
+    const connection = createConnection(ProposedFeatures.all, new StreamMessageReader(toServer), new StreamMessageWriter(toClient));
+    const server = startServer(connection, { wasmDir: path.join(ROOT, 'dist'), projectModel: model });
+    const rpc = createMessageConnection(new StreamMessageReader(toClient), new StreamMessageWriter(toServer));
+    const published: string[] = [];
+    rpc.onNotification('textDocument/publishDiagnostics', (p: Published) => void published.push(`${path.basename(p.uri)}:${p.diagnostics.length}`));
+    rpc.onRequest('workspace/configuration', (p: { items: unknown[] }) => p.items.map(() => null));
+    rpc.listen();
+    try {
+      await rpc.sendRequest('initialize', { processId: null, rootUri: pathToFileURL(dir).toString(), capabilities: PUSH_CAPS });
+      await rpc.sendNotification('initialized', {});
+      const until = async (test: () => boolean) => {
+        for (let i = 0; i < 600 && !test(); i++) await new Promise((r) => setTimeout(r, 50));
+        expect(test()).toBe(true);
+      };
+      const text = 'import torch\ntorch.cuda.synchronize()\n';
+      await rpc.sendNotification('textDocument/didOpen', { textDocument: { uri: pathToFileURL(b).toString(), languageId: 'python', version: 1, text } });
+      await until(() => published.includes('b.py:1'));
+      await rpc.sendNotification('textDocument/didOpen', { textDocument: { uri: pathToFileURL(a).toString(), languageId: 'python', version: 1, text: 'print(1)\n' } });
+      // a.py analysed: the model names b.py affected, and b.py (open) is analysed and published again
+      await until(() => published.filter((x) => x === 'b.py:1').length === 2);
+      expect(updates.slice(0, 2)).toEqual([`b.py:${text.length}`, 'a.py:9']);
+      // b.py's text did not change: the model is not told again, so nothing loops
+      await new Promise((r) => setTimeout(r, 500));
+      expect(updates).toHaveLength(2);
+      expect(published.filter((x) => x.startsWith('b.py')).length).toBe(2);
+    } finally {
+      rpc.dispose();
+      server.dispose();
+      connection.dispose();
+    }
+  });
+});

@@ -68,15 +68,17 @@ const FIX_ALL_TITLE = 'Fix all safe TPU issues in this file';
 const FIX_CELL_TITLE = 'Fix all safe TPU issues in this cell';
 
 /**
- * Project scope seam: the index another branch adds (`ProjectIndex` in src/model/project.ts). The server
- * feeds it every text it analyses and re-analyses the open documents it names as dependants.
+ * Project scope seam: the index another branch adds (`ProjectIndex` in src/model/project.ts, whose `update` and
+ * `dependants` have these shapes). The server feeds it every text it analyses (absolute file paths) and
+ * re-analyses the open documents among the files `update` names as affected.
  */
 export interface ProjectModel {
-  update(path: string, text: string): void;
+  /** A file's text changed (null: deleted); returns the files whose analysis may change (itself and its dependants). */
+  update(path: string, text: string | null): string[];
   dependants(path: string): string[];
 }
 
-const NO_PROJECT_MODEL: ProjectModel = { update: () => undefined, dependants: () => [] };
+const NO_PROJECT_MODEL: ProjectModel = { update: () => [], dependants: () => [] };
 
 /** A file or a notebook: the unit the engine analyses. */
 type Analysable =
@@ -102,6 +104,8 @@ interface DocState {
   analyzer: DocumentAnalyzer;
   unit: Unit | null;
   published: string[];
+  /** The text last given to the project model. */
+  lastText?: string;
 }
 
 const SEVERITY: Record<Severity, DiagnosticSeverity> = {
@@ -125,13 +129,14 @@ function asks(only: string[] | undefined, kind: string): boolean {
   return !only || only.some((k) => kind === k || kind.startsWith(`${k}.`));
 }
 
-/** Where a finding's own related locations will come from (`Finding.related`, branch `project`): read defensively. */
+/** A finding's own related locations (`Finding.related` / `LocatedRelated`, branch `project`): read defensively. */
 interface RelatedLike {
   message?: string;
+  /** Another module of the project ('/'-separated; absolute, or relative to the workspace folder); absent: this file. */
   path?: string;
-  uri?: string;
   start?: number;
   end?: number;
+  cell?: number | null;
   startPos?: Position;
   endPos?: Position;
 }
@@ -453,8 +458,16 @@ export class TpuReadyServer {
       relevant: false,
     };
     unit.relevant = (mayMatch(text) && !isGeneratedAccel(text)) || unit.findings.length > 0;
-    if (source.kind !== 'text') this.projectModel.update(source.path, text);
     this.publish(state, unit, a);
+    const file = fsPath(a.uri);
+    if (file && source.kind !== 'text' && state.lastText !== text) {
+      state.lastText = text;
+      // files that import this one may find otherwise now (project scope): re-analyse those that are open
+      for (const dep of this.projectModel.update(file, text)) {
+        const depUri = pathToFileURL(dep).toString();
+        if (dep !== file && this.states.has(depUri)) this.schedule(depUri, DEBOUNCE_MS);
+      }
+    }
     return unit;
   }
 
@@ -505,20 +518,21 @@ export class TpuReadyServer {
   }
 
   private relatedLocation(r: RelatedLike, uri: string, unit: Unit, locator: Locator): { uri: string; range: { start: Position; end: Position } } | null {
-    const target = r.uri ?? (r.path ? this.uriForEnginePath(r.path) : null);
-    if (r.startPos && r.endPos) return { uri: target ?? uri, range: { start: r.startPos, end: r.endPos } };
-    if (!target && typeof r.start === 'number') {
-      const placed = locator.locate({ rule: '', severity: 'hint', message: '', start: r.start, end: r.end ?? r.start, step: 1, effort: 1, fix: null });
-      const at = unit.cells && placed.cell !== null ? unit.cells[placed.cell] : uri;
-      return { uri: at, range: { start: placed.startPos, end: placed.endPos } };
+    if (r.path) {
+      const file = path.isAbsolute(r.path) ? r.path : path.join(this.projects.folderOf(fsPath(unit.key) ?? '') ?? this.projects.getFolders()[0] ?? '', r.path);
+      if (!path.isAbsolute(file)) return null;
+      const range = r.startPos && r.endPos ? { start: r.startPos, end: r.endPos } : { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } };
+      return { uri: pathToFileURL(file).toString(), range };
     }
-    return target ? { uri: target, range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } } } : null;
-  }
-
-  private uriForEnginePath(p: string): string | null {
-    if (path.isAbsolute(p)) return pathToFileURL(p).toString();
-    const folder = this.projects.getFolders()[0];
-    return folder ? pathToFileURL(path.join(folder, p)).toString() : null;
+    // this document: placed by the engine (LocatedRelated), else from its offsets
+    if (r.startPos && r.endPos) {
+      const at = unit.cells && typeof r.cell === 'number' ? unit.cells[r.cell] : uri;
+      return at ? { uri: at, range: { start: r.startPos, end: r.endPos } } : null;
+    }
+    if (typeof r.start !== 'number') return null;
+    const placed = locator.locate({ rule: '', severity: 'hint', message: '', start: r.start, end: r.end ?? r.start, step: 1, effort: 1, fix: null });
+    const at = unit.cells && placed.cell !== null ? unit.cells[placed.cell] : uri;
+    return { uri: at, range: { start: placed.startPos, end: placed.endPos } };
   }
 
   private publish(state: DocState, unit: Unit | null, a: Analysable): void {
