@@ -333,6 +333,24 @@ describe('tpu-ready language server over stdio', { timeout: 120_000 }, () => {
     expect(await client.close()).toBe(0);
   });
 
+  it('ignores a finding in a Dockerfile with a comment line above it (a trailing comment would become an argument)', async () => {
+    const client = new Client([path.join(OUT, 'server.js'), '--stdio'], PUSH_CAPS);
+    await client.initialize();
+    const uri = pathToFileURL(path.join(WS, 'docker', 'Dockerfile')).toString();
+    const text = 'FROM nvidia/cuda:12.1.0-runtime-ubuntu22.04\nRUN pip install torch==2.3.0\n';
+    await client.rpc.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'dockerfile', version: 1, text } });
+    const d = (await client.diagnostics(uri, (p) => p.diagnostics.length > 0)).diagnostics[0];
+    const actions = await client.rpc.sendRequest<Action[]>('textDocument/codeAction', { textDocument: { uri }, range: d.range, context: { diagnostics: [d] } });
+    const ignore = actions.find((a) => a.title === `Ignore ${d.code} on this line`)!;
+    const edits = ignore.edit!.documentChanges![0].edits!;
+    const fixed = applyEdits(text, edits);
+    expect(fixed.split('\n')[d.range.start.line]).toBe(`# tpu-ready: ignore[${d.code}]`);
+    await client.rpc.sendNotification('textDocument/didChange', { textDocument: { uri, version: 2 }, contentChanges: [{ text: fixed }] });
+    const after = await client.diagnostics(uri, (p) => (p.diagnostics.length === 0 || (p.diagnostics[0].data as { stamp: string }).stamp === '2') && p !== client.published.get(uri)![0]);
+    expect(after.diagnostics.filter((x) => x.code === d.code)).toEqual([]);
+    expect(await client.close()).toBe(0);
+  });
+
   it.skipIf(!NVIM)(`Neovim ${NVIM ?? '(not installed: skipped)'} headless: diagnostics arrive, a quick-fix applies, diagnostics follow`, async () => {
     const dir = fs.mkdtempSync(path.join(WS, 'nvim-'));
     const file = path.join(dir, 'train.py');

@@ -41,9 +41,9 @@ import { initParser, parsePython } from '../core/parse';
 import { configHeaderLine, optionsFor as coreOptionsFor, parseProjectConfig, type ConfigProblem } from '../core/config';
 import { docsUrl } from '../core/rule';
 import { workspaceScore } from '../core/score';
-import { LineIndex, normalizeLoneCr } from '../core/source';
+import { detectEol, LineIndex, normalizeLoneCr } from '../core/source';
 import { suppressionEdit } from '../core/suppress';
-import { STEP_TITLES, type AnalyzeOptions, type Finding, type LocatedFinding, type Position, type Severity } from '../core/types';
+import { STEP_TITLES, type AnalyzeOptions, type Edit, type Finding, type LocatedFinding, type Position, type Severity } from '../core/types';
 import { RULES } from '../rules';
 import { accelModulePath } from '../cli/check';
 import { readText } from '../cli/process';
@@ -691,12 +691,14 @@ export class TpuReadyServer {
             actions.push(action);
           }
         }
+        let ignore: Edit;
         if (unit.source.kind !== 'text') {
           tree ??= parsePython(text);
           const node = tree.rootNode.descendantForIndex(f.start, Math.max(f.start, f.end - 1)) ?? tree.rootNode;
-          const after = applyToDocument(unit.source, [suppressionEdit(text, node, f.rule)]);
-          actions.push({ title: `Ignore ${f.rule} on this line`, kind: CodeActionKind.QuickFix, diagnostics: [d], edit: this.workspaceEdit(unit, after, null) });
-        }
+          ignore = suppressionEdit(text, node, f.rule);
+        } else ignore = textSuppressionEdit(text, f.start, f.rule);
+        const after = applyToDocument(unit.source, [ignore]);
+        actions.push({ title: `Ignore ${f.rule} on this line`, kind: CodeActionKind.QuickFix, diagnostics: [d], edit: this.workspaceEdit(unit, after, null) });
         rules.add(f.rule);
       }
     } finally {
@@ -871,6 +873,29 @@ export class TpuReadyServer {
     });
     return { file: { uri, findings, relevant }, diagnostics };
   }
+}
+
+/**
+ * `# tpu-ready: ignore[RULE]` for a finding in a project text file (requirements, Dockerfile, shell, YAML, .env,
+ * TOML): a comment line of its own above the finding's line (merged into a directive already there), which the
+ * engine honours (src/core/engine.ts analyzeText). Never a trailing comment: a Dockerfile instruction or a
+ * `.env` value would take it as part of its arguments.
+ */
+export function textSuppressionEdit(text: string, offset: number, rule: string): Edit {
+  const lines = new LineIndex(text);
+  const line = lines.lineOf(offset);
+  if (line > 0) {
+    const above = lines.lineText(line - 1);
+    const m = /#\s*tpu-ready:\s*ignore\[([^\]]*)\]/.exec(above);
+    if (m && above.trimStart().startsWith('#')) {
+      const ids = m[1].split(',').map((x) => x.trim()).filter(Boolean);
+      if (!ids.includes(rule)) ids.push(rule);
+      const start = lines.starts[line - 1] + m.index;
+      return { start, end: start + m[0].length, text: `# tpu-ready: ignore[${ids.join(', ')}]` };
+    }
+  }
+  const indent = /^[ \t]*/.exec(lines.lineText(line))![0];
+  return { start: lines.starts[line], end: lines.starts[line], text: `${indent}# tpu-ready: ignore[${rule}]${detectEol(text)}` };
 }
 
 /** A pyproject.toml tpu-ready reads: one with a `[tool.tpu-ready]` table (or a dotted `tool.tpu-ready.` key). */
