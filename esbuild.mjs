@@ -27,6 +27,8 @@ if (exists('src/extension/activate.ts')) {
 }
 configs.push({ ...node, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } });
 configs.push({ ...node, entryPoints: ['src/cli/worker.ts'], outfile: 'dist/worker.js' });
+// the language server (`node dist/server.js --stdio`; the CLI's `tpu-ready server` bundles the same code)
+if (exists('src/server/main.ts')) configs.push({ ...node, entryPoints: ['src/server/main.ts'], outfile: 'dist/server.js' });
 if (exists('scripts/bench.ts')) configs.push({ ...node, entryPoints: ['scripts/bench.ts'], outfile: 'dist/bench.js' });
 if (exists('scripts/gen-docs.ts')) configs.push({ ...node, entryPoints: ['scripts/gen-docs.ts'], outfile: 'dist/gen-docs.js' });
 if (exists('test/e2e/suite/index.ts')) {

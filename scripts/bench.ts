@@ -214,19 +214,23 @@ function benchIncremental(results: Record<string, unknown>) {
   console.log(`\nincremental: 5,000-line torch file (${(Buffer.byteLength(text) / 1024).toFixed(0)} KiB), 200 one-character edits inside words`);
   console.log(`  full analysis            ${full.totalMs.toFixed(1)} ms`);
   console.log(`  incremental re-parse     p50 ${pct(reparse, 50).toFixed(2)} ms   p95 ${pct(reparse, 95).toFixed(2)} ms`);
-  console.log(`  re-analysis after edit   p50 ${pct(reanalysis, 50).toFixed(2)} ms   p95 ${pct(reanalysis, 95).toFixed(2)} ms   (target p95 <= 10 ms)`);
+  console.log(`  re-analysis after edit   p50 ${pct(reanalysis, 50).toFixed(2)} ms   p95 ${pct(reanalysis, 95).toFixed(2)} ms   (target p95 <= 30 ms, issue 13)`);
   results.incremental = { fullMs: full.totalMs, reparseP50: pct(reparse, 50), reparseP95: pct(reparse, 95), reanalysisP50: pct(reanalysis, 50), reanalysisP95: pct(reanalysis, 95) };
 }
 
 async function main() {
   await initParser(__dirname);
-  const dir = process.argv[2];
+  // `--only incremental`: just the edit latency (what `node --cpu-prof dist/bench.js --only incremental` profiles)
+  const onlyIncremental = process.argv.includes('--only') && process.argv[process.argv.indexOf('--only') + 1] === 'incremental';
+  const dir = onlyIncremental ? undefined : process.argv.slice(2).find((a) => !a.startsWith('--'));
   const ruff = loadRuff();
   console.log(`tpu-ready benchmark: node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu'}, ${RULES.length} rules${ruff ? '' : ' (ruff wasm not installed: no ruff comparison)'}`);
   const results: Record<string, unknown> = { date: new Date().toISOString(), rules: RULES.length };
   if (dir) benchCorpus(dirCorpus(path.resolve(dir)), ruff, results);
-  benchCorpus(mixedCorpus(2000), ruff, results);
-  benchCorpus(denseCorpus(300), ruff, results);
+  if (!onlyIncremental) {
+    benchCorpus(mixedCorpus(2000), ruff, results);
+    benchCorpus(denseCorpus(300), ruff, results);
+  }
   benchIncremental(results);
   fs.mkdirSync(path.join(HERE, '.bench'), { recursive: true });
   fs.writeFileSync(path.join(HERE, '.bench', 'last.json'), JSON.stringify(results, null, 2));

@@ -20,6 +20,7 @@ Usage:
   tpu-ready cost [CONFIG...] [--hardware v5e,v6e,h100] [--chips 8] [--pricing on-demand|spot]
                  [--mfu 0.4] [--price 1.2] [--format text|json|markdown]
                                         training time and cost from the training config (cost --help)
+  tpu-ready server [--stdio]             language server (LSP) over stdio, for editors (README: Other editors)
   tpu-ready --version | --help
 
 Check options:
@@ -102,6 +103,12 @@ export async function main(argv: string[], io: Io = processIo, wasmDir = __dirna
         return await runCost(rest, io, wasmDir);
       case 'check':
         return await runCheck(parseCheckArgs(rest), io, wasmDir);
+      case 'server': {
+        const bad = rest.find((a) => a !== '--stdio');
+        if (bad) throw new UsageError(`server: unknown option "${bad}" (the server talks LSP over stdio)`);
+        await serve(wasmDir);
+        return 0;
+      }
       case 'rules': {
         if (rest.includes('--format') && rest[rest.indexOf('--format') + 1] === 'json') {
           io.out(JSON.stringify(RULES.map((r) => ({ id: r.id, name: r.name, title: r.title, severity: r.severity, step: r.step, effort: r.effort, fix: r.fix })), null, 2) + '\n');
@@ -111,7 +118,7 @@ export async function main(argv: string[], io: Io = processIo, wasmDir = __dirna
         return 0;
       }
       default:
-        throw new UsageError(`unknown command "${cmd}" (check, report, cost, rules)`);
+        throw new UsageError(`unknown command "${cmd}" (check, report, cost, rules, server)`);
     }
   } catch (e) {
     if (e instanceof UsageError) {
@@ -122,6 +129,17 @@ export async function main(argv: string[], io: Io = processIo, wasmDir = __dirna
     else io.err(`tpu-ready: ${cmd}: ${oneLine(e)} (internal error; --debug prints the trace)\n`);
     return 2;
   }
+}
+
+/** Runs the language server on stdin/stdout until the client sends `exit` (nothing else may write to stdout). */
+async function serve(wasmDir: string): Promise<void> {
+  const { createConnection, ProposedFeatures } = await import('vscode-languageserver/node');
+  const { startServer } = await import('../server/server');
+  const connection = createConnection(ProposedFeatures.all, process.stdin, process.stdout);
+  await new Promise<void>((resolve) => {
+    connection.onExit(() => resolve());
+    startServer(connection, { wasmDir });
+  });
 }
 
 function oneLine(e: unknown): string {

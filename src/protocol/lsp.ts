@@ -1,0 +1,88 @@
+/**
+ * The tpu-ready language server's own protocol: command ids, the data carried on diagnostics, and the
+ * typed custom requests that hosts (the VS Code extension's checklist, panel, cost lens and tree; any other
+ * client) send for what LSP has no method for. Pure types and constants: imported by the server and by
+ * clients (no `vscode`, no `vscode-languageserver` import, so the webview and tests can use it too).
+ */
+import type { LocatedFinding } from '../core/types';
+
+/** `source` of every diagnostic the server publishes. */
+export const LSP_SOURCE = 'tpu-ready';
+
+/** Code action kind of fix-all (VS Code: `"editor.codeActionsOnSave": {"source.fixAll.tpuReady": "explicit"}`). */
+export const FIX_ALL_KIND = 'source.fixAll.tpuReady';
+
+/** `workspace/executeCommand` commands the server implements. */
+export const ServerCommand = {
+  /** args: [uri: string, rule: string | null]: applies fix-all (one rule with its unsafe fixes, or every safe fix) through `workspace/applyEdit`. */
+  FixAll: 'tpuReady.server.fixAll',
+  /** args: [uri: string]: creates the device-abstraction module dual-path fixes call for the file, when missing. */
+  CreateAccelModule: 'tpuReady.server.createAccelModule',
+  /** args: []: analyses the workspace (like `workspace/diagnostic`) and answers a {@link WorkspaceScanResult}. */
+  ScanWorkspace: 'tpuReady.server.scanWorkspace',
+} as const;
+
+/** `Diagnostic.data` of the server's diagnostics: enough to find the finding again when a client sends it back. */
+export interface DiagnosticData {
+  rule: string;
+  /** Offsets in the analysed text (the notebook's combined program for cells). */
+  start: number;
+  end: number;
+  /** Versions of the document analysed ("3", or a notebook's "version:cell,cell"). */
+  stamp: string;
+  fix: 'safe' | 'unsafe' | 'display' | null;
+}
+
+/** `tpuReady/findings`: the latest findings of an open file or notebook (the notebook's uri, or any of its cells'). */
+export interface FindingsParams {
+  uri: string;
+}
+
+export interface FindingsResult {
+  /** The file or notebook uri the findings belong to. */
+  uri: string;
+  stamp: string;
+  /** Findings with their fixes; `cell` indexes `cells` for notebooks. */
+  findings: LocatedFinding[];
+  /** Cell document uris of a notebook (by cell index), null for files. */
+  cells: string[] | null;
+  /** The file uses torch (or has findings): it counts toward the workspace score. */
+  relevant: boolean;
+}
+
+export const FindingsRequest = { method: 'tpuReady/findings' } as const;
+
+/** One file of a workspace scan. */
+export interface ScannedFile {
+  uri: string;
+  findings: LocatedFinding[];
+  relevant: boolean;
+  /** Why the file was not analysed (size, budget, a broken notebook). */
+  skipped?: string;
+}
+
+export interface WorkspaceScanResult {
+  files: ScannedFile[];
+  /** 0–100, as `src/core/score.ts` computes it over the scanned and the open files. */
+  score: number;
+  cancelled: boolean;
+}
+
+/** `tpuReady/scanWorkspace`: analyses every candidate file of the workspace folders (with progress and cancellation). */
+export const ScanWorkspaceRequest = { method: 'tpuReady/scanWorkspace' } as const;
+
+/**
+ * The client's settings the server reads (section `tpuReady` through `workspace/configuration`, or
+ * `initializationOptions.settings`, or `workspace/didChangeConfiguration` `{settings: {tpuReady: …}}`):
+ * the same keys as the extension's `contributes.configuration` in package.json.
+ */
+export interface ClientSettings {
+  target?: 'torch_xla' | 'torchtpu';
+  targetVersion?: string;
+  fixStyle?: 'dual-path' | 'tpu-only';
+  accelModule?: string;
+  select?: string[];
+  ignore?: string[];
+  run?: 'onType' | 'onSave';
+  maxFileSize?: number;
+}
