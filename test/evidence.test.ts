@@ -1,0 +1,192 @@
+/** Runtime evidence: the readers (formats from the torch_xla source), mapping to the workspace, findings, join. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { classifyCause, findOpCall, indexPaths, joinWithStatic, mapFrames, mapPath, parseMetricTime, readRunLogs, runtimeFindings, type StaticRow, type WorkspaceFile } from '../src/evidence';
+import { RUNTIME_RULES } from '../src/rules/runtime';
+import { RULES_BY_ID } from '../src/rules';
+import { ROOT } from './setup';
+
+const FIX = path.join(ROOT, 'test/evidence-fixtures');
+const log = (n: string) => ({ name: `logs/${n}`, text: fs.readFileSync(path.join(FIX, 'logs', n), 'utf8') });
+const workspace = (): WorkspaceFile[] => ['train.py', 'models/net.py', 'tools/net.py'].map((p) => ({ path: p, text: fs.readFileSync(path.join(FIX, 'workspace', p), 'utf8') }));
+
+const EQ = '='.repeat(80);
+const DASH = '-'.repeat(80);
+/** One block as debug_util.cpp (v2.9.0 l. 313-414) prints it. */
+function block(prefix: string, cause: string, hash: string, frames: [string, string, number][], kind = 'Execution'): string[] {
+  const p = `${prefix}${kind} Analysis: `;
+  return ['', `${p}${EQ}`, `${p}${kind} Cause`, `${p}  ${cause}`, `${p}Graph Info: `, `${p}  Graph Hash: ${hash}`, `${p}  Number of Graph Inputs: 1`, `${p}  Number of Graph Outputs: 1`, `${p}Python Frame Triggered Execution: `, ...frames.map(([f, file, l]) => `${p}  ${f} (${file}:${l})`), `${p}${DASH}`, `${p}${EQ}`];
+}
+
+describe('readers', () => {
+  it('parses MetricFnTime strings (metrics.cpp l. 304-329)', () => {
+    expect(parseMetricTime('04m21s432ms102.004us')).toBeCloseTo(261.432102004, 9);
+    expect(parseMetricTime('860ms120.000us')).toBeCloseTo(0.86012, 9);
+    expect(parseMetricTime('012.500us')).toBeCloseTo(0.0000125, 12);
+    expect(parseMetricTime('01d02h03m04s005ms000.000us')).toBeCloseTo(93784.005, 6);
+    expect(parseMetricTime('12.5GB')).toBeNull();
+    expect(parseMetricTime('')).toBeNull();
+  });
+
+  it('classifies the causes of 2.9 and 2.3', () => {
+    expect(classifyCause('most likely user code trying to access tensor value before torch_xla.sync')).toBe('tensor-read');
+    expect(classifyCause('most likely user code trying to access tensor value before mark_step')).toBe('tensor-read');
+    expect(classifyCause('user torch_xla.sync')).toBe('step-barrier');
+    expect(classifyCause('mark_step in parallel loader at step end')).toBe('step-barrier');
+    expect(classifyCause('torch_xla.compile')).toBe('compile');
+    expect(classifyCause('dynamo is compiling a FX graph to HLO')).toBe('dynamo');
+  });
+
+  it('reads blocks, post-compilation sizes, checks and the last metrics report through prefixes, ANSI and CRLF', () => {
+    const ev = readRunLogs([log('run-a.log')]);
+    expect(ev.recognized).toBe(true);
+    expect(ev.blocks.filter((b) => b.kind === 'compilation')).toHaveLength(12);
+    expect(ev.blocks.filter((b) => b.kind === 'execution')).toHaveLength(6);
+    expect(ev.blocks.every((b) => b.process === '[worker-0]' && !b.truncated)).toBe(true);
+    const first = ev.blocks[0];
+    expect(first).toMatchObject({ cause: 'user torch_xla.sync', causeKind: 'step-barrier', graphHash: '000000000000000000000000000000a0', inputs: 3, outputs: 2 });
+    expect(first.frames[1]).toEqual({ function: 'train', file: '/home/alice/jobs/run-7/proj/train.py', line: 20 });
+    expect(ev.blocks.find((b) => b.frames[0]?.function === 'nonzero')?.moreFrames).toBe(true);
+    expect(ev.post).toHaveLength(6);
+    expect(ev.post[0]).toMatchObject({ computationHash: '000000000000000000000000000000b0', programGB: 0.000031, inputGB: 0.000122 });
+    expect(ev.checks.filter((c) => c.kind === 'too-frequent').map((c) => c.count)).toEqual([1, 2, 3, 4, 5, 6, 12]);
+    expect(ev.checks.find((c) => c.kind === 'not-lowered')?.ops).toEqual(['aten::_ctc_loss', 'aten::_ctc_loss_backward']);
+    expect(ev.metrics).toHaveLength(1);
+    expect(ev.metrics[0].metrics.get('CompileTime')).toEqual({ totalSamples: 12, accumulator: 360 });
+    expect(ev.metrics[0].counters.get('MarkStep')).toBe(11);
+  });
+
+  it('keeps the blocks of two processes apart when their lines interleave', () => {
+    const a = block('[host-a] ', 'most likely user code trying to access tensor value before torch_xla.sync', 'aaa', [['train', '/a/proj/train.py', 18]]);
+    const b = block('[host-b] ', 'user torch_xla.sync', 'bbb', [['train', '/b/proj/train.py', 20]], 'Compilation');
+    const mixed: string[] = [];
+    for (let i = 0; i < Math.max(a.length, b.length); i++) mixed.push(...(a[i] !== undefined ? [a[i]] : []), ...(b[i] !== undefined ? [b[i]] : []));
+    const ev = readRunLogs([{ name: 'mixed.log', text: mixed.join('\n') }]);
+    expect(ev.blocks.map((x) => [x.process, x.kind, x.graphHash, x.frames[0].line, x.truncated])).toEqual([
+      ['[host-a]', 'execution', 'aaa', 18, false],
+      ['[host-b]', 'compilation', 'bbb', 20, false],
+    ]);
+  });
+
+  it('keeps a block cut off by the end of the log, marked truncated', () => {
+    const ev = readRunLogs([log('run-b-truncated.log')]);
+    expect(ev.blocks).toHaveLength(6);
+    expect(ev.truncatedBlocks).toBe(1);
+    expect(ev.blocks[5]).toMatchObject({ truncated: true, graphHash: '00000000000000000000000000000104', frames: [] });
+    // a log cut in the middle of a frame line: the partial line is not a frame
+    const cut = block('', 'user torch_xla.sync', 'h', [['train', '/p/train.py', 20]], 'Compilation').slice(0, 10);
+    cut[9] = cut[9].slice(0, cut[9].length - 6);
+    const ev2 = readRunLogs([{ name: 'cut.log', text: cut.join('\r\n') }]);
+    expect(ev2.blocks).toHaveLength(1);
+    expect(ev2.blocks[0].frames).toEqual([]);
+    expect(ev2.blocks[0].truncated).toBe(true);
+  });
+
+  it('reads XLA_METRICS_FILE: the last step\'s report counts', () => {
+    const ev = readRunLogs([log('metrics.txt')]);
+    expect(ev.metrics).toHaveLength(1);
+    expect(ev.metrics[0].step).toBe(2);
+    expect(ev.metrics[0].counters.get('aten::nonzero')).toBe(15);
+    expect(ev.metrics[0].metrics.get('CompileTime')).toEqual({ totalSamples: 3, accumulator: 60 });
+  });
+
+  it('recognizes nothing in a log that is not a torch_xla run', () => {
+    const ev = readRunLogs([{ name: 'x.log', text: 'epoch 1 loss 0.3\nMetric of the day: none\n' }]);
+    expect(ev.recognized).toBe(false);
+    expect(runtimeFindings(ev, workspace())).toEqual([]);
+  });
+});
+
+describe('mapping to the workspace', () => {
+  const idx = indexPaths(['train.py', 'models/net.py', 'tools/net.py', 'net.py']);
+  it('picks the longest matching path suffix', () => {
+    expect(mapPath('/home/alice/jobs/run-7/proj/models/net.py', idx)).toBe('models/net.py');
+    expect(mapPath('/somewhere/else/net.py', idx)).toBe('net.py');
+    expect(mapPath('C:\\work\\proj\\tools\\net.py', idx)).toBe('tools/net.py');
+    expect(mapPath('/x/eval.py', idx)).toBeNull();
+  });
+  it('skips torch, torch_xla and site-packages frames for the user frame', () => {
+    const m = mapFrames([
+      { function: 'mark_step', file: '/usr/local/lib/python3.10/site-packages/torch_xla/core/xla_model.py', line: 1 },
+      { function: 'f', file: '/opt/conda/lib/python3.10/site-packages/mylib/train.py', line: 2 },
+      { function: 'train', file: '/home/u/proj/train.py', line: 20 },
+    ], idx);
+    expect(m.user).toMatchObject({ path: 'train.py', line: 20 });
+    expect(m.frames.map((f) => f.path)).toEqual([null, null, 'train.py']);
+  });
+  it('finds the call an aten op comes from', () => {
+    expect(findOpCall('aten::_ctc_loss_backward', workspace())).toEqual([{ path: 'train.py', line: 15 }]);
+    expect(findOpCall('aten::nonzero', workspace())).toEqual([{ path: 'models/net.py', line: 11 }]);
+    expect(findOpCall('aten::bogus_op', workspace())).toEqual([]);
+  });
+});
+
+describe('runtime findings', () => {
+  it('puts each cause on its first user line, with counts, measured seconds and the other frames', () => {
+    const fs_ = runtimeFindings(readRunLogs([log('run-a.log')]), workspace());
+    const at = (rule: string, p: string, line: number) => fs_.find((f) => f.rule === rule && f.path === p && f.line === line);
+    const recompile = at('TPU001', 'train.py', 20)!;
+    expect(recompile.evidence).toMatchObject({ kind: 'recompilation', count: 6, steps: 11 });
+    expect(recompile.evidence.graphHashes).toHaveLength(6);
+    expect(recompile.evidence.seconds).toBeCloseTo(180, 6); // CompileTime 6 min / 12 samples × 6
+    expect(recompile.evidence.checks).toEqual(['pt-xla-profiler: CompileTime too frequent: 12 counts during 11 steps']);
+    expect(recompile.related).toEqual([{ path: 'train.py', line: 24, message: 'same compilations: called through <module>' }]);
+    const read = at('TPU002', 'train.py', 18)!;
+    expect(read.evidence).toMatchObject({ kind: 'host-read', count: 6 });
+    expect(read.evidence.seconds).toBeCloseTo(1.2, 6); // ExecuteTime 8 s / 40 × 6
+    expect(read.evidence.checks).toEqual(['pt-xla-profiler: TransferFromDeviceTime too frequent: 6 counts during 6 steps']);
+    expect(read.column).toBe(9);
+    const fallback = at('TPU003', 'train.py', 15)!;
+    expect(fallback.evidence).toMatchObject({ kind: 'cpu-fallback', count: 22, ops: ['aten::_ctc_loss', 'aten::_ctc_loss_backward'] });
+    expect(at('TPU001', 'models/net.py', 11)?.related).toEqual([{ path: 'train.py', line: 14, message: 'same compilations: called through train' }]);
+    // aten::_local_scalar_dense is a host read, not a fallback; nothing lands in tools/net.py
+    expect(fs_.some((f) => f.evidence.ops.includes('aten::_local_scalar_dense'))).toBe(false);
+    expect(fs_.some((f) => f.path === 'tools/net.py')).toBe(false);
+    expect(fs_.every((f) => f.source === 'runtime' && f.fix === null && f.inWorkspace)).toBe(true);
+  });
+
+  it('a step barrier compiling twice is the expected warm-up, not a finding', () => {
+    const text = [1, 2].flatMap((i) => block('', 'user torch_xla.sync', `h${i}`, [['train', '/p/train.py', 20]], 'Compilation')).join('\n');
+    expect(runtimeFindings(readRunLogs([{ name: 'l', text }]), workspace())).toEqual([]);
+  });
+
+  it('a check with no line to point at goes on the log line', () => {
+    const ev = readRunLogs([{ name: 'l', text: 'x\npt-xla-profiler: CompileTime too slow: longest instance took 05m01s000ms000.000us. Please open a GitHub issue with the graph dump for our team to optimize.\n' }]);
+    const [f] = runtimeFindings(ev, workspace());
+    expect(f).toMatchObject({ rule: 'TPU004', path: 'l', line: 2, inWorkspace: false });
+    expect(f.evidence.seconds).toBe(301);
+  });
+});
+
+describe('join with static findings', () => {
+  it('a runtime finding on a line of a static finding it is material for confirms it', () => {
+    const runtime = runtimeFindings(readRunLogs([log('run-a.log')]), workspace());
+    const statics: StaticRow[] = [
+      { path: 'train.py', rule: 'TPU201', line: 18, message: 'host read' },
+      { path: 'models/net.py', rule: 'TPU203', line: 11, message: 'dynamic shape' },
+      { path: 'train.py', rule: 'TPU101', line: 20, message: 'unrelated' },
+    ];
+    const j = joinWithStatic(statics, runtime);
+    expect(j.statics[0].message).toBe('host read (seen in the run: 6 host reads, 0.55 per step, 1.2 s)');
+    expect(j.statics[0].evidence?.kind).toBe('host-read');
+    expect(j.statics[1].message).toMatch(/^dynamic shape \(seen in the run: 6 compilations, 3 min\)$/);
+    expect(j.statics[2].message).toBe('unrelated');
+    expect(j.confirmed).toBe(2);
+    expect(j.runtime.some((r) => r.rule === 'TPU002' && r.line === 18)).toBe(false);
+    expect(j.runtime.some((r) => r.rule === 'TPU001' && r.path === 'train.py' && r.line === 20)).toBe(true);
+  });
+});
+
+describe('runtime rule catalog', () => {
+  it('ids, docs and material rules are well-formed', () => {
+    for (const r of RUNTIME_RULES) {
+      expect(r.id).toMatch(/^TPU0\d\d$/);
+      expect(RULES_BY_ID.has(r.id)).toBe(false);
+      expect(r.docs.sources.length).toBeGreaterThan(0);
+      expect(r.fix.availability).toBe('none');
+      for (const m of r.material) expect(RULES_BY_ID.has(m), `${r.id} material ${m}`).toBe(true);
+      expect(fs.existsSync(path.join(ROOT, 'docs/rules', `${r.id}.md`)), `${r.id} docs page`).toBe(true);
+    }
+  });
+});
