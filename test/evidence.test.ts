@@ -190,3 +190,33 @@ describe('runtime rule catalog', () => {
     }
   });
 });
+
+describe('into the estimate', () => {
+  it('measured seconds, reads per step and distinct graphs replace the default assumptions, the log named as the source', async () => {
+    const { estimateFromFiles } = await import('../src/cost');
+    const cfg = (p: string) => ({ path: p, text: fs.readFileSync(path.join(ROOT, p), 'utf8') });
+    const r = estimateFromFiles({ configs: [cfg('test/cost-fixtures/hf/training_args.json'), cfg('test/cost-fixtures/hf/config.json')], today: '2026-11-29' });
+    const est = r.estimates.find((e) => e.pricing === 'on-demand')!;
+    const { priceFindings } = await import('../src/cost');
+    const log = { file: 'logs/run-a.log', line: 12 };
+    const base = { severity: 'warning' as const, message: 'm', path: 'train.py', line: 18 };
+    const [plainRead, read, plainShapes, shapes] = priceFindings([
+      { ...base, rule: 'TPU201' },
+      { ...base, rule: 'TPU201', evidence: { kind: 'host-read', count: 6, seconds: 1.2, graphHashes: [], perStep: 0.5, log } },
+      { ...base, rule: 'TPU404', line: 14 },
+      { ...base, rule: 'TPU404', path: 'other.py', line: 14, evidence: { kind: 'recompilation', count: 6, seconds: 180, graphHashes: ['a', 'b', 'c', 'd', 'e', 'f'], perStep: 0.5, log } },
+    ], r, est);
+    const steps = plainRead.hours * 3600 / 0.02; // default: 20 ms per step
+    // measured: 1.2 s / 6 = 200 ms per read, one read every 2 steps
+    expect(read.hours * 3600).toBeCloseTo((steps / 2) * 0.2, 6);
+    expect(read.assumptions.find((a) => a.key === 'ms-per-sync')?.value).toBeCloseTo(200, 9);
+    expect(read.assumptions.find((a) => a.key === 'ms-per-sync')).toMatchObject({ source: { kind: 'derived', formula: expect.stringContaining('measured in the run (logs/run-a.log:12)') } });
+    expect(read.assumptions.find((a) => a.key === 'throttle-steps')?.value).toBe(2);
+    // (TPU404 is priced once per file: the measured one is in another file)
+    // measured: 6 distinct graphs = 5 extra, 30 s per compilation, instead of 16 × the default compile seconds
+    expect(plainShapes.assumptions.find((a) => a.key === 'extra-shapes')?.value).toBe(16);
+    expect(shapes.assumptions.find((a) => a.key === 'extra-shapes')?.value).toBe(5);
+    expect(shapes.hours / plainShapes.hours).toBeCloseTo((5 * 30) / (16 * r.assumptions.compileSeconds.value), 6);
+    expect(shapes.summary).toContain('30 s compile (measured)');
+  });
+});
