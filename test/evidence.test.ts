@@ -220,3 +220,60 @@ describe('into the estimate', () => {
     expect(shapes.summary).toContain('30 s compile (measured)');
   });
 });
+
+describe('collecting runs', () => {
+  it('the launcher sets the debug variables, tees to .tpu-ready/runs and prints the report at exit; bash parses it', async () => {
+    const { profilingRun } = await import('../src/checklist');
+    const f = profilingRun({ profile: 'torch_xla', version: '2.9' })!;
+    expect(f.path).toBe('.tpu-ready/profile-run.sh');
+    for (const s of ['export PT_XLA_DEBUG_LEVEL=2', 'export PT_XLA_DEBUG=1', 'export XLA_METRICS_FILE="$runs/$stamp.metrics"', 'runs="$root/.tpu-ready/runs"', '| tee "$log"', 'met.metrics_report()', 'runpy.run_path(sys.argv[0], run_name="__main__")']) expect(f.text).toContain(s);
+    expect(profilingRun({ profile: 'torchtpu', version: 'preview' })).toBeNull();
+    const { spawnSync } = await import('node:child_process');
+    const dir = fs.mkdtempSync(path.join((await import('node:os')).tmpdir(), 'tpu-ready-run-'));
+    fs.mkdirSync(path.join(dir, '.tpu-ready'));
+    fs.writeFileSync(path.join(dir, '.tpu-ready/profile-run.sh'), f.text);
+    expect(spawnSync('bash', ['-n', path.join(dir, '.tpu-ready/profile-run.sh')]).status).toBe(0);
+    // run it on a script that prints what torch_xla would (no torch_xla here: the report at exit says so)
+    fs.writeFileSync(path.join(dir, 'fake.py'), 'import os, sys\nprint("PT_XLA_DEBUG_LEVEL=" + os.environ["PT_XLA_DEBUG_LEVEL"], sys.argv[1:])\nsys.stderr.write("pt-xla-profiler: CompileTime too frequent: 21 counts during 11 steps\\n")\n');
+    const r = spawnSync('bash', ['.tpu-ready/profile-run.sh', 'fake.py', '--lr', '1'], { cwd: dir, encoding: 'utf8', env: { ...process.env, PYTHON: '/usr/bin/python3' } });
+    expect(r.status).toBe(0);
+    const logs = fs.readdirSync(path.join(dir, '.tpu-ready/runs'));
+    expect(logs).toHaveLength(1);
+    expect(logs[0]).toMatch(/^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ\.log$/);
+    const text = fs.readFileSync(path.join(dir, '.tpu-ready/runs', logs[0]), 'utf8');
+    expect(text).toContain("PT_XLA_DEBUG_LEVEL=2 ['--lr', '1']");
+    expect(text).toContain('pt-xla-profiler: CompileTime too frequent: 21 counts during 11 steps'); // stderr is in the log
+    expect(text).toContain('tpu-ready: no metrics report');
+  });
+
+  it('the newest run counts for step 9 when it is newer than the code and has no runtime finding', async () => {
+    const { latestRun, groupRuns } = await import('../src/evidence');
+    const a = { path: '.tpu-ready/runs/2026-12-01T10-00-00Z.log', mtimeMs: 1000, text: log('run-a.log').text };
+    const clean = { path: '.tpu-ready/runs/2026-12-02T10-00-00Z.log', mtimeMs: 3000, text: block('', 'user torch_xla.sync', 'h', [['train', '/p/train.py', 20]], 'Compilation').join('\n') };
+    const metrics = { path: '.tpu-ready/runs/2026-12-02T10-00-00Z.metrics', mtimeMs: 3001, text: 'Counter: MarkStep\n  Value: 10\n' };
+    expect(groupRuns([a, clean, metrics]).map((r) => r.map((f) => f.path))).toEqual([[clean.path, metrics.path], [a.path]]);
+    const newest = latestRun([a, clean, metrics], workspace(), 2000)!;
+    expect(newest).toMatchObject({ fresh: true, met: true, findings: [], summary: '1 compilation in 10 steps (0.1 per step); no CPU fallbacks' });
+    expect(latestRun([a, clean, metrics], workspace(), 5000)).toMatchObject({ fresh: false, met: false });
+    const old = latestRun([a], workspace(), 500)!;
+    expect(old.met).toBe(false); // fresh, but runtime findings are open
+    expect(old.findings.length).toBeGreaterThan(0);
+    expect(old.summary).toBe('12 compilations in 11 steps (1.09 per step); CPU fallbacks: aten::_ctc_loss ×11, aten::_ctc_loss_backward ×11');
+    expect(latestRun([], workspace(), 0)).toBeNull();
+  });
+
+  it('checklist step 9: done with fresh clean evidence, open while runtime findings are; the panel shows the run', async () => {
+    const { checklistVM, emptyProgress, NO_FACTS } = await import('../src/checklist');
+    const base = { profile: 'torch_xla' as const, score: 90, progress: emptyProgress(), run: '12 compilations in 11 steps (1.09 per step); no CPU fallbacks' };
+    const done = checklistVM({ ...base, findings: [], facts: { ...NO_FACTS, usesProfiler: true, hasRunEvidence: true } });
+    expect(done.steps[8].status).toBe('done');
+    expect(done.steps[8].items.map((i) => i.id)).toEqual(['profiler', 'run-evidence']);
+    expect(done.steps[8].explanation).toContain('Last profiling run: 12 compilations in 11 steps (1.09 per step); no CPU fallbacks.');
+    const runtime = { rule: 'TPU001', step: 9 as const, severity: 'warning' as const, message: 'm', path: 'train.py', uri: 'train.py', line: 20, column: 9, cell: null, fix: null };
+    const open = checklistVM({ ...base, findings: [runtime], facts: { ...NO_FACTS, usesProfiler: true, hasRunEvidence: false } });
+    expect(open.steps[8].status).toBe('in-progress');
+    expect(open.steps[8].findings.map((f) => f.rule)).toEqual(['TPU001']);
+    const preview = checklistVM({ ...base, profile: 'torchtpu', findings: [], facts: NO_FACTS });
+    expect(preview.steps[8].items.map((i) => i.id)).toEqual(['profiler', 'profile-captured']);
+  });
+});

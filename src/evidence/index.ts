@@ -2,3 +2,4 @@
 export * from './read';
 export * from './map';
 export * from './findings';
+export * from './runs';

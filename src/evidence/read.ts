@@ -9,7 +9,8 @@
  * blocks do not mix when their lines are prefixed.
  *
  * Formats read:
- * 1. Debug analysis (`PT_XLA_DEBUG_LEVEL>=1`: compilations; `>=2`: executions), printed to stderr (or appended
+ * 1. Debug analysis (`PT_XLA_DEBUG_LEVEL>=1`: compilations; `>=2`: executions; since 2.4. In 2.3 `PT_XLA_DEBUG=1`
+ *    prints both: debug_util.cpp l. 239-252 at v2.3.0), printed to stderr (or appended
  *    to `PT_XLA_DEBUG_FILE`) by `DebugUtil::analyze_graph_execution_python_frame`, torch_xla/csrc/debug_util.cpp
  *    lines 260-430 (v2.9.0): prefixes "Compilation Analysis: ", "Execution Analysis: ", "Unexpected Execution
  *    Analysis: " (l. 271-275); an 80 '=' opening line (l. 313-317), "Compilation Cause"/"Execution Cause"

@@ -30,7 +30,7 @@ export const TPU001: RuntimeRule = {
   triggers: [],
   material: ['TPU203', 'TPU204', 'TPU205', 'TPU403', 'TPU404', 'TPU202'],
   docs: runtimeDocs({
-    what: 'Reads the "Compilation Analysis" blocks of a run with `PT_XLA_DEBUG_LEVEL=1` or `2` and groups them by the first frame in user code. A line whose compilations exceed what a stable step needs (one graph, or two at a step barrier: the first step also builds the optimizer state) is reported with the number of compilations, the distinct graph hashes and the compile seconds measured by the run (`CompileTime`, mean per compilation times the count).',
+    what: 'Reads the "Compilation Analysis" blocks of a run with `PT_XLA_DEBUG_LEVEL=1` or `2` (torch_xla 2.4+; `PT_XLA_DEBUG=1` in 2.3) and groups them by the first frame in user code. A line whose compilations exceed what a stable step needs (one graph, or two at a step barrier: the first step also builds the optimizer state) is reported with the number of compilations, the distinct graph hashes and the compile seconds measured by the run (`CompileTime`, mean per compilation times the count).',
     why: 'Each new graph hash is a fresh XLA compilation, seconds to minutes each. A graph that changes every step (a shape, a Python scalar, a branch on a value) compiles every step and the TPU idles meanwhile.',
     example: 'Compilation Analysis: Compilation Cause\nCompilation Analysis:   user torch_xla.sync\nCompilation Analysis:   Graph Hash: 1a2b...\nCompilation Analysis: Python Frame Triggered Execution: \nCompilation Analysis:   train (/home/me/proj/train.py:42)',
     useInstead: '# keep shapes static: pad to fixed or bucketed lengths, drop_last=True,\n# pass changing Python scalars as tensors, no value-dependent branches in the step',
@@ -51,7 +51,7 @@ export const TPU002: RuntimeRule = {
   triggers: [],
   material: ['TPU201', 'TPU202', 'TPU303'],
   docs: runtimeDocs({
-    what: 'Reads the "Execution Analysis" blocks (`PT_XLA_DEBUG_LEVEL=2`) whose cause is "most likely user code trying to access tensor value before torch_xla.sync" (before "mark_step" in 2.3-2.5) and reports each user line with its count, the syncs per step (`MarkStep` counter) and the execution seconds measured by the run (`ExecuteTime`, mean times the count).',
+    what: 'Reads the "Execution Analysis" blocks (`PT_XLA_DEBUG_LEVEL=2`; `PT_XLA_DEBUG=1` in 2.3) whose cause is "most likely user code trying to access tensor value before torch_xla.sync" (before "mark_step" in 2.3-2.5) and reports each user line with its count, the syncs per step (`MarkStep` counter) and the execution seconds measured by the run (`ExecuteTime`, mean times the count).',
     why: 'Reading a value (`.item()`, `print(t)`, `if t > 0`, `.cpu()`) cuts the lazy graph: the pending work is compiled and executed, the host waits for the device, and the rest of the step becomes another graph.',
     example: 'Execution Analysis: Execution Cause\nExecution Analysis:   most likely user code trying to access tensor value before torch_xla.sync\nExecution Analysis: Python Frame Triggered Execution: \nExecution Analysis:   train (/home/me/proj/train.py:57)',
     useInstead: '# report values from a step closure, every N steps\nxm.add_step_closure(lambda loss: print(loss.item()), args=(loss,))',
