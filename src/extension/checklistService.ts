@@ -37,6 +37,8 @@ export class ChecklistService implements vscode.Disposable {
   private target: Target = DEFAULT_TARGET;
   private factsTimer: NodeJS.Timeout | undefined;
   private factsLoaded: Promise<void> | null = null;
+  /** The latest profiling run (src/extension/evidence.ts): step 9's evidence, its runtime findings. */
+  private run: { met: boolean; summary: string; findings: ChecklistFinding[] } | null = null;
   /** A workspace scan completed in this session: the results cover the workspace, so snapshots are meaningful. */
   private scanned = false;
 
@@ -183,7 +185,17 @@ export class ChecklistService implements vscode.Disposable {
   }
 
   input(): ChecklistInput {
-    return { profile: this.target.profile, score: this.results.summary().score, findings: this.findings(), facts: this.facts, progress: this.progress, progressError: this.progressError };
+    const run = this.target.profile === 'torch_xla' ? this.run : null;
+    return {
+      profile: this.target.profile, score: this.results.summary().score, findings: [...this.findings(), ...(run?.findings ?? [])], facts: { ...this.facts, hasRunEvidence: run?.met ?? false },
+      progress: this.progress, progressError: this.progressError, run: run?.summary ?? null,
+    };
+  }
+
+  /** The latest profiling run changed (src/extension/evidence.ts). */
+  setRun(run: { met: boolean; summary: string; findings: ChecklistFinding[] } | null): void {
+    this.run = run;
+    this.changed.fire();
   }
 
   /** The panel's view model; `all` lists every finding of a step (the exported report). */
