@@ -277,3 +277,18 @@ describe('collecting runs', () => {
     expect(preview.steps[8].items.map((i) => i.id)).toEqual(['profiler', 'profile-captured']);
   });
 });
+
+describe('log prefixes', () => {
+  it('lines stamped by a logging agent still form one block per process', async () => {
+    const { processKey } = await import('../src/evidence');
+    expect(processKey('2026-12-01T10:00:00.123Z ')).toBe('');
+    expect(processKey('[2026-12-01 10:00:01,5] [worker-1] ')).toBe('[] [worker-1]');
+    expect(processKey('10:00:02 host-2: ')).toBe('host-2:');
+    const lines = block('', 'most likely user code trying to access tensor value before torch_xla.sync', 'abc', [['train', '/x/train.py', 18]]);
+    const stamped = lines.map((l, i) => `2026-12-01T10:00:${String(i).padStart(2, '0')}.${i}Z [w0] ${l}`);
+    const other = lines.map((l, i) => `2026-12-01T10:00:${String(i).padStart(2, '0')}.${i}Z [w1] ${l.replace('abc', 'def')}`);
+    const mixed = stamped.flatMap((l, i) => [l, other[i]]);
+    const ev = readRunLogs([{ name: 'l', text: mixed.join('\n') }]);
+    expect(ev.blocks.map((b) => [b.process, b.graphHash, b.frames.length, b.truncated])).toEqual([['[w0]', 'abc', 1, false], ['[w1]', 'def', 1, false]]);
+  });
+});

@@ -145,6 +145,14 @@ const METRIC = /(?:^|\s|\])Metric: (\S+)\s*$/;
 const COUNTER = /(?:^|\s|\])Counter: (\S+)\s*$/;
 const METRICS_DATA = /\[MetricsData; step=(\d+)\]/;
 
+/**
+ * The process a line's prefix names: the prefix without timestamps (a logging agent or `ts` stamps every line
+ * differently; `[worker-1]` and `host-2:` stay apart).
+ */
+export function processKey(prefix: string): string {
+  return prefix.replace(/\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)?|\d\d:\d\d:\d\d(?:[.,]\d+)?/g, '').replace(/\s+/g, ' ').trim();
+}
+
 /** Splits on LF, CRLF and CR; strips ANSI colour and cursor codes. */
 export function logLines(text: string): string[] {
   return text.replace(ANSI, '').split(/\r\n|\n|\r/);
@@ -249,20 +257,20 @@ function readOne(text: string, li: number, ev: RunEvidence): void {
       ev.recognized = true;
       const kind: AnalysisKind = am[1] === 'Compilation Analysis' ? 'compilation' : am[1] === 'Execution Analysis' ? 'execution' : 'unexpected-execution';
       const prefix = raw.slice(0, am.index);
-      const key = `${prefix}\u0000${kind}`;
+      const key = `${processKey(prefix)}\u0000${kind}`;
       const body = am[2];
       let o = open.get(key);
       if (RULE_EQ.test(body)) {
         if (o && o.stage === 'closing') finish(key, false);
         else {
           if (o) finish(key, true);
-          open.set(key, { stage: 'head', block: { kind, cause: '', causeKind: 'other', graphHash: null, graphName: null, inputs: null, outputs: null, frames: [], moreFrames: false, truncated: false, log: li, logLine: lineNo, process: prefix.trim() } });
+          open.set(key, { stage: 'head', block: { kind, cause: '', causeKind: 'other', graphHash: null, graphName: null, inputs: null, outputs: null, frames: [], moreFrames: false, truncated: false, log: li, logLine: lineNo, process: processKey(prefix) } });
         }
         continue;
       }
       if (!o) {
         // a block whose opening line was lost (truncated head or interleaving): start one here
-        o = { stage: 'head', block: { kind, cause: '', causeKind: 'other', graphHash: null, graphName: null, inputs: null, outputs: null, frames: [], moreFrames: false, truncated: true, log: li, logLine: lineNo, process: prefix.trim() } };
+        o = { stage: 'head', block: { kind, cause: '', causeKind: 'other', graphHash: null, graphName: null, inputs: null, outputs: null, frames: [], moreFrames: false, truncated: true, log: li, logLine: lineNo, process: processKey(prefix) } };
         open.set(key, o);
       }
       const b = o.block;
@@ -315,7 +323,7 @@ function readOne(text: string, li: number, ev: RunEvidence): void {
     if (mm) {
       ev.recognized = true;
       const isMetric = /Metric: /.test(mm[0]);
-      const prefix = raw.slice(0, raw.indexOf(isMetric ? 'Metric: ' : 'Counter: ')).trim();
+      const prefix = processKey(raw.slice(0, raw.indexOf(isMetric ? 'Metric: ' : 'Counter: ')));
       let r = reports.get(prefix);
       // a report restarts when a name comes round again (the next step's report in XLA_METRICS_FILE)
       const name = mm[1];
@@ -334,7 +342,7 @@ function readOne(text: string, li: number, ev: RunEvidence): void {
     // the value lines of the entry being read ("  TotalSamples: 3", "  Accumulator: 01s", "  Value: 12")
     const vm = /(TotalSamples|Accumulator|Value): (.+?)\s*$/.exec(raw);
     if (vm && reports.size) {
-      const prefix = raw.slice(0, vm.index).trim();
+      const prefix = processKey(raw.slice(0, vm.index));
       const r = reports.get(prefix) ?? (reports.size === 1 ? [...reports.values()][0] : undefined);
       if (r?.entry) {
         if (r.entry.metric && vm[1] === 'TotalSamples') r.snap.metrics.set(r.entry.metric, { totalSamples: Number(vm[2]), accumulator: r.snap.metrics.get(r.entry.metric)?.accumulator ?? null });
