@@ -103,3 +103,30 @@ describe('tpu-ready check --evidence', () => {
     expect(plain.findings.length).toBe(json.findings.length - 2);
   });
 });
+
+describe('tpu-ready report with a profiling run', () => {
+  it('step 9 lists the newest run\'s runtime-only findings and is met by a newer clean run', () => {
+    const ws = project();
+    const runs = path.join(ws, '.tpu-ready', 'runs');
+    fs.mkdirSync(runs, { recursive: true });
+    fs.copyFileSync(path.join(FIX, 'logs', 'run-a.log'), path.join(runs, '2026-12-01T10-00-00Z.log'));
+    const step9 = (md: string) => md.slice(md.indexOf('## Step 9'), md.indexOf('## Step 10'));
+    const md = run(['report', '--format', 'md'], ws).out;
+    expect(step9(md)).toContain('Open findings (2)');
+    expect(step9(md)).toContain('[TPU001]');
+    expect(step9(md)).toContain('- [ ] A profiling run newer than the code was read (.tpu-ready/runs/), with no open runtime finding (from a run)');
+    expect(md).toContain('(seen in the run: 6 host reads, 0.55 per step, 1.2 s)'); // TPU201, step 6
+    // a newer run with nothing to report, newer than the code
+    const clean = path.join(runs, '2026-12-02T10-00-00Z.log');
+    fs.writeFileSync(clean, 'Counter: MarkStep\n  Value: 20\n');
+    const later = new Date(Date.now() + 60_000);
+    fs.utimesSync(clean, later, later);
+    const md2 = run(['report', '--format', 'md'], ws).out;
+    expect(step9(md2)).not.toContain('Open findings');
+    expect(step9(md2)).toContain('- [x] A profiling run newer than the code was read');
+    // the code changed after the run: no longer met
+    const touched = new Date(Date.now() + 120_000);
+    fs.utimesSync(path.join(ws, 'train.py'), touched, touched);
+    expect(step9(run(['report', '--format', 'md'], ws).out)).toContain('- [ ] A profiling run newer than the code was read');
+  });
+});

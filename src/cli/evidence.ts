@@ -1,8 +1,9 @@
 /** `tpu-ready evidence LOG...` and `check --evidence LOG`: a PyTorch/XLA run's log back on the workspace's lines. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { counterValue, fallbackCounters, HOST_READ_COUNTER, metricTotals, readRunLogs, runtimeFindings, joinWithStatic, seconds, type RunEvidence, type RuntimeFinding, type WorkspaceFile } from '../evidence';
+import { counterValue, fallbackCounters, groupRuns, HOST_READ_COUNTER, latestRun, metricTotals, readRunLogs, runtimeFindings, joinWithStatic, seconds, type RunEvidence, type RunFile, type RunStatus, type RuntimeFinding, type WorkspaceFile } from '../evidence';
 import { RULES } from '../rules';
+import { RUNS_DIR } from '../checklist/generators';
 import { RUNTIME_RULES } from '../rules/runtime';
 import type { Rule } from '../core/rule';
 import { eachArg, InputError, UsageError } from './args';
@@ -177,4 +178,49 @@ function renderEvidence(format: string, ev: RunEvidence, findings: (OutFinding &
     color: false,
   };
   return FORMATTERS[format].format(report, ALL_RULES);
+}
+
+/**
+ * The newest profiling run in `<root>/.tpu-ready/runs/` against the project's Python files (`tpu-ready report`:
+ * checklist step 9), or null when there is none. The code's last change is the newest Python file's mtime.
+ */
+export function projectRun(root: string, exclude: string[] | undefined): RunStatus | null {
+  const dir = path.join(root, ...RUNS_DIR.split('/'));
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync(dir).filter((n) => !n.startsWith('.'));
+  } catch {
+    return null;
+  }
+  const runs: RunFile[] = [];
+  for (const n of names) {
+    const abs = path.join(dir, n);
+    try {
+      const st = fs.lstatSync(abs);
+      if (!st.isFile()) continue;
+      runs.push({ path: `${RUNS_DIR}/${n}`, mtimeMs: st.mtimeMs, text: '' });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const [newest] = groupRuns(runs);
+  if (!newest) return null;
+  for (const f of newest) {
+    try {
+      f.text = readRegularFile(path.join(root, f.path), MAX_LOG_BYTES).toString('utf8');
+    } catch {
+      // unreadable: left empty
+    }
+  }
+  const { files } = collectFiles([root], root, exclude, true);
+  const py = files.filter((f) => f.endsWith('.py'));
+  let codeMtime = 0;
+  for (const f of py) {
+    try {
+      codeMtime = Math.max(codeMtime, fs.statSync(f).mtimeMs);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return latestRun(newest, workspaceFiles(root, exclude, py), codeMtime);
 }
