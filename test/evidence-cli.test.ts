@@ -64,6 +64,9 @@ describe('tpu-ready evidence', () => {
     const res = s.runs[0].results.find((x: { ruleId: string }) => x.ruleId === 'TPU003');
     expect(res.locations[0].physicalLocation).toMatchObject({ artifactLocation: { uri: 'train.py' }, region: { startLine: 15 } });
     expect(s.runs[0].tool.driver.rules[res.ruleIndex].id).toBe('TPU003');
+    const read = s.runs[0].results.find((x: { ruleId: string; locations: { physicalLocation: { region: { startLine: number } } }[] }) => x.ruleId === 'TPU002' && x.locations[0].physicalLocation.region.startLine === 18);
+    expect(read.properties).toMatchObject({ source: 'runtime', evidence: { kind: 'host-read', count: 6 } });
+    expect(read.relatedLocations).toEqual([{ id: 0, message: { text: 'same host read: called through <module>' }, physicalLocation: { artifactLocation: { uri: 'train.py', uriBaseId: '%SRCROOT%' }, region: { startLine: 24 } } }]);
   });
 
   it('bad input: one line and exit 2', () => {
