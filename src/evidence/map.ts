@@ -13,6 +13,8 @@ export function isLibraryFrame(file: string): boolean {
 export interface PathIndex {
   /** Workspace-relative posix path by its last component. */
   byBase: Map<string, string[]>;
+  /** Frame file → workspace path (or null), memoized: a long log names the same few files thousands of times. */
+  memo: Map<string, string | null>;
 }
 
 export function indexPaths(paths: readonly string[]): PathIndex {
@@ -23,7 +25,7 @@ export function indexPaths(paths: readonly string[]): PathIndex {
     list.push(p);
     byBase.set(base, list);
   }
-  return { byBase };
+  return { byBase, memo: new Map() };
 }
 
 /**
@@ -58,6 +60,14 @@ export interface MappedFrame extends Frame {
 
 /** Every frame with its workspace path; `user` is the first (innermost) frame in user code that maps. */
 export function mapFrames(frames: readonly Frame[], index: PathIndex): { frames: MappedFrame[]; user: MappedFrame | null } {
-  const mapped = frames.map((f) => ({ ...f, path: isLibraryFrame(f.file) ? null : mapPath(f.file, index) }));
+  const pathOf = (file: string): string | null => {
+    let p = index.memo.get(file);
+    if (p === undefined) {
+      p = isLibraryFrame(file) ? null : mapPath(file, index);
+      index.memo.set(file, p);
+    }
+    return p;
+  };
+  const mapped = frames.map((f) => ({ ...f, path: pathOf(f.file) }));
   return { frames: mapped, user: mapped.find((f) => f.path !== null) ?? null };
 }
