@@ -115,6 +115,15 @@ describe('mapping to the workspace', () => {
     expect(m.user).toMatchObject({ path: 'train.py', line: 20 });
     expect(m.frames.map((f) => f.path)).toEqual([null, null, 'train.py']);
   });
+  it('a torch source tree outside the workspace is library code; a workspace that is such a tree is not', () => {
+    const ws = indexPaths(['module.py', 'torch_xla/core/xla_model.py', 'src/transformers/trainer.py']);
+    const user = (file: string) => mapFrames([{ function: 'f', file, line: 3 }], ws).user?.path ?? null;
+    expect(user('/opt/pytorch/torch/nn/modules/module.py')).toBeNull();
+    expect(user('/home/u/xla/torch_xla/core/xla_model.py')).toBe('torch_xla/core/xla_model.py');
+    expect(user('/usr/lib/python3/dist-packages/torch_xla/core/xla_model.py')).toBeNull();
+    expect(user('/home/u/transformers/src/transformers/trainer.py')).toBe('src/transformers/trainer.py');
+  });
+
   it('finds the call an aten op comes from', () => {
     expect(findOpCall('aten::_ctc_loss_backward', workspace())).toEqual([{ path: 'train.py', line: 15 }]);
     expect(findOpCall('aten::nonzero', workspace())).toEqual([{ path: 'models/net.py', line: 11 }]);

@@ -1,13 +1,20 @@
 /** Frames of a run (absolute paths on the TPU VM) mapped onto the workspace. Pure. */
 import type { Frame } from './read';
 
-/** A frame in library code: torch, torch_xla, anything installed (site-packages), the interpreter's own. */
-export function isLibraryFrame(file: string): boolean {
+/** A frame in installed code: anything under site-packages, the interpreter's own (these never map to the workspace). */
+export function isInstalledFrame(file: string): boolean {
   const f = file.split('\\').join('/');
   if (f.startsWith('<')) return true; // <frozen runpy>, <string>, <stdin>
   if (/(^|\/)(site-packages|dist-packages)\//.test(f)) return true;
-  if (/\/lib\/python\d+(\.\d+)?\//.test(f)) return true;
-  return /(^|\/)(torch|torch_xla|torchvision|torchaudio|transformers|accelerate)\//.test(f);
+  return /\/lib\/python\d+(\.\d+)?\//.test(f);
+}
+
+/**
+ * A frame in library code: installed code, or a torch / torch_xla source tree (a from-source build). A path
+ * that maps onto the workspace is still user code unless installed (a workspace that is a torch_xla checkout).
+ */
+export function isLibraryFrame(file: string): boolean {
+  return isInstalledFrame(file) || /(^|\/)(torch|torch_xla)\//.test(file.split('\\').join('/'));
 }
 
 export interface PathIndex {
@@ -63,7 +70,9 @@ export function mapFrames(frames: readonly Frame[], index: PathIndex): { frames:
   const pathOf = (file: string): string | null => {
     let p = index.memo.get(file);
     if (p === undefined) {
-      p = isLibraryFrame(file) ? null : mapPath(file, index);
+      // a torch/torch_xla source tree outside the workspace does not map (no workspace file shares its suffix)
+      p = isInstalledFrame(file) ? null : mapPath(file, index);
+      if (p !== null && isLibraryFrame(file) && !/(^|\/)(torch|torch_xla)\//.test(p)) p = null;
       index.memo.set(file, p);
     }
     return p;
