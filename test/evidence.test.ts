@@ -301,3 +301,44 @@ describe('log prefixes', () => {
     expect(ev.blocks.map((b) => [b.process, b.graphHash, b.frames.length, b.truncated])).toEqual([['[w0]', 'abc', 1, false], ['[w1]', 'def', 1, false]]);
   });
 });
+
+describe('hostile and damaged logs', () => {
+  it('cuts, dropped lines, doubled lines and stray bytes never throw, and findings stay on real lines', () => {
+    const src = log('run-a.log').text + log('run-b-truncated.log').text + log('metrics.txt').text;
+    const lines = src.split('\n');
+    const files = workspace();
+    const lineCount = new Map(files.map((f) => [f.path, f.text.split('\n').length]));
+    let seed = 12345;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) >>> 0) % n);
+    for (let k = 0; k < 60; k++) {
+      const out: string[] = [];
+      for (const l of lines) {
+        const r = rnd(20);
+        if (r === 0) continue; // dropped
+        if (r === 1) out.push(l, l); // doubled
+        else if (r === 2) out.push(l.slice(0, rnd(l.length + 1))); // cut
+        else if (r === 3) out.push('\x1b[31m' + l + '\x00\ufffd');
+        else out.push(l);
+      }
+      const text = out.join(rnd(2) ? '\n' : '\r\n').slice(0, rnd(src.length + 1));
+      const ev = readRunLogs([{ name: 'fuzz.log', text }]);
+      for (const b of ev.blocks) for (const f of b.frames) expect(Number.isInteger(f.line)).toBe(true);
+      for (const f of runtimeFindings(ev, files)) {
+        if (f.inWorkspace) expect(f.line).toBeLessThanOrEqual(lineCount.get(f.path)!);
+        expect(f.evidence.count).toBeGreaterThanOrEqual(0);
+        expect(Number.isFinite(f.evidence.seconds ?? 0)).toBe(true);
+      }
+    }
+  });
+
+  it('a frame past the end of its file (changed since the run) or outside the workspace goes on the log line', () => {
+    const text = [1, 2, 3].flatMap((i) => block('', 'user torch_xla.sync', `h${i}`, [['train', '/p/train.py', 400]], 'Compilation')).join('\n');
+    const [f] = runtimeFindings(readRunLogs([{ name: 'l', text }]), workspace());
+    expect(f).toMatchObject({ rule: 'TPU001', path: 'l', line: 2, inWorkspace: false });
+    expect(f.message).toMatch(/\(at \/p\/train\.py:400, not a line of the workspace: the file changed since the run\?\)$/);
+    const elsewhere = [1, 2].flatMap((i) => block('', 'most likely user code trying to access tensor value before torch_xla.sync', `r${i}`, [['run', '/opt/jobs/launch.py', 7]])).join('\n');
+    const [g] = runtimeFindings(readRunLogs([{ name: 'l2', text: elsewhere }]), workspace());
+    expect(g).toMatchObject({ rule: 'TPU002', path: 'l2', inWorkspace: false });
+    expect(g.message).toMatch(/\(at \/opt\/jobs\/launch\.py:7, not a line of the workspace\)$/);
+  });
+});

@@ -4,7 +4,7 @@
  */
 import type { Effort, Severity, Step } from '../core/types';
 import { RUNTIME_RULES_BY_ID } from '../rules/runtime';
-import { indexPaths, mapFrames, type MappedFrame } from './map';
+import { indexPaths, isLibraryFrame, mapFrames, type MappedFrame } from './map';
 import { counterValue, fallbackCounters, HOST_READ_COUNTER, metricTotals, type AnalysisBlock, type MetricCheck, type RunEvidence } from './read';
 
 export type EvidenceKind = 'recompilation' | 'host-read' | 'cpu-fallback' | 'too-frequent' | 'too-slow';
@@ -94,7 +94,7 @@ function lineSpan(text: string | undefined, line: number): { column: number; end
 
 /** Runtime findings of a run against the workspace's files. */
 export function runtimeFindings(ev: RunEvidence, files: readonly WorkspaceFile[], logNames: readonly string[] = ev.logs): RuntimeFinding[] {
-  const index = indexPaths(files.map((f) => f.path));
+  const index = indexPaths(files.map((f) => f.path), new Map(files.map((f) => [f.path, f.text.split(/\r\n|\n|\r/).length])));
   const textOf = new Map(files.map((f) => [f.path, f.text]));
   const steps = counterValue(ev, 'MarkStep') ?? maxCheckSteps(ev.checks);
   const out: RuntimeFinding[] = [];
@@ -106,23 +106,27 @@ export function runtimeFindings(ev: RunEvidence, files: readonly WorkspaceFile[]
   };
   const logRef = (b: { log: number; logLine: number }) => ({ file: logNames[b.log] ?? `log ${b.log + 1}`, line: b.logLine });
 
-  const group = (blocks: AnalysisBlock[]): { groups: Group[]; unmapped: AnalysisBlock[] } => {
+  // blocks whose frames name no workspace line are grouped by their first non-library frame and reported on the log
+  const group = (blocks: AnalysisBlock[]): { groups: Group[] } => {
     const groups = new Map<string, Group>();
-    const unmapped: AnalysisBlock[] = [];
     for (const b of blocks) {
       const m = mapFrames(b.frames, index);
-      if (!m.user) {
-        unmapped.push(b);
-        continue;
-      }
-      const key = `${m.user.path}:${m.user.line}`;
-      const g = groups.get(key) ?? { key, user: m.user, blocks: [], frames: [] };
+      const outside = m.user ? null : b.frames.find((f) => !isLibraryFrame(f.file)) ?? null;
+      if (!m.user && !outside) continue; // no Python frame outside torch: nothing to point at
+      const user: MappedFrame = m.user ?? { ...outside!, path: null };
+      const key = m.user ? `${m.user.path}:${m.user.line}` : `\u0000${outside!.file}:${outside!.line}`;
+      const g = groups.get(key) ?? { key, user, blocks: [], frames: [] };
       g.blocks.push(b);
       g.frames.push(m.frames);
       groups.set(key, g);
     }
-    return { groups: [...groups.values()], unmapped };
+    return { groups: [...groups.values()] };
   };
+  /** Where a group's finding goes: its workspace line, or the log line of its first block (frame named). */
+  const placeOf = (g: Group): { path: string; line: number; inWorkspace: boolean; note: string } =>
+    g.user.path !== null
+      ? { path: g.user.path, line: g.user.line, inWorkspace: true, note: '' }
+      : { ...(() => { const l = logRef(g.blocks[0]); return { path: l.file, line: l.line }; })(), inWorkspace: false, note: ` (at ${g.user.file}:${g.user.line}, not a line of the workspace${index.memo.get(g.user.file) ? ': the file changed since the run?' : ''})` };
   const relatedOf = (g: Group, what: string): RelatedLocation[] => {
     const seen = new Set<string>([g.key]);
     const rel: RelatedLocation[] = [];
@@ -148,7 +152,8 @@ export function runtimeFindings(ev: RunEvidence, files: readonly WorkspaceFile[]
     if (g.blocks.length <= expected) continue;
     const secs = compileMean === null ? null : compileMean * g.blocks.length;
     const msg = `Seen in the run: compiled ${plural(g.blocks.length, 'time')} here (${plural(hashes.length, 'distinct graph')}${secs !== null ? `, ≈${seconds(secs)} of compilation` : ''}${steps ? ` in ${plural(steps, 'step')}` : ''}): the graph changes between steps (shapes, Python scalars or branches on values)`;
-    out.push(make('TPU001', g.user.path!, g.user.line, true, msg, { kind: 'recompilation', count: g.blocks.length, seconds: secs, graphHashes: hashes, ops: [], steps, perStep: steps ? g.blocks.length / steps : null, checks: [], log: logRef(g.blocks[0]) }, relatedOf(g, 'same compilations')));
+    const at = placeOf(g);
+    out.push(make('TPU001', at.path, at.line, at.inWorkspace, msg + at.note, { kind: 'recompilation', count: g.blocks.length, seconds: secs, graphHashes: hashes, ops: [], steps, perStep: steps ? g.blocks.length / steps : null, checks: [], log: logRef(g.blocks[0]) }, relatedOf(g, 'same compilations')));
   }
 
   // TPU002: graphs run to read a value before the barrier: the executions (level 2) of a line, or its
@@ -163,7 +168,8 @@ export function runtimeFindings(ev: RunEvidence, files: readonly WorkspaceFile[]
     const perStep = steps ? n / steps : null;
     const what = execs.length ? 'executed a graph' : 'compiled a graph';
     const msg = `Seen in the run: ${what} here ${plural(n, 'time')} to read a tensor value before the step barrier${perStep !== null ? ` (${Math.round(perStep * 100) / 100} per step over ${plural(steps!, 'step')})` : ''}${secs !== null ? `, ≈${seconds(secs)} of execution` : ''}`;
-    out.push(make('TPU002', g.user.path!, g.user.line, true, msg, { kind: 'host-read', count: n, seconds: secs, graphHashes: hashes, ops: [], steps, perStep, checks: [], log: logRef(counted[0]) }, relatedOf(g, 'same host read')));
+    const at = placeOf(g);
+    out.push(make('TPU002', at.path, at.line, at.inWorkspace, msg + at.note, { kind: 'host-read', count: n, seconds: secs, graphHashes: hashes, ops: [], steps, perStep, checks: [], log: logRef(counted[0]) }, relatedOf(g, 'same host read')));
   }
 
   // TPU003: CPU fallbacks, from the aten:: counters and the not-lowered check

@@ -22,9 +22,11 @@ export interface PathIndex {
   byBase: Map<string, string[]>;
   /** Frame file → workspace path (or null), memoized: a long log names the same few files thousands of times. */
   memo: Map<string, string | null>;
+  /** Line count of each workspace file, when known: a frame past the end (the file changed since the run) does not map. */
+  lines: Map<string, number> | null;
 }
 
-export function indexPaths(paths: readonly string[]): PathIndex {
+export function indexPaths(paths: readonly string[], lines: Map<string, number> | null = null): PathIndex {
   const byBase = new Map<string, string[]>();
   for (const p of paths) {
     const base = p.slice(p.lastIndexOf('/') + 1);
@@ -32,7 +34,7 @@ export function indexPaths(paths: readonly string[]): PathIndex {
     list.push(p);
     byBase.set(base, list);
   }
-  return { byBase, memo: new Map() };
+  return { byBase, memo: new Map(), lines };
 }
 
 /**
@@ -77,6 +79,10 @@ export function mapFrames(frames: readonly Frame[], index: PathIndex): { frames:
     }
     return p;
   };
-  const mapped = frames.map((f) => ({ ...f, path: pathOf(f.file) }));
+  const mapped = frames.map((f) => {
+    const p = pathOf(f.file);
+    const max = p !== null ? index.lines?.get(p) : undefined;
+    return { ...f, path: max !== undefined && (f.line < 1 || f.line > max) ? null : p };
+  });
   return { frames: mapped, user: mapped.find((f) => f.path !== null) ?? null };
 }
