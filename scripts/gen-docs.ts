@@ -64,7 +64,8 @@ export function rulePage(r: Rule): string {
 
 /** A runtime rule's page: the static page's sections, what it is material for, how it is read instead of a suppression. */
 export function runtimePage(r: RuntimeRule): string {
-  const page = rulePage(r);
+  // the example is a log excerpt, not Python
+  const page = rulePage(r).replace('## Example\n\n```python\n', '## Example (from a run\'s log)\n\n```text\n');
   const a = page.indexOf('## Suppression');
   const b = page.indexOf('## Sources');
   const material = r.material.map((m) => `[${m}](${m}.md)`).join(', ');
