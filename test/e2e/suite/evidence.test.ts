@@ -49,6 +49,8 @@ describe('runtime evidence from .tpu-ready/runs/', () => {
   });
 
   it('"Prepare a Profiling Run" writes the launcher', async () => {
+    // the checklist suite's smoke test wrote one beside it: gone, so the command does not ask to overwrite
+    fs.rmSync(wsPath('.tpu-ready', 'profile-run.sh'), { force: true });
     const uri = await vscode.commands.executeCommand<vscode.Uri | undefined>('tpuReady.prepareProfilingRun');
     assert.ok(uri);
     const text = fs.readFileSync(wsPath('.tpu-ready', 'profile-run.sh'), 'utf8');
