@@ -192,6 +192,11 @@ export class ChecklistService implements vscode.Disposable {
     };
   }
 
+  /** The static findings plus the latest run's runtime ones (the sidebar's findings by file). */
+  allFindings(): ChecklistFinding[] {
+    return this.input().findings as ChecklistFinding[];
+  }
+
   /** The latest profiling run changed (src/extension/evidence.ts). */
   setRun(run: { met: boolean; summary: string; findings: ChecklistFinding[] } | null): void {
     this.run = run;
