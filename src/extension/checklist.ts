@@ -68,7 +68,7 @@ export function registerChecklist(context: vscode.ExtensionContext, deps: Checkl
   // the panel's "Priced findings": the open findings priced on the workspace's training config
   const cost = deps.cost;
   if (cost) {
-    ChecklistPanel.pricer = () => (service.root ? cost.pricedFindings(service.root, service.findings()) : Promise.resolve(null));
+    ChecklistPanel.pricer = () => (service.root ? cost.pricedFindings(service.root, service.findingsWithEvidence()) : Promise.resolve(null));
     context.subscriptions.push(cost.onDidInvalidate(() => ChecklistPanel.current?.postState()), { dispose: () => (ChecklistPanel.pricer = null) });
   }
 

@@ -7,7 +7,7 @@
  */
 import * as vscode from 'vscode';
 import { profilingRun, RUNS_DIR, type ChecklistFinding } from '../checklist';
-import { latestRun, type RunFile, type RunStatus, type RuntimeFinding, type WorkspaceFile } from '../evidence';
+import { latestRun, type Evidence, type RunFile, type RunStatus, type RuntimeFinding, type WorkspaceFile } from '../evidence';
 import { docsUri } from './convert';
 import { CommandId } from './commands';
 import { exists, writeRefusal } from './files';
@@ -22,7 +22,7 @@ const MAX_RUN_BYTES = 64 * 1024 * 1024;
 export interface RunForChecklist {
   met: boolean;
   summary: string;
-  findings: ChecklistFinding[];
+  findings: (ChecklistFinding & { evidence: Evidence })[];
 }
 
 export class RunEvidence implements vscode.Disposable {
@@ -62,7 +62,7 @@ export class RunEvidence implements vscode.Disposable {
       summary: s.summary,
       findings: s.findings.filter((f) => f.inWorkspace).map((f) => ({
         rule: f.rule, step: f.step, severity: f.severity, message: f.message, path: f.path, uri: vscode.Uri.joinPath(root, ...f.path.split('/')).toString(),
-        line: f.line, column: f.column, cell: null, fix: null,
+        line: f.line, column: f.column, cell: null, fix: null, evidence: f.evidence,
       })),
     };
   }
