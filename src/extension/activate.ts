@@ -119,8 +119,10 @@ export function activate(context: vscode.ExtensionContext): void {
   const cost = registerCost(context);
   const checklist = registerChecklist(context, { results, linter, scanner, config, cost });
   // profiling runs in .tpu-ready/runs/: runtime diagnostics, and step 9's evidence in the checklist
-  const runs = registerRunEvidence(context, log, () => checklist.currentTarget);
-  context.subscriptions.push(runs.onDidChange((run) => checklist.setRun(run)));
+  const staticRules = (uri: vscode.Uri, line: number) =>
+    (results.get(uri)?.findings ?? []).filter((f) => 'startPos' in f && (f as { startPos: { line: number } }).startPos.line === line).map((f) => f.rule);
+  const runs = registerRunEvidence(context, log, () => checklist.currentTarget, staticRules);
+  context.subscriptions.push(runs.onDidChange((run) => checklist.setRun(run)), results.onDidChange(() => runs.republish()));
   linter.start();
   configProblems.start();
 }

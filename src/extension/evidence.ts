@@ -7,9 +7,10 @@
  */
 import * as vscode from 'vscode';
 import { profilingRun, RUNS_DIR, type ChecklistFinding } from '../checklist';
-import { latestRun, type Evidence, type RunFile, type RunStatus, type RuntimeFinding, type WorkspaceFile } from '../evidence';
+import { confirmation, latestRun, type Evidence, type RunFile, type RunStatus, type RuntimeFinding, type WorkspaceFile } from '../evidence';
 import { docsUri } from './convert';
 import { CommandId } from './commands';
+import { RUNTIME_RULES_BY_ID } from '../rules/runtime';
 import { exists, writeRefusal } from './files';
 
 export const RUNTIME_SOURCE = 'tpu-ready runtime';
@@ -35,7 +36,14 @@ export class RunEvidence implements vscode.Disposable {
   private running: Promise<void> | null = null;
   private again = false;
 
-  constructor(private readonly log: vscode.LogOutputChannel) {
+  /** Last published status and texts (re-published when the static findings change). */
+  private published: { root: vscode.Uri; texts: Map<string, string> } | null = null;
+
+  /**
+   * `staticRules(uri, line0)`: the rules of the static findings at a 0-based line (the results store), so that
+   * a runtime finding on such a line shows as the confirmation of that finding, not as a second one.
+   */
+  constructor(private readonly log: vscode.LogOutputChannel, private readonly staticRules: (uri: vscode.Uri, line: number) => string[] = () => []) {
     const watcher = vscode.workspace.createFileSystemWatcher(`**/${RUNS_DIR}/**`);
     const kick = () => this.schedule();
     this.disposables.push(watcher, watcher.onDidCreate(kick), watcher.onDidChange(kick), watcher.onDidDelete(kick));
@@ -140,13 +148,26 @@ export class RunEvidence implements vscode.Disposable {
     return { files, newestCode };
   }
 
+  /** The static findings changed: the confirmations may have. */
+  republish(): void {
+    if (this.published) this.publish(this.published.root, this.status, this.published.texts);
+  }
+
   private publish(root: vscode.Uri, status: RunStatus | null, texts: Map<string, string>): void {
+    this.published = { root, texts };
     this.diagnostics.clear();
     if (!status) return;
     const byUri = new Map<string, { uri: vscode.Uri; ds: vscode.Diagnostic[] }>();
     for (const f of status.findings) {
       const uri = vscode.Uri.joinPath(root, ...f.path.split('/'));
       const d = toDiagnostic(f, root, texts.get(f.path));
+      const material = RUNTIME_RULES_BY_ID.get(f.rule)?.material ?? [];
+      const confirms = f.inWorkspace ? this.staticRules(uri, f.line - 1).filter((r) => material.includes(r)) : [];
+      if (confirms.length) {
+        // the run confirms the static finding on this line: said as such, as a hint beside it
+        d.message = `Seen in the run, confirming ${confirms.join(', ')}: ${confirmation(f)}`;
+        d.severity = vscode.DiagnosticSeverity.Hint;
+      }
       const e = byUri.get(uri.toString()) ?? { uri, ds: [] };
       e.ds.push(d);
       byUri.set(uri.toString(), e);
@@ -181,8 +202,8 @@ function toDiagnostic(f: RuntimeFinding, root: vscode.Uri, text: string | undefi
 }
 
 /** Registers the service, the watcher and "TPU Readiness: Prepare a Profiling Run". */
-export function registerRunEvidence(context: vscode.ExtensionContext, log: vscode.LogOutputChannel, target: () => Parameters<typeof profilingRun>[0]): RunEvidence {
-  const service = new RunEvidence(log);
+export function registerRunEvidence(context: vscode.ExtensionContext, log: vscode.LogOutputChannel, target: () => Parameters<typeof profilingRun>[0], staticRules?: (uri: vscode.Uri, line: number) => string[]): RunEvidence {
+  const service = new RunEvidence(log, staticRules);
   context.subscriptions.push(service);
   context.subscriptions.push(vscode.commands.registerCommand(CommandId.PrepareProfilingRun, () => writeProfilingRun(target(), true)));
   service.schedule(0);
