@@ -17,6 +17,13 @@ function readBlock(hash: string): string[] {
     p + '  <module> (/home/someone/checkouts/project/train.py:35)', p + DASH, p + EQ];
 }
 
+/** A "Compilation Analysis" block at a step barrier (debug_util.cpp l. 313-414 at v2.9.0). */
+function compileBlock(hash: string, line: number): string[] {
+  const p = 'Compilation Analysis: ';
+  return ['', p + EQ, p + 'Compilation Cause', p + '  user torch_xla.sync', p + 'Graph Info: ', p + `  Graph Hash: ${hash}`, p + '  Number of Graph Inputs: 4', p + '  Number of Graph Outputs: 3',
+    p + 'Python Frame Triggered Execution: ', p + '  sync (/usr/local/lib/python3.10/site-packages/torch_xla/torch_xla.py:90)', p + `  main (/srv/ci/checkout/train.py:${line})`, p + DASH, p + EQ];
+}
+
 const runtimeOf = (uri: vscode.Uri) => vscode.languages.getDiagnostics(uri).filter((d) => d.source === RUNTIME);
 
 describe('runtime evidence from .tpu-ready/runs/', () => {
@@ -46,6 +53,18 @@ describe('runtime evidence from .tpu-ready/runs/', () => {
     // a newer run without the read replaces it
     fs.writeFileSync(path.join(runs(), '2026-12-01T11-00-00Z.log'), 'Counter: MarkStep\n  Value: 2\n');
     await waitFor(() => runtimeOf(uri).length === 0, 'runtime diagnostics cleared by a clean run', 40_000);
+  });
+
+  it('on the line of a static finding it is material for, the runtime diagnostic is its confirmation', async function () {
+    this.timeout(60_000);
+    const uri = wsUri('train.py');
+    await vscode.window.showTextDocument(uri);
+    await waitFor(() => vscode.languages.getDiagnostics(uri).some((d) => d.source === 'tpu-ready' && codeOf(d) === 'TPU403' && d.range.start.line === 19), 'static TPU403 on line 20');
+    fs.writeFileSync(path.join(runs(), '2026-12-01T12-00-00Z.log'), [...compileBlock('a1', 20), ...compileBlock('a2', 20), ...compileBlock('a3', 20)].join('\n'));
+    const d = await waitFor(() => runtimeOf(uri).find((x) => x.range.start.line === 19), 'runtime diagnostic on line 20', 40_000);
+    assert.equal(codeOf(d), 'TPU001');
+    assert.match(d.message, /^Seen in the run, confirming TPU403: 3 compilations$/);
+    assert.equal(d.severity, vscode.DiagnosticSeverity.Hint);
   });
 
   it('"Prepare a Profiling Run" writes the launcher', async () => {
