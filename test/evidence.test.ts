@@ -244,7 +244,7 @@ describe('collecting runs', () => {
     expect(spawnSync('bash', ['-n', path.join(dir, '.tpu-ready/profile-run.sh')]).status).toBe(0);
     // run it on a script that prints what torch_xla would (no torch_xla here: the report at exit says so)
     fs.writeFileSync(path.join(dir, 'fake.py'), 'import os, sys\nprint("PT_XLA_DEBUG_LEVEL=" + os.environ["PT_XLA_DEBUG_LEVEL"], sys.argv[1:])\nsys.stderr.write("pt-xla-profiler: CompileTime too frequent: 21 counts during 11 steps\\n")\n');
-    const r = spawnSync('bash', ['.tpu-ready/profile-run.sh', 'fake.py', '--lr', '1'], { cwd: dir, encoding: 'utf8', env: { ...process.env, PYTHON: '/usr/bin/python3' } });
+    const r = spawnSync('bash', ['.tpu-ready/profile-run.sh', 'fake.py', '--lr', '1'], { cwd: dir, encoding: 'utf8', env: { ...process.env, PYTHON: fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3' } });
     expect(r.status).toBe(0);
     const logs = fs.readdirSync(path.join(dir, '.tpu-ready/runs'));
     expect(logs).toHaveLength(1);
