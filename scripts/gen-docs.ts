@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { RULES } from '../src/rules';
+import { RUNTIME_RULES, type RuntimeRule } from '../src/rules/runtime';
 import { EFFORT_LABELS, STEP_TITLES } from '../src/core/types';
 import type { Rule } from '../src/core/rule';
 
@@ -61,8 +62,25 @@ export function rulePage(r: Rule): string {
   return parts.join('\n');
 }
 
+/** A runtime rule's page: the static page's sections, what it is material for, how it is read instead of a suppression. */
+export function runtimePage(r: RuntimeRule): string {
+  // the example is a log excerpt, not Python
+  const page = rulePage(r).replace('## Example\n\n```python\n', '## Example (from a run\'s log)\n\n```text\n');
+  const a = page.indexOf('## Suppression');
+  const b = page.indexOf('## Sources');
+  const material = r.material.map((m) => `[${m}](${m}.md)`).join(', ');
+  return (
+    page.slice(0, a) +
+    '## Runtime finding\n\n' +
+    `Read from a PyTorch/XLA run's log by \`tpu-ready evidence LOG...\` or \`tpu-ready check --evidence LOG...\` (JSON: \`"source": "runtime"\` and an \`evidence\` object), and in VS Code from \`.tpu-ready/runs/\`. ` +
+    `On the line of a static finding of ${material} it confirms that finding ("seen in the run: ...") instead of being reported again; ` +
+    'a runtime finding with no static counterpart is material for a new static rule of that list. Fix the code at the line and run again.\n\n' +
+    page.slice(b)
+  );
+}
+
 export function ruleTable(): string {
-  const rows = RULES.map((r) => `| [${r.id}](docs/rules/${r.id}.md) | ${r.title.replace(/\|/g, '\\|')} | ${r.severity} | ${r.step} | ${r.fix.availability === 'none' ? '' : r.fix.applicability === 'safe' ? 'safe' : 'unsafe'} |`);
+  const rows = [...RULES, ...RUNTIME_RULES].map((r) => `| [${r.id}](docs/rules/${r.id}.md) | ${r.title.replace(/\|/g, '\\|')} | ${r.severity} | ${r.step} | ${r.fix.availability === 'none' ? '' : r.fix.applicability === 'safe' ? 'safe' : 'unsafe'} |`);
   return ['| Rule | Title | Severity | Step | Fix |', '|---|---|---|---|---|', ...rows].join('\n');
 }
 
@@ -82,7 +100,8 @@ function write(file: string, content: string) {
 }
 
 for (const r of RULES) write(`docs/rules/${r.id}.md`, rulePage(r));
-const known = new Set(RULES.map((r) => `${r.id}.md`));
+for (const r of RUNTIME_RULES) write(`docs/rules/${r.id}.md`, runtimePage(r));
+const known = new Set([...RULES, ...RUNTIME_RULES].map((r) => `${r.id}.md`));
 for (const f of fs.existsSync(path.join(root, 'docs/rules')) ? fs.readdirSync(path.join(root, 'docs/rules')) : []) {
   if (/^TPU\d{3}\.md$/.test(f) && !known.has(f)) {
     stale.push(`docs/rules/${f} (no such rule)`);

@@ -85,7 +85,7 @@ describe('facts', () => {
   ];
   it('reads the evidence each step needs from the sources', () => {
     expect(collectFacts(files, 'torch_xla')).toEqual({
-      importsTpuStack: true, usesTpuDevice: true, pinsTpuStack: true, hasSmokeTest: false, hasResume: true, usesProfiler: true, hasCompileCache: true, hasCiWorkflow: true,
+      importsTpuStack: true, usesTpuDevice: true, pinsTpuStack: true, hasSmokeTest: false, hasResume: true, usesProfiler: true, hasCompileCache: true, hasCiWorkflow: true, hasRunEvidence: false,
     });
     expect(collectFacts([{ path: 'train.py', text: 'x = "import torch_xla"\ndevice = "cuda"\n' }], 'torch_xla')).toEqual(NO_FACTS);
     const tpu = collectFacts([{ path: 'train.py', text: 'import torch_tpu\nd = torch.device("tpu")\n' }], 'torchtpu');

@@ -6,12 +6,12 @@
  */
 import type { TargetProfile } from '../core/types';
 
-export type FactKey = 'importsTpuStack' | 'usesTpuDevice' | 'pinsTpuStack' | 'hasSmokeTest' | 'hasResume' | 'usesProfiler' | 'hasCompileCache' | 'hasCiWorkflow';
+export type FactKey = 'importsTpuStack' | 'usesTpuDevice' | 'pinsTpuStack' | 'hasSmokeTest' | 'hasResume' | 'usesProfiler' | 'hasCompileCache' | 'hasCiWorkflow' | 'hasRunEvidence';
 
 export type Facts = Record<FactKey, boolean>;
 
 export const NO_FACTS: Facts = {
-  importsTpuStack: false, usesTpuDevice: false, pinsTpuStack: false, hasSmokeTest: false, hasResume: false, usesProfiler: false, hasCompileCache: false, hasCiWorkflow: false,
+  importsTpuStack: false, usesTpuDevice: false, pinsTpuStack: false, hasSmokeTest: false, hasResume: false, usesProfiler: false, hasCompileCache: false, hasCiWorkflow: false, hasRunEvidence: false,
 };
 
 export interface ProjectFile {

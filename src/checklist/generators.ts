@@ -268,3 +268,71 @@ export function insertCompileCache(text: string, target: Target): string | null 
   lines.splice(last + 1, 0, ...insert);
   return lines.join(eol);
 }
+
+/** Where profiling runs' logs go; the extension watches it and `tpu-ready evidence .tpu-ready/runs` reads it. */
+export const RUNS_DIR = '.tpu-ready/runs';
+
+/** Marker of the generated profiling launcher. */
+export const PROFILING_RUN_MARKER = 'tpu-ready: profiling run';
+
+/**
+ * Steps 2 and 9: a launch script that runs a Python program with torch_xla's debug output on, tees its output to
+ * `.tpu-ready/runs/<UTC date>.log`, writes the per-step metrics to `<date>.metrics` and prints the metrics report
+ * at exit: what `tpu-ready evidence` and the extension read back onto the lines. torch_xla only (the variables
+ * are torch_xla's): null for the TorchTPU preview.
+ *
+ * - PT_XLA_DEBUG=1: the "pt-xla-profiler:" checks after each step (torch_xla/csrc/init_python_bindings.cpp
+ *   l. 720-744 at v2.9.0), and in 2.3 the compilation and execution analysis too (debug_util.cpp l. 239-252 at
+ *   v2.3.0); PT_XLA_DEBUG_LEVEL=2 (since 2.4, debug_util.cpp l. 241 at v2.4.0; l. 245-300 at v2.9.0): both
+ *   analyses, where PT_XLA_DEBUG=1 alone would mean level 100.
+ * - XLA_METRICS_FILE: the report after every step, `<file>.<ordinal>` per process when there are several
+ *   (torch_xla/debug/metrics_saver.py l. 19-50).
+ */
+export function profilingRun(target: Target): GeneratedFile | null {
+  if (target.profile !== 'torch_xla') return null;
+  const lines = [
+    '#!/usr/bin/env bash',
+    `# ${PROFILING_RUN_MARKER}, generated for ${versionNote(target)}.`,
+    '#',
+    '# Usage, on the TPU host from anywhere in the project:',
+    '#   bash .tpu-ready/profile-run.sh train.py --your --args',
+    '# Runs a few steps with torch_xla\'s debug analysis on (slower than a real run: profile 10-50 steps, then',
+    '# read .tpu-ready/runs/ with `tpu-ready evidence .tpu-ready/runs` or in VS Code, where the findings appear on',
+    '# the lines that caused them). Do not leave these variables set for real runs.',
+    'set -euo pipefail',
+    'root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"',
+    `runs="$root/${RUNS_DIR}"`,
+    'mkdir -p "$runs"',
+    'stamp="$(date -u +%Y-%m-%dT%H-%M-%SZ)"',
+    'log="$runs/$stamp.log"',
+    'if [ "$#" -lt 1 ]; then echo "usage: bash $0 SCRIPT.py [ARGS...]" >&2; exit 2; fi',
+    '',
+    '# compilations (level 1) and executions (level 2) with their cause, graph hash and Python frames (2.4+;',
+    '# torch_xla 2.3 prints both with PT_XLA_DEBUG=1)',
+    'export PT_XLA_DEBUG_LEVEL=2',
+    '# the pt-xla-profiler checks after each step: "CompileTime too frequent", "Op(s) not lowered"',
+    'export PT_XLA_DEBUG=1',
+    '# the metrics report after every step (one file per process when there are several)',
+    'export XLA_METRICS_FILE="$runs/$stamp.metrics"',
+    'export PYTHONUNBUFFERED=1',
+    '',
+    'echo "tpu-ready: writing $log" >&2',
+    '# the metrics report is printed at exit as well (the counters of CPU fallbacks are in it)',
+    '"${PYTHON:-python3}" -c \'',
+    'import atexit, runpy, sys',
+    'def _report():',
+    '    try:',
+    '        import torch_xla.debug.metrics as met',
+    '        print(met.metrics_report(), flush=True)',
+    '    except Exception as e:',
+    '        print("tpu-ready: no metrics report: %r" % (e,), flush=True)',
+    'atexit.register(_report)',
+    'sys.argv = sys.argv[1:]',
+    'runpy.run_path(sys.argv[0], run_name="__main__")',
+    '\' "$@" 2>&1 | tee "$log"',
+    'status="${PIPESTATUS[0]}"',
+    'echo "tpu-ready: run log in $log (read it with: npx tpu-ready evidence $runs)" >&2',
+    'exit "$status"',
+  ];
+  return { path: '.tpu-ready/profile-run.sh', text: lines.join('\n') + '\n' };
+}

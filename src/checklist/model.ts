@@ -38,6 +38,8 @@ export interface ChecklistInput {
   progress: Progress;
   /** Set when the progress file is unreadable (then `progress` is empty and must not be saved). */
   progressError?: string | null;
+  /** What the latest profiling run measured (src/evidence runSummaryText), shown with step 9. */
+  run?: string | null;
 }
 
 export interface StepState {
@@ -57,7 +59,7 @@ export function stepStates(input: ChecklistInput): StepState[] {
   return STEPS.map((def) => {
     const open = input.findings.filter((f) => f.step === def.step).sort(byLocation);
     const ticks = input.progress.steps[def.step].ticks;
-    const items = def.items.map((it) =>
+    const items = def.items.filter((it) => !it.profiles || it.profiles.includes(input.profile)).map((it) =>
       it.kind === 'manual'
         ? { id: it.id, kind: it.kind, text: it.text, met: ticks[it.id] === true }
         : { id: it.id, kind: it.kind, text: it.text[input.profile], met: input.facts[it.fact] },
@@ -98,7 +100,7 @@ export function checklistVM(input: ChecklistInput, maxFindings = MAX_FINDINGS_PE
     return {
       step: s.step,
       title: def.title,
-      explanation: def.explanation[input.profile],
+      explanation: def.explanation[input.profile] + (s.step === 9 && input.run ? ` Last profiling run: ${input.run}.` : ''),
       status: s.status,
       items: s.items,
       findings: s.open.slice(0, maxFindings).map(toFindingVM),

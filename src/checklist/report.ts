@@ -74,7 +74,7 @@ export function renderMarkdown(vm: ChecklistVM, o: ReportOptions): string {
   for (const s of vm.steps) out.push(`| ${s.step}. ${escapeMd(s.title)} | ${STATUS_MARK[s.status]} ${STATUS_TEXT[s.status]} | ${s.open} | ${s.items.filter((i) => i.met).length}/${s.items.length} |`);
   for (const s of vm.steps) {
     out.push('', `## Step ${s.step}: ${escapeMd(s.title)} (${STATUS_TEXT[s.status]})`, '');
-    for (const i of s.items) out.push(`- ${i.met ? '[x]' : '[ ]'} ${escapeMd(i.text)}${i.kind === 'evidence' ? ' (from the code)' : ''}`);
+    for (const i of s.items) out.push(`- ${i.met ? '[x]' : '[ ]'} ${escapeMd(i.text)}${i.kind === 'evidence' ? (i.id === 'run-evidence' ? ' (from a run)' : ' (from the code)') : ''}`);
     if (s.note.trim()) out.push('', `> **Note:** ${escapeMd(s.note.trim())}`);
     if (s.findings.length) {
       out.push('', `Open findings (${s.open}):`, '');
@@ -124,7 +124,7 @@ export function renderHtml(vm: ChecklistVM, o: ReportOptions): string {
   out.push('</tbody></table>');
   for (const s of vm.steps) {
     out.push(`<h2 id="step-${s.step}">Step ${s.step}: ${e(s.title)} <small class="${s.status}">(${STATUS_TEXT[s.status]})</small></h2>`, '<ul>');
-    for (const i of s.items) out.push(`<li>${i.met ? '&#9745;' : '&#9744;'} ${e(i.text)}${i.kind === 'evidence' ? ' <em>(from the code)</em>' : ''}</li>`);
+    for (const i of s.items) out.push(`<li>${i.met ? '&#9745;' : '&#9744;'} ${e(i.text)}${i.kind === 'evidence' ? (i.id === 'run-evidence' ? ' <em>(from a run)</em>' : ' <em>(from the code)</em>') : ''}</li>`);
     out.push('</ul>');
     if (s.note.trim()) out.push(`<blockquote><strong>Note:</strong> ${e(s.note.trim())}</blockquote>`);
     if (s.findings.length) {

@@ -9,8 +9,8 @@ import type { StepActionId } from '../protocol/messages';
 import type { FactKey } from './facts';
 
 export type StepItem =
-  | { id: string; kind: 'manual'; text: string }
-  | { id: string; kind: 'evidence'; text: Record<TargetProfile, string>; fact: FactKey };
+  | { id: string; kind: 'manual'; text: string; profiles?: TargetProfile[] }
+  | { id: string; kind: 'evidence'; text: Record<TargetProfile, string>; fact: FactKey; profiles?: TargetProfile[] };
 
 export interface StepDef {
   step: Step;
@@ -133,7 +133,9 @@ export const STEPS: readonly StepDef[] = [
     },
     items: [
       { id: 'profiler', kind: 'evidence', fact: 'usesProfiler', text: { torch_xla: 'The code uses the XLA profiler or metrics report', torchtpu: 'The code uses a profiler' } },
-      { id: 'profile-captured', kind: 'manual', text: 'A profile of a training step was captured and read' },
+      // torch_xla: a run's debug output read back (src/evidence); the preview has no reader: a tick
+      { id: 'run-evidence', kind: 'evidence', fact: 'hasRunEvidence', profiles: ['torch_xla'], text: same('A profiling run newer than the code was read (.tpu-ready/runs/), with no open runtime finding') },
+      { id: 'profile-captured', kind: 'manual', profiles: ['torchtpu'], text: 'A profile of a training step was captured and read' },
     ],
     actions: ['fixSafe'],
   },

@@ -10,7 +10,8 @@ import { initParser } from '../core/parse';
 import { RULES } from '../rules';
 import { FORMATTERS, type Notice, type Report } from './formatters';
 import { collectFiles, findProjectRoot } from './walk';
-import { processFile, type FileOutcome, type FileTask } from './process';
+import { processFile, type FileOutcome, type FileTask, type OutFinding } from './process';
+import { ALL_RULES, evidenceFindings, evidenceNote, mergeEvidence, readLogs } from './evidence';
 import type { Io } from './io';
 import { InputError } from './args';
 import { termSafe } from './formatters/escape';
@@ -35,6 +36,8 @@ export interface CheckArgs {
   fileBudgetMs?: number;
   respectGitignore: boolean;
   output?: string;
+  /** Run logs to merge (runtime findings, src/evidence). */
+  evidence?: string[];
 }
 
 /** Files per worker below which threads do not pay for their start-up. */
@@ -235,7 +238,15 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
     }
   }
 
-  const findings = outcomes.flatMap((o) => o.findings);
+  let findings: OutFinding[] = outcomes.flatMap((o) => o.findings);
+  if (args.evidence?.length) {
+    const logs = readLogs(args.evidence, '--evidence ');
+    const { ev, findings: runtime } = evidenceFindings(logs, root, config.exclude, files);
+    if (!ev.recognized) throw new InputError(`--evidence ${logs.map((l) => termSafe(l.name)).join(', ')}: no PyTorch/XLA debug output or metrics found`);
+    const merged = mergeEvidence(findings, runtime);
+    findings = merged.findings;
+    notices.push({ path: args.evidence.join(', '), message: `${evidenceNote(ev)}; ${merged.confirmed} static finding${merged.confirmed === 1 ? '' : 's'} confirmed by the run, ${findings.length - outcomes.reduce((n, o) => n + o.findings.length, 0)} runtime-only` });
+  }
   const analysed = outcomes.filter((o) => !o.skipped);
   const byStep: Record<string, number> = {};
   for (const f of findings) byStep[f.step] = (byStep[f.step] ?? 0) + 1;
@@ -266,7 +277,7 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
     if (args.format === 'text') io.err(`${fixed} fix${fixed === 1 ? '' : 'es'} would be applied.\n`);
     return args.exitZero ? 0 : diffs.length ? 1 : 0;
   }
-  const rendered = formatter.format(report, RULES);
+  const rendered = formatter.format(report, args.evidence?.length ? ALL_RULES : RULES);
   if (args.output) {
     try {
       safeWriteFile(args.output, rendered, null, 'write the report to');

@@ -10,6 +10,8 @@ import {
 } from '../cost';
 import { MAX_CONFIG_CHARS } from '../cost/readers/limits';
 import { DEFAULT_OPTIONS } from '../core/types';
+import { evidenceFindings, mergeEvidence, readLogs } from './evidence';
+import type { OutFinding } from './process';
 import { priceFindings, moneyShort, type PricedFinding } from '../cost';
 import { processFile } from './process';
 import { collectFiles, findProjectRoot } from './walk';
@@ -41,6 +43,8 @@ Options:
   --format F             text (default), json or markdown
   --findings PATHS       also scan these files (comma-separated) and price their hot-loop findings
                          (host syncs, recompilations, step barrier, autocast) on the first estimate
+  --evidence LOGS        with --findings: a PyTorch/XLA run's logs (comma-separated); measured host-read
+                         and compile seconds, reads per step and distinct graphs replace the defaults
   --today YYYY-MM-DD     date for price staleness (default: today)
 `;
 
@@ -51,10 +55,12 @@ export interface CostArgs {
   today: string;
   overrides: Partial<Assumptions>;
   findings: string[];
+  /** Run logs whose measurements replace the priced findings' default assumptions (with --findings). */
+  evidence: string[];
 }
 
 export function parseCostArgs(argv: string[], today: string): CostArgs {
-  const a: CostArgs = { paths: [], format: 'text', today, overrides: {}, findings: [] };
+  const a: CostArgs = { paths: [], format: 'text', today, overrides: {}, findings: [], evidence: [] };
   let price: number | undefined;
   let pricingGiven = false;
   eachArg(argv, (arg) => {
@@ -106,6 +112,9 @@ export function parseCostArgs(argv: string[], today: string): CostArgs {
         a.format = f === 'md' ? 'markdown' : f;
         break;
       }
+      case '--evidence':
+        a.evidence.push(...value().split(',').map((x) => x.trim()).filter(Boolean));
+        break;
       case '--findings':
         a.findings.push(...value().split(',').map((x) => x.trim()).filter(Boolean));
         break;
@@ -119,6 +128,7 @@ export function parseCostArgs(argv: string[], today: string): CostArgs {
         a.paths.push(arg.positional('see tpu-ready cost --help'));
     }
   });
+  if (a.evidence.length && !a.findings.length) throw new UsageError('--evidence needs --findings (the files whose findings the run measured)');
   if (price !== undefined) {
     const hw = a.overrides.hardware?.value;
     if (!hw || hw.length !== 1) throw new UsageError('--price needs exactly one --hardware (the price is per chip-hour of that hardware)');
@@ -216,16 +226,17 @@ function table(rows: string[][], indent = '  '): string {
 }
 
 /** Scans `paths` with the rule engine and prices the findings on the report's first estimate. */
-async function pricedFindingsOf(paths: string[], r: CostReport, cwd: string, wasmDir: string, io: Io): Promise<PricedFinding[]> {
+async function pricedFindingsOf(paths: string[], r: CostReport, cwd: string, wasmDir: string, io: Io, evidence: string[] = []): Promise<PricedFinding[]> {
   const root = findProjectRoot(paths[0]);
   const { files, missing } = collectFiles(paths, root, undefined);
   for (const m of missing) throw new UsageError(`--findings ${m.path}: ${m.reason}`);
   await initParser(wasmDir);
-  const found = files.flatMap((abs) => {
+  let found: OutFinding[] = files.flatMap((abs) => {
     const o = processFile({ abs, display: rel(cwd, abs), options: DEFAULT_OPTIONS, fix: null, maxBytes: 2048 * 1024 });
     if (o.skipped) io.err(`tpu-ready cost: --findings ${o.display}: skipped: ${o.skipped}\n`);
     return o.findings;
   });
+  if (evidence.length) found = mergeEvidence(found, evidenceFindings(readLogs(evidence, '--evidence '), root, undefined, files).findings).findings;
   const basis = r.estimates.find((e) => e.pricing === 'on-demand' && e.cost !== null) ?? r.estimates[0];
   return priceFindings(found, r, basis);
 }
@@ -390,7 +401,7 @@ export async function runCost(argv: string[], io: Io, wasmDir: string): Promise<
         }
       }
       for (const job of jobs) reports.push(await reportOf(job, parsed, cwd, wasmDir));
-      if (parsed.findings.length) for (const r of reports) priced.push(await pricedFindingsOf(parsed.findings.map((p) => path.resolve(cwd, p)), r, cwd, wasmDir, io));
+      if (parsed.findings.length) for (const r of reports) priced.push(await pricedFindingsOf(parsed.findings.map((p) => path.resolve(cwd, p)), r, cwd, wasmDir, io, parsed.evidence.map((p) => path.resolve(cwd, p))));
     }
   } catch (e) {
     if (e instanceof MissingValuesError) {

@@ -3,6 +3,7 @@ import os from 'node:os';
 import { runCheck, type CheckArgs } from './check';
 import { runReport } from './report';
 import { runCost } from './cost';
+import { runEvidence } from './evidence';
 import { processIo, type Io } from './io';
 import { checkRuleSelectors, eachArg, FIX_STYLES, InputError, TARGET_VERSIONS, TARGETS, UsageError } from './args';
 import { RULES } from '../rules';
@@ -18,8 +19,12 @@ Usage:
   tpu-ready report [PATH] [--format md|html] [--output FILE] [--record]
                                         readiness report: checklist, findings, progress history
   tpu-ready cost [CONFIG...] [--hardware v5e,v6e,h100] [--chips 8] [--pricing on-demand|spot]
-                 [--mfu 0.4] [--price 1.2] [--format text|json|markdown]
+                 [--region R] [--mfu M] [--price P] [--format text|json|markdown]
                                         training time and cost from the training config (cost --help)
+  tpu-ready cost diff A B                the cost difference of two configs or git revisions (REF:PATH)
+  tpu-ready evidence LOG... [--root DIR] [--format text|json|sarif|github] [--output FILE]
+                                        a PyTorch/XLA run's debug output and metrics (PT_XLA_DEBUG=1
+                                        PT_XLA_DEBUG_LEVEL=2, XLA_METRICS_FILE) on the lines that caused them
   tpu-ready server [--stdio]             language server (LSP) over stdio, for editors (README: Other editors)
   tpu-ready --version | --help
 
@@ -34,6 +39,7 @@ Check options:
   --target-version X.Y              torch_xla version 2.3-2.9 (default: pinned in the project, else 2.9)
   --fix-style dual-path|tpu-only    dual-path (default) keeps CUDA/CPU working via a generated accel.py
   --statistics                      counts per rule instead of findings
+  --evidence LOG[,LOG]              merge a run's log (repeatable): runtime findings confirm static ones
   --exit-zero                       exit 0 even when there are findings
   --jobs N                          worker threads (default: cores)
   --max-file-size KB                skip larger files (default 2048)
@@ -65,6 +71,7 @@ export function parseCheckArgs(argv: string[]): CheckArgs {
       case '--target-version': a.targetVersion = arg.choice(TARGET_VERSIONS); break;
       case '--fix-style': a.fixStyle = arg.choice(FIX_STYLES); break;
       case '--statistics': a.statistics = true; break;
+      case '--evidence': a.evidence = [...(a.evidence ?? []), ...arg.list()]; break;
       case '--exit-zero': a.exitZero = true; break;
       case '--no-gitignore': a.respectGitignore = false; break;
       case '--jobs': case '-j': {
@@ -101,6 +108,8 @@ export async function main(argv: string[], io: Io = processIo, wasmDir = __dirna
         return await runReport(rest, io, wasmDir);
       case 'cost':
         return await runCost(rest, io, wasmDir);
+      case 'evidence':
+        return await runEvidence(rest, io);
       case 'check':
         return await runCheck(parseCheckArgs(rest), io, wasmDir);
       case 'server': {
@@ -118,7 +127,7 @@ export async function main(argv: string[], io: Io = processIo, wasmDir = __dirna
         return 0;
       }
       default:
-        throw new UsageError(`unknown command "${cmd}" (check, report, cost, rules, server)`);
+        throw new UsageError(`unknown command "${cmd}" (check, report, cost, evidence, rules, server)`);
     }
   } catch (e) {
     if (e instanceof UsageError) {

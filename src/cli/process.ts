@@ -1,4 +1,5 @@
 /** One file: read, analyse, optionally fix. Shared by the CLI's main thread and its workers. */
+import type { Evidence, RelatedLocation } from '../evidence';
 import { readRegularFile, ReadRefused } from './safefs';
 import {
   analyze, analysedText, BudgetExceeded, fixDocument, locateAll, notebookDocument, pythonDocument, textDocument, textFileKind,
@@ -40,6 +41,12 @@ export interface OutFinding {
   step: Step;
   effort: Effort;
   fix: { applicability: Applicability; title: string } | null;
+  /** "runtime" for findings read from a run's log (src/evidence); absent for static ones. */
+  source?: 'runtime';
+  /** What the run measured: on runtime findings, and on static findings the run confirmed. */
+  evidence?: Evidence;
+  /** Other frames of a runtime finding (Finding.related is not in main yet). */
+  related?: RelatedLocation[];
 }
 
 export interface FileOutcome {

@@ -14,6 +14,7 @@ import { parseIpynb } from '../core/notebook';
 import { RULES } from '../rules';
 import type { Step, TargetProfile } from '../core/types';
 import { loadProject, runCheck, type CheckArgs } from './check';
+import { mergeEvidence, projectRun } from './evidence';
 import type { Io } from './io';
 import { realRoots, safeWriteFile, UnsafeWriteError } from './safefs';
 import { checkRuleSelectors, eachArg, InputError, TARGET_VERSIONS, TARGETS, UsageError } from './args';
@@ -157,12 +158,18 @@ export async function runReport(argv: string[], io: Io, wasmDir: string, now: ()
   }
 
   const outDir = a.output ? path.dirname(path.resolve(a.output)) : cwd;
-  const findings: ChecklistFinding[] = result.findings.map((f) => ({
+  // checklist step 9: the newest profiling run in .tpu-ready/runs/ (torch_xla); its runtime findings confirm the
+  // static ones on their lines (as check --evidence does) or are listed as such
+  const run = result.target.profile === 'torch_xla' ? projectRun(root, loadProject(root, { out: () => undefined, err: () => undefined, isTTY: false }).config.exclude) : null;
+  const runtime = (run?.findings ?? []).filter((f) => f.inWorkspace).map((f) => ({ ...f, path: path.relative(cwd, path.join(root, f.path)) || f.path }));
+  const all = runtime.length ? mergeEvidence(result.findings, runtime).findings : result.findings;
+  const findings: ChecklistFinding[] = all.map((f) => ({
     rule: f.rule, step: f.step as Step, severity: f.severity, message: f.message, path: f.path,
     uri: relativeLink(path.relative(outDir, path.resolve(cwd, f.path)).split(path.sep).join('/')),
     line: f.line, column: f.column, cell: f.cell, fix: f.fix,
   }));
-  const input: ChecklistInput = { profile: result.target.profile, score: result.summary.score, findings, facts: collectFacts(factFiles(root, a), result.target.profile), progress, progressError };
+  const facts = { ...collectFacts(factFiles(root, a), result.target.profile), hasRunEvidence: run?.met ?? false };
+  const input: ChecklistInput = { profile: result.target.profile, score: result.summary.score, findings, facts, progress, progressError, run: run?.summary ?? null };
 
   if (a.record) {
     if (progressError) {

@@ -36,7 +36,13 @@ export const FINDING_ASSUMPTIONS: Record<string, Rule> = {
 };
 
 /** What pricing needs of a finding: the engine's Finding or LocatedFinding, or the CLI's output row (1-based `line`). */
-export type PriceableFinding = Pick<Finding, 'rule' | 'severity' | 'message'> & { startPos?: Position; line?: number; path?: string };
+export type PriceableFinding = Pick<Finding, 'rule' | 'severity' | 'message'> & {
+  startPos?: Position;
+  line?: number;
+  path?: string;
+  /** What a run measured on this line (src/evidence): replaces the default assumptions it measures. */
+  evidence?: { kind: string; count: number; seconds: number | null; graphHashes: string[]; perStep: number | null; log: { file: string; line: number } };
+};
 
 export interface PricedFinding {
   rule: string;
@@ -76,20 +82,31 @@ export function priceFindings(findings: PriceableFinding[], report: CostReport, 
       if (l !== null && !first.lines.includes(l)) first.lines.push(l);
       continue;
     }
+    // measured in a run (src/evidence): ms per host read, reads per step, distinct graphs, seconds per compile
+    const e = f.evidence;
+    const from = e ? `measured in the run (${e.log.file}:${e.log.line})` : '';
+    const measured: Record<string, [number, string] | undefined> = !e || !e.count ? {} : {
+      'ms-per-sync': e.kind === 'host-read' && e.seconds !== null ? [(e.seconds / e.count) * 1000, `${from}: ${sig(e.seconds)} s over ${e.count} executions`] : undefined,
+      'throttle-steps': e.kind === 'host-read' && e.perStep ? [1 / e.perStep, `${from}: ${sig(e.perStep)} reads per step`] : undefined,
+      'extra-shapes': e.kind === 'recompilation' && e.graphHashes.length ? [Math.max(0, e.graphHashes.length - 1), `${from}: ${e.graphHashes.length} distinct graphs`] : undefined,
+    };
     const vals: PricedFinding['assumptions'] = Object.entries(rule.params).map(([key, [def, unit, meaning]]) => {
       const o: Sourced<number> | undefined = a.findings[f.rule]?.[key];
+      const m = measured[key];
+      if (m && !o) return { key, value: m[0], unit, meaning, source: { kind: 'derived', formula: m[1] } };
       return { key, value: o ? o.value : def, unit, meaning, source: o ? o.source : { kind: 'default', note: `tpu-ready default for ${f.rule}` } };
     });
     const v = (k: string) => vals.find((x) => x.key === k)!.value;
+    const compileSeconds = e?.kind === 'recompilation' && e.seconds !== null && e.count ? e.seconds / e.count : a.compileSeconds.value;
     let hours = 0;
     let why = '';
     switch (rule.kind) {
       case 'per-step': {
         if (steps === null) continue;
-        const throttled = f.severity === 'info' || f.severity === 'hint';
-        const every = throttled ? Math.max(1, v('throttle-steps')) : 1;
+        const throttled = f.severity === 'info' || f.severity === 'hint' || measured['throttle-steps'] !== undefined;
+        const every = throttled ? Math.max(measured['throttle-steps'] ? 0 : 1, v('throttle-steps')) : 1;
         hours = (steps / every) * v('ms-per-sync') / 1000 / 3600;
-        why = `${v('ms-per-sync')} ms × ${sig(steps / every)} ${every > 1 ? `syncs (every ${every} steps)` : 'steps'}`;
+        why = `${sig(v('ms-per-sync'))} ms × ${sig(steps / every)} ${every > 1 ? `syncs (every ${sig(every)} steps)` : every < 1 ? `syncs (${sig(1 / every)} per step)` : 'steps'}`;
         break;
       }
       case 'slowdown':
@@ -103,8 +120,8 @@ export function priceFindings(findings: PriceableFinding[], report: CostReport, 
       case 'shapes': {
         if (estimate.distinctShapes === 0) continue; // GPUs: no XLA compile modelled
         const perRestart = 1 + (estimate.preemption?.expected ?? 0);
-        hours = (v('extra-shapes') * a.compileSeconds.value * perRestart) / 3600;
-        why = `${v('extra-shapes')} extra shape${v('extra-shapes') === 1 ? '' : 's'} × ${a.compileSeconds.value} s compile${perRestart > 1 ? ` × ${sig(perRestart)} (start + expected restarts)` : ''}`;
+        hours = (v('extra-shapes') * compileSeconds * perRestart) / 3600;
+        why = `${v('extra-shapes')} extra shape${v('extra-shapes') === 1 ? '' : 's'} × ${sig(compileSeconds)} s compile${e?.kind === 'recompilation' && e.seconds !== null ? ' (measured)' : ''}${perRestart > 1 ? ` × ${sig(perRestart)} (start + expected restarts)` : ''}`;
         break;
       }
     }

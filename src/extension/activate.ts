@@ -8,6 +8,7 @@ import { registerChecklist } from './checklist';
 import { CodeActions } from './codeActions';
 import { CommandId } from './commands';
 import { registerCost } from './cost';
+import { registerRunEvidence } from './evidence';
 import { ConfigService } from './config';
 import { ConfigDiagnostics } from './configDiagnostics';
 import { docsUri } from './convert';
@@ -116,7 +117,12 @@ export function activate(context: vscode.ExtensionContext): void {
   });
 
   const cost = registerCost(context);
-  registerChecklist(context, { results, linter, scanner, config, cost });
+  const checklist = registerChecklist(context, { results, linter, scanner, config, cost });
+  // profiling runs in .tpu-ready/runs/: runtime diagnostics, and step 9's evidence in the checklist
+  const staticRules = (uri: vscode.Uri, line: number) =>
+    (results.get(uri)?.findings ?? []).filter((f) => 'startPos' in f && (f as { startPos: { line: number } }).startPos.line === line).map((f) => f.rule);
+  const runs = registerRunEvidence(context, log, () => checklist.currentTarget, staticRules);
+  context.subscriptions.push(runs.onDidChange((run) => checklist.setRun(run)), results.onDidChange(() => runs.republish()));
   linter.start();
   configProblems.start();
 }

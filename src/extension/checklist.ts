@@ -15,6 +15,7 @@ import type { StepActionId, ToHostMessage } from '../protocol/messages';
 import { RULES } from '../rules';
 import { ChecklistService } from './checklistService';
 import { ChecklistTreeProvider, FindingsTreeProvider, type ChecklistNode } from './checklistTree';
+import { writeProfilingRun } from './evidence';
 import { CommandId } from './commands';
 import type { ConfigService } from './config';
 import type { CostService } from './cost';
@@ -67,7 +68,7 @@ export function registerChecklist(context: vscode.ExtensionContext, deps: Checkl
   // the panel's "Priced findings": the open findings priced on the workspace's training config
   const cost = deps.cost;
   if (cost) {
-    ChecklistPanel.pricer = () => (service.root ? cost.pricedFindings(service.root, service.findings()) : Promise.resolve(null));
+    ChecklistPanel.pricer = () => (service.root ? cost.pricedFindings(service.root, service.findingsWithEvidence()) : Promise.resolve(null));
     context.subscriptions.push(cost.onDidInvalidate(() => ChecklistPanel.current?.postState()), { dispose: () => (ChecklistPanel.pricer = null) });
   }
 
@@ -320,7 +321,12 @@ export function registerChecklist(context: vscode.ExtensionContext, deps: Checkl
     const step = stepArg(arg) ?? (await vscode.window.showQuickPick(service.vm().steps.filter((s) => s.actions.some((a) => a.id === 'fixSafe')).map((s) => ({ label: `${s.step}. ${s.title}`, step: s.step as Step })), { placeHolder: 'Fix the safe issues of which step?' }))?.step;
     return step ? fixStep(step) : 0;
   });
-  register(CommandId.CreateSmokeTest, async () => writeGenerated(smokeTest(service.currentTarget, findModel(await projectFiles())), 'run it on the TPU host'));
+  register(CommandId.CreateSmokeTest, async () => {
+    const uri = await writeGenerated(smokeTest(service.currentTarget, findModel(await projectFiles())), 'run it on the TPU host');
+    // beside it, the launcher whose logs come back as runtime diagnostics (kept when it exists)
+    if (uri) await writeProfilingRun(service.currentTarget, false);
+    return uri;
+  });
   register(CommandId.CreateResumeScaffold, async () => {
     await service.ready();
     return writeGenerated(resumeScaffold(service.currentTarget), 'call load_latest_checkpoint() before the training loop');

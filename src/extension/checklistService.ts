@@ -16,6 +16,8 @@ import type { ChecklistVM } from '../protocol/checklist';
 import type { ConfigService } from './config';
 import type { Results } from './results';
 import { writeRefusal } from './files';
+import type { Evidence } from '../evidence';
+import { RUNTIME_RULES_BY_ID } from '../rules/runtime';
 
 const FACT_GLOB = '**/{*.py,*.ipynb,requirements*.txt,requirements*.in,pyproject.toml,setup.cfg,environment*.yml,environment*.yaml,.github/workflows/*.yml,.github/workflows/*.yaml,.gitlab-ci.yml}';
 const SKIP = '**/{.git,node_modules,__pycache__,.venv,venv,.tox,.nox,site-packages,.ipynb_checkpoints}/**';
@@ -37,6 +39,8 @@ export class ChecklistService implements vscode.Disposable {
   private target: Target = DEFAULT_TARGET;
   private factsTimer: NodeJS.Timeout | undefined;
   private factsLoaded: Promise<void> | null = null;
+  /** The latest profiling run (src/extension/evidence.ts): step 9's evidence, its runtime findings. */
+  private run: { met: boolean; summary: string; findings: (ChecklistFinding & { evidence: Evidence })[] } | null = null;
   /** A workspace scan completed in this session: the results cover the workspace, so snapshots are meaningful. */
   private scanned = false;
 
@@ -183,7 +187,34 @@ export class ChecklistService implements vscode.Disposable {
   }
 
   input(): ChecklistInput {
-    return { profile: this.target.profile, score: this.results.summary().score, findings: this.findings(), facts: this.facts, progress: this.progress, progressError: this.progressError };
+    const run = this.target.profile === 'torch_xla' ? this.run : null;
+    return {
+      profile: this.target.profile, score: this.results.summary().score, findings: [...this.findings(), ...(run?.findings ?? [])], facts: { ...this.facts, hasRunEvidence: run?.met ?? false },
+      progress: this.progress, progressError: this.progressError, run: run?.summary ?? null,
+    };
+  }
+
+  /** The static findings plus the latest run's runtime ones (the sidebar's findings by file). */
+  allFindings(): ChecklistFinding[] {
+    return this.input().findings as ChecklistFinding[];
+  }
+
+  /**
+   * The static findings, each with the evidence of the latest run's finding on its line that it is material for
+   * (the panel's priced findings then use the measured values, src/cost/findings.ts).
+   */
+  findingsWithEvidence(): (ChecklistFinding & { evidence?: Evidence })[] {
+    const run = this.target.profile === 'torch_xla' ? this.run : null;
+    return this.findings().map((f) => {
+      const r = run?.findings.find((x) => x.path === f.path && x.line === f.line && RUNTIME_RULES_BY_ID.get(x.rule)?.material.includes(f.rule));
+      return r ? { ...f, evidence: r.evidence } : f;
+    });
+  }
+
+  /** The latest profiling run changed (src/extension/evidence.ts). */
+  setRun(run: { met: boolean; summary: string; findings: (ChecklistFinding & { evidence: Evidence })[] } | null): void {
+    this.run = run;
+    this.changed.fire();
   }
 
   /** The panel's view model; `all` lists every finding of a step (the exported report). */

@@ -127,7 +127,7 @@ export class FindingsTreeProvider implements vscode.TreeDataProvider<FindingsNod
     if (!node) {
       if (!this.service.hasPython) return [];
       const byFile = new Map<string, ChecklistFinding[]>();
-      for (const f of this.service.findings()) byFile.set(f.path, [...(byFile.get(f.path) ?? []), f]);
+      for (const f of this.service.allFindings()) byFile.set(f.path, [...(byFile.get(f.path) ?? []), f]);
       return [...byFile.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([path, findings]) => ({ kind: 'file', path, findings }));
     }
     if (node.kind === 'file') {

@@ -34,6 +34,8 @@ export const enum CommandId {
   ToggleStepItem = 'tpuReady.toggleStepItem',
   /** Shows a cost estimate (a CostVM from the cost module) in the panel's estimator section; hidden from the palette. */
   ShowCostPanel = 'tpuReady.showCostPanel',
+  /** Steps 2 and 9: writes .tpu-ready/profile-run.sh (torch_xla debug output teed to .tpu-ready/runs/, read back as runtime diagnostics). */
+  PrepareProfilingRun = 'tpuReady.prepareProfilingRun',
   /** Estimates training time and cost from a training config (quick picks; the code lens passes `{ ask: false }`). */
   EstimateCost = 'tpuReady.estimateCost',
 }

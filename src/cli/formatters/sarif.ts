@@ -23,7 +23,9 @@ export function sarifLog(report: Parameters<Formatter['format']>[0], rules: read
         ...(f.cell !== null ? { message: { text: `cell ${f.cell}, line ${f.line}, column ${f.column}` } } : {}),
       },
     ],
-    properties: { step: f.step, effort: f.effort, ...(f.cell !== null ? { cell: f.cell, cellLine: f.line, cellColumn: f.column } : {}), fix: f.fix?.applicability ?? 'none' },
+    properties: { step: f.step, effort: f.effort, ...(f.cell !== null ? { cell: f.cell, cellLine: f.line, cellColumn: f.column } : {}), fix: f.fix?.applicability ?? 'none', ...(f.source ? { source: f.source } : {}), ...(f.evidence ? { evidence: f.evidence } : {}) },
+    // runtime findings (src/evidence): the other frames of the run
+    ...(f.related?.length ? { relatedLocations: f.related.map((r, id) => ({ id, message: { text: r.message }, physicalLocation: { artifactLocation: { uri: r.path.split('\\').join('/'), uriBaseId: '%SRCROOT%' }, region: { startLine: r.line } } })) } : {}),
   }));
   return {
     $schema: 'https://json.schemastore.org/sarif-2.1.0.json',
