@@ -23,6 +23,18 @@ export function sarifLog(report: Parameters<Formatter['format']>[0], rules: read
         ...(f.cell !== null ? { message: { text: `cell ${f.cell}, line ${f.line}, column ${f.column}` } } : {}),
       },
     ],
+    ...(f.related?.length
+      ? {
+          relatedLocations: f.related.map((r, id) => ({
+            id,
+            physicalLocation: {
+              artifactLocation: { uri: r.path.split('\\').join('/'), uriBaseId: '%SRCROOT%' },
+              region: r.cell !== null ? { startLine: 1 } : { startLine: r.line, startColumn: r.column, endLine: r.endLine, endColumn: r.endColumn },
+            },
+            message: { text: r.cell !== null ? `${r.message} (cell ${r.cell}, line ${r.line})` : r.message },
+          })),
+        }
+      : {}),
     properties: { step: f.step, effort: f.effort, ...(f.cell !== null ? { cell: f.cell, cellLine: f.line, cellColumn: f.column } : {}), fix: f.fix?.applicability ?? 'none' },
   }));
   return {

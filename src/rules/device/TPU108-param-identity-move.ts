@@ -1,6 +1,6 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, enclosingStatement, methodName, receiver } from '../../core/semantics';
+import { callArgs, enclosingStatement, methodName, receiver, type Semantics } from '../../core/semantics';
 import { deleteStatement, insertLineAfter, insertLineBefore } from '../../core/edits';
 import { isDeviceLike, isXlaDevice } from './runtime-util';
 
@@ -41,6 +41,46 @@ function simpleStatement(call: Node): Node | null {
   if (inner.id === call.id) return stmt;
   if (inner.type === 'assignment' && inner.childForFieldName('right')?.id === call.id && inner.childForFieldName('left')?.type === 'identifier') return stmt;
   return null;
+}
+
+interface Tie {
+  /** `lm_head.weight` (without `self.`). */
+  left: string;
+  right: string;
+  /** The tying assignment. */
+  node: Node;
+}
+
+/**
+ * `self.A.weight = self.B.weight` in the class's `__init__`, or in a method of the class that `__init__` calls as
+ * `self.m()` (`self.tie_weights()`), read in the class's own module.
+ */
+function tiesOf(sema: Semantics, cls: Node): Tie[] {
+  const out: Tie[] = [];
+  const methods = new Map<string, Node>();
+  for (const st of cls.childForFieldName('body')?.namedChildren ?? []) {
+    const d = st?.type === 'decorated_definition' ? st.childForFieldName('definition') : st;
+    const n = d?.type === 'function_definition' ? d.childForFieldName('name')?.text : undefined;
+    if (d && n) methods.set(n, d);
+  }
+  const init = methods.get('__init__');
+  if (!init) return out;
+  const bodies = [init];
+  for (const c of sema.within('call', init)) {
+    const f = c.childForFieldName('function');
+    if (f?.type !== 'attribute' || f.childForFieldName('object')?.text !== 'self') continue;
+    const m = methods.get(f.childForFieldName('attribute')?.text ?? '');
+    if (m && m.id !== init.id && !bodies.includes(m)) bodies.push(m);
+  }
+  for (const body of bodies) {
+    for (const a of sema.within('assignment', body)) {
+      if (sema.enclosingFunction(a)?.id !== body.id || sema.enclosingClass(a)?.id !== cls.id) continue;
+      const lm = /^self\.([\w.]+\.weight)$/.exec(a.childForFieldName('left')?.text ?? '');
+      const rm = /^self\.([\w.]+\.weight)$/.exec(a.childForFieldName('right')?.text ?? '');
+      if (lm && rm) out.push({ left: lm[1], right: rm[1], node: a });
+    }
+  }
+  return out;
 }
 
 function line(ctx: RuleContext, node: Node): number {
@@ -124,20 +164,11 @@ export default defineRule({
     }
 
     // (b) weight tying before the move
-    const ties = new Map<string, [string, string][]>();
+    const ties = new Map<string, Tie[]>();
     for (const cls of sema.nodes('class_definition')) {
       const name = cls.childForFieldName('name')?.text;
       if (!name) continue;
-      const pairs: [string, string][] = [];
-      for (const a of sema.within('assignment', cls)) {
-        const fn = sema.enclosingFunction(a);
-        if (fn?.childForFieldName('name')?.text !== '__init__' || sema.enclosingClass(a)?.id !== cls.id) continue;
-        const l = a.childForFieldName('left')?.text ?? '';
-        const r = a.childForFieldName('right')?.text ?? '';
-        const lm = /^self\.([\w.]+\.weight)$/.exec(l);
-        const rm = /^self\.([\w.]+\.weight)$/.exec(r);
-        if (lm && rm) pairs.push([lm[1], rm[1]]);
-      }
+      const pairs = tiesOf(sema, cls);
       if (pairs.length) ties.set(name, pairs);
     }
     for (const a of sema.nodes('assignment')) {
@@ -157,8 +188,21 @@ export default defineRule({
         }
       }
       const ctor = right.childForFieldName('function');
-      const clsName = ctor?.type === 'identifier' ? ctor.text : null;
-      const customTies = clsName ? ties.get(clsName) : undefined;
+      let clsName = ctor?.type === 'identifier' ? ctor.text : null;
+      let customTies = clsName ? ties.get(clsName) : undefined;
+      // a class of another module of the project (`from model import GPT`): its constructor's ties, with their lines
+      let external: { path: string; file: string } | null = null;
+      if (!customTies && ctx.project && ctor && !sema.bindings(ctor.text.split('.')[0]).length) {
+        const r = ctx.project.resolveCall(right, sema, ctx.path);
+        if (r?.kind === 'class') {
+          const pairs = tiesOf(r.module.sema, r.def);
+          if (pairs.length) {
+            customTies = pairs;
+            clsName = r.def.childForFieldName('name')?.text ?? ctor.text;
+            external = { path: r.path, file: r.path.split('/').pop() ?? r.path };
+          }
+        }
+      }
       const hf = methodName(right) === 'from_pretrained';
       const hfTied = hf && (/tie_word_embeddings\s*=\s*True/.test(right.text) || /\.tie_weights\(\)/.test(ctx.text.slice(a.endIndex)));
       if (!customTies && !hfTied) continue;
@@ -171,15 +215,21 @@ export default defineRule({
         const esc = holder.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
         if (new RegExp(`\\b${esc}\\.tie_weights\\(`).test(rest) || new RegExp(`\\b${esc}\\.[\\w.]+\\.weight\\s*=\\s*${esc}\\.[\\w.]+\\.weight`).test(rest)) continue;
         if (hf && /\.tie_weights\(/.test(ctx.text.slice(a.endIndex, move.call.startIndex)) === false && !/tie_word_embeddings\s*=\s*True/.test(right.text)) continue;
-        const retie = customTies ? customTies.map(([l, r]) => `${holder}.${l} = ${holder}.${r}`) : [`${holder}.tie_weights()`];
+        const retie = customTies ? customTies.map(({ left: l, right: r }) => `${holder}.${l} = ${holder}.${r}`) : [`${holder}.tie_weights()`];
         const fix = move.stmt
           ? { title: 'Re-tie the weights after the move', applicability: 'unsafe' as const, edits: [insertLineAfter(ctx.text, move.stmt, retie.join('; '))] }
           : null;
         ctx.report(move.call, {
           message: customTies
-            ? `\`${clsName}\` ties \`${customTies[0][0]}\` to \`${customTies[0][1]}\` in \`__init__\`; moving it to the XLA device unties them (re-tie after the move)`
+            ? `\`${clsName}\`${external ? ` (${external.file})` : ''} ties \`${customTies[0].left}\` to \`${customTies[0].right}\` in \`__init__\`; moving it to the XLA device unties them (re-tie after the move)`
             : `moving a weight-tied Hugging Face model to the XLA device unties its weights; call \`${holder}.tie_weights()\` after the move`,
           fix,
+          related: customTies?.map((t) => ({
+            start: t.node.startIndex,
+            end: t.node.endIndex,
+            ...(external ? { path: external.path } : {}),
+            message: `the tie \`${t.left}\` = \`${t.right}\`: two independent copies after the move to the XLA device`,
+          })),
         });
         break;
       }
