@@ -307,7 +307,10 @@ export class ProjectIndex implements ProjectView {
       seen.add(cur);
       const m = this.module(cur);
       if (!m) continue;
-      for (const dep of this.importedPaths(cur, m.imports)) todo.push({ path: dep, depth: depth + 1 });
+      for (const dep of this.importedPaths(cur, m.imports)) {
+        this.record(cur, dep);
+        todo.push({ path: dep, depth: depth + 1 });
+      }
     }
   }
 
@@ -419,7 +422,8 @@ export class ProjectIndex implements ProjectView {
       const sub = this.resolveModule(from, ref.level, ref.module ? `${ref.module}.${ref.name}` : ref.name);
       if (modPath) this.record(from, modPath);
       const member = modPath ? this.module(modPath) : null;
-      const defined = member && (member.functions.has(ref.name) || member.classes.has(ref.name) || member.constants.has(ref.name) || member.imports.has(ref.name));
+      // a submodule wins over an import binding of the same name in the package (`from . import data`)
+      const defined = member && (member.functions.has(ref.name) || member.classes.has(ref.name) || member.constants.has(ref.name) || (!sub && member.imports.has(ref.name)));
       if (!defined && sub) {
         this.record(from, sub);
         modPath = sub;

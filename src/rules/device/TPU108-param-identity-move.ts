@@ -49,6 +49,8 @@ interface Tie {
   right: string;
   /** The tying assignment. */
   node: Node;
+  /** The method `__init__` calls that ties (`tie_weights`), absent when `__init__` ties itself. */
+  via?: string;
 }
 
 /**
@@ -77,7 +79,7 @@ function tiesOf(sema: Semantics, cls: Node): Tie[] {
       if (sema.enclosingFunction(a)?.id !== body.id || sema.enclosingClass(a)?.id !== cls.id) continue;
       const lm = /^self\.([\w.]+\.weight)$/.exec(a.childForFieldName('left')?.text ?? '');
       const rm = /^self\.([\w.]+\.weight)$/.exec(a.childForFieldName('right')?.text ?? '');
-      if (lm && rm) out.push({ left: lm[1], right: rm[1], node: a });
+      if (lm && rm) out.push({ left: lm[1], right: rm[1], node: a, ...(body.id !== init.id ? { via: body.childForFieldName('name')?.text ?? '' } : {}) });
     }
   }
   return out;
@@ -221,7 +223,7 @@ export default defineRule({
           : null;
         ctx.report(move.call, {
           message: customTies
-            ? `\`${clsName}\`${external ? ` (${external.file})` : ''} ties \`${customTies[0].left}\` to \`${customTies[0].right}\` in \`__init__\`; moving it to the XLA device unties them (re-tie after the move)`
+            ? `\`${clsName}\`${external ? ` (${external.file})` : ''} ties \`${customTies[0].left}\` to \`${customTies[0].right}\` in \`__init__\`${customTies[0].via ? ` (through \`self.${customTies[0].via}()\`)` : ''}; moving it to the XLA device unties them (re-tie after the move)`
             : `moving a weight-tied Hugging Face model to the XLA device unties its weights; call \`${holder}.tie_weights()\` after the move`,
           fix,
           related: customTies?.map((t) => ({
