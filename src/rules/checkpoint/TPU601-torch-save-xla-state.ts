@@ -1,6 +1,7 @@
 import { defineRule, type FixDraft } from '../../core/rule';
 import { replace } from '../../core/edits';
-import { fsdpV1, holdsDeviceState, isMultiProcess, isSpmd, masterGuard, placesOnDevice, saveArgs, TORCH_SAVE } from './util';
+import { fsdpV1, holdsDeviceState, isMultiProcess, isSpmd, masterGuard, placesOnDevice, projectSaveWrapper, saveArgs, TORCH_SAVE } from './util';
+import { whereIn } from '../../model/facts';
 
 export default defineRule({
   id: 'TPU601',
@@ -43,7 +44,21 @@ export default defineRule({
     if (!placesOnDevice(ctx)) return;
     let multi: boolean | undefined;
     for (const call of ctx.sema.nodes('call')) {
-      if (ctx.sema.callee(call) !== TORCH_SAVE || ctx.sema.inXlaAwareBranch(call)) continue;
+      if (ctx.sema.inXlaAwareBranch(call)) continue;
+      if (ctx.sema.callee(call) !== TORCH_SAVE) {
+        // a save wrapper of another project module (`utils.save_on_master(...)`): judged here, where the state is passed
+        const wrapped = ctx.project && !ctx.sema.callee(call)?.startsWith('torch') ? projectSaveWrapper(ctx, call) : null;
+        if (!wrapped || !holdsDeviceState(ctx, wrapped.obj)) continue;
+        const name = wrapped.reached.callee.def.childForFieldName('name')?.text ?? 'helper';
+        const short = wrapped.obj.text.length > 40 ? '…' : wrapped.obj.text;
+        ctx.report(call, {
+          message: `\`${name}(${short})\` saves with \`torch.save\` (${whereIn(wrapped.reached)}): it writes device tensors that reload only where ${ctx.idiom.profile === 'torchtpu' ? 'the device exists; save CPU copies' : 'that XLA device exists; save CPU copies there (`xm.save`)'}`,
+          // the save is written in the other module: change it there, for every caller
+          fix: null,
+          related: [{ start: wrapped.reached.node.startIndex, end: wrapped.reached.node.endIndex, path: wrapped.reached.path, message: `the \`torch.save\` that \`${name}\` calls` }],
+        });
+        continue;
+      }
       const { obj, path, extra } = saveArgs(call);
       if (!obj || !path || !holdsDeviceState(ctx, obj)) continue;
       const short = obj.text.length > 40 ? '…' : obj.text;

@@ -2,6 +2,7 @@
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
+import { reachesInProject, type Reached } from '../../model/facts';
 
 export const TORCH_SAVE = 'torch.save';
 export const XM_SAVE = 'torch_xla.core.xla_model.save';
@@ -139,4 +140,25 @@ export function placesOnDevice(ctx: RuleContext): boolean {
 export function torchImport(ctx: RuleContext): Node | null {
   const stmts = [...ctx.sema.nodes('import_statement'), ...ctx.sema.nodes('import_from_statement')].sort((a, b) => a.startIndex - b.startIndex);
   return stmts.find((s) => /^(import|from)\s+torch(\.|\s|,|$)/.test(s.text)) ?? null;
+}
+
+/**
+ * A call of a save wrapper in another module of the project (`utils.save_on_master(obj, path)` whose body calls
+ * `torch.save(*args, **kwargs)`, under a rank-0 check): the caller's argument that reaches `torch.save` as the saved
+ * object, and the `torch.save` call in the helper.
+ */
+export function projectSaveWrapper(ctx: RuleContext, call: Node): { obj: Node; reached: Reached } | null {
+  if (!ctx.project) return null;
+  const reached = reachesInProject(ctx, call, (s, c) => s.callee(c) === TORCH_SAVE, 1);
+  if (!reached || reached.callee.def.id !== reached.sema.enclosingFunction(reached.node)?.id) return null;
+  const saved = callArgs(reached.node).positional[0] ?? null;
+  const params = (reached.callee.def.childForFieldName('parameters')?.namedChildren ?? []).filter((p): p is Node => !!p);
+  const { positional, keywords } = callArgs(call);
+  let obj: Node | null = null;
+  if (saved?.type === 'list_splat' && params.some((p) => p.type === 'list_splat_pattern' && p.text === saved.text)) obj = positional[0] ?? null;
+  else if (saved?.type === 'identifier') {
+    const i = params.findIndex((p) => (p.type === 'identifier' ? p.text : p.childForFieldName('name')?.text) === saved.text);
+    if (i >= 0) obj = positional[i - (reached.callee.kind === 'method' ? 1 : 0)] ?? kwValue(keywords.get(saved.text));
+  }
+  return obj ? { obj, reached } : null;
 }
