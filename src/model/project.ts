@@ -72,14 +72,16 @@ export interface ProjectView {
   textOf(path: string): string | null;
 }
 
-/** Top-level names Python finds outside the project: never looked up as project files. */
+/**
+ * Top-level names never looked up as project files (saves reads): the torch family and standard-library modules a
+ * project does not shadow. Third-party names (`datasets`, `models`, `transformers`) are looked up: a script's sibling
+ * `datasets.py` shadows the library of that name.
+ */
 const EXTERNAL = new Set([
-  'torch', 'torch_xla', 'torchvision', 'torchaudio', 'numpy', 'np', 'os', 'sys', 're', 'math', 'time', 'json', 'argparse', 'logging', 'random',
+  'torch', 'torch_xla', 'torchvision', 'torchaudio', 'numpy', 'os', 'sys', 're', 'math', 'time', 'json', 'argparse', 'logging', 'random',
   'collections', 'itertools', 'functools', 'pathlib', 'typing', 'dataclasses', 'subprocess', 'datetime', 'copy', 'pickle', 'shutil', 'glob',
-  'transformers', 'accelerate', 'lightning', 'pytorch_lightning', 'timm', 'PIL', 'scipy', 'pandas', 'sklearn', 'yaml', 'tqdm', 'wandb',
-  'tensorboard', 'einops', 'jax', 'flax', 'optax', 'tensorflow', 'apex', 'deepspeed', 'triton', 'warnings', 'abc', 'io', 'contextlib',
-  '__future__', 'enum', 'string', 'struct', 'threading', 'multiprocessing', 'queue', 'socket', 'tempfile', 'traceback', 'inspect', 'types',
-  'hashlib', 'uuid', 'csv', 'gzip', 'zipfile', 'tarfile', 'urllib', 'requests', 'matplotlib', 'cv2', 'h5py', 'datasets', 'huggingface_hub',
+  'warnings', 'abc', 'io', 'contextlib', '__future__', 'enum', 'string', 'struct', 'threading', 'multiprocessing', 'queue', 'socket',
+  'tempfile', 'traceback', 'inspect', 'types', 'hashlib', 'uuid', 'csv', 'gzip', 'zipfile', 'tarfile', 'urllib',
 ]);
 
 export function normalizePath(p: string): string {
