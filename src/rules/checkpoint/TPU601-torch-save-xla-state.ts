@@ -47,15 +47,15 @@ export default defineRule({
       if (ctx.sema.inXlaAwareBranch(call)) continue;
       if (ctx.sema.callee(call) !== TORCH_SAVE) {
         // a save wrapper of another project module (`utils.save_on_master(...)`): judged here, where the state is passed
-        const wrapped = ctx.project && !ctx.sema.callee(call)?.startsWith('torch') ? projectSaveWrapper(ctx, call) : null;
+        const wrapped = !ctx.sema.callee(call)?.startsWith('torch') ? projectSaveWrapper(ctx, call) : null;
         if (!wrapped || !holdsDeviceState(ctx, wrapped.obj)) continue;
-        const name = wrapped.reached.callee.def.childForFieldName('name')?.text ?? 'helper';
+        const name = wrapped.def.childForFieldName('name')?.text ?? 'helper';
         const short = wrapped.obj.text.length > 40 ? '…' : wrapped.obj.text;
         ctx.report(call, {
-          message: `\`${name}(${short})\` saves with \`torch.save\` (${whereIn(wrapped.reached)}): it writes device tensors that reload only where ${ctx.idiom.profile === 'torchtpu' ? 'the device exists; save CPU copies' : 'that XLA device exists; save CPU copies there (`xm.save`)'}`,
+          message: `\`${name}(${short})\` saves with \`torch.save\` (${wrapped.path ? whereIn({ path: wrapped.path, node: wrapped.save, sema: wrapped.sema }) : `line ${ctx.text.slice(0, wrapped.save.startIndex).split('\n').length}`}): it writes device tensors that reload only where ${ctx.idiom.profile === 'torchtpu' ? 'the device exists; save CPU copies' : 'that XLA device exists; save CPU copies there (`xm.save`)'}`,
           // the save is written in the other module: change it there, for every caller
           fix: null,
-          related: [{ start: wrapped.reached.node.startIndex, end: wrapped.reached.node.endIndex, path: wrapped.reached.path, message: `the \`torch.save\` that \`${name}\` calls` }],
+          related: [{ start: wrapped.save.startIndex, end: wrapped.save.endIndex, ...(wrapped.path ? { path: wrapped.path } : {}), message: `the \`torch.save\` that \`${name}\` calls` }],
         });
         continue;
       }

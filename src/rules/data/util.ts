@@ -95,6 +95,37 @@ export function loadersPassedToProjectLoops(ctx: RuleContext): { arg: Node; call
   return out;
 }
 
+/** `ds_train, ds_val, loader_train, loader_val, mixup = build_loader(config)`: the element of the factory's returned tuple. */
+function tupleFactory(ctx: RuleContext, name: Node): { path: string; node: Node; name: string } | null {
+  for (const a of ctx.sema.nodes('assignment')) {
+    const left = a.childForFieldName('left');
+    const right = a.childForFieldName('right');
+    if (right?.type !== 'call' || (left?.type !== 'pattern_list' && left?.type !== 'tuple_pattern')) continue;
+    const idx = left.namedChildren.findIndex((c) => c?.text === name.text);
+    if (idx < 0 || left.namedChildren.some((c) => c?.type === 'list_splat_pattern')) continue;
+    const r = ctx.project?.resolveCall(right, ctx.sema, ctx.path);
+    if (!r || r.kind !== 'function') return null;
+    const xs = r.module.sema;
+    const isLoader = (v: Node | null | undefined) => !!v && v.type === 'call' && DATALOADER.test(xs.callee(v) ?? '');
+    let made: Node | null = null;
+    for (const ret of xs.within('return_statement', r.def)) {
+      if (xs.enclosingFunction(ret)?.id !== r.def.id) continue;
+      const v = ret.namedChildren[0];
+      if (v?.type !== 'expression_list' && v?.type !== 'tuple') return null;
+      const el = v.namedChildren[idx];
+      if (!el || v.namedChildren.length !== left.namedChildren.length) return null;
+      if (isLoader(el)) made ??= el;
+      else if (el.type === 'identifier') {
+        const bound = xs.bindings(el.text).filter((b) => xs.enclosingFunction(b)?.id === r.def.id);
+        if (!bound.length || !bound.every(isLoader)) return null;
+        made ??= bound[0];
+      } else return null;
+    }
+    return made ? { path: r.path, node: made, name: r.def.childForFieldName('name')?.text ?? 'factory' } : null;
+  }
+  return null;
+}
+
 const factoryMemo = new WeakMap<Node, { path: string; node: Node; name: string } | null>();
 
 /**
@@ -106,7 +137,8 @@ export function loaderFactory(ctx: RuleContext, node: Node): { path: string; nod
   if (!ctx.project) return null;
   if (node.type === 'identifier') {
     const values = boundValues(ctx, node);
-    if (!values.length || !values.every((v) => v.type === 'call')) return null;
+    if (!values.length) return tupleFactory(ctx, node);
+    if (!values.every((v) => v.type === 'call')) return null;
     const found = values.map((v) => loaderFactory(ctx, v));
     return found.every((f) => !!f) ? found[0] : null;
   }

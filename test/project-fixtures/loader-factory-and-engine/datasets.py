@@ -14,3 +14,9 @@ def build_wrapped(n):
 
 def build_tensor(n):
     return torch.randn(n, 4)
+
+
+def build_all(n):
+    ds = TensorDataset(torch.randn(n, 4), torch.randint(0, 2, (n,)))
+    train = DataLoader(ds, batch_size=4, drop_last=True)
+    return ds, train, None

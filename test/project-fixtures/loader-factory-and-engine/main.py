@@ -2,7 +2,7 @@ import torch
 import torch.nn as nn
 import torch_xla
 
-from datasets import build_loader, build_tensor, build_wrapped
+from datasets import build_all, build_loader, build_tensor, build_wrapped
 from engine import count, train_one_epoch
 
 
@@ -19,7 +19,11 @@ def main():
         loss = criterion(model(x.to(device)), y.to(device))
         loss.backward()
         optimizer.step()
+    _, triple, _ = build_all(8)
+    train_one_epoch(model, criterion, triple, optimizer, device)  # expect: TPU401
     # --- ok ---
+    ds, _, nothing = build_all(8)
+    train_one_epoch(model, criterion, ds, optimizer, device)
     other = build_wrapped(8)
     print(count(other))
     for x in build_tensor(4):
