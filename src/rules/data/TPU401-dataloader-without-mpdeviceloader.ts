@@ -94,7 +94,11 @@ export default defineRule({
       const file = p.path.split('/').pop() ?? p.path;
       const line = (ctx.project?.textOf(p.path) ?? '').slice(0, p.loop.startIndex).split('\n').length;
       const what = ctx.idiom.profile === 'torchtpu' ? 'prefetch batches to the device instead' : 'wrap the loader in `pl.MpDeviceLoader` here';
+      // an eval loop over it (the callee's own hot-loop analysis) is advice, as for same-file eval loops
+      const other = ctx.project?.module(p.path)?.sema;
+      const training = !!other && other.hotLoops().some((l) => l.anchor.id === p.loop.id && l.kind === 'train');
       ctx.report(p.arg, {
+        severity: training ? 'warning' : downgrade('warning'),
         message: `\`${short(p.arg.text)}\` yields CPU batches that \`${p.name}\` (${file}:${line}) copies to the device by hand: ${what}${guard ? ` (no fix while a CUDA check decides the placement, \`${short(guard.text)}\`)` : ''}`,
         // the loop lives in the other module: the wrap at this call is a change to review there too
         fix: wrap ? { title: `Pass \`${wrap.text}\``, applicability: 'unsafe', edits: [replace(p.arg, wrap.text)], imports: wrap.imports, needsAccel: wrap.needsAccel } : null,

@@ -126,6 +126,26 @@ function tupleFactory(ctx: RuleContext, name: Node): { path: string; node: Node;
   return null;
 }
 
+const buildsMemo = new WeakMap<object, boolean>();
+
+/** The file builds DataLoaders: itself, or through a factory of another project module (`build_loader(config)`). */
+function buildsLoaders(ctx: RuleContext): boolean {
+  let hit = buildsMemo.get(ctx.sema);
+  if (hit !== undefined) return hit;
+  hit = ctx.sema.nodes('call').some((c) => isDataLoaderCall(ctx, c));
+  if (!hit && ctx.project) {
+    hit = ctx.sema.nodes('assignment').some((a) => {
+      const left = a.childForFieldName('left');
+      const right = a.childForFieldName('right');
+      if (right?.type !== 'call') return false;
+      if (left?.type === 'identifier') return !!loaderFactory(ctx, right);
+      return (left?.type === 'pattern_list' || left?.type === 'tuple_pattern') && left.namedChildren.some((c) => c?.type === 'identifier' && !!tupleFactory(ctx, c));
+    });
+  }
+  buildsMemo.set(ctx.sema, hit);
+  return hit;
+}
+
 const factoryMemo = new WeakMap<Node, { path: string; node: Node; name: string } | null>();
 
 /**
@@ -306,7 +326,7 @@ export function handMovedLoaders(ctx: RuleContext, loop: Node): HandMoved[] {
     const it = iteratedLoader(ctx, loop);
     if (it) {
       let plain = isPlainDataLoader(ctx, it);
-      if (!plain && it.type === 'identifier' && /(loader|_dl|^dl)$/i.test(it.text) && !fileWrapsLoaders(ctx) && ctx.sema.nodes('call').some((c) => isDataLoaderCall(ctx, c))) {
+      if (!plain && it.type === 'identifier' && /(loader|_dl|^dl)$/i.test(it.text) && !fileWrapsLoaders(ctx) && buildsLoaders(ctx)) {
         // a loader passed in as a parameter of the enclosing function, in a file that builds DataLoaders
         const fn = ctx.sema.enclosingFunction(loop);
         const params = fn?.childForFieldName('parameters')?.namedChildren ?? [];
