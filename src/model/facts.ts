@@ -58,12 +58,14 @@ export function whereIn(r: { path: string; node: Node; sema: Semantics }): strin
 }
 
 /** Calls of this file that reach `pred` in another module of the project (memoized per rule run by the caller). */
-export function projectCallsReaching(ctx: RuleContext, pred: (sema: Semantics, call: Node) => boolean, depth = 3): { call: Node; reached: Reached }[] {
+export function projectCallsReaching(ctx: RuleContext, pred: (sema: Semantics, call: Node) => boolean, depth = 3, name?: RegExp): { call: Node; reached: Reached }[] {
   if (!ctx.project) return [];
   const out: { call: Node; reached: Reached }[] = [];
   for (const call of ctx.sema.nodes('call')) {
     const fn = call.childForFieldName('function');
     if (fn?.type !== 'identifier' && fn?.type !== 'attribute') continue;
+    // a name filter keeps unrelated calls from being resolved (each resolution may parse another module)
+    if (name && !name.test(fn.text)) continue;
     // same-file functions and library calls are not the project's other modules
     if (fn.type === 'identifier' && ctx.sema.calledFunctions(call).length) continue;
     const reached = reachesInProject(ctx, call, pred, depth);

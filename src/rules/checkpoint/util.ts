@@ -143,6 +143,9 @@ export function torchImport(ctx: RuleContext): Node | null {
   return stmts.find((s) => /^(import|from)\s+torch(\.|\s|,|$)/.test(s.text)) ?? null;
 }
 
+/** Save wrappers of other modules are named for it (save_on_master, save_checkpoint, save_model): others are not resolved. */
+const SAVE_NAME = /save|ckpt|checkpoint/i;
+
 /** A save wrapper's `torch.save`: in another module of the project (`path`), or in this file (`path` absent). */
 export interface WrappedSave {
   /** The caller's argument that reaches `torch.save` as the saved object. */
@@ -168,7 +171,7 @@ export function projectSaveWrapper(ctx: RuleContext, call: Node): WrappedSave | 
     const def = local[0];
     const save = ctx.sema.within('call', def).find((c) => ctx.sema.callee(c) === TORCH_SAVE && ctx.sema.enclosingFunction(c)?.id === def.id);
     if (save) found = { save, def, sema: ctx.sema, method: !!ctx.sema.enclosingClass(def) };
-  } else if (ctx.project) {
+  } else if (ctx.project && SAVE_NAME.test(call.childForFieldName('function')?.text ?? '')) {
     const reached = reachesInProject(ctx, call, (s, c) => s.callee(c) === TORCH_SAVE, 1);
     if (reached && reached.callee.def.id === reached.sema.enclosingFunction(reached.node)?.id) {
       found = { save: reached.node, def: reached.callee.def, path: reached.path, sema: reached.sema, method: reached.callee.kind === 'method' };

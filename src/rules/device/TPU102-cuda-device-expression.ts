@@ -226,7 +226,7 @@ const rule = defineRule({
             }
           }
           // a device picker in another module of the project (`utils.select_device(...)`): reported at this call
-          if (!local.length && ctx.project && (fn?.type === 'identifier' || fn?.type === 'attribute')) {
+          if (!local.length && ctx.project && (fn?.type === 'identifier' || fn?.type === 'attribute') && /dev|gpu|cuda|accel/i.test(fn.text)) {
             const made = externalCudaReturn(ctx, n);
             if (made) out = [{ node: n, defTime: false, external: made }];
           }

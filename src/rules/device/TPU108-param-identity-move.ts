@@ -194,7 +194,8 @@ export default defineRule({
       let customTies = clsName ? ties.get(clsName) : undefined;
       // a class of another module of the project (`from model import GPT`): its constructor's ties, with their lines
       let external: { path: string; file: string } | null = null;
-      if (!customTies && ctx.project && ctor && !sema.bindings(ctor.text.split('.')[0]).length) {
+      // a class name (capitalised last segment): other calls are not resolved
+      if (!customTies && ctx.project && ctor && /^[A-Z]/.test(ctor.text.split('.').pop() ?? '') && !sema.bindings(ctor.text.split('.')[0]).length) {
         const r = ctx.project.resolveCall(right, sema, ctx.path);
         if (r?.kind === 'class') {
           const pairs = tiesOf(r.module.sema, r.def);

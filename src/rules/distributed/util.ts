@@ -239,6 +239,6 @@ const pgMemo = new WeakMap<object, { call: Node; reached: Reached }[]>();
 export function projectProcessGroups(ctx: RuleContext): { call: Node; reached: Reached }[] {
   if (!ctx.project) return [];
   let hit = pgMemo.get(ctx.sema);
-  if (!hit) pgMemo.set(ctx.sema, (hit = projectCallsReaching(ctx, (s, c) => INIT_PG.has(s.callee(c) ?? ''))));
+  if (!hit) pgMemo.set(ctx.sema, (hit = projectCallsReaching(ctx, (s, c) => INIT_PG.has(s.callee(c) ?? ''), 3, /dist|init|setup|launch|ddp|parallel|world/i)));
   return hit;
 }
