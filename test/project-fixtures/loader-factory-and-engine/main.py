@@ -19,8 +19,8 @@ def main():
         loss = criterion(model(x.to(device)), y.to(device))
         loss.backward()
         optimizer.step()
-    _, triple, _ = build_all(8)
-    train_one_epoch(model, criterion, triple, optimizer, device)  # expect: TPU401
+    _, tuple_loader, _ = build_all(8)
+    train_one_epoch(model, criterion, tuple_loader, optimizer, device)  # expect: TPU401
     # --- ok ---
     ds, _, nothing = build_all(8)
     train_one_epoch(model, criterion, ds, optimizer, device)
