@@ -16,7 +16,7 @@ def build_tensor(n):
     return torch.randn(n, 4)
 
 
-def build_all(n):
+def build_dataloaders(n):
     ds = TensorDataset(torch.randn(n, 4), torch.randint(0, 2, (n,)))
     train = DataLoader(ds, batch_size=4, drop_last=True)
     return ds, train, None

@@ -2,7 +2,7 @@ import torch
 import torch.nn as nn
 import torch_xla
 
-from datasets import build_all, build_loader, build_tensor, build_wrapped
+from datasets import build_dataloaders, build_loader, build_tensor, build_wrapped
 from engine import count, train_one_epoch
 
 
@@ -19,10 +19,10 @@ def main():
         loss = criterion(model(x.to(device)), y.to(device))
         loss.backward()
         optimizer.step()
-    _, tuple_loader, _ = build_all(8)
+    _, tuple_loader, _ = build_dataloaders(8)
     train_one_epoch(model, criterion, tuple_loader, optimizer, device)  # expect: TPU401
     # --- ok ---
-    ds, _, nothing = build_all(8)
+    ds, _, nothing = build_dataloaders(8)
     train_one_epoch(model, criterion, ds, optimizer, device)
     other = build_wrapped(8)
     print(count(other))
