@@ -47,6 +47,7 @@ const rule = defineRule({
       'argument of tensor factories, module constructors and `torch.Generator`, and, through variables, `torch.load(map_location=)`, ' +
       '`DDP(device_ids=)`, `torch.cuda.set_device` and `torch.autocast(device_type=)`. A variable, attribute (`self.device`, `args.device`), ' +
       'parameter default, argparse default, dataclass field or helper return value that holds a CUDA device is reported once, where it is set. ' +
+      'A device picker of another project module (`utils.select_device(...)`, `get_device()`) that returns a CUDA device is reported at the call that reaches the sink, with the helper\'s CUDA expression as a related location (no fix here: change the helper), unless the helper\'s own file already reports that expression. ' +
       'Hard-coded CUDA devices inside an `nn.Module`\'s `forward` or `__init__` are reported with their own message. ' +
       'Also checks Lightning `Trainer(accelerator="gpu"|"cuda")` and `Fabric(accelerator=...)`, which pin the run to CUDA.',
     why:

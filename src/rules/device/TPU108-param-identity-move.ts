@@ -103,7 +103,7 @@ export default defineRule({
     what:
       'Checks for (a) an optimizer or EMA built from `model.parameters()` before `model.to(device)`/`.cuda()` on the same model in the same scope, and ' +
       '(b) weights tied in a module\'s `__init__` (`self.lm_head.weight = self.wte.weight`), or a Hugging Face model loaded with `tie_word_embeddings=True` or tied by `tie_weights()`, ' +
-      'then moved to the device without being tied again. Code managed by HF `Trainer`, Accelerate or Lightning is skipped: they build the optimizer after the move.',
+      'then moved to the device without being tied again. With project scope the class may live in another module (`from model import GPT`): the finding is on the move, with the tie in the constructor (or in a method `__init__` calls, `self.tie_weights()`) as a related location. Code managed by HF `Trainer`, Accelerate or Lightning is skipped: they build the optimizer after the move.',
     why:
       'Moving a CPU module to an XLA device replaces its Parameter objects, so an optimizer built earlier keeps updating the stale CPU tensors and the model does not train ' +
       '(pytorch/xla#1623, #1764). Tied weights become two independent copies: tying must be done "AFTER the modules are moved to an XLA device. Otherwise two independent copies of the shared tensor will be made" (TS:376-381). ' +
