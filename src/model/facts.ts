@@ -52,6 +52,11 @@ function search(project: ProjectView, def: Resolved, pred: (sema: Semantics, cal
   return null;
 }
 
+/** The called name: `f` of `f(...)`, `g` of `a.b.g(...)` (never the text of a long receiver chain). */
+export function lastName(fn: Node): string {
+  return fn.type === 'attribute' ? fn.childForFieldName('attribute')?.text ?? '' : fn.type === 'identifier' ? fn.text : '';
+}
+
 /** `file.py:line` of a node in another module, for messages. */
 export function whereIn(r: { path: string; node: Node; sema: Semantics }): string {
   return `${r.path.split('/').pop() ?? r.path}:${r.sema.text.slice(0, r.node.startIndex).split('\n').length}`;
@@ -65,7 +70,7 @@ export function projectCallsReaching(ctx: RuleContext, pred: (sema: Semantics, c
     const fn = call.childForFieldName('function');
     if (fn?.type !== 'identifier' && fn?.type !== 'attribute') continue;
     // a name filter keeps unrelated calls from being resolved (each resolution may parse another module)
-    if (name && !name.test(fn.text)) continue;
+    if (name && !name.test(lastName(fn))) continue;
     // same-file functions and library calls are not the project's other modules
     if (fn.type === 'identifier' && ctx.sema.calledFunctions(call).length) continue;
     const reached = reachesInProject(ctx, call, pred, depth);

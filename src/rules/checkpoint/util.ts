@@ -3,7 +3,7 @@ import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
 import type { Semantics } from '../../core/semantics';
-import { reachesInProject } from '../../model/facts';
+import { lastName, reachesInProject } from '../../model/facts';
 
 export const TORCH_SAVE = 'torch.save';
 export const XM_SAVE = 'torch_xla.core.xla_model.save';
@@ -171,7 +171,7 @@ export function projectSaveWrapper(ctx: RuleContext, call: Node): WrappedSave | 
     const def = local[0];
     const save = ctx.sema.within('call', def).find((c) => ctx.sema.callee(c) === TORCH_SAVE && ctx.sema.enclosingFunction(c)?.id === def.id);
     if (save) found = { save, def, sema: ctx.sema, method: !!ctx.sema.enclosingClass(def) };
-  } else if (ctx.project && SAVE_NAME.test(call.childForFieldName('function')?.text ?? '')) {
+  } else if (ctx.project && SAVE_NAME.test(lastName(call.childForFieldName('function')!))) {
     const reached = reachesInProject(ctx, call, (s, c) => s.callee(c) === TORCH_SAVE, 1);
     if (reached && reached.callee.def.id === reached.sema.enclosingFunction(reached.node)?.id) {
       found = { save: reached.node, def: reached.callee.def, path: reached.path, sema: reached.sema, method: reached.callee.kind === 'method' };

@@ -5,6 +5,7 @@ import type { Snippet } from '../../core/idioms';
 import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
 import { deviceExprFor } from '../shared';
 import { cudaGuarded } from '../device/cuda-util';
+import { lastName } from '../../model/facts';
 
 export { appendArg, removeArg } from '../precision/util';
 
@@ -74,7 +75,7 @@ export function loadersPassedToProjectLoops(ctx: RuleContext): { arg: Node; call
     const { positional, keywords } = callArgs(call);
     // loader arguments are named as loaders (data_loader_train, val_dl) or bound to a DataLoader here
     const loaders = [...positional.map((a, i) => ({ a, i, kw: null as string | null })), ...[...keywords].map(([k, v]) => ({ a: kwValue(v)!, i: -1, kw: k }))].filter(
-      (x) => !!x.a && (x.a.type === 'identifier' || x.a.type === 'attribute') && (LOADER_ARG.test(x.a.text.split('.').pop() ?? '') || boundValues(ctx, x.a).some((v) => isDataLoaderCall(ctx, v))) && isPlainDataLoader(ctx, x.a),
+      (x) => !!x.a && (x.a.type === 'identifier' || x.a.type === 'attribute') && (LOADER_ARG.test(lastName(x.a)) || boundValues(ctx, x.a).some((v) => isDataLoaderCall(ctx, v))) && isPlainDataLoader(ctx, x.a),
     );
     if (!loaders.length) continue;
     const r = ctx.project.resolveCall(call, ctx.sema, ctx.path);
@@ -105,7 +106,8 @@ function tupleFactory(ctx: RuleContext, name: Node): { path: string; node: Node;
     const right = a.childForFieldName('right');
     if (right?.type !== 'call' || (left?.type !== 'pattern_list' && left?.type !== 'tuple_pattern')) continue;
     const idx = left.namedChildren.findIndex((c) => c?.text === name.text);
-    if (idx >= 0 && !FACTORY_NAME.test(right.childForFieldName('function')?.text ?? '')) return null;
+    const callee = right.childForFieldName('function');
+    if (idx >= 0 && !(callee && FACTORY_NAME.test(lastName(callee)))) return null;
     if (idx < 0 || left.namedChildren.some((c) => c?.type === 'list_splat_pattern')) continue;
     const r = ctx.project?.resolveCall(right, ctx.sema, ctx.path);
     if (!r || r.kind !== 'function') return null;
@@ -177,7 +179,7 @@ export function loaderFactory(ctx: RuleContext, node: Node): { path: string; nod
   let out: { path: string; node: Node; name: string } | null = null;
   // factories are named for what they make (build_loader, get_dataloader, make_data_loader): other calls are not
   // resolved, which would parse their modules
-  const r = fn && (fn.type === 'identifier' || fn.type === 'attribute') && FACTORY_NAME.test(fn.text) && !ctx.sema.callee(node)?.startsWith('torch') ? ctx.project.resolveCall(node, ctx.sema, ctx.path) : null;
+  const r = fn && (fn.type === 'identifier' || fn.type === 'attribute') && FACTORY_NAME.test(lastName(fn)) && !ctx.sema.callee(node)?.startsWith('torch') ? ctx.project.resolveCall(node, ctx.sema, ctx.path) : null;
   if (r && r.kind === 'function') {
     const xs = r.module.sema;
     const isLoader = (v: Node | null | undefined) => !!v && v.type === 'call' && DATALOADER.test(xs.callee(v) ?? '');

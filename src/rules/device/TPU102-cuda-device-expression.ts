@@ -1,5 +1,6 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import { analyze, pythonDocument } from '../../core/engine';
+import { lastName } from '../../model/facts';
 import type { Node } from '../../core/parse';
 import { callArgs, isAncestor, isFString, kwValue, methodName, mentionsXla, receiver, stringContent, type Semantics } from '../../core/semantics';
 import type { Snippet } from '../../core/idioms';
@@ -227,7 +228,7 @@ const rule = defineRule({
             }
           }
           // a device picker in another module of the project (`utils.select_device(...)`): reported at this call
-          if (!local.length && ctx.project && (fn?.type === 'identifier' || fn?.type === 'attribute') && /dev|gpu|cuda|accel/i.test(fn.text)) {
+          if (!local.length && ctx.project && (fn?.type === 'identifier' || fn?.type === 'attribute') && /dev|gpu|cuda|accel/i.test(lastName(fn))) {
             const made = externalCudaReturn(ctx, n);
             if (made) out = [{ node: n, defTime: false, external: made }];
           }

@@ -3,6 +3,7 @@ import type { Node } from '../../core/parse';
 import { callArgs, enclosingStatement, methodName, receiver, type Semantics } from '../../core/semantics';
 import { deleteStatement, insertLineAfter, insertLineBefore } from '../../core/edits';
 import { isDeviceLike, isXlaDevice } from './runtime-util';
+import { lastName } from '../../model/facts';
 
 /** Optimizers and parameter-holding EMAs (by the last name segment when not resolved to torch.optim). */
 const OPTIMIZER_NAME = /^(Adam\w*|SGD|RMSprop|Adagrad|Adadelta|Adamax|NAdam|RAdam|ASGD|Rprop|LBFGS|SparseAdam|Adafactor|Lion|LAMB|Lamb|LARS|Lars|Shampoo|Sophia\w*|\w*Optimizer|ExponentialMovingAverage|EMA|ModelEma\w*)$/;
@@ -195,7 +196,7 @@ export default defineRule({
       // a class of another module of the project (`from model import GPT`): its constructor's ties, with their lines
       let external: { path: string; file: string } | null = null;
       // a class name (capitalised last segment): other calls are not resolved
-      if (!customTies && ctx.project && ctor && /^[A-Z]/.test(ctor.text.split('.').pop() ?? '') && !sema.bindings(ctor.text.split('.')[0]).length) {
+      if (!customTies && ctx.project && ctor && /^[A-Z]/.test(lastName(ctor)) && !sema.bindings(ctor.text.split('.')[0]).length) {
         const r = ctx.project.resolveCall(right, sema, ctx.path);
         if (r?.kind === 'class') {
           const pairs = tiesOf(r.module.sema, r.def);
