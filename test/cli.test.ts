@@ -279,6 +279,26 @@ describe('tpu-ready check', () => {
     expect(j.findings.some((f: { path: string; cell: number | null }) => f.path.endsWith('.ipynb') && f.cell !== null)).toBe(true);
   });
 
+  it('related locations in every format: a tie in model.py behind the move in train.py (project scope)', () => {
+    const args = ['check', 'examples/gpt-cuda', '--select', 'TPU108', '--jobs', '1'];
+    const text = run(args, ROOT).out;
+    expect(text).toMatch(/^examples\/gpt-cuda\/train\.py:65:5: TPU108 `GPT` \(model\.py\) ties `lm_head\.weight` to `wte\.weight`.*\n {4}related: examples\/gpt-cuda\/model\.py:44:9: the tie /m);
+    const j = JSON.parse(run([...args, '--format', 'json'], ROOT).out);
+    const tie = j.findings.find((f: { line: number }) => f.line === 65);
+    expect(tie.related).toEqual([{ path: 'examples/gpt-cuda/model.py', line: 44, column: 9, endLine: 44, endColumn: 46, cell: null, message: expect.stringMatching(/^the tie `lm_head\.weight` = `wte\.weight`/) }]);
+    const log = JSON.parse(run([...args, '--format', 'sarif'], ROOT).out);
+    const schema = JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules/@microsoft/jest-sarif/lib/schemas/sarif-2.1.0-rtm.5.json'), 'utf8'));
+    const validate = new Ajv({ allErrors: true, strict: false, validateFormats: false, unicodeRegExp: false }).compile(schema);
+    expect(validate(log), JSON.stringify(validate.errors?.slice(0, 5))).toBe(true);
+    const res = log.runs[0].results.find((r: { locations: { physicalLocation: { region: { startLine: number } } }[] }) => r.locations[0].physicalLocation.region.startLine === 65);
+    expect(res.relatedLocations[0].physicalLocation).toEqual({ artifactLocation: { uri: 'examples/gpt-cuda/model.py', uriBaseId: '%SRCROOT%' }, region: { startLine: 44, startColumn: 9, endLine: 44, endColumn: 46 } });
+    expect(run([...args, '--format', 'github'], ROOT).out).toMatch(/line=65,.*\(related: examples\/gpt-cuda\/model\.py:44:9: the tie /);
+    // the file alone (no project folder around it that holds model.py) has no such finding
+    const alone = fs.mkdtempSync(path.join(os.tmpdir(), 'tpu-ready-alone-'));
+    fs.copyFileSync(path.join(ROOT, 'examples/gpt-cuda/train.py'), path.join(alone, 'train.py'));
+    expect(run(['check', 'train.py', '--select', 'TPU108', '--format', 'json'], alone).out).not.toContain('ties');
+  });
+
   it('rules, --version and --help', () => {
     expect(run(['--version']).out).toMatch(/^tpu-ready \d+\.\d+\.\d+/);
     expect(run(['rules']).out).toMatch(/^TPU101 /m);

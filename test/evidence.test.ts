@@ -140,7 +140,7 @@ describe('runtime findings', () => {
     expect(recompile.evidence.graphHashes).toHaveLength(6);
     expect(recompile.evidence.seconds).toBeCloseTo(180, 6); // CompileTime 6 min / 12 samples × 6
     expect(recompile.evidence.checks).toEqual(['pt-xla-profiler: CompileTime too frequent: 12 counts during 11 steps']);
-    expect(recompile.related).toEqual([{ path: 'train.py', line: 24, message: 'same compilations: called through <module>' }]);
+    expect(recompile.related).toEqual([{ path: 'train.py', line: 24, column: 1, endLine: 24, endColumn: 1, cell: null, message: 'same compilations: called through <module>' }]);
     const read = at('TPU002', 'train.py', 18)!;
     expect(read.evidence).toMatchObject({ kind: 'host-read', count: 6 });
     expect(read.evidence.seconds).toBeCloseTo(1.2, 6); // ExecuteTime 8 s / 40 × 6
@@ -148,7 +148,7 @@ describe('runtime findings', () => {
     expect(read.column).toBe(9);
     const fallback = at('TPU003', 'train.py', 15)!;
     expect(fallback.evidence).toMatchObject({ kind: 'cpu-fallback', count: 22, ops: ['aten::_ctc_loss', 'aten::_ctc_loss_backward'] });
-    expect(at('TPU001', 'models/net.py', 11)?.related).toEqual([{ path: 'train.py', line: 14, message: 'same compilations: called through train' }]);
+    expect(at('TPU001', 'models/net.py', 11)?.related).toMatchObject([{ path: 'train.py', line: 14, message: 'same compilations: called through train' }]);
     // aten::_local_scalar_dense is a host read, not a fallback; nothing lands in tools/net.py
     expect(fs_.some((f) => f.evidence.ops.includes('aten::_local_scalar_dense'))).toBe(false);
     expect(fs_.some((f) => f.path === 'tools/net.py')).toBe(false);

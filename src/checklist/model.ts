@@ -28,6 +28,8 @@ export interface ChecklistFinding {
   column: number;
   cell: number | null;
   fix: { applicability: 'safe' | 'unsafe' | 'display' } | null;
+  /** Other places of the same problem (1-based lines; `path` workspace-relative). */
+  related?: { path: string; line: number; cell: number | null; message: string }[];
 }
 
 export interface ChecklistInput {
@@ -85,6 +87,7 @@ export function toFindingVM(f: ChecklistFinding): FindingVM {
   return {
     rule: f.rule, severity: f.severity, message: f.message, path: f.path, uri: f.uri, line: f.line - 1, character: f.column - 1, cell: f.cell,
     docsUrl: docsUrl(f.rule), fix: f.fix?.applicability ?? null,
+    ...(f.related?.length ? { related: f.related.map((r) => ({ ...r, line: r.line - 1 })) } : {}),
   };
 }
 

@@ -21,6 +21,10 @@ function defaultLink(f: FindingVM): string {
   return f.cell === null ? `${f.uri}#L${f.line + 1}` : f.uri;
 }
 
+function relatedWhere(r: NonNullable<FindingVM['related']>[number]): string {
+  return r.cell === null ? `${r.path}:${r.line + 1}` : `${r.path}:cell ${r.cell}:${r.line + 1}`;
+}
+
 function where(f: FindingVM): string {
   return f.cell === null ? `${f.path}:${f.line + 1}:${f.character + 1}` : `${f.path}:cell ${f.cell}:${f.line + 1}:${f.character + 1}`;
 }
@@ -78,7 +82,10 @@ export function renderMarkdown(vm: ChecklistVM, o: ReportOptions): string {
     if (s.note.trim()) out.push('', `> **Note:** ${escapeMd(s.note.trim())}`);
     if (s.findings.length) {
       out.push('', `Open findings (${s.open}):`, '');
-      for (const f of s.findings) out.push(`- [${escapeMd(where(f))}](${safeHref(link(f))}) ${f.severity} [${f.rule}](${safeHref(f.docsUrl)}): ${escapeMd(f.message)}`);
+      for (const f of s.findings) {
+        out.push(`- [${escapeMd(where(f))}](${safeHref(link(f))}) ${f.severity} [${f.rule}](${safeHref(f.docsUrl)}): ${escapeMd(f.message)}`);
+        for (const r of f.related ?? []) out.push(`  - related: ${escapeMd(relatedWhere(r))}: ${escapeMd(r.message)}`);
+      }
       if (s.open > s.findings.length) out.push(`- … and ${s.open - s.findings.length} more`);
     }
   }
@@ -130,7 +137,8 @@ export function renderHtml(vm: ChecklistVM, o: ReportOptions): string {
     if (s.findings.length) {
       out.push(`<p>Open findings (${s.open}):</p>`, '<ul>');
       for (const f of s.findings) {
-        out.push(`<li><a href="${e(safeHref(link(f)))}">${e(where(f))}</a> <span class="${f.severity}">${f.severity}</span> <a href="${e(safeHref(f.docsUrl))}">${e(f.rule)}</a>: ${htmlMessage(f.message)}</li>`);
+        const related = (f.related ?? []).map((r) => `<li>related: ${e(relatedWhere(r))}: ${htmlMessage(r.message)}</li>`).join('');
+        out.push(`<li><a href="${e(safeHref(link(f)))}">${e(where(f))}</a> <span class="${f.severity}">${f.severity}</span> <a href="${e(safeHref(f.docsUrl))}">${e(f.rule)}</a>: ${htmlMessage(f.message)}${related ? `<ul>${related}</ul>` : ''}</li>`);
       }
       if (s.open > s.findings.length) out.push(`<li>… and ${s.open - s.findings.length} more</li>`);
       out.push('</ul>');

@@ -180,12 +180,16 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
   // named paths that are not there: in the report (JSON names them) and exit 2 even with --exit-zero
   const missingNotices: Notice[] = missing.map((m) => ({ path: m.path, message: `not analysed: ${m.reason}`, error: true }));
 
+  // project scope: imports resolve inside the project roots of the named paths (and their own folders)
+  const named = startPaths.map((p) => path.resolve(p)).filter((p) => fs.existsSync(p) && fs.statSync(p).isDirectory());
+  const projectRoots = [...new Set([root, ...startPaths.map(findProjectRoot), ...named])];
+  const project = { roots: projectRoots, cwd };
   const tasks: FileTask[] = [];
   for (const abs of files) {
     const rel = path.relative(root, abs).split(path.sep).join('/');
     const options = optionsFor(config, {}, rel, pinned, flags);
     if (!options) continue;
-    tasks.push({ abs, display: path.relative(cwd, abs) || path.basename(abs), options, fix: args.fix || args.diff ? { unsafe: args.unsafeFixes } : null, maxBytes: args.maxBytes, budgetMs: args.fileBudgetMs });
+    tasks.push({ abs, display: path.relative(cwd, abs) || path.basename(abs), options, fix: args.fix || args.diff ? { unsafe: args.unsafeFixes } : null, maxBytes: args.maxBytes, budgetMs: args.fileBudgetMs, project });
   }
   const outcomes = await runTasks(tasks, args.jobs, wasmDir);
 

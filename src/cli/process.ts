@@ -1,5 +1,5 @@
 /** One file: read, analyse, optionally fix. Shared by the CLI's main thread and its workers. */
-import type { Evidence, RelatedLocation } from '../evidence';
+import type { Evidence } from '../evidence';
 import { readRegularFile, ReadRefused } from './safefs';
 import {
   analyze, analysedText, BudgetExceeded, fixDocument, locateAll, notebookDocument, pythonDocument, textDocument, textFileKind,
@@ -9,7 +9,9 @@ import { editIpynb, NotebookFormatError, parseIpynb, type ParsedIpynb } from '..
 import { LineIndex, normalizeLoneCr, restoreLoneCr } from '../core/source';
 import { RULES } from '../rules';
 import { isGeneratedAccel } from '../core/accel';
-import type { AnalyzeOptions, Applicability, Severity, Step, Effort } from '../core/types';
+import { ProjectIndex } from '../model/project';
+import path from 'node:path';
+import type { AnalyzeOptions, Applicability, Severity, Step, Effort, LocatedRelated } from '../core/types';
 
 export interface FileTask {
   abs: string;
@@ -21,6 +23,36 @@ export interface FileTask {
   maxBytes: number;
   /** Time budget for analysing (and fixing) the file, ms: past it the file is skipped with the reason. */
   budgetMs?: number;
+  /**
+   * Project scope (issue 9): the roots imports resolve in and the working directory display paths are relative to.
+   * Each thread builds one index per root set, lazily: a module is read and parsed when a file first imports it.
+   */
+  project?: { roots: string[]; cwd: string } | null;
+}
+
+const indexes = new Map<string, ProjectIndex>();
+
+/** The thread's project index for a root set (modules are read through the safe reader, with the size limit). */
+export function projectIndexFor(spec: { roots: string[]; cwd: string }, maxBytes: number): ProjectIndex {
+  const key = `${spec.cwd}\0${spec.roots.join('\0')}\0${maxBytes}`;
+  let index = indexes.get(key);
+  if (!index) {
+    index = new ProjectIndex(spec.roots, {
+      readFile(p) {
+        if (!p.endsWith('.py')) return null;
+        const r = readText(p, maxBytes);
+        return r.text === undefined ? null : normalizeLoneCr(r.text.charCodeAt(0) === 0xfeff ? r.text.slice(1) : r.text);
+      },
+    }, { cwd: spec.cwd });
+    indexes.set(key, index);
+  }
+  return index;
+}
+
+/** Drops the thread's project indexes (tests; a long-lived host between runs). */
+export function disposeProjectIndexes(): void {
+  for (const i of indexes.values()) i.dispose();
+  indexes.clear();
 }
 
 /** Default per-file budget: a pathological file must not hold up a scan (or an editor). */
@@ -45,8 +77,18 @@ export interface OutFinding {
   source?: 'runtime';
   /** What the run measured: on runtime findings, and on static findings the run confirmed. */
   evidence?: Evidence;
-  /** Other frames of a runtime finding (Finding.related is not in main yet). */
-  related?: RelatedLocation[];
+  /** Other places of the same problem (issue 9); `path` is the display path of another file, else this one. */
+  related?: OutRelated[];
+}
+
+export interface OutRelated {
+  path: string;
+  line: number;
+  column: number;
+  endLine: number;
+  endColumn: number;
+  cell: number | null;
+  message: string;
 }
 
 export interface FileOutcome {
@@ -84,16 +126,43 @@ export function readText(abs: string, maxBytes: number): { text?: string; skippe
   }
 }
 
-function toOut(display: string, doc: SourceDocument, findings: ReturnType<typeof locateAll>): OutFinding[] {
+/** How another module's normalized path is shown (relative to the working directory, as the CLI shows files). */
+export type DisplayPath = (normalizedPath: string) => string;
+
+function toOut(display: string, doc: SourceDocument, findings: ReturnType<typeof locateAll>, project?: { textOf(p: string): string | null; show: DisplayPath } | null): OutFinding[] {
   const cellLines = new Map<number | null, LineIndex>();
   const li = (cell: number | null) => {
     let x = cellLines.get(cell);
     if (!x) cellLines.set(cell, (x = new LineIndex(cell === null || doc.kind !== 'notebook' ? (doc.kind === 'notebook' ? '' : doc.text) : doc.cells[cell].text)));
     return x;
   };
+  const other = new Map<string, LineIndex | null>();
+  const relatedOut = (r: LocatedRelated): OutRelated | null => {
+    let lines: LineIndex | null;
+    if (r.path === undefined) lines = li(r.cell);
+    else {
+      lines = other.get(r.path) ?? null;
+      if (!other.has(r.path)) {
+        const t = project?.textOf(r.path) ?? null;
+        other.set(r.path, (lines = t === null ? null : new LineIndex(t)));
+      }
+    }
+    if (!lines) return null;
+    return {
+      path: r.path === undefined ? display : project?.show(r.path) ?? r.path,
+      line: r.startPos.line + 1,
+      column: lines.codePointColumn(r.startPos.line, r.startPos.character),
+      endLine: r.endPos.line + 1,
+      endColumn: lines.codePointColumn(r.endPos.line, r.endPos.character),
+      cell: r.path === undefined ? r.cell : null,
+      message: r.message,
+    };
+  };
   return findings.map((f) => {
     const lines = li(f.cell);
+    const related = (f.related ?? []).map(relatedOut).filter((r): r is OutRelated => !!r);
     return {
+      ...(related.length ? { related } : {}),
       path: display,
       rule: f.rule,
       severity: f.severity,
@@ -122,7 +191,9 @@ export function processFile(task: FileTask): FileOutcome {
   }
 }
 
-function processWithin(task: FileTask): FileOutcome {
+function processWithin(task0: FileTask): FileOutcome {
+  const project = task0.project ? projectIndexFor(task0.project, task0.maxBytes) : null;
+  const task = project ? { ...task0, options: { ...task0.options, project } } : task0;
   const out: FileOutcome = { display: task.display, abs: task.abs, kind: null, findings: [], relevant: false, ruleErrors: [] };
   const read = readText(task.abs, task.maxBytes);
   if (read.skipped) return { ...out, skipped: read.skipped, failed: read.failed };
@@ -173,7 +244,8 @@ function processWithin(task: FileTask): FileOutcome {
 
   const analysis = analyze(doc, RULES, task.options);
   out.relevant = (analysis.sema?.usesTorch() ?? false) && !isGeneratedAccel(analysedText(doc));
-  out.findings = toOut(task.display, doc, locateAll(analysis));
+  const cwd = task.project?.cwd;
+  out.findings = toOut(task.display, doc, locateAll(analysis), project && cwd ? { textOf: (p) => project.textOf(p), show: (p) => path.relative(cwd, p) || path.basename(p) } : null);
   out.ruleErrors = analysis.ruleErrors;
   analysis.tree?.delete();
   return out;

@@ -167,6 +167,7 @@ export async function runReport(argv: string[], io: Io, wasmDir: string, now: ()
     rule: f.rule, step: f.step as Step, severity: f.severity, message: f.message, path: f.path,
     uri: relativeLink(path.relative(outDir, path.resolve(cwd, f.path)).split(path.sep).join('/')),
     line: f.line, column: f.column, cell: f.cell, fix: f.fix,
+    ...(f.related?.length ? { related: f.related.map((r) => ({ path: r.path, line: r.line, cell: r.cell, message: r.message })) } : {}),
   }));
   const facts = { ...collectFacts(factFiles(root, a), result.target.profile), hasRunEvidence: run?.met ?? false };
   const input: ChecklistInput = { profile: result.target.profile, score: result.summary.score, findings, facts, progress, progressError, run: run?.summary ?? null };

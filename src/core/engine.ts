@@ -12,7 +12,8 @@ import { importEdits, importsAfterUse } from './imports';
 import { indentationError } from './indent';
 import { Idioms } from './idioms';
 import { isSelected, type ReportOptions, type Rule, type RuleContext, type TextContext } from './rule';
-import type { AnalyzeOptions, Edit, Finding, ImportSpec, LocatedFinding, Severity } from './types';
+import type { AnalyzeOptions, Edit, Finding, ImportSpec, LocatedFinding, LocatedRelated, RelatedLocation, Severity } from './types';
+import type { ProjectView } from '../model/project';
 
 export interface PythonDocument {
   kind: 'python';
@@ -78,6 +79,8 @@ export interface Analysis {
   sema: Semantics | null;
   /** Rules that threw: reported, never fatal. */
   ruleErrors: { rule: string; error: string }[];
+  /** The project view the analysis ran with (locates related locations in other modules). */
+  project?: ProjectView | null;
 }
 
 /** Words one of which must occur for any rule to match: files without them are not parsed. */
@@ -127,7 +130,7 @@ function overBudget(options: AnalyzeOptions): boolean {
 
 export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOptions, oldTree?: Tree | null): Analysis {
   const text = analysedText(doc);
-  const result: Analysis = { doc, findings: [], tree: null, sema: null, ruleErrors: [] };
+  const result: Analysis = { doc, findings: [], tree: null, sema: null, ruleErrors: [], project: options.project ?? null };
   if (doc.kind === 'text') return analyzeText(doc, rules, options, result);
   // most files of a tree never mention torch or an accelerator: one regex, before any per-rule trigger search
   if (!mayMatch(text)) return result;
@@ -153,6 +156,7 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
       options,
       notebook: doc.kind === 'notebook' ? doc.program : null,
       idiom,
+      project: options.project ?? null,
       report(at: Node | { start: number; end: number }, opts: ReportOptions = {}) {
         if (overBudget(options)) throw new BudgetExceeded(rule.id);
         const start = 'startIndex' in at ? at.startIndex : at.start;
@@ -244,8 +248,24 @@ export function mergeSameProblem(findings: Finding[], text: string): Finding[] {
       }
     }
   }
-  const kept = dropped.size ? findings.filter((f) => !dropped.has(f)) : findings;
+  if (!dropped.size) return mergeSameLine(findings, text);
+  // a dropped duplicate becomes a related location of the finding that covers it (issue 9: keep, do not lose)
+  const keptBy = new Map<Finding, Finding[]>();
+  for (const d of dropped) {
+    const k = findings.find((f) => !dropped.has(f) && f !== d && f.start <= d.start && f.end >= d.end) ?? findings.find((f) => !dropped.has(f) && f !== d && f.start < d.end && d.start < f.end);
+    if (!k) continue;
+    keptBy.set(k, [...(keptBy.get(k) ?? []), d]);
+  }
+  const kept = findings.filter((f) => !dropped.has(f)).map((f) => {
+    const ds = keptBy.get(f);
+    return ds ? { ...f, related: [...(f.related ?? []), ...ds.map((d) => asRelated(d))] } : f;
+  });
   return mergeSameLine(kept, text);
+}
+
+/** A finding folded into another one, as a related location that names its rule. */
+function asRelated(d: Finding): RelatedLocation {
+  return { start: d.start, end: d.end, message: `${d.rule}: ${d.message}` };
 }
 
 /** The message with its code spans blanked: two findings of one rule with the same template say the same thing. */
@@ -270,7 +290,7 @@ function mergeSameLine(findings: Finding[], text: string): Finding[] {
     const also = / \(also (.*) on this line\)$/.exec(prev.message);
     const base = also ? prev.message.slice(0, also.index) : prev.message;
     const i = out.indexOf(prev);
-    out[i] = { ...prev, end: Math.max(prev.end, f.end), message: `${base} (also ${also ? `${also[1]}, ` : ''}${name} on this line)` };
+    out[i] = { ...prev, end: Math.max(prev.end, f.end), message: `${base} (also ${also ? `${also[1]}, ` : ''}${name} on this line)`, related: [...(prev.related ?? []), asRelated(f), ...(f.related ?? [])] };
   }
   return out;
 }
@@ -325,7 +345,9 @@ function analyzeText(doc: TextDocument, rules: Rule[], options: AnalyzeOptions, 
 
 function makeFinding(rule: Rule, start: number, end: number, opts: ReportOptions): Finding {
   const draft = opts.fix;
+  const related = opts.related?.length ? { related: opts.related } : {};
   return {
+    ...related,
     rule: rule.id,
     severity: opts.severity ?? rule.severity,
     message: opts.message ?? rule.message,
@@ -371,17 +393,41 @@ export class Locator {
     return li;
   }
 
-  locate(f: Finding): LocatedFinding {
-    const s = this.cellOffset(f.start);
-    const e = this.cellOffset(f.end);
+  /** Texts of other modules, for related locations that carry a path. */
+  textOf: ((path: string) => string | null) | null = null;
+  private readonly otherLines = new Map<string, LineIndex | null>();
+
+  private span(start: number, end: number): { cell: number | null; startPos: LocatedFinding['startPos']; endPos: LocatedFinding['endPos'] } {
+    const s = this.cellOffset(start);
+    const e = this.cellOffset(end);
     const li = this.lineIndexOf(s.cell);
     const endLi = e.cell === s.cell ? li : this.lineIndexOf(e.cell);
-    return { ...f, cell: s.cell, startPos: li.position(s.offset), endPos: e.cell === s.cell ? endLi.position(e.offset) : li.position(li.text.length) };
+    return { cell: s.cell, startPos: li.position(s.offset), endPos: e.cell === s.cell ? endLi.position(e.offset) : li.position(li.text.length) };
+  }
+
+  private locateRelated(r: RelatedLocation): LocatedRelated | null {
+    if (r.path === undefined) return { ...r, ...this.span(r.start, r.end) };
+    let li = this.otherLines.get(r.path);
+    if (li === undefined) {
+      const text = this.textOf?.(r.path) ?? null;
+      this.otherLines.set(r.path, (li = text === null ? null : new LineIndex(text)));
+    }
+    if (!li) return null;
+    return { ...r, cell: null, startPos: li.position(r.start), endPos: li.position(r.end) };
+  }
+
+  locate(f: Finding): LocatedFinding {
+    const { related, ...rest } = f;
+    const out: LocatedFinding = { ...rest, ...this.span(f.start, f.end) };
+    if (related?.length) out.related = related.map((r) => this.locateRelated(r)).filter((r): r is LocatedRelated => !!r);
+    return out;
   }
 }
 
 export function locateAll(analysis: Analysis): LocatedFinding[] {
   const loc = new Locator(analysis.doc);
+  const project = analysis.project;
+  if (project) loc.textOf = (p) => project.textOf(p);
   return analysis.findings.map((f) => loc.locate(f));
 }
 

@@ -4,8 +4,9 @@ import type { CombinedProgram } from './notebook';
 import type { Idioms } from './idioms';
 import type { LineIndex } from './source';
 import type { TextFileKind } from './engine';
+import type { ProjectView } from '../model/project';
 import type {
-  AnalyzeOptions, Applicability, Edit, Effort, FixAvailability, ImportSpec, Severity, Step, TargetProfile,
+  RelatedLocation, AnalyzeOptions, Applicability, Edit, Effort, FixAvailability, ImportSpec, Severity, Step, TargetProfile,
 } from './types';
 
 export interface RuleDocs {
@@ -37,6 +38,8 @@ export interface ReportOptions {
   message?: string;
   severity?: Severity;
   fix?: FixDraft | null;
+  /** Other places of the same problem (another module's lines carry `path`). */
+  related?: RelatedLocation[];
 }
 
 export interface RuleContext {
@@ -49,6 +52,8 @@ export interface RuleContext {
   readonly notebook: CombinedProgram | null;
   /** Replacements for the target profile and fix style. */
   readonly idiom: Idioms;
+  /** The project's other modules, null when the file is analysed alone. */
+  readonly project: ProjectView | null;
   report(at: Node | { start: number; end: number }, opts?: ReportOptions): void;
 }
 

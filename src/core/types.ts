@@ -1,4 +1,5 @@
 /** Shared types of the engine. No runtime code, no host imports. */
+import type { ProjectView } from '../model/project';
 
 export type Severity = 'error' | 'warning' | 'info' | 'hint';
 export type Applicability = 'safe' | 'unsafe' | 'display';
@@ -48,6 +49,28 @@ export interface Finding {
   step: Step;
   effort: Effort;
   fix: Fix | null;
+  /**
+   * Other places that are part of the same problem (issue 9): a tie in another module's constructor, the CUDA device a
+   * helper returns, a duplicate another rule reported on the same expression. `path` absent: the same file.
+   */
+  related?: RelatedLocation[];
+}
+
+export interface RelatedLocation {
+  /** UTF-16 offsets in the analysed text of `path` (this file when absent). */
+  start: number;
+  end: number;
+  /** Normalized path ('/' separators) of another module of the project. */
+  path?: string;
+  message: string;
+}
+
+/** A related location placed in its document. */
+export interface LocatedRelated extends RelatedLocation {
+  /** Notebook cell (same-file locations in notebooks), else null. */
+  cell: number | null;
+  startPos: Position;
+  endPos: Position;
 }
 
 export interface Position {
@@ -63,6 +86,7 @@ export interface LocatedFinding extends Finding {
   cell: number | null;
   startPos: Position;
   endPos: Position;
+  related?: LocatedRelated[];
 }
 
 export interface AnalyzeOptions {
@@ -78,6 +102,11 @@ export interface AnalyzeOptions {
    * on every report): one file must not stall the scan or the editor.
    */
   deadline?: number;
+  /**
+   * The project's other modules (issue 9): rules follow calls, classes and constants into them. Absent: the file is
+   * analysed alone, exactly as before.
+   */
+  project?: ProjectView | null;
 }
 
 export const DEFAULT_TARGET: Target = { profile: 'torch_xla', version: '2.9' };

@@ -28,10 +28,19 @@ export interface Evidence {
   log: { file: string; line: number };
 }
 
+/** Another frame of the same runtime problem, in the shape of the CLI's related locations (whole line). */
 export interface RelatedLocation {
   path: string;
   line: number;
+  column: number;
+  endLine: number;
+  endColumn: number;
+  cell: null;
   message: string;
+}
+
+function relatedAt(path: string, line: number, message: string): RelatedLocation {
+  return { path, line, column: 1, endLine: line, endColumn: 1, cell: null, message };
 }
 
 /** The shape of the CLI's JSON findings, plus the source and the evidence. */
@@ -52,7 +61,7 @@ export interface RuntimeFinding {
   /** True when the finding sits on a workspace line; false when on the log line (no frame or call maps). */
   inWorkspace: boolean;
   evidence: Evidence;
-  /** The other user frames of the same blocks (Finding.related is not in main yet: kept here). */
+  /** The other user frames of the same blocks. */
   related: RelatedLocation[];
 }
 
@@ -136,7 +145,7 @@ export function runtimeFindings(ev: RunEvidence, files: readonly WorkspaceFile[]
         const k = `${f.path}:${f.line}`;
         if (seen.has(k)) continue;
         seen.add(k);
-        rel.push({ path: f.path, line: f.line, message: `${what}: called through ${f.function}` });
+        rel.push(relatedAt(f.path, f.line, `${what}: called through ${f.function}`));
       }
     }
     return rel;
@@ -185,7 +194,7 @@ export function runtimeFindings(ev: RunEvidence, files: readonly WorkspaceFile[]
     const key = where ? `${where[0].path}:${where[0].line}` : `${log.file}:${log.line}`;
     const e = byLocation.get(key) ?? { path: where ? where[0].path : log.file, line: where ? where[0].line : log.line, inWorkspace: !!where, ops: [], related: [], log };
     e.ops.push([op, count]);
-    for (const w of where?.slice(1) ?? []) if (!e.related.some((r) => r.path === w.path && r.line === w.line)) e.related.push({ path: w.path, line: w.line, message: `another call of ${op.slice(6)}` });
+    for (const w of where?.slice(1) ?? []) if (!e.related.some((r) => r.path === w.path && r.line === w.line)) e.related.push(relatedAt(w.path, w.line, `another call of ${op.slice(6)}`));
     byLocation.set(key, e);
   }
   for (const e of byLocation.values()) {

@@ -35,13 +35,20 @@ export function docsUri(rule: string): vscode.Uri {
 }
 
 /** A diagnostic for a finding placed in `uri` (the file, or the notebook cell it lies in). */
-export function toDiagnostic(f: LocatedFinding, uri: vscode.Uri, range = toRange(f)): vscode.Diagnostic {
+export function toDiagnostic(f: LocatedFinding, uri: vscode.Uri, range = toRange(f), cellUri?: (cell: number) => vscode.Uri | undefined): vscode.Diagnostic {
   const d = new vscode.Diagnostic(range, f.message || f.rule, toSeverity(f.severity));
   d.source = SOURCE;
   d.code = { value: f.rule, target: docsUri(f.rule) };
   d.relatedInformation = [
     new vscode.DiagnosticRelatedInformation(new vscode.Location(uri, range), `Checklist step ${f.step} of 10: ${STEP_TITLES[f.step] ?? ''}`),
   ];
+  // other places of the same problem (issue 9): another module's line, or a duplicate folded into this finding
+  for (const r of f.related ?? []) {
+    const at = r.path !== undefined ? vscode.Uri.file(r.path) : r.cell !== null && r.cell !== f.cell ? cellUri?.(r.cell) : uri;
+    if (!at) continue;
+    const where = new vscode.Range(r.startPos.line, r.startPos.character, r.endPos.line, r.endPos.character);
+    d.relatedInformation.push(new vscode.DiagnosticRelatedInformation(new vscode.Location(at, where), r.message));
+  }
   return d;
 }
 

@@ -16,6 +16,8 @@ import { documentSource, NOTEBOOK_TYPE, notebookSource } from './notebooks';
 import type { Results } from './results';
 import { changedSpan } from './textDiff';
 import { isGeneratedAccel } from '../core/accel';
+import { WorkspaceProjects } from './project';
+import { normalizePath } from '../model/project';
 
 /** Time budget per analysis on the extension host (each edit re-analyses the file). */
 const EDITOR_FILE_BUDGET_MS = 1500;
@@ -119,7 +121,19 @@ export class Linter implements vscode.Disposable {
     private readonly results: Results,
     private readonly log: vscode.LogOutputChannel,
   ) {
-    this.disposables.push(this.linted, this.forgotten);
+    this.disposables.push(this.linted, this.forgotten, this.projects);
+  }
+
+  /** Project scope: the modules an open file imports; a changed module re-analyses its open dependants. */
+  private readonly projects = new WorkspaceProjects((paths) => this.relintPaths(paths));
+
+  /** Analyses again the open Python files among `paths` (normalized file paths). */
+  private relintPaths(paths: string[]): void {
+    if (!paths.length) return;
+    const wanted = new Set(paths);
+    for (const doc of vscode.workspace.textDocuments) {
+      if (doc.uri.scheme === 'file' && !isNotebookCell(doc) && isAnalysableFile(doc) && wanted.has(normalizePath(doc.uri.fsPath))) this.schedule({ kind: 'file', doc }, DEBOUNCE_MS);
+    }
   }
 
   /** Subscribes to document events and analyses the documents already open. */
@@ -228,7 +242,9 @@ export class Linter implements vscode.Disposable {
       let analysis: ReturnType<typeof analyze> | undefined;
       try {
         // a pathological file (deep nesting, a 200 KB expression) must not stall the extension host on every edit
-        analysis = analyze(source, RULES, { ...options, deadline: performance.now() + EDITOR_FILE_BUDGET_MS }, old);
+        const project = source.kind === 'python' ? this.projects.prepare(uri, text) : { index: null, dependants: [] };
+        this.relintPaths(project.dependants);
+        analysis = analyze(source, RULES, { ...options, project: project.index, deadline: performance.now() + EDITOR_FILE_BUDGET_MS }, old);
       } catch (e) {
         if (!(e instanceof BudgetExceeded)) throw e;
         this.log.warn(`${vscode.workspace.asRelativePath(uri)}: not analysed: ${e.message} of ${EDITOR_FILE_BUDGET_MS} ms`);
@@ -256,7 +272,7 @@ export class Linter implements vscode.Disposable {
     for (const f of unit.findings) {
       const uri = unit.target.cells ? (f.cell !== null ? unit.target.cells[f.cell] : undefined) : unit.target.uri;
       if (!uri) continue;
-      const d = toDiagnostic(f, uri);
+      const d = toDiagnostic(f, uri, undefined, (cell) => unit.target.cells?.[cell]);
       this.refs.set(d, { unit, finding: f });
       byUri.get(uri.toString())![1].push(d);
     }

@@ -21,6 +21,8 @@ export interface FindingVM extends CodeLocationVM {
   message: string;
   docsUrl: string;
   fix: 'safe' | 'unsafe' | 'display' | null;
+  /** Other places of the same problem (0-based lines). */
+  related?: { path: string; line: number; cell: number | null; message: string }[];
 }
 
 export interface StepItemVM {

@@ -14,7 +14,9 @@ export const githubFormatter: Formatter = {
         const where = f.cell !== null ? ` (cell ${f.cell}, line ${f.line})` : '';
         // notebook lines are cell-relative: annotate the file without a line
         const pos = f.cell !== null ? '' : `,line=${f.line},col=${f.column},endLine=${f.endLine},endColumn=${f.endColumn}`;
-        return `::${level} title=${escProp(`${f.rule}`)},file=${escProp(f.path)}${pos}::${esc(`${f.rule} ${f.message}${where}`)}`;
+        // annotations have no related locations: name them in the message
+        const related = (f.related ?? []).map((r) => ` (related: ${r.path}:${r.cell !== null ? `cell ${r.cell}:` : ''}${r.line}:${r.column}: ${r.message})`).join('');
+        return `::${level} title=${escProp(`${f.rule}`)},file=${escProp(f.path)}${pos}::${esc(`${f.rule} ${f.message}${where}${related}`)}`;
       })
       .join('\n') + (report.findings.length ? '\n' : '');
   },

@@ -23,9 +23,20 @@ export function sarifLog(report: Parameters<Formatter['format']>[0], rules: read
         ...(f.cell !== null ? { message: { text: `cell ${f.cell}, line ${f.line}, column ${f.column}` } } : {}),
       },
     ],
+    ...(f.related?.length
+      ? {
+          relatedLocations: f.related.map((r, id) => ({
+            id,
+            physicalLocation: {
+              artifactLocation: { uri: r.path.split('\\').join('/'), uriBaseId: '%SRCROOT%' },
+              // an empty span (a run's frame: a line, no column) is the whole line
+              region: r.cell !== null ? { startLine: 1 } : r.endLine === r.line && r.endColumn === r.column ? { startLine: r.line } : { startLine: r.line, startColumn: r.column, endLine: r.endLine, endColumn: r.endColumn },
+            },
+            message: { text: r.cell !== null ? `${r.message} (cell ${r.cell}, line ${r.line})` : r.message },
+          })),
+        }
+      : {}),
     properties: { step: f.step, effort: f.effort, ...(f.cell !== null ? { cell: f.cell, cellLine: f.line, cellColumn: f.column } : {}), fix: f.fix?.applicability ?? 'none', ...(f.source ? { source: f.source } : {}), ...(f.evidence ? { evidence: f.evidence } : {}) },
-    // runtime findings (src/evidence): the other frames of the run
-    ...(f.related?.length ? { relatedLocations: f.related.map((r, id) => ({ id, message: { text: r.message }, physicalLocation: { artifactLocation: { uri: r.path.split('\\').join('/'), uriBaseId: '%SRCROOT%' }, region: { startLine: r.line } } })) } : {}),
   }));
   return {
     $schema: 'https://json.schemastore.org/sarif-2.1.0.json',

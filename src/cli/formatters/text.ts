@@ -4,7 +4,7 @@ import type { OutFinding } from '../process';
 
 const paint = (on: boolean, code: string, s: string) => (on ? `\x1b[${code}m${s}\x1b[0m` : s);
 
-export function location(f: OutFinding): string {
+export function location(f: Pick<OutFinding, 'path' | 'cell' | 'line' | 'column'>): string {
   const p = termSafe(f.path);
   return f.cell !== null ? `${p}:cell ${f.cell}:${f.line}:${f.column}` : `${p}:${f.line}:${f.column}`;
 }
@@ -34,6 +34,7 @@ export const textFormatter: Formatter = {
         const sev = f.severity === 'error' ? paint(c, '31', 'error') : f.severity === 'warning' ? paint(c, '33', 'warning') : paint(c, '36', f.severity);
         const mark = f.fix?.applicability === 'safe' ? '[*] ' : '';
         lines.push(`${paint(c, '1', location(f))}: ${paint(c, '1;31', f.rule)} ${mark}${termSafe(f.message)} (${sev}, step ${f.step})`);
+        for (const r of f.related ?? []) lines.push(`    related: ${paint(c, '2', location(r))}: ${termSafe(r.message)}`);
       }
     }
     for (const n of report.notices) lines.push(`${n.error ? paint(c, '31', 'error') : paint(c, '2', 'notice')}: ${termSafe(n.path)}: ${termSafe(n.message)}`);

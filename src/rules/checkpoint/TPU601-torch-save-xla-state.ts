@@ -1,6 +1,7 @@
 import { defineRule, type FixDraft } from '../../core/rule';
 import { replace } from '../../core/edits';
-import { fsdpV1, holdsDeviceState, isMultiProcess, isSpmd, masterGuard, placesOnDevice, saveArgs, TORCH_SAVE } from './util';
+import { fsdpV1, holdsDeviceState, isMultiProcess, isSpmd, masterGuard, placesOnDevice, projectSaveWrapper, saveArgs, TORCH_SAVE } from './util';
+import { whereIn } from '../../model/facts';
 
 export default defineRule({
   id: 'TPU601',
@@ -14,7 +15,7 @@ export default defineRule({
   triggers: ['save'],
   docs: {
     what:
-      'Checks for `torch.save(obj, path)` where `obj` holds device state: a `model.state_dict()`, `optimizer.state_dict()` or `scheduler.state_dict()`, a dict holding one, or a tensor, ' +
+      'Checks for `torch.save(obj, path)`, or a save wrapper that forwards its argument to `torch.save` (`save_on_master(*args, **kwargs)`, in this file or in another project module, reported at the call with the wrapper\'s `torch.save` as a related location and no fix), where `obj` holds device state: a `model.state_dict()`, `optimizer.state_dict()` or `scheduler.state_dict()`, a dict holding one, or a tensor, ' +
       'in a file that uses torch_xla or places work on a CUDA device (the state becomes XLA state on TPU). Explicit CPU copies (`.cpu()`, `.to("cpu")`) are not reported; SPMD/FSDP code is TPU603\'s.',
     why:
       '"Directly saving XLA tensors is possible but not recommended. XLA tensors are always loaded back to the device they were saved from, and if that device is unavailable the load will fail" (DEV:343-348; TS:363-375). ' +
@@ -43,7 +44,21 @@ export default defineRule({
     if (!placesOnDevice(ctx)) return;
     let multi: boolean | undefined;
     for (const call of ctx.sema.nodes('call')) {
-      if (ctx.sema.callee(call) !== TORCH_SAVE || ctx.sema.inXlaAwareBranch(call)) continue;
+      if (ctx.sema.inXlaAwareBranch(call)) continue;
+      if (ctx.sema.callee(call) !== TORCH_SAVE) {
+        // a save wrapper of another project module (`utils.save_on_master(...)`): judged here, where the state is passed
+        const wrapped = !ctx.sema.callee(call)?.startsWith('torch') ? projectSaveWrapper(ctx, call) : null;
+        if (!wrapped || !holdsDeviceState(ctx, wrapped.obj)) continue;
+        const name = wrapped.def.childForFieldName('name')?.text ?? 'helper';
+        const short = wrapped.obj.text.length > 40 ? '…' : wrapped.obj.text;
+        ctx.report(call, {
+          message: `\`${name}(${short})\` saves with \`torch.save\` (${wrapped.path ? whereIn({ path: wrapped.path, node: wrapped.save, sema: wrapped.sema }) : `line ${ctx.text.slice(0, wrapped.save.startIndex).split('\n').length}`}): it writes device tensors that reload only where ${ctx.idiom.profile === 'torchtpu' ? 'the device exists; save CPU copies' : 'that XLA device exists; save CPU copies there (`xm.save`)'}`,
+          // the save is written in the other module: change it there, for every caller
+          fix: null,
+          related: [{ start: wrapped.save.startIndex, end: wrapped.save.endIndex, ...(wrapped.path ? { path: wrapped.path } : {}), message: `the \`torch.save\` that \`${name}\` calls` }],
+        });
+        continue;
+      }
       const { obj, path, extra } = saveArgs(call);
       if (!obj || !path || !holdsDeviceState(ctx, obj)) continue;
       const short = obj.text.length > 40 ? '…' : obj.text;

@@ -2,6 +2,8 @@
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
+import type { Semantics } from '../../core/semantics';
+import { lastName, reachesInProject } from '../../model/facts';
 
 export const TORCH_SAVE = 'torch.save';
 export const XM_SAVE = 'torch_xla.core.xla_model.save';
@@ -139,4 +141,51 @@ export function placesOnDevice(ctx: RuleContext): boolean {
 export function torchImport(ctx: RuleContext): Node | null {
   const stmts = [...ctx.sema.nodes('import_statement'), ...ctx.sema.nodes('import_from_statement')].sort((a, b) => a.startIndex - b.startIndex);
   return stmts.find((s) => /^(import|from)\s+torch(\.|\s|,|$)/.test(s.text)) ?? null;
+}
+
+/** Save wrappers of other modules are named for it (save_on_master, save_checkpoint, save_model): others are not resolved. */
+const SAVE_NAME = /save|ckpt|checkpoint/i;
+
+/** A save wrapper's `torch.save`: in another module of the project (`path`), or in this file (`path` absent). */
+export interface WrappedSave {
+  /** The caller's argument that reaches `torch.save` as the saved object. */
+  obj: Node;
+  /** The `torch.save` call inside the wrapper. */
+  save: Node;
+  /** The wrapper's definition. */
+  def: Node;
+  path?: string;
+  /** The wrapper module's semantics (this file's for a same-file wrapper). */
+  sema: Semantics;
+}
+
+/**
+ * A call of a save wrapper (`utils.save_on_master(obj, path)` whose body calls `torch.save(*args, **kwargs)`, under a
+ * rank-0 check), in another module of the project or in this file: the caller's argument that reaches `torch.save`
+ * as the saved object, and the `torch.save` call in the wrapper.
+ */
+export function projectSaveWrapper(ctx: RuleContext, call: Node): WrappedSave | null {
+  const local = call.childForFieldName('function')?.type === 'identifier' ? ctx.sema.calledFunctions(call) : [];
+  let found: { save: Node; def: Node; path?: string; sema: Semantics; method: boolean } | null = null;
+  if (local.length === 1) {
+    const def = local[0];
+    const save = ctx.sema.within('call', def).find((c) => ctx.sema.callee(c) === TORCH_SAVE && ctx.sema.enclosingFunction(c)?.id === def.id);
+    if (save) found = { save, def, sema: ctx.sema, method: !!ctx.sema.enclosingClass(def) };
+  } else if (ctx.project && SAVE_NAME.test(lastName(call.childForFieldName('function')!))) {
+    const reached = reachesInProject(ctx, call, (s, c) => s.callee(c) === TORCH_SAVE, 1);
+    if (reached && reached.callee.def.id === reached.sema.enclosingFunction(reached.node)?.id) {
+      found = { save: reached.node, def: reached.callee.def, path: reached.path, sema: reached.sema, method: reached.callee.kind === 'method' };
+    }
+  }
+  if (!found) return null;
+  const saved = callArgs(found.save).positional[0] ?? null;
+  const params = (found.def.childForFieldName('parameters')?.namedChildren ?? []).filter((p): p is Node => !!p);
+  const { positional, keywords } = callArgs(call);
+  let obj: Node | null = null;
+  if (saved?.type === 'list_splat' && params.some((p) => p.type === 'list_splat_pattern' && p.text === saved.text)) obj = positional[0] ?? null;
+  else if (saved?.type === 'identifier') {
+    const i = params.findIndex((p) => (p.type === 'identifier' ? p.text : p.childForFieldName('name')?.text) === saved.text);
+    if (i >= 0) obj = positional[i - (found.method ? 1 : 0)] ?? kwValue(keywords.get(saved.text));
+  }
+  return obj ? { obj, save: found.save, def: found.def, path: found.path, sema: found.sema } : null;
 }

@@ -3,7 +3,12 @@ import { downgrade } from '../../core/engine';
 import { replace } from '../../core/edits';
 import type { FixDraft } from '../../core/rule';
 import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
-import { cudaGuardedPlacement, handMovedLoaders, isDataLoaderCall, removeArg, xlaWrap } from './util';
+import { cudaGuardedPlacement, handMovedLoaders, isDataLoaderCall, loaderFactory, loadersPassedToProjectLoops, removeArg, xlaWrap } from './util';
+
+/** The 1-based line of a factory's DataLoader in its own module. */
+function lineIn(ctx: { project: { textOf(p: string): string | null } | null }, f: { path: string; node: { startIndex: number } }): number {
+  return (ctx.project?.textOf(f.path) ?? '').slice(0, f.node.startIndex).split('\n').length;
+}
 import { cudaGuarded } from '../device/cuda-util';
 import { PIN_RAISES, PIN_RAISES_TORCHTPU } from './pinning';
 
@@ -18,11 +23,12 @@ export default defineRule({
   effort: 1,
   message: 'Batches are copied to the device by hand inside the step: wrap the loader in `pl.MpDeviceLoader`',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Wrap the loader in `pl.MpDeviceLoader`' },
-  triggers: ['DataLoader', 'pin_memory', 'non_blocking'],
+  // 'loader': a loader built by a factory of another module (`build_loader(...)`) names no DataLoader here
+  triggers: ['DataLoader', 'pin_memory', 'non_blocking', 'loader'],
   docs: {
     what:
       'Checks for training and eval loops that iterate a plain `torch.utils.data.DataLoader` (directly, or through `enumerate`/`tqdm`, or by hand with `batch = next(data_iter)` where `data_iter = iter(loader)`) and move the batch items with `.to(device)`/`.cuda()`, ' +
-      'with no `MpDeviceLoader`/`ParallelLoader` wrapper; and for the CUDA pinning flags `DataLoader(pin_memory=True)`, `pin_memory_device=`, `tensor.pin_memory()` and `.to(..., non_blocking=True)` (info; an unguarded `tensor.pin_memory()` is an error: it raises without CUDA). ' +
+      'with no `MpDeviceLoader`/`ParallelLoader` wrapper (with project scope, a loader returned by a factory of another module, `build_loader(...)`, alone or in a returned tuple, counts as a DataLoader; a plain loader passed into another module\'s loop that moves batches by hand, `engine.train_one_epoch(model, data_loader_train, ...)`, is reported at the call, info for an eval loop, with an unsafe wrap of the argument); and for the CUDA pinning flags `DataLoader(pin_memory=True)`, `pin_memory_device=`, `tensor.pin_memory()` and `.to(..., non_blocking=True)` (info; an unguarded `tensor.pin_memory()` is an error: it raises without CUDA). ' +
       'HF Trainer, Accelerate and Lightning scripts are not flagged: the framework owns data loading.',
     why:
       '"`MpDeviceLoader` handles prefetching data to the device, overlapping data transfers with computation" (MIG:121); it also issues the per-step `torch_xla.sync()` ' +
@@ -59,9 +65,12 @@ export default defineRule({
         const guard = cudaGuardedPlacement(ctx);
         const wrap = guard ? null : xlaWrap(ctx, h.loader.text);
         const what = ctx.idiom.profile === 'torchtpu' ? 'prefetch batches to the device instead' : h.iterName ? 'wrap the loader in `pl.MpDeviceLoader`' : 'wrap it in `pl.MpDeviceLoader`';
-        const source = h.iterName ? `\`next(${short(h.iterName)})\` yields CPU batches of \`${short(h.loader.text)}\` that` : `\`${short(h.loader.text)}\` yields CPU batches that`;
+        const factory = loaderFactory(ctx, h.loader);
+        const made = factory ? ` (a \`DataLoader\` built by \`${factory.name}()\`, ${factory.path.split('/').pop()}:${lineIn(ctx, factory)})` : '';
+        const source = h.iterName ? `\`next(${short(h.iterName)})\` yields CPU batches of \`${short(h.loader.text)}\`${made} that` : `\`${short(h.loader.text)}\`${made} yields CPU batches that`;
         ctx.report(h.loader, {
           severity: info.kind === 'eval' ? downgrade('warning') : 'warning',
+          ...(factory ? { related: [{ start: factory.node.startIndex, end: factory.node.endIndex, path: factory.path, message: `the \`DataLoader\` that \`${factory.name}()\` returns` }] } : {}),
           message: `${source} the loop copies to the device by hand (\`${short(h.move.text)}\`): ${what}${guard ? ` (no fix while a CUDA check decides the placement, \`${short(guard.text)}\`: move the model unconditionally first)` : ''}`,
           fix: wrap
             ? {
@@ -73,6 +82,31 @@ export default defineRule({
             : null,
         });
       }
+    }
+
+    // (a') a plain DataLoader passed into another module's training loop (`engine.train_one_epoch(model, loader, ...)`):
+    // judged at the call, where the loader can be wrapped without touching the shared loop
+    for (const p of loadersPassedToProjectLoops(ctx)) {
+      if (seen.has(p.arg.id) || ctx.sema.inXlaAwareBranch(p.call)) continue;
+      seen.add(p.arg.id);
+      const guard = cudaGuardedPlacement(ctx);
+      const wrap = guard ? null : xlaWrap(ctx, p.arg.text);
+      const file = p.path.split('/').pop() ?? p.path;
+      const line = (ctx.project?.textOf(p.path) ?? '').slice(0, p.loop.startIndex).split('\n').length;
+      const what = ctx.idiom.profile === 'torchtpu' ? 'prefetch batches to the device instead' : 'wrap the loader in `pl.MpDeviceLoader` here';
+      // an eval loop over it (the callee's own hot-loop analysis) is advice, as for same-file eval loops
+      const other = ctx.project?.module(p.path)?.sema;
+      const training = !!other && other.hotLoops().some((l) => l.anchor.id === p.loop.id && l.kind === 'train');
+      ctx.report(p.arg, {
+        severity: training ? 'warning' : downgrade('warning'),
+        message: `\`${short(p.arg.text)}\` yields CPU batches that \`${p.name}\` (${file}:${line}) copies to the device by hand: ${what}${guard ? ` (no fix while a CUDA check decides the placement, \`${short(guard.text)}\`)` : ''}`,
+        // the loop lives in the other module: the wrap at this call is a change to review there too
+        fix: wrap ? { title: `Pass \`${wrap.text}\``, applicability: 'unsafe', edits: [replace(p.arg, wrap.text)], imports: wrap.imports, needsAccel: wrap.needsAccel } : null,
+        related: [
+          { start: p.loop.startIndex, end: p.loop.childForFieldName('right')?.endIndex ?? p.loop.endIndex, path: p.path, message: `the loop of \`${p.name}\` over the loader` },
+          { start: p.move.startIndex, end: p.move.endIndex, path: p.path, message: 'the batch copied to the device by hand' },
+        ],
+      });
     }
 
     // (b) CUDA pinning flags

@@ -5,12 +5,14 @@ import type { Snippet } from '../../core/idioms';
 import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
 import { deviceExprFor } from '../shared';
 import { cudaGuarded } from '../device/cuda-util';
+import { lastName } from '../../model/facts';
 
 export { appendArg, removeArg } from '../precision/util';
 
 const DATALOADER = /^torch\.utils\.data(\.dataloader)?\.DataLoader$/;
 const WRAPPERS = /(^|\.)(MpDeviceLoader|ParallelLoader|per_device_loader|wrap_loader|xla_loader)$/;
-const ITER_HELPERS = /^(enumerate|tqdm|tqdm\.tqdm|tqdm\.auto\.tqdm|zip|iter|islice|itertools\.islice)$/;
+// `metric_logger.log_every(loader, print_freq, header)` (the DETR/DeiT/ConvNeXt MetricLogger) yields the loader's items
+const ITER_HELPERS = /^(enumerate|tqdm|tqdm\.tqdm|tqdm\.auto\.tqdm|zip|iter|islice|itertools\.islice|\w+\.log_every)$/;
 
 /** `torch.utils.data.DataLoader(...)` through aliases. */
 export function isDataLoaderCall(ctx: RuleContext, node: Node | null | undefined): boolean {
@@ -52,10 +54,151 @@ export function boundValues(ctx: RuleContext, node: Node): Node[] {
  * bound only to DataLoader constructors (never to an XLA wrapper).
  */
 export function isPlainDataLoader(ctx: RuleContext, it: Node): boolean {
-  if (isDataLoaderCall(ctx, it)) return true;
+  if (isDataLoaderCall(ctx, it) || loaderFactory(ctx, it)) return true;
   if (it.type !== 'identifier' && it.type !== 'attribute') return false;
   const values = boundValues(ctx, it);
-  return values.length > 0 && values.some((v) => isDataLoaderCall(ctx, v)) && !values.some((v) => isWrapperCall(ctx, v) || !isDataLoaderCall(ctx, v));
+  const plain = (v: Node) => isDataLoaderCall(ctx, v) || !!loaderFactory(ctx, v);
+  return values.length > 0 && values.some(plain) && !values.some((v) => isWrapperCall(ctx, v) || !plain(v));
+}
+
+/**
+ * A plain DataLoader passed to a function of another project module whose own loop iterates that parameter and moves
+ * the batches by hand (`train_one_epoch(model, data_loader_train, ...)` with `for x, y in data_loader: x.to(device)` in
+ * engine.py): the argument, the callee's loop and its first move.
+ */
+export function loadersPassedToProjectLoops(ctx: RuleContext): { arg: Node; call: Node; path: string; loop: Node; move: Node; name: string }[] {
+  if (!ctx.project) return [];
+  const out: { arg: Node; call: Node; path: string; loop: Node; move: Node; name: string }[] = [];
+  for (const call of ctx.sema.nodes('call')) {
+    const fn = call.childForFieldName('function');
+    if (fn?.type !== 'identifier' && fn?.type !== 'attribute') continue;
+    const { positional, keywords } = callArgs(call);
+    // loader arguments are named as loaders (data_loader_train, val_dl) or bound to a DataLoader here
+    const loaders = [...positional.map((a, i) => ({ a, i, kw: null as string | null })), ...[...keywords].map(([k, v]) => ({ a: kwValue(v)!, i: -1, kw: k }))].filter(
+      (x) => !!x.a && (x.a.type === 'identifier' || x.a.type === 'attribute') && (LOADER_ARG.test(lastName(x.a)) || boundValues(ctx, x.a).some((v) => isDataLoaderCall(ctx, v))) && isPlainDataLoader(ctx, x.a),
+    );
+    if (!loaders.length) continue;
+    const r = ctx.project.resolveCall(call, ctx.sema, ctx.path);
+    if (!r || r.kind !== 'function') continue;
+    const xs = r.module.sema;
+    const other: RuleContext = { ...ctx, path: r.path, text: r.module.text, root: r.module.tree.rootNode, sema: xs, notebook: null, report() {} };
+    const params = (r.def.childForFieldName('parameters')?.namedChildren ?? []).filter((p): p is Node => !!p).map((p) => (p.type === 'identifier' ? p.text : p.childForFieldName('name')?.text ?? p.namedChildren[0]?.text ?? ''));
+    for (const { a, i, kw } of loaders) {
+      const param = kw ?? params[i];
+      if (!param) continue;
+      for (const loop of xs.forLoopsIn(r.def)) {
+        const it = iteratedLoader(other, loop);
+        if (it?.type !== 'identifier' || it.text !== param || xs.bindings(param).some((b) => xs.enclosingFunction(b)?.id === r.def.id)) continue;
+        const moves = batchMoves(other, loop);
+        if (!moves.length) continue;
+        out.push({ arg: a, call, path: r.path, loop, move: moves[0], name: r.def.childForFieldName('name')?.text ?? 'helper' });
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/** `ds_train, ds_val, loader_train, loader_val, mixup = build_loader(config)`: the element of the factory's returned tuple. */
+function tupleFactory(ctx: RuleContext, name: Node): { path: string; node: Node; name: string } | null {
+  for (const a of ctx.sema.nodes('assignment')) {
+    const left = a.childForFieldName('left');
+    const right = a.childForFieldName('right');
+    if (right?.type !== 'call' || (left?.type !== 'pattern_list' && left?.type !== 'tuple_pattern')) continue;
+    const idx = left.namedChildren.findIndex((c) => c?.text === name.text);
+    const callee = right.childForFieldName('function');
+    if (idx >= 0 && !(callee && FACTORY_NAME.test(lastName(callee)))) return null;
+    if (idx < 0 || left.namedChildren.some((c) => c?.type === 'list_splat_pattern')) continue;
+    const r = ctx.project?.resolveCall(right, ctx.sema, ctx.path);
+    if (!r || r.kind !== 'function') return null;
+    const xs = r.module.sema;
+    const isLoader = (v: Node | null | undefined) => !!v && v.type === 'call' && DATALOADER.test(xs.callee(v) ?? '');
+    let made: Node | null = null;
+    for (const ret of xs.within('return_statement', r.def)) {
+      if (xs.enclosingFunction(ret)?.id !== r.def.id) continue;
+      const v = ret.namedChildren[0];
+      if (v?.type !== 'expression_list' && v?.type !== 'tuple') return null;
+      const el = v.namedChildren[idx];
+      if (!el || v.namedChildren.length !== left.namedChildren.length) return null;
+      if (isLoader(el)) made ??= el;
+      else if (el.type === 'identifier') {
+        const bound = xs.bindings(el.text).filter((b) => xs.enclosingFunction(b)?.id === r.def.id);
+        if (!bound.length || !bound.every(isLoader)) return null;
+        made ??= bound[0];
+      } else return null;
+    }
+    return made ? { path: r.path, node: made, name: r.def.childForFieldName('name')?.text ?? 'factory' } : null;
+  }
+  return null;
+}
+
+const buildsMemo = new WeakMap<object, boolean>();
+
+/** The file builds DataLoaders: itself, or through a factory of another project module (`build_loader(config)`). */
+function buildsLoaders(ctx: RuleContext): boolean {
+  let hit = buildsMemo.get(ctx.sema);
+  if (hit !== undefined) return hit;
+  hit = ctx.sema.nodes('call').some((c) => isDataLoaderCall(ctx, c));
+  if (!hit && ctx.project) {
+    hit = ctx.sema.nodes('assignment').some((a) => {
+      const left = a.childForFieldName('left');
+      const right = a.childForFieldName('right');
+      if (right?.type !== 'call') return false;
+      if (left?.type === 'identifier') return !!loaderFactory(ctx, right);
+      return (left?.type === 'pattern_list' || left?.type === 'tuple_pattern') && left.namedChildren.some((c) => c?.type === 'identifier' && !!tupleFactory(ctx, c));
+    });
+  }
+  buildsMemo.set(ctx.sema, hit);
+  return hit;
+}
+
+const FACTORY_NAME = /load|data/i;
+const LOADER_ARG = /(loader|_dl|^dl|loaders)$|loader_/i;
+
+const factoryMemo = new WeakMap<Node, { path: string; node: Node; name: string } | null>();
+
+/**
+ * A call of a loader factory in another module of the project (`build_loader(...)` whose every return is a plain
+ * `DataLoader(...)`, or a name bound to one in it), or a name bound only to such calls: where the DataLoader is made.
+ * The factory itself is not edited (it is shared by the train and eval loaders, COMMON_FIX_PRINCIPLES).
+ */
+export function loaderFactory(ctx: RuleContext, node: Node): { path: string; node: Node; name: string } | null {
+  if (!ctx.project) return null;
+  if (node.type === 'identifier') {
+    const values = boundValues(ctx, node);
+    if (!values.length) return tupleFactory(ctx, node);
+    if (!values.every((v) => v.type === 'call')) return null;
+    const found = values.map((v) => loaderFactory(ctx, v));
+    return found.every((f) => !!f) ? found[0] : null;
+  }
+  if (node.type !== 'call') return null;
+  const hit = factoryMemo.get(node);
+  if (hit !== undefined) return hit;
+  factoryMemo.set(node, null);
+  const fn = node.childForFieldName('function');
+  let out: { path: string; node: Node; name: string } | null = null;
+  // factories are named for what they make (build_loader, get_dataloader, make_data_loader): other calls are not
+  // resolved, which would parse their modules
+  const r = fn && (fn.type === 'identifier' || fn.type === 'attribute') && FACTORY_NAME.test(lastName(fn)) && !ctx.sema.callee(node)?.startsWith('torch') ? ctx.project.resolveCall(node, ctx.sema, ctx.path) : null;
+  if (r && r.kind === 'function') {
+    const xs = r.module.sema;
+    const isLoader = (v: Node | null | undefined) => !!v && v.type === 'call' && DATALOADER.test(xs.callee(v) ?? '');
+    const made: Node[] = [];
+    let all = true;
+    for (const ret of xs.within('return_statement', r.def)) {
+      if (xs.enclosingFunction(ret)?.id !== r.def.id) continue;
+      const v = ret.namedChildren[0];
+      if (isLoader(v)) made.push(v!);
+      else if (v?.type === 'identifier') {
+        const bound = xs.bindings(v.text).filter((b) => xs.enclosingFunction(b)?.id === r.def.id);
+        if (bound.length && bound.every(isLoader)) made.push(bound[0]);
+        else all = false;
+      } else all = false;
+    }
+    if (all && made.length) out = { path: r.path, node: made[0], name: r.def.childForFieldName('name')?.text ?? 'factory' };
+  }
+  factoryMemo.set(node, out);
+  return out;
 }
 
 /** Whether the file wraps loaders for XLA anywhere. */
@@ -194,7 +337,7 @@ export function handMovedLoaders(ctx: RuleContext, loop: Node): HandMoved[] {
     const it = iteratedLoader(ctx, loop);
     if (it) {
       let plain = isPlainDataLoader(ctx, it);
-      if (!plain && it.type === 'identifier' && /(loader|_dl|^dl)$/i.test(it.text) && !fileWrapsLoaders(ctx) && ctx.sema.nodes('call').some((c) => isDataLoaderCall(ctx, c))) {
+      if (!plain && it.type === 'identifier' && /(loader|_dl|^dl)$/i.test(it.text) && !fileWrapsLoaders(ctx) && buildsLoaders(ctx)) {
         // a loader passed in as a parameter of the enclosing function, in a file that builds DataLoaders
         const fn = ctx.sema.enclosingFunction(loop);
         const params = fn?.childForFieldName('parameters')?.namedChildren ?? [];

@@ -1,4 +1,6 @@
 import { defineRule, type RuleContext } from '../../core/rule';
+import { analyze, pythonDocument } from '../../core/engine';
+import { lastName } from '../../model/facts';
 import type { Node } from '../../core/parse';
 import { callArgs, isAncestor, isFString, kwValue, methodName, mentionsXla, receiver, stringContent, type Semantics } from '../../core/semantics';
 import type { Snippet } from '../../core/idioms';
@@ -23,11 +25,13 @@ interface Site {
   defTime: boolean;
   /** An argparse default: the CLI may legitimately pass another device. */
   argparse?: Node;
+  /** `node` is a call of a helper in another module of the project that returns a CUDA device made at `made`. */
+  external?: { path: string; made: Node; sema: Semantics; name: string };
 }
 
 type SinkKind = 'to' | 'device-kw' | 'reach';
 
-export default defineRule({
+const rule = defineRule({
   id: 'TPU102',
   name: 'cuda-device-expression',
   title: 'CUDA device expression flows into a device sink',
@@ -44,6 +48,7 @@ export default defineRule({
       'argument of tensor factories, module constructors and `torch.Generator`, and, through variables, `torch.load(map_location=)`, ' +
       '`DDP(device_ids=)`, `torch.cuda.set_device` and `torch.autocast(device_type=)`. A variable, attribute (`self.device`, `args.device`), ' +
       'parameter default, argparse default, dataclass field or helper return value that holds a CUDA device is reported once, where it is set. ' +
+      'A device picker of another project module (`utils.select_device(...)`, `get_device()`) that returns a CUDA device is reported at the call that reaches the sink, with the helper\'s CUDA expression as a related location (no fix here: change the helper), unless the helper\'s own file already reports that expression. ' +
       'Hard-coded CUDA devices inside an `nn.Module`\'s `forward` or `__init__` are reported with their own message. ' +
       'Also checks Lightning `Trainer(accelerator="gpu"|"cuda")` and `Fabric(accelerator=...)`, which pin the run to CUDA.',
     why:
@@ -216,12 +221,16 @@ export default defineRule({
         if (callee === 'torch.device') out = origins(callArgs(n).positional[0], depth + 1);
         else {
           const fn = n.childForFieldName('function');
-          if (fn?.type === 'identifier') {
-            for (const def of sema.calledFunctions(n)) {
-              for (const r of sema.within('return_statement', def)) {
-                if (sema.enclosingFunction(r)?.id === def.id) out.push(...origins(r.namedChildren[0], depth + 1));
-              }
+          const local = fn?.type === 'identifier' ? sema.calledFunctions(n) : [];
+          for (const def of local) {
+            for (const r of sema.within('return_statement', def)) {
+              if (sema.enclosingFunction(r)?.id === def.id) out.push(...origins(r.namedChildren[0], depth + 1));
             }
+          }
+          // a device picker in another module of the project (`utils.select_device(...)`): reported at this call
+          if (!local.length && ctx.project && (fn?.type === 'identifier' || fn?.type === 'attribute') && /dev|gpu|cuda|accel/i.test(lastName(fn))) {
+            const made = externalCudaReturn(ctx, n);
+            if (made) out = [{ node: n, defTime: false, external: made }];
           }
         }
       }
@@ -327,8 +336,22 @@ export default defineRule({
       if (reported.some((r) => r.id === n.id || isAncestor(r, n) || isAncestor(n, r))) continue;
       if (sema.inXlaAwareBranch(n)) continue;
       reported.push(n);
-      const holder = holderName(n, site);
       const sinkText = short(sink.text, 40);
+      if (site.external) {
+        const x = site.external;
+        const file = x.path.split('/').pop() ?? x.path;
+        const where = `${file}:${x.sema.text.slice(0, x.made.startIndex).split('\n').length}`;
+        ctx.report(n, {
+          message: cpuFallback(x.sema, x.made)
+            ? `\`${x.name}()\` returns CUDA or else the CPU (\`${short(x.made.text, 40)}\`, ${where}) and reaches \`${sinkText}\`: on a TPU host \`torch.cuda.is_available()\` is False, so the program silently runs on the CPU`
+            : `\`${x.name}()\` returns a CUDA device (\`${short(x.made.text, 40)}\`, ${where}) and reaches \`${sinkText}\`; a TPU host has none`,
+          // the device is chosen in the other module: change it there (a rewrite here would shadow the helper's choice)
+          fix: null,
+          related: [{ start: x.made.startIndex, end: x.made.endIndex, path: x.path, message: `the CUDA device \`${x.name}()\` returns` }],
+        });
+        continue;
+      }
+      const holder = holderName(n, site);
       const method = sema.moduleMethod(n);
       if (method === 'forward') {
         const dev = forwardDevice(sema, n);
@@ -403,6 +426,38 @@ function fixFrom(ctx: RuleContext, edits: Edit[], snip: Snippet, applicability: 
 }
 
 /** The variable, attribute or option that holds a source (for the message). */
+/** What TPU102 reports in a helper module analysed alone (memoized per parsed module). */
+const helperFindings = new WeakMap<object, { start: number; end: number }[]>();
+
+/**
+ * The CUDA device expression a helper of another project module returns (`def select_device(): return torch.device("cuda")`),
+ * unless the helper's own file already reports it (then that finding is the one to fix, and this one would repeat it).
+ */
+function externalCudaReturn(ctx: RuleContext, call: Node): Site['external'] | null {
+  const r = ctx.project?.resolveCall(call, ctx.sema, ctx.path);
+  if (!r || r.kind !== 'function') return null;
+  const xs = r.module.sema;
+  let made: Node | null = null;
+  for (const ret of xs.within('return_statement', r.def)) {
+    if (xs.enclosingFunction(ret)?.id !== r.def.id) continue;
+    const v = ret.namedChildren[0];
+    if (!v || !xs.isCudaDevice(v) || xs.inXlaAwareBranch(ret)) continue;
+    // `device = torch.device("cuda"); return device`: point at where it is made, in the helper
+    made = v.type === 'identifier' ? xs.bindings(v.text).find((b) => xs.enclosingFunction(b)?.id === r.def.id && xs.isCudaDevice(b)) ?? v : v;
+    break;
+  }
+  if (!made) return null;
+  let own = helperFindings.get(r.module);
+  if (!own) {
+    const a = analyze(pythonDocument(r.path, r.module.text), [rule], { ...ctx.options, project: null, select: [], ignore: [], deadline: undefined });
+    a.tree?.delete();
+    helperFindings.set(r.module, (own = a.findings.map((f) => ({ start: f.start, end: f.end }))));
+  }
+  const m = made;
+  if (own.some((f) => f.start <= m.startIndex && f.end >= m.endIndex) || own.some((f) => m.startIndex <= f.start && m.endIndex >= f.end)) return null;
+  return { path: r.path, made, sema: xs, name: r.def.childForFieldName('name')?.text ?? 'helper' };
+}
+
 function holderName(n: Node, site: Site): string | null {
   if (site.argparse) {
     const flag = callArgs(site.argparse).positional.find((x) => x.type === 'string');
@@ -553,3 +608,5 @@ function cpuFallback(sema: Semantics, n: Node): boolean {
   if (cpu(alt)) return true;
   return alt.type === 'call' && sema.callee(alt) === 'torch.device' && !!callArgs(alt).positional[0] && cpu(stripParens(callArgs(alt).positional[0]));
 }
+
+export default rule;

@@ -1,8 +1,9 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, enclosingStatement, methodName, receiver } from '../../core/semantics';
+import { callArgs, enclosingStatement, methodName, receiver, type Semantics } from '../../core/semantics';
 import { deleteStatement, insertLineAfter, insertLineBefore } from '../../core/edits';
 import { isDeviceLike, isXlaDevice } from './runtime-util';
+import { lastName } from '../../model/facts';
 
 /** Optimizers and parameter-holding EMAs (by the last name segment when not resolved to torch.optim). */
 const OPTIMIZER_NAME = /^(Adam\w*|SGD|RMSprop|Adagrad|Adadelta|Adamax|NAdam|RAdam|ASGD|Rprop|LBFGS|SparseAdam|Adafactor|Lion|LAMB|Lamb|LARS|Lars|Shampoo|Sophia\w*|\w*Optimizer|ExponentialMovingAverage|EMA|ModelEma\w*)$/;
@@ -43,6 +44,48 @@ function simpleStatement(call: Node): Node | null {
   return null;
 }
 
+interface Tie {
+  /** `lm_head.weight` (without `self.`). */
+  left: string;
+  right: string;
+  /** The tying assignment. */
+  node: Node;
+  /** The method `__init__` calls that ties (`tie_weights`), absent when `__init__` ties itself. */
+  via?: string;
+}
+
+/**
+ * `self.A.weight = self.B.weight` in the class's `__init__`, or in a method of the class that `__init__` calls as
+ * `self.m()` (`self.tie_weights()`), read in the class's own module.
+ */
+function tiesOf(sema: Semantics, cls: Node): Tie[] {
+  const out: Tie[] = [];
+  const methods = new Map<string, Node>();
+  for (const st of cls.childForFieldName('body')?.namedChildren ?? []) {
+    const d = st?.type === 'decorated_definition' ? st.childForFieldName('definition') : st;
+    const n = d?.type === 'function_definition' ? d.childForFieldName('name')?.text : undefined;
+    if (d && n) methods.set(n, d);
+  }
+  const init = methods.get('__init__');
+  if (!init) return out;
+  const bodies = [init];
+  for (const c of sema.within('call', init)) {
+    const f = c.childForFieldName('function');
+    if (f?.type !== 'attribute' || f.childForFieldName('object')?.text !== 'self') continue;
+    const m = methods.get(f.childForFieldName('attribute')?.text ?? '');
+    if (m && m.id !== init.id && !bodies.includes(m)) bodies.push(m);
+  }
+  for (const body of bodies) {
+    for (const a of sema.within('assignment', body)) {
+      if (sema.enclosingFunction(a)?.id !== body.id || sema.enclosingClass(a)?.id !== cls.id) continue;
+      const lm = /^self\.([\w.]+\.weight)$/.exec(a.childForFieldName('left')?.text ?? '');
+      const rm = /^self\.([\w.]+\.weight)$/.exec(a.childForFieldName('right')?.text ?? '');
+      if (lm && rm) out.push({ left: lm[1], right: rm[1], node: a, ...(body.id !== init.id ? { via: body.childForFieldName('name')?.text ?? '' } : {}) });
+    }
+  }
+  return out;
+}
+
 function line(ctx: RuleContext, node: Node): number {
   return ctx.text.slice(0, node.startIndex).split('\n').length;
 }
@@ -61,7 +104,7 @@ export default defineRule({
     what:
       'Checks for (a) an optimizer or EMA built from `model.parameters()` before `model.to(device)`/`.cuda()` on the same model in the same scope, and ' +
       '(b) weights tied in a module\'s `__init__` (`self.lm_head.weight = self.wte.weight`), or a Hugging Face model loaded with `tie_word_embeddings=True` or tied by `tie_weights()`, ' +
-      'then moved to the device without being tied again. Code managed by HF `Trainer`, Accelerate or Lightning is skipped: they build the optimizer after the move.',
+      'then moved to the device without being tied again. With project scope the class may live in another module (`from model import GPT`): the finding is on the move, with the tie in the constructor (or in a method `__init__` calls, `self.tie_weights()`) as a related location. Code managed by HF `Trainer`, Accelerate or Lightning is skipped: they build the optimizer after the move.',
     why:
       'Moving a CPU module to an XLA device replaces its Parameter objects, so an optimizer built earlier keeps updating the stale CPU tensors and the model does not train ' +
       '(pytorch/xla#1623, #1764). Tied weights become two independent copies: tying must be done "AFTER the modules are moved to an XLA device. Otherwise two independent copies of the shared tensor will be made" (TS:376-381). ' +
@@ -124,20 +167,11 @@ export default defineRule({
     }
 
     // (b) weight tying before the move
-    const ties = new Map<string, [string, string][]>();
+    const ties = new Map<string, Tie[]>();
     for (const cls of sema.nodes('class_definition')) {
       const name = cls.childForFieldName('name')?.text;
       if (!name) continue;
-      const pairs: [string, string][] = [];
-      for (const a of sema.within('assignment', cls)) {
-        const fn = sema.enclosingFunction(a);
-        if (fn?.childForFieldName('name')?.text !== '__init__' || sema.enclosingClass(a)?.id !== cls.id) continue;
-        const l = a.childForFieldName('left')?.text ?? '';
-        const r = a.childForFieldName('right')?.text ?? '';
-        const lm = /^self\.([\w.]+\.weight)$/.exec(l);
-        const rm = /^self\.([\w.]+\.weight)$/.exec(r);
-        if (lm && rm) pairs.push([lm[1], rm[1]]);
-      }
+      const pairs = tiesOf(sema, cls);
       if (pairs.length) ties.set(name, pairs);
     }
     for (const a of sema.nodes('assignment')) {
@@ -157,8 +191,22 @@ export default defineRule({
         }
       }
       const ctor = right.childForFieldName('function');
-      const clsName = ctor?.type === 'identifier' ? ctor.text : null;
-      const customTies = clsName ? ties.get(clsName) : undefined;
+      let clsName = ctor?.type === 'identifier' ? ctor.text : null;
+      let customTies = clsName ? ties.get(clsName) : undefined;
+      // a class of another module of the project (`from model import GPT`): its constructor's ties, with their lines
+      let external: { path: string; file: string } | null = null;
+      // a class name (capitalised last segment): other calls are not resolved
+      if (!customTies && ctx.project && ctor && /^[A-Z]/.test(lastName(ctor)) && !sema.bindings(ctor.text.split('.')[0]).length) {
+        const r = ctx.project.resolveCall(right, sema, ctx.path);
+        if (r?.kind === 'class') {
+          const pairs = tiesOf(r.module.sema, r.def);
+          if (pairs.length) {
+            customTies = pairs;
+            clsName = r.def.childForFieldName('name')?.text ?? ctor.text;
+            external = { path: r.path, file: r.path.split('/').pop() ?? r.path };
+          }
+        }
+      }
       const hf = methodName(right) === 'from_pretrained';
       const hfTied = hf && (/tie_word_embeddings\s*=\s*True/.test(right.text) || /\.tie_weights\(\)/.test(ctx.text.slice(a.endIndex)));
       if (!customTies && !hfTied) continue;
@@ -171,15 +219,21 @@ export default defineRule({
         const esc = holder.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
         if (new RegExp(`\\b${esc}\\.tie_weights\\(`).test(rest) || new RegExp(`\\b${esc}\\.[\\w.]+\\.weight\\s*=\\s*${esc}\\.[\\w.]+\\.weight`).test(rest)) continue;
         if (hf && /\.tie_weights\(/.test(ctx.text.slice(a.endIndex, move.call.startIndex)) === false && !/tie_word_embeddings\s*=\s*True/.test(right.text)) continue;
-        const retie = customTies ? customTies.map(([l, r]) => `${holder}.${l} = ${holder}.${r}`) : [`${holder}.tie_weights()`];
+        const retie = customTies ? customTies.map(({ left: l, right: r }) => `${holder}.${l} = ${holder}.${r}`) : [`${holder}.tie_weights()`];
         const fix = move.stmt
           ? { title: 'Re-tie the weights after the move', applicability: 'unsafe' as const, edits: [insertLineAfter(ctx.text, move.stmt, retie.join('; '))] }
           : null;
         ctx.report(move.call, {
           message: customTies
-            ? `\`${clsName}\` ties \`${customTies[0][0]}\` to \`${customTies[0][1]}\` in \`__init__\`; moving it to the XLA device unties them (re-tie after the move)`
+            ? `\`${clsName}\`${external ? ` (${external.file})` : ''} ties \`${customTies[0].left}\` to \`${customTies[0].right}\` in \`__init__\`${customTies[0].via ? ` (through \`self.${customTies[0].via}()\`)` : ''}; moving it to the XLA device unties them (re-tie after the move)`
             : `moving a weight-tied Hugging Face model to the XLA device unties its weights; call \`${holder}.tie_weights()\` after the move`,
           fix,
+          related: customTies?.map((t) => ({
+            start: t.node.startIndex,
+            end: t.node.endIndex,
+            ...(external ? { path: external.path } : {}),
+            message: `the tie \`${t.left}\` = \`${t.right}\`: two independent copies after the move to the XLA device`,
+          })),
         });
         break;
       }

@@ -1,7 +1,7 @@
 import { defineRule, type RuleContext } from '../../core/rule';
-import { callArgs, kwValue } from '../../core/semantics';
+import { callArgs, isAncestor, kwValue } from '../../core/semantics';
 import type { Node } from '../../core/parse';
-import { editArgs, launchedFunctions } from './util';
+import { editArgs, launchedFunctions, projectProcessGroups } from './util';
 
 const MP_SPAWN = new Set(['torch.multiprocessing.spawn', 'torch.multiprocessing.spawn.spawn']);
 const XMP_SPAWN = 'torch_xla.distributed.xla_multiprocessing.spawn';
@@ -92,7 +92,9 @@ export default defineRule({
         const daemon = kwValue(keywords.get('daemon')) ?? positional[4] ?? null;
         const startMethod = kwValue(keywords.get('start_method')) ?? positional[5] ?? null;
         const cudaCount = mentionsCudaCount(ctx, nprocs);
-        const gpuTarget = launchedFunctions(ctx, call).some((f) => GPU_WORK.test(f.text));
+        // the launched function's GPU work may be in a helper of another project module (`utils.init_distributed_mode`)
+        const launchedFns = launchedFunctions(ctx, call);
+        const gpuTarget = launchedFns.some((f) => GPU_WORK.test(f.text)) || projectProcessGroups(ctx).some((p) => launchedFns.some((f) => isAncestor(f, p.call)));
         if (!cudaCount && !gpuTarget) continue;
         // notebooks need the fork start method (the cell's functions are not importable by spawned children)
         const method = startMethod ? `, start_method=${startMethod.text}` : ctx.notebook ? ', start_method="fork"' : '';

@@ -3,7 +3,7 @@ import { callArgs, kwValue, mentionsXla, stringContent } from '../../core/semant
 import type { Snippet } from '../../core/idioms';
 import { Idioms } from '../../core/idioms';
 import type { Node } from '../../core/parse';
-import { INIT_PG, callsTo, envRead, isXlaLauncher, launchedFunctions, withCallees } from './util';
+import { INIT_PG, callsTo, envRead, isXlaLauncher, launchedFunctions, projectProcessGroups, withCallees } from './util';
 
 type Kind = 'rank' | 'local' | 'world';
 const ENV_KIND: Record<string, Kind> = { RANK: 'rank', LOCAL_RANK: 'local', WORLD_SIZE: 'world' };
@@ -194,7 +194,8 @@ export default defineRule({
     }
 
     // dist.get_rank() / dist.get_world_size() with no process group in this file
-    if (!callsTo(ctx, INIT_PG).length && (ctx.sema.xlaAware || launched.size)) {
+    // a process group created through a helper of another project module counts (`utils.init_distributed_mode(args)`)
+    if (!callsTo(ctx, INIT_PG).length && (ctx.sema.xlaAware || launched.size) && !projectProcessGroups(ctx).length) {
       for (const call of callsTo(ctx, ['torch.distributed.get_rank', 'torch.distributed.get_world_size'])) {
         if (callArgs(call).positional.length || callArgs(call).keywords.size) continue;
         let guarded = false;

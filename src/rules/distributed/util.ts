@@ -3,6 +3,7 @@ import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import { callArgs, kwValue, stringContent } from '../../core/semantics';
 import type { Edit } from '../../core/types';
+import { projectCallsReaching, type Reached } from '../../model/facts';
 
 export const XLA_LAUNCHERS = new Set(['torch_xla.launch', 'torch_xla.distributed.xla_multiprocessing.spawn']);
 export const INIT_PG = new Set(['torch.distributed.init_process_group', 'torch.distributed.distributed_c10d.init_process_group']);
@@ -227,4 +228,17 @@ export function stringSource(ctx: RuleContext, node: Node): { literal: Node; fro
 export function short(text: string, max = 40): string {
   const one = text.replace(/\s+/g, ' ');
   return one.length > max ? `${one.slice(0, max - 1)}…` : one;
+}
+
+const pgMemo = new WeakMap<object, { call: Node; reached: Reached }[]>();
+
+/**
+ * Calls of this file into other project modules that create the process group (`utils.init_distributed_mode(args)`
+ * calling `dist.init_process_group`): the program is distributed although this file never calls it (issue 9).
+ */
+export function projectProcessGroups(ctx: RuleContext): { call: Node; reached: Reached }[] {
+  if (!ctx.project) return [];
+  let hit = pgMemo.get(ctx.sema);
+  if (!hit) pgMemo.set(ctx.sema, (hit = projectCallsReaching(ctx, (s, c) => INIT_PG.has(s.callee(c) ?? ''), 3, /dist|init|setup|launch|ddp|parallel|world/i)));
+  return hit;
 }
