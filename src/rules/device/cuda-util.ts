@@ -24,7 +24,22 @@ function positiveCudaCondition(cond: Node): boolean {
   }
   const t = cond.text;
   if (!/cuda|gpu|nvidia/i.test(t)) return false;
+  if (cond.type === 'identifier' && notCpuFlag(cond)) return false;
   return !/^\s*not\b/.test(t) && !/!=|\bnot\s+in\b/.test(t);
+}
+
+const notCpuMemo = new WeakMap<object, Map<string, boolean>>();
+/** `cuda = device.type != "cpu"` (YOLOv5): a flag that is True on an XLA device as well, not a CUDA-only condition. */
+function notCpuFlag(id: Node): boolean {
+  const root = id.tree.rootNode;
+  let memo = notCpuMemo.get(id.tree);
+  if (!memo) notCpuMemo.set(id.tree, (memo = new Map()));
+  let r = memo.get(id.text);
+  if (r === undefined) {
+    r = new RegExp(`(^|\\n)[ \\t]*${id.text}\\s*=[^=\\n][^\\n]*(!=\\s*["']cpu["']|["']cpu["']\\s*!=)`).test(root.text);
+    memo.set(id.text, r);
+  }
+  return r;
 }
 
 /** A condition that is true only off CUDA (`not torch.cuda.is_available()`, `device.type != "cuda"`). */

@@ -104,7 +104,8 @@ export default defineRule({
       const region = siblings.slice(i + 1, endIdx);
       if (!region.some((s) => runsDeviceWork(ctx, s))) continue;
       const hotEnd = sema.hot(end);
-      if (!xla && hotEnd?.kind !== 'train') continue;
+      // in a CUDA script only the timed training step itself (backward / optimizer step in the region)
+      if (!xla && (hotEnd?.kind !== 'train' || !region.some((st) => sema.containsTrainSignal(st)))) continue;
       if (!hotEnd && runsWholeTraining(region)) continue;
       // a host read counts only after the last device work: `loss.item()` before `backward()`/`optimizer.step()` (tacotron2) does not
       // wait for them
