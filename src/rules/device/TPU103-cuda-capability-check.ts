@@ -231,7 +231,7 @@ function multiGpuOnly(sema: RuleContext['sema'], owner: Node, call: Node): boole
       if (right && /^(true|false|none|integer|string)$/.test(right.type)) return true;
       return right?.type === 'call' && /^torch\.nn\.(parallel\.)?DataParallel$/.test(sema.callee(right) ?? '');
     }
-    return e?.type === 'call' && /^(print|logging\.\w+|\w*(logger|LOGGER)\.\w+|warnings\.warn)$/.test(sema.callee(e) ?? e.childForFieldName('function')?.text ?? '');
+    return e?.type === 'call' && /^(print|warnings\.warn)$|(^|\.)(logging|\w*logger|\w*LOGGER|log)\.\w+$/.test(sema.callee(e) ?? e.childForFieldName('function')?.text ?? '');
   });
 }
 
