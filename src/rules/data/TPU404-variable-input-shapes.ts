@@ -51,6 +51,11 @@ function maxLengthHere(ctx: RuleContext): number | null {
   return null;
 }
 
+function short(t: string): string {
+  const one = t.replace(/\s+/g, ' ');
+  return one.length > 40 ? one.slice(0, 37) + '…' : one;
+}
+
 function inside(node: Node, scopes: Node[]): boolean {
   return scopes.some((s) => node.startIndex >= s.startIndex && node.endIndex <= s.endIndex);
 }
@@ -238,21 +243,27 @@ export default defineRule({
     }
     // speechbrain: `wavs, wav_lens = batch.sig` (PaddedBatch pads each key to the batch's longest item; the lens are relative), DynamicBatchSampler
     if (ctx.sema.imports('speechbrain')) {
-      for (const a of ctx.sema.nodes('assignment')) {
+      // one finding per file: where the padded batch moves to the device in a `Brain` method (`batch = batch.to(self.device)`),
+      // else the first `wavs, wav_lens = batch.sig` unpack
+      const inBrain = (n: Node) => /\bBrain\b/.test(ctx.sema.enclosingClass(n)?.childForFieldName('superclasses')?.text ?? '');
+      const move = ctx.sema.nodes('call').find((c) => c.childForFieldName('function')?.text === 'batch.to' && inBrain(c));
+      const unpack = ctx.sema.nodes('assignment').find((a) => {
         const l = a.childForFieldName('left');
         const r = a.childForFieldName('right');
-        if ((l?.type !== 'pattern_list' && l?.type !== 'tuple_pattern') || l.namedChildren.length !== 2 || r?.type !== 'attribute') continue;
-        if (r.childForFieldName('object')?.text !== 'batch' || !/lens?$/.test(l.namedChildren[1]?.text ?? '')) continue;
-        ctx.report(a, {
-          severity: sevAt(a),
-          message: `\`${a.text}\`: speechbrain's PaddedBatch pads \`${r.text}\` to the longest item of each batch (\`${l.namedChildren[1]!.text}\` are relative lengths): every new length compiles a new graph; bucket lengths or pad to a fixed size`,
+        return (l?.type === 'pattern_list' || l?.type === 'tuple_pattern') && l.namedChildren.length === 2 && r?.type === 'attribute' &&
+          r.childForFieldName('object')?.text === 'batch' && /lens?$/.test(l.namedChildren[1]?.text ?? '');
+      });
+      const at = move ?? unpack;
+      if (at) {
+        ctx.report(at, {
+          severity: sevAt(at),
+          message: `\`${short(at.text)}\`: speechbrain's PaddedBatch pads every key to the longest item of its batch (the \`*_lens\` are relative lengths): every new length compiles a new graph; bucket lengths or pad to a fixed size`,
           fix: null,
         });
       }
-      for (const call of ctx.sema.nodes('call')) {
-        if (!/(^|\.)DynamicBatchSampler$/.test(ctx.sema.callee(call) ?? call.childForFieldName('function')?.text ?? '')) continue;
-        ctx.report(call, { message: '`DynamicBatchSampler` varies both the batch size and the padded length from batch to batch: each combination compiles a new graph; use a fixed batch size and fixed length buckets on TPU', fix: null });
-      }
+      // the training sampler (the first one); a validation sampler is the same choice
+      const sampler = ctx.sema.nodes('call').find((c) => /(^|\.)DynamicBatchSampler$/.test(ctx.sema.callee(c) ?? c.childForFieldName('function')?.text ?? ''));
+      if (sampler) ctx.report(sampler, { message: '`DynamicBatchSampler` varies both the batch size and the padded length from batch to batch: each combination compiles a new graph; use a fixed batch size and fixed length buckets on TPU', fix: null });
     }
 
     // `seq_len = min(args.bptt, len(source) - 1 - i)` … `source[i:i+seq_len]` (word_language_model get_batch): the tail chunk is shorter

@@ -33,7 +33,7 @@ export default defineRule({
   effort: 7,
   message: 'custom CUDA/Triton kernel: TPUs run neither',
   fix: { availability: 'none' },
-  triggers: ['triton', 'cpp_extension', 'cupy', 'pycuda', 'numba', 'CUDAExtension', 'torch.library', 'cuda'],
+  triggers: ['triton', 'cpp_extension', 'cupy', 'pycuda', 'numba', 'CUDAExtension', 'torch.library', 'cuda', 'rotary_emb', 'amp_C', 'syncbn', 'fused_dense_lib', 'dropout_layer_norm', 'fused_softmax_lib'],
   docs: {
     what:
       'Checks for custom GPU kernels: `import triton` / `triton.language`, `@triton.jit` kernels, `torch.library.triton_op`/`wrap_triton`, custom ops registered only for the CUDA dispatch key ' +
