@@ -61,6 +61,11 @@ export default defineRule({
     // a script that already loads a checkpoint (resumes) is left alone: where it keeps the files (local disk, a
     // mounted bucket, a persistent disk) is a deployment choice this file does not show (issue 9: noise on `import torch`)
     if (resume) return;
+    // an RL demo (a step-count loop over an environment, no data loader) whose only save is the final model export after
+    // training is not a long preemptible run with checkpoints to protect
+    const inLoop = (c: Node) => trainLoops.some((h) => h.anchor.startIndex <= c.startIndex && c.endIndex <= h.anchor.endIndex);
+    const loaderLoop = trainLoops.some((h) => ctx.sema.iteratesLoader(h.anchor) || ctx.sema.within('for_statement', h.anchor).some((l) => ctx.sema.iteratesLoader(l)));
+    if (!saves.some(inLoop) && !loaderLoop && /\b(gym|gymnasium|envpool|dm_control|pettingzoo)\b/.test(ctx.sema.nodes('import_statement').map((i) => i.text).join('\n'))) return;
     const remote = ctx.sema.nodes('string').some((s) => /^[rbfu]*['"](gs|s3|gcs|hdfs):\/\//i.test(s.text)) || ctx.sema.imports('gcsfs') || ctx.sema.imports('fsspec') || ctx.sema.imports('google.cloud.storage');
     const preempt = /\bSIGTERM\b|preempt/i.test(ctx.text);
     const missing: string[] = ['no resume logic'];

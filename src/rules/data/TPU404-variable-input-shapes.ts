@@ -27,6 +27,35 @@ function collateFunctions(ctx: RuleContext): Node[] {
   });
 }
 
+/** `max(len(x) for x in batch)`, `max([x[1].size(1) for x in batch])`: the longest item of the batch. */
+function batchMax(call: Node): boolean {
+  const args = call.childForFieldName('arguments');
+  if (!args) return false;
+  const inner = args.type === 'generator_expression' ? args : args.namedChildren.length === 1 && args.namedChildren[0]?.type === 'list_comprehension' ? args.namedChildren[0] : null;
+  return !!inner && /\blen\(|\.size\(|\.shape\b/.test(inner.text);
+}
+
+/** An integer `max_length` the file pads or truncates to (`max_length=cutoff_len` with `cutoff_len: int = 256`), else null. */
+function maxLengthHere(ctx: RuleContext): number | null {
+  for (const kw of ctx.sema.nodes('keyword_argument')) {
+    if (kw.childForFieldName('name')?.text !== 'max_length') continue;
+    const v = kwValue(kw);
+    if (v?.type === 'integer') return Number(v.text);
+    if (v?.type !== 'identifier') continue;
+    for (const p of [...ctx.sema.nodes('default_parameter'), ...ctx.sema.nodes('typed_default_parameter')]) {
+      if (p.childForFieldName('name')?.text === v.text && p.childForFieldName('value')?.type === 'integer') return Number(p.childForFieldName('value')!.text);
+    }
+    const b = ctx.sema.bindings(v.text);
+    if (b.length === 1 && b[0].type === 'integer') return Number(b[0].text);
+  }
+  return null;
+}
+
+function short(t: string): string {
+  const one = t.replace(/\s+/g, ' ');
+  return one.length > 40 ? one.slice(0, 37) + '…' : one;
+}
+
 function inside(node: Node, scopes: Node[]): boolean {
   return scopes.some((s) => node.startIndex >= s.startIndex && node.endIndex <= s.endIndex);
 }
@@ -40,11 +69,13 @@ export default defineRule({
   effort: 3,
   message: 'Batches of varying shape recompile the graph for every new shape',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Pad to a fixed or bucketed length' },
-  triggers: ['padding', 'pad_sequence', 'DataCollator', 'group_by_length', 'Resize', 'collate', 'interpolate', 'max(', 'min('],
+  triggers: ['padding', 'pad_sequence', 'DataCollator', 'group_by_length', 'Resize', 'collate', 'Collate', 'interpolate', 'max(', 'min(', 'speechbrain'],
   docs: {
     what:
       'Checks for inputs whose shape changes from batch to batch: tokenizer calls with `padding=True`/`"longest"` (and `padding="max_length"` with no `max_length`, info); ' +
-      '`pad_sequence(...)` or `max(len(s) for s in batch)` in a `collate_fn`; HF `DataCollatorWithPadding`/`DataCollatorForSeq2Seq`/`DataCollatorForLanguageModeling`/`DataCollatorForTokenClassification` ' +
+      '`pad_sequence(...)`, `max(len(s) for s in batch)` / `max([x.size(1) for x in batch])` or the first of the lengths sorted descending (`lengths[0]` after `torch.sort(..., descending=True)`) in a `collate_fn`; ' +
+      'speechbrain PaddedBatch batches (padded to the longest item, `wav_lens` relative; once per file, where `batch.to(self.device)` runs in a `Brain` method) and `DynamicBatchSampler` (once per file); ' +
+      'a small `pad_to_multiple_of` (below 64, e.g. 8, info: it still pads per batch, up to max_length/8 shapes); HF `DataCollatorWithPadding`/`DataCollatorForSeq2Seq`/`DataCollatorForLanguageModeling`/`DataCollatorForTokenClassification` ' +
       'without `pad_to_multiple_of`, or with one that is `None` on TPU such as `pad_to_multiple_of=(8 if accelerator.use_fp16 else None)` (unless the script pre-pads to a fixed length); `group_by_length=True`; torchvision `Resize(int)` not followed by a fixed crop in the same `Compose`; ' +
       'random sizes in `Resize`/`F.interpolate`; per-batch truncation to the longest sequence (`input_ids[:, :lengths.max()]`) in a hot loop or collate function; ' +
       'and chunks cut in hot code with a bound that shrinks at the end of the data (`seq_len = min(bptt, len(source) - 1 - i)`, then `source[i:i+seq_len]`; pytorch/examples word_language_model), once per function.',
@@ -62,6 +93,7 @@ export default defineRule({
       'RECOMP (docs/source/perf/recompilation.md, "#1 dynamic shape from input data")',
       'HF Accelerate TPU guide ("no dynamic padding for NLP tasks"; huggingface/accelerate docs/source/concept_guides/training_tpu.md)',
       'DS (docs/source/learn/dynamic_shape.md)',
+      'speechbrain speechbrain/utils/data_utils.py `batch_pad_right` (pads to the batch maximum; relative lengths x / max, as its unit test asserts) used by speechbrain/dataio/batch.py `PaddedBatch`',
     ],
     torchtpu: 'Same detection: the tpu device compiles per shape (`torch.compile(backend="tpu", dynamic=False)`).',
   },
@@ -111,7 +143,20 @@ export default defineRule({
           // `pad_to_multiple_of=(8 if accelerator.use_fp16 else None)` (HF no_trainer examples): None unless fp16, and TPUs train in bf16
           const inner = multiple.type === 'parenthesized_expression' ? multiple.namedChildren[0] ?? multiple : multiple;
           const noneArm = inner.text === 'None' ? inner : inner.type === 'conditional_expression' ? [inner.namedChildren[0], inner.namedChildren[2]].find((a) => a?.text === 'None') ?? null : null;
-          if (!noneArm) continue;
+          if (!noneArm) {
+            // `pad_to_multiple_of=8` (a tensor-core multiple) still pads to each batch's longest sequence: up to L/8 shapes
+            const k = multiple.type === 'integer' ? Number(multiple.text) : 0;
+            const p = kwValue(keywords.get('padding'));
+            if (k > 0 && k < 64 && !(p && (stringContent(p) === 'max_length' || p.text === 'False'))) {
+              const L = maxLengthHere(ctx);
+              ctx.report(multiple, {
+                severity: 'info',
+                message: `\`pad_to_multiple_of=${k}\` still pads each batch to its longest sequence, rounded up to ${k}: up to ${L ? `${Math.ceil(L / k)} shapes at max_length ${L}` : `max_length/${k} shapes`}, each compiling a graph; a coarser multiple (128) or padding to max_length gives fewer`,
+                fix: null,
+              });
+            }
+            continue;
+          }
           const cond = inner.type === 'conditional_expression' ? inner.namedChildren[1]?.text ?? '' : '';
           ctx.report(multiple, {
             message: `\`pad_to_multiple_of=${multiple.text.length > 40 ? multiple.text.slice(0, 37) + '…' : multiple.text}\` ${inner.text === 'None' ? 'does not bucket' : /fp16|half|amp|mixed/i.test(cond) ? 'is None unless training in float16 (TPUs train in bfloat16)' : 'is None on some runs'}: each batch is then padded to its longest sequence and every new length compiles a new graph`,
@@ -169,11 +214,56 @@ export default defineRule({
       if (inside(call, collates)) {
         if (q === 'torch.nn.utils.rnn.pad_sequence') {
           ctx.report(call, { message: '`pad_sequence` in a collate function pads to the longest sequence of each batch: pad to a fixed (or bucketed) length instead', fix: null });
-        } else if (fnText === 'max' && /^generator_expression$/.test(call.childForFieldName('arguments')?.type ?? '') && /\blen\(/.test(call.childForFieldName('arguments')!.text)) {
+        } else if (fnText === 'max' && batchMax(call)) {
           // max(len(x) for x in xs): (call arguments: (generator_expression …))
-          ctx.report(call, { message: '`max(len(...))` in a collate function sizes each batch by its longest item: pad to a fixed (or bucketed) length instead', fix: null });
+          const t = call.text.replace(/\s+/g, ' ');
+          ctx.report(call, { message: `\`${t.length > 40 ? t.slice(0, 37) + '…' : t}\` in a collate function sizes each batch by its longest item: pad to a fixed (or bucketed) length instead`, fix: null });
         }
       }
+    }
+
+    // `max_len = lengths[0]` after `lengths, idx = torch.sort(torch.LongTensor([len(x[0]) for x in batch]), descending=True)` (tacotron2),
+    // or `max_len = max([x[1].size(1) for x in batch])` handled above: the padded size is each batch's longest item
+    for (const a of ctx.sema.nodes('assignment')) {
+      if (!inside(a, collates)) continue;
+      const right = a.childForFieldName('right');
+      if (right?.type !== 'subscript' || right.childForFieldName('subscript')?.text !== '0') continue;
+      const base = right.childForFieldName('value');
+      if (base?.type !== 'identifier') continue;
+      const fn = ctx.sema.enclosingFunction(a);
+      const sorted = ctx.sema.nodes('assignment').some((b) => {
+        if (ctx.sema.enclosingFunction(b)?.id !== fn?.id) return false;
+        const l = b.childForFieldName('left');
+        const r = b.childForFieldName('right');
+        const first = l?.type === 'pattern_list' || l?.type === 'tuple_pattern' ? l.namedChildren[0] : l;
+        return first?.text === base.text && r?.type === 'call' && /^torch\.sort$/.test(ctx.sema.callee(r) ?? '') && /descending\s*=\s*True/.test(r.text) && /\blen\(|\.size\(|\.shape\b/.test(r.text);
+      });
+      if (!sorted) continue;
+      ctx.report(a, { message: `\`${a.text.length > 40 ? a.text.slice(0, 37) + '…' : a.text}\` takes the longest item of each batch as the padded size: every new length compiles a new graph; pad to a fixed (or bucketed) length`, fix: null });
+    }
+    // speechbrain: `wavs, wav_lens = batch.sig` (PaddedBatch pads each key to the batch's longest item; the lens are relative), DynamicBatchSampler
+    if (ctx.sema.imports('speechbrain')) {
+      // one finding per file: where the padded batch moves to the device in a `Brain` method (`batch = batch.to(self.device)`),
+      // else the first `wavs, wav_lens = batch.sig` unpack
+      const inBrain = (n: Node) => /\bBrain\b/.test(ctx.sema.enclosingClass(n)?.childForFieldName('superclasses')?.text ?? '');
+      const move = ctx.sema.nodes('call').find((c) => c.childForFieldName('function')?.text === 'batch.to' && inBrain(c));
+      const unpack = ctx.sema.nodes('assignment').find((a) => {
+        const l = a.childForFieldName('left');
+        const r = a.childForFieldName('right');
+        return (l?.type === 'pattern_list' || l?.type === 'tuple_pattern') && l.namedChildren.length === 2 && r?.type === 'attribute' &&
+          r.childForFieldName('object')?.text === 'batch' && /lens?$/.test(l.namedChildren[1]?.text ?? '');
+      });
+      const at = move ?? unpack;
+      if (at) {
+        ctx.report(at, {
+          severity: sevAt(at),
+          message: `\`${short(at.text)}\`: speechbrain's PaddedBatch pads every key to the longest item of its batch (the \`*_lens\` are relative lengths): every new length compiles a new graph; bucket lengths or pad to a fixed size`,
+          fix: null,
+        });
+      }
+      // the training sampler (the first one); a validation sampler is the same choice
+      const sampler = ctx.sema.nodes('call').find((c) => /(^|\.)DynamicBatchSampler$/.test(ctx.sema.callee(c) ?? c.childForFieldName('function')?.text ?? ''));
+      if (sampler) ctx.report(sampler, { message: '`DynamicBatchSampler` varies both the batch size and the padded length from batch to batch: each combination compiles a new graph; use a fixed batch size and fixed length buckets on TPU', fix: null });
     }
 
     // `seq_len = min(args.bptt, len(source) - 1 - i)` … `source[i:i+seq_len]` (word_language_model get_batch): the tail chunk is shorter

@@ -1,4 +1,5 @@
 import { defineRule } from '../../core/rule';
+import type { Node } from '../../core/parse';
 import { callArgs, methodName, receiver } from '../../core/semantics';
 import { replaceRange } from '../../core/edits';
 import { deviceExprFor } from '../shared';
@@ -32,7 +33,7 @@ export default defineRule({
       if (methodName(call) !== 'cuda') continue;
       const recv = receiver(call);
       if (!recv || ctx.sema.resolve(recv) === 'torch') continue;
-      if (ctx.sema.inXlaAwareBranch(call)) continue;
+      if (ctx.sema.inXlaAwareBranch(call) || inMapLocation(call)) continue;
       const { positional, keywords } = callArgs(call);
       const deviceArg = positional[0] ?? keywords.get('device')?.childForFieldName('value');
       const selectsGpu = !!deviceArg && deviceArg.type === 'integer' && deviceArg.text !== '0';
@@ -71,3 +72,12 @@ export default defineRule({
     }
   },
 });
+
+/** `torch.load(f, map_location=lambda storage, loc: storage.cuda(gpu))`: TPU602 reports the CUDA map_location (one finding). */
+function inMapLocation(call: Node): boolean {
+  for (let p = call.parent; p; p = p.parent) {
+    if (p.type === 'lambda') return p.parent?.type === 'keyword_argument' && p.parent.childForFieldName('name')?.text === 'map_location';
+    if (p.type === 'function_definition' || p.type === 'block' || p.type === 'module') return false;
+  }
+  return false;
+}

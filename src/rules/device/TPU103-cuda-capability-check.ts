@@ -1,7 +1,7 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, mentionsXla, stringContent } from '../../core/semantics';
-import { chainOf, conditionOwner, cudaOnlyBlock, short, xlaArmed } from './cuda-util';
+import { chainOf, conditionOwner, cudaGuarded, cudaOnlyBlock, short, usesCudaOnlyKernel, xlaArmed } from './cuda-util';
 
 /** A device-ish operand: `device`, `args.device`, `x.device.type`, `str(device)`, `device_type`. */
 const DEVICE_NAME = /(^|[._])(device|dev|device_type|device_str|device_name|accelerator)$/i;
@@ -65,13 +65,13 @@ export default defineRule({
           // `use_cuda = torch.cuda.is_available()`: a flag that later decisions read (not in migrated files)
           const a = call.parent;
           if (a?.type !== 'assignment' || a.childForFieldName('right')?.id !== call.id || sema.xlaAware) continue;
-          if (sema.inXlaAwareBranch(call)) continue;
+          if (sema.inXlaAwareBranch(call) || neverRead(sema, a)) continue;
           ctx.report(call, { message: `\`${a.childForFieldName('left')?.text}\` is False on a TPU host: code keyed on it takes the non-TPU path` });
           continue;
         }
         if (xlaArmed(sema, owner) || picker(owner)) continue;
-        if (owner.type === 'if_statement' && optionalCudaArms(sema, owner)) continue;
-        if (owner.type === 'conditional_expression' && inLogging(sema, owner)) continue;
+        if (owner.type === 'if_statement' && (optionalCudaArms(sema, owner) || cudaKernelArm(sema, owner) || logFormatArms(sema, owner))) continue;
+        if (owner.type === 'conditional_expression' && (inLogging(sema, owner) || diagnosticTernary(sema, owner) || autocastTernary(sema, owner))) continue;
         const message =
           callee === 'torch.cuda.is_bf16_supported'
             ? '`torch.cuda.is_bf16_supported()` picks the dtype from CUDA: on a TPU host this does not detect bfloat16 support'
@@ -80,9 +80,14 @@ export default defineRule({
               : '`torch.cuda.is_available()` is False on a TPU host: this takes the non-TPU path (CPU device, no AMP, wrong backend)';
         ctx.report(call, { message });
       } else if (callee === 'torch.cuda.device_count') {
-        if (sema.inXlaAwareBranch(call) || inLogging(sema, call)) continue;
+        // unreachable on a TPU host (inside `if torch.cuda.is_available():`, reported at the guard), or an argument of a
+        // `torch.cuda.*` call that TPU104 reports (`torch.cuda.set_device(rank % torch.cuda.device_count())`)
+        if (sema.inXlaAwareBranch(call) || inLogging(sema, call) || cudaGuarded(call) || insideCudaCall(sema, call)) continue;
         const own = conditionOwner(call);
         if (own && (xlaArmed(sema, own.owner) || (own.owner.type === 'if_statement' && cudaOnlyBlock(sema, own.owner.childForFieldName('consequence'))))) continue;
+        // `assert torch.cuda.is_available() and torch.cuda.device_count() >= n`: one finding, on `is_available()`
+        if (own && sema.callsWithin(own.cond).some((c) => sema.callee(c) === 'torch.cuda.is_available')) continue;
+        if (own?.owner.type === 'if_statement' && multiGpuOnly(sema, own.owner, call)) continue;
         const kw = call.parent?.type === 'keyword_argument' ? call.parent.childForFieldName('name')?.text : null;
         const assigned = call.parent?.type === 'assignment' ? call.parent.childForFieldName('left')?.text : null;
         // reported once, under the more specific rule: `nprocs=` by TPU502 (launchers), world sizes by TPU503
@@ -104,6 +109,9 @@ export default defineRule({
       const owner = own?.owner ?? null;
       if (sema.inXlaAwareBranch(cmp) || (owner && xlaArmed(sema, owner))) continue;
       if (owner?.type === 'if_statement' && !owner.childrenForFieldName('alternative').some(Boolean) && cudaOnlyBlock(sema, owner.childForFieldName('consequence'))) continue;
+      if ((owner?.type === 'if_statement' || owner?.type === 'elif_clause') && cudaKernelArm(sema, owner)) continue;
+      // `autocast(device_type=...) if device_type == "cuda" else nullcontext()`: TPU301 reports the CUDA autocast
+      if (owner?.type === 'conditional_expression' && autocastTernary(sema, owner)) continue;
       if (!owner && (cmp.parent?.type !== 'assignment' || inLogging(sema, cmp) || onlyFusedFlag(sema, cmp.parent))) continue;
       ctx.report(cmp, {
         message: `\`${short(cmp.text, 40)}\` only recognises CUDA: an XLA device takes the ${owner?.type === 'conditional_expression' ? 'CPU arm' : 'non-CUDA path'}`,
@@ -129,6 +137,115 @@ export default defineRule({
 function optionalCudaArms(sema: RuleContext['sema'], owner: Node): boolean {
   if (!cudaOnlyBlock(sema, owner.childForFieldName('consequence'))) return false;
   return owner.childrenForFieldName('alternative').every((alt) => !alt || (alt.type === 'else_clause' && cudaOnlyBlock(sema, alt.childForFieldName('body'))));
+}
+
+/**
+ * The CUDA arm is a CUDA kernel fast path (`if q.device.type == "cuda": return flash_attn_func(...)`, lit-gpt): TPU takes
+ * the portable arm or the code after the guard, which is what TPU needs.
+ */
+function cudaKernelArm(sema: RuleContext['sema'], owner: Node): boolean {
+  return usesCudaOnlyKernel(sema, owner.childForFieldName('consequence'));
+}
+
+/** Statements that only build a log line: `msg.append('max mem: {memory:.0f}')`, `log_msg = sep.join([...])`. */
+function logFormatStatement(s: Node): boolean {
+  if (s.type !== 'expression_statement') return false;
+  const e = s.namedChildren[0];
+  const stringy = (n: Node | null | undefined): boolean => {
+    if (!n) return false;
+    if (n.type === 'string' || n.type === 'concatenated_string') return true;
+    if (n.type === 'binary_operator') return stringy(n.childForFieldName('left')) || stringy(n.childForFieldName('right'));
+    if (n.type === 'list' || n.type === 'tuple') return n.namedChildren.some((c) => c?.type === 'string' && /mem|time|eta|GB|MB/i.test(c.text));
+    if (n.type === 'call') {
+      const f = n.childForFieldName('function');
+      return f?.type === 'attribute' && /^(join|format)$/.test(f.childForFieldName('attribute')?.text ?? '') &&
+        (n.childForFieldName('arguments')?.namedChildren.some((a) => stringy(a)) ?? false);
+    }
+    return false;
+  };
+  if (e?.type === 'call') {
+    const f = e.childForFieldName('function');
+    return f?.type === 'attribute' && f.childForFieldName('attribute')?.text === 'append' && (e.childForFieldName('arguments')?.namedChildren.every((a) => stringy(a)) ?? false);
+  }
+  return e?.type === 'assignment' && stringy(e.childForFieldName('right'));
+}
+
+/**
+ * Every arm only formats a log line (DETR/MAE/ConvNeXt `MetricLogger.log_every` adds a 'max mem' column when CUDA is
+ * present): no device path is chosen.
+ */
+function logFormatArms(sema: RuleContext['sema'], owner: Node): boolean {
+  const blocks = [owner.childForFieldName('consequence'), ...owner.childrenForFieldName('alternative').map((a) => a?.type === 'else_clause' ? a.childForFieldName('body') : null)];
+  if (owner.childrenForFieldName('alternative').some((a) => a?.type === 'elif_clause')) return false;
+  return blocks.every((b) => {
+    const stmts = b?.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment') ?? [];
+    return b === null || (stmts.length > 0 && stmts.every(logFormatStatement));
+  }) && !!blocks[0];
+}
+
+/** `torch.cuda.memory_reserved() / 1e9 if torch.cuda.is_available() else 0`: a number for a progress bar, not a decision. */
+function diagnosticTernary(sema: RuleContext['sema'], tern: Node): boolean {
+  const [a, , b] = tern.namedChildren;
+  if (!a || !b || !/^(integer|float|string|none)$/.test(b.type)) return false;
+  const calls = a.type === 'call' ? [a, ...sema.callsWithin(a)] : sema.callsWithin(a);
+  return calls.length > 0 && calls.every((c) => /^torch\.cuda\.(memory_\w+|max_memory_\w+|get_device_name|get_device_properties|mem_get_info|utilization)$/.test(sema.callee(c) ?? '') || /^(round|int|float|str)$/.test(c.childForFieldName('function')?.text ?? ''));
+}
+
+/** A ternary whose CUDA arm is an autocast context (TPU301 reports the CUDA autocast there). */
+function autocastTernary(sema: RuleContext['sema'], tern: Node): boolean {
+  const a = tern.namedChildren[0];
+  if (a?.type !== 'call') return false;
+  const callee = sema.callee(a) ?? '';
+  if (callee === 'torch.cuda.amp.autocast') return true;
+  if (!/^torch\.(amp\.)?autocast$/.test(callee)) return false;
+  const { positional, keywords } = callArgs(a);
+  const dt = keywords.get('device_type')?.childForFieldName('value') ?? positional[0];
+  return !!dt && (sema.isCudaDevice(dt) || /^cuda$/.test(stringContent(dt) ?? ''));
+}
+
+/** Inside the arguments of another `torch.cuda.*` call (which its own rule reports). */
+function insideCudaCall(sema: RuleContext['sema'], call: Node): boolean {
+  for (let p = call.parent; p && p.type !== 'expression_statement' && p.type !== 'block'; p = p.parent) {
+    if (p.type === 'call' && p.id !== call.id && /^torch\.cuda\./.test(sema.callee(p) ?? '')) return true;
+  }
+  return false;
+}
+
+/**
+ * `if torch.cuda.device_count() > 1:` whose body only sets flags (`model.is_parallelizable = True`, alpaca-lora) or
+ * wraps `nn.DataParallel` (TPU504 reports that): with 0 devices the single-device path runs, which is TPU's path too.
+ */
+function multiGpuOnly(sema: RuleContext['sema'], owner: Node, call: Node): boolean {
+  const cmp = call.parent;
+  if (cmp?.type !== 'comparison_operator') return false;
+  const [l, r] = cmp.namedChildren;
+  const op = cmp.children.find((c) => c && !c.isNamed)?.text;
+  if (l?.id !== call.id || !r || !((op === '>' && r.text === '1') || (op === '>=' && r.text === '2'))) return false;
+  if (owner.childrenForFieldName('alternative').some(Boolean)) return false;
+  const stmts = owner.childForFieldName('consequence')?.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment') ?? [];
+  return stmts.length > 0 && stmts.every((s) => {
+    if (s.type !== 'expression_statement') return false;
+    const e = s.namedChildren[0];
+    if (e?.type === 'assignment') {
+      const right = e.childForFieldName('right');
+      if (right && /^(true|false|none|integer|string)$/.test(right.type)) return true;
+      return right?.type === 'call' && /^torch\.nn\.(parallel\.)?DataParallel$/.test(sema.callee(right) ?? '');
+    }
+    return e?.type === 'call' && /^(print|warnings\.warn)$|(^|\.)(logging|\w*logger|\w*LOGGER|log)\.\w+$/.test(sema.callee(e) ?? e.childForFieldName('function')?.text ?? '');
+  });
+}
+
+/** `self.sync_cuda = torch.cuda.is_available()` that nothing in the file reads (guided-diffusion). */
+function neverRead(sema: RuleContext['sema'], a: Node): boolean {
+  const left = a.childForFieldName('left');
+  if (left?.type === 'attribute' && left.childForFieldName('object')?.text === 'self') {
+    const attr = left.childForFieldName('attribute')?.text ?? '';
+    return !sema.nodes('attribute').some((n) => n.id !== left.id && n.childForFieldName('attribute')?.text === attr);
+  }
+  if (left?.type === 'identifier' && sema.enclosingFunction(a)) {
+    return !sema.identifiersNamed(left.text).some((id) => id.id !== left.id);
+  }
+  return false;
 }
 
 /**

@@ -4,6 +4,7 @@ import { callArgs, enclosingStatement } from '../../core/semantics';
 import { deleteStatement, replace } from '../../core/edits';
 import type { Severity } from '../../core/types';
 import { inCompatBranch, literal } from './runtime-util';
+import { cudaGuarded } from './cuda-util';
 
 const BACKENDS_IMPORT = { module: 'torch_xla.backends' };
 const CUDNN_FLAGS = new Set(['benchmark', 'deterministic', 'enabled', 'allow_tf32']);
@@ -88,6 +89,8 @@ export default defineRule({
       if (!m) continue;
       const [, group, flag] = m;
       if (group === 'cudnn' && CUDNN_FLAGS.has(flag)) {
+        // `if using_cuda: cudnn.deterministic = True` (stable-baselines3): the cuDNN arm is never reached on a TPU host
+        if (cudaGuarded(a)) continue;
         const relied = (flag === 'deterministic' && val === 'True') || (flag === 'allow_tf32' && val === 'False' && !xlaPrecisionSet);
         const stmt = enclosingStatement(a);
         const simple = stmt.type === 'expression_statement' && stmt.namedChildren.length === 1 && stmt.namedChildren[0]?.id === a.id;

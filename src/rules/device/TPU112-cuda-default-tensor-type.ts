@@ -86,7 +86,23 @@ export default defineRule({
       const call = a.parent?.type === 'argument_list' ? a.parent.parent : null;
       if (call && /^(isinstance|issubclass)$/.test(call.childForFieldName('function')?.text ?? '')) continue;
       if (a.parent?.type === 'tuple' && a.parent.parent?.type === 'argument_list' && /^(isinstance|issubclass)$/.test(a.parent.parent.parent?.childForFieldName('function')?.text ?? '')) continue;
+      // a type object compared or looked up (`torch.cuda.HalfTensor in buckets`, `tp == torch.cuda.FloatTensor`,
+      // `buckets[torch.cuda.HalfTensor]`) creates nothing: on a TPU host the test is just False
+      if (typeComparison(a)) continue;
       report(a, `\`${a.text}\` is a CUDA tensor type: creating or casting to it raises on a TPU host; use \`dtype=\` with the XLA device`, null);
     }
   },
 });
+
+/** An operand of a comparison (`in`, `==`, `is`), also inside a tuple/list/set operand, or a subscript key. */
+function typeComparison(a: Node): boolean {
+  let n: Node = a;
+  let p = a.parent;
+  while (p && (p.type === 'tuple' || p.type === 'list' || p.type === 'set' || p.type === 'parenthesized_expression')) {
+    n = p;
+    p = p.parent;
+  }
+  if (!p) return false;
+  if (p.type === 'comparison_operator') return true;
+  return p.type === 'subscript' && p.childForFieldName('value')?.id !== n.id;
+}

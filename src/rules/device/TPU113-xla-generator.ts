@@ -81,7 +81,16 @@ export default defineRule({
       if (callee !== 'torch.Generator' && callee !== 'torch._C.Generator') continue;
       const { positional, keywords } = callArgs(call);
       const dev = positional[0] ?? kwValue(keywords.get('device'));
-      if (!isXlaDevice(ctx, dev)) continue;
+      if (!isXlaDevice(ctx, dev)) {
+        // HF Accelerate / Lightning Fabric pick the device at run time: on a TPU host `accelerator.device` is the XLA device
+        if (!frameworkDevice(ctx, dev) || ctx.sema.inXlaAwareBranch(call)) continue;
+        ctx.report(call, {
+          message: ctx.idiom.profile === 'torchtpu'
+            ? `\`torch.Generator(${dev!.text})\` builds a generator on the run-time device; whether TorchTPU supports generators on \`tpu\` is not documented`
+            : `\`torch.Generator(${dev!.text})\` raises when the run-time device is XLA (on a TPU host; torch_xla exposes no XLA generator); sample on a CPU generator (\`torch.Generator().manual_seed(seed)\`) and move the result`,
+        });
+        continue;
+      }
       ctx.report(call, {
         message: ctx.idiom.profile === 'torchtpu'
           ? `\`torch.Generator(${dev!.text})\` on an XLA device raises (no Python-registered XLA generator); whether TorchTPU supports generators on \`tpu\` is not documented`
@@ -90,3 +99,12 @@ export default defineRule({
     }
   },
 });
+
+/** `accelerator.device` (HF Accelerate) or `fabric.device` (Lightning Fabric), in a file that imports the framework. */
+function frameworkDevice(ctx: RuleContext, node: Node | null | undefined): boolean {
+  if (node?.type !== 'attribute' || node.childForFieldName('attribute')?.text !== 'device') return false;
+  const obj = node.childForFieldName('object')?.text ?? '';
+  if (/(^|\.)accelerator$/.test(obj)) return ctx.sema.imports('accelerate');
+  if (/(^|\.)fabric$/.test(obj)) return ctx.sema.imports('lightning') || ctx.sema.imports('lightning.fabric') || ctx.sema.imports('lightning_fabric');
+  return false;
+}

@@ -5,15 +5,58 @@ import { mentionsXla } from '../../core/semantics';
 import type { Snippet } from '../../core/idioms';
 import type { Edit } from '../../core/types';
 
-/** A condition that is true only on CUDA (`torch.cuda.is_available()`, `device.type == "cuda"`, `use_cuda`, `args.gpu`). */
+/**
+ * A condition that is true only on CUDA (`torch.cuda.is_available()`, `device.type == "cuda"`, `use_cuda`, `args.gpu`),
+ * also as one conjunct of an `and` (`not cpu and torch.cuda.is_available()`, `flash_ok and q.device.type == "cuda"`).
+ */
 function positiveCudaCondition(cond: Node): boolean {
+  if (cond.type === 'parenthesized_expression' && cond.namedChildren.length === 1) return positiveCudaCondition(cond.namedChildren[0]!);
+  if (cond.type === 'not_operator') {
+    const arg = cond.childForFieldName('argument');
+    return !!arg && negativeCudaCondition(arg);
+  }
+  if (cond.type === 'boolean_operator') {
+    const l = cond.childForFieldName('left');
+    const r = cond.childForFieldName('right');
+    const op = cond.childForFieldName('operator')?.text ?? cond.children.find((c) => c && !c.isNamed)?.text;
+    if (!l || !r) return false;
+    return op === 'and' ? positiveCudaCondition(l) || positiveCudaCondition(r) : positiveCudaCondition(l) && positiveCudaCondition(r);
+  }
   const t = cond.text;
   if (!/cuda|gpu|nvidia/i.test(t)) return false;
+  if (cond.type === 'identifier' && notCpuFlag(cond)) return false;
   return !/^\s*not\b/.test(t) && !/!=|\bnot\s+in\b/.test(t);
+}
+
+const notCpuMemo = new WeakMap<object, Map<string, boolean>>();
+/** `cuda = device.type != "cpu"` (YOLOv5): a flag that is True on an XLA device as well, not a CUDA-only condition. */
+function notCpuFlag(id: Node): boolean {
+  const root = id.tree.rootNode;
+  let memo = notCpuMemo.get(id.tree);
+  if (!memo) notCpuMemo.set(id.tree, (memo = new Map()));
+  let r = memo.get(id.text);
+  if (r === undefined) {
+    r = new RegExp(`(^|\\n)[ \\t]*${id.text}\\s*=[^=\\n][^\\n]*(!=\\s*["']cpu["']|["']cpu["']\\s*!=)`).test(root.text);
+    memo.set(id.text, r);
+  }
+  return r;
 }
 
 /** A condition that is true only off CUDA (`not torch.cuda.is_available()`, `device.type != "cuda"`). */
 function negativeCudaCondition(cond: Node): boolean {
+  if (cond.type === 'parenthesized_expression' && cond.namedChildren.length === 1) return negativeCudaCondition(cond.namedChildren[0]!);
+  if (cond.type === 'not_operator') {
+    const arg = cond.childForFieldName('argument');
+    return !!arg && positiveCudaCondition(arg);
+  }
+  if (cond.type === 'boolean_operator') {
+    // `not a or not b` is true off CUDA only when every disjunct is
+    const l = cond.childForFieldName('left');
+    const r = cond.childForFieldName('right');
+    const op = cond.childForFieldName('operator')?.text ?? cond.children.find((c) => c && !c.isNamed)?.text;
+    if (!l || !r) return false;
+    return op === 'and' ? negativeCudaCondition(l) || negativeCudaCondition(r) : negativeCudaCondition(l) && negativeCudaCondition(r);
+  }
   const t = cond.text;
   return /cuda|gpu/i.test(t) && (/^\s*not\b/.test(t) || /!=|\bnot\s+in\b/.test(t));
 }
@@ -132,4 +175,23 @@ export function withQuotes(snippet: Snippet, original: Node): Snippet {
 export function short(text: string, max = 48): string {
   const one = text.replace(/\s+/g, ' ');
   return one.length > max ? `${one.slice(0, max - 1)}…` : one;
+}
+
+/**
+ * Libraries whose kernels run only on CUDA GPUs: flash-attn, xFormers, apex, Triton, bitsandbytes, DeepSpeed, Mamba,
+ * Transformer Engine, and compiled extensions named `*_cuda` / `*_cuda_lib` (flash-attn's `xentropy_cuda_lib`, `rotary_emb`).
+ */
+export const CUDA_ONLY_MODULE = /^(flash_attn|xformers|apex|triton|bitsandbytes|deepspeed|mamba_ssm|causal_conv1d|transformer_engine|liger_kernel|cupy|pycuda|rotary_emb|\w+_cuda(_lib)?)(\.|$)/;
+
+/**
+ * Whether a block is a CUDA fast path: it imports or calls a CUDA-only kernel library. On a TPU host the guard that
+ * holds it (`if q.device.type == "cuda": return flash_attn_func(...)`) rightly takes the portable path.
+ */
+export function usesCudaOnlyKernel(sema: Semantics, block: Node | null | undefined): boolean {
+  if (!block) return false;
+  for (const stmt of [...sema.within('import_statement', block), ...sema.within('import_from_statement', block)]) {
+    const mod = stmt.type === 'import_from_statement' ? stmt.childForFieldName('module_name')?.text : stmt.namedChildren[0]?.text.replace(/\s+as\s+\w+$/, '');
+    if (mod && CUDA_ONLY_MODULE.test(mod)) return true;
+  }
+  return sema.callsWithin(block).some((c) => CUDA_ONLY_MODULE.test(sema.callee(c) ?? ''));
 }

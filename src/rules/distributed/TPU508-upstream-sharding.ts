@@ -102,6 +102,8 @@ export default defineRule({
     // Lightning: `FSDPStrategy(...)` and `strategy="fsdp"` wrap with PyTorch FSDP; the XLA one is `XLAFSDPStrategy` / "xla_fsdp"
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
+      // `if tpu: strategy = XLAStrategy(...) else: strategy = FSDPStrategy(...)` (TinyLlama): the GPU arm of an XLA-aware choice
+      if (ctx.sema.inXlaAwareBranch(call)) continue;
       if (/^(lightning(\.pytorch|\.fabric)?|pytorch_lightning)\.strategies(\.fsdp)?\.FSDPStrategy$/.test(callee)) {
         ctx.report(call, { message: 'Lightning `FSDPStrategy` wraps the model with PyTorch FSDP (CUDA/NCCL); on TPU use `XLAFSDPStrategy` (`strategy="xla_fsdp"`)' });
         continue;

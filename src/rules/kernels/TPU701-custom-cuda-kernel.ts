@@ -2,9 +2,27 @@ import { defineRule } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { kwValue } from '../../core/semantics';
 import { argShape, importInfos, isOptionalImport, literal } from './util';
+import { cudaGuarded } from '../device/cuda-util';
 
 const KERNEL_LIBS = /^(triton|cupy|pycuda|numba\.cuda|cuda\.(cuda|cudart|bindings)|warp)(\.|$)/;
 const EXT = 'torch.utils.cpp_extension.';
+/** Compiled CUDA extension modules that ship with flash-attn, apex and Mamba (each is a CUDA-only `.so`). */
+const KNOWN_CUDA_EXT = new Map<string, string>([
+  ...['xentropy_cuda_lib', 'rotary_emb', 'fused_dense_lib', 'dropout_layer_norm', 'fused_softmax_lib', 'flash_attn_cuda', 'flash_attn_2_cuda'].map((m) => [m, 'flash-attn'] as const),
+  ...['amp_C', 'fused_layer_norm_cuda', 'fused_adam_cuda', 'syncbn'].map((m) => [m, 'apex'] as const),
+  ...['selective_scan_cuda', 'causal_conv1d_cuda'].map((m) => [m, 'Mamba'] as const),
+]);
+/** A module-name segment that names a CUDA build: `*_cuda`, `*_cuda_lib`, `*_cuda_ext`, `*_cuda_kernels`. */
+const COMPILED_CUDA_EXT = /^(?:\w+_cuda(?:_lib|_ext|_kernels?)?|xentropy_cuda_lib|rotary_emb|fused_dense_lib|dropout_layer_norm|fused_softmax_lib|amp_C|syncbn)$/;
+/** Libraries other rules report (TPU702 apex, TPU703 bitsandbytes, TPU704 flash-attn/xFormers, TPU705 DeepSpeed) and torch itself. */
+const OWNED = /^(torch|apex|bitsandbytes|flash_attn|xformers|deepspeed|triton)(\.|$)/;
+
+function compiledCudaExtension(mod: string): boolean {
+  if (OWNED.test(mod)) return false;
+  const segs = mod.split('.');
+  // `syncbn` and `amp_C` are apex's only as top-level modules; a project's `models.syncbn` is not
+  return segs.some((seg, i) => COMPILED_CUDA_EXT.test(seg) && (i === 0 || !/^(syncbn|amp_C|rotary_emb)$/.test(seg)));
+}
 
 export default defineRule({
   id: 'TPU701',
@@ -15,11 +33,12 @@ export default defineRule({
   effort: 7,
   message: 'custom CUDA/Triton kernel: TPUs run neither',
   fix: { availability: 'none' },
-  triggers: ['triton', 'cpp_extension', 'cupy', 'pycuda', 'numba', 'CUDAExtension', 'torch.library', 'cuda'],
+  triggers: ['triton', 'cpp_extension', 'cupy', 'pycuda', 'numba', 'CUDAExtension', 'torch.library', 'cuda', 'rotary_emb', 'amp_C', 'syncbn', 'fused_dense_lib', 'dropout_layer_norm', 'fused_softmax_lib'],
   docs: {
     what:
       'Checks for custom GPU kernels: `import triton` / `triton.language`, `@triton.jit` kernels, `torch.library.triton_op`/`wrap_triton`, custom ops registered only for the CUDA dispatch key ' +
-      '(`torch.library.impl(..., "CUDA")`, `register_kernel(..., "cuda")`), `torch.utils.cpp_extension` builds (`CUDAExtension`, `load(sources=[*.cu])`, `load_inline(cuda_sources=...)`, also in setup.py), and `cupy`, `pycuda`, `numba.cuda`. ' +
+      '(`torch.library.impl(..., "CUDA")`, `register_kernel(..., "cuda")`), `torch.utils.cpp_extension` builds (`CUDAExtension`, `load(sources=[*.cu])`, `load_inline(cuda_sources=...)`, also in setup.py), and `cupy`, `pycuda`, `numba.cuda`; ' +
+      'imports of compiled CUDA extensions by their module name: flash-attn\'s `xentropy_cuda_lib`, `rotary_emb`, `fused_dense_lib`, `dropout_layer_norm`, apex\'s `amp_C`, `fused_layer_norm_cuda`, Mamba\'s `selective_scan_cuda`, and any module named `*_cuda`, `*_cuda_lib`, `*_cuda_ext` (by name only: the message says "appears to be"; optional imports under `try/except ImportError` and imports under a CUDA guard are not flagged). ' +
       'CPU-only C++ extensions (`CppExtension`, `load` of .cpp sources, `load_inline` without CUDA sources) are reported as warnings.',
     why:
       'A TPU runs neither CUDA nor Triton code, and torch_xla\'s (GPU-only) Triton integration was removed in 2.9 (commit d4cf42a). ' +
@@ -32,6 +51,7 @@ export default defineRule({
     fixSafety: 'No automatic fix: a kernel has to be rewritten as XLA-lowerable PyTorch ops or as a Pallas kernel (PALLAS:14-60, the `torch_xla[pallas]` extra: PALLAS:112).',
     sources: [
       'commit d4cf42a (Triton integration removed from torch_xla in 2.9)',
+      'Dao-AILab/flash-attention csrc/rotary/setup.py (`CUDAExtension(\'rotary_emb\', [\'rotary.cpp\', \'rotary_cuda.cu\'])`, @614f3ba), csrc/xentropy/setup.py (xentropy_cuda_lib), csrc/fused_dense_lib, csrc/layer_norm (dropout_layer_norm): CUDA (or ROCm) builds only',
       'PALLAS:14-60, 112 (docs/source/features/pallas.md: make_kernel_from_pallas, jax_import_guard, torch_xla[pallas])',
     ],
     torchtpu: 'The same: torch_tpu has no CUDA or Triton path; a TPU kernel language for torch_tpu is not documented yet.',
@@ -42,6 +62,15 @@ export default defineRule({
       if (!mod || isOptionalImport(info.stmt) || ctx.sema.inXlaAwareBranch(info.stmt)) continue;
       const lib = mod.startsWith('triton') ? 'Triton' : mod.split('.').slice(0, 2).join('.');
       ctx.report(info.stmt, { message: `\`${lib}\` is imported: ${lib === 'Triton' ? 'Triton kernels' : 'this CUDA library'} cannot run on a TPU` });
+    }
+    // compiled CUDA extensions imported by their own module name (flash-attn's `xentropy_cuda_lib`, `rotary_emb`)
+    for (const info of importInfos(ctx)) {
+      const mod = info.modules.find((m) => compiledCudaExtension(m));
+      if (!mod || info.modules.some((m) => KERNEL_LIBS.test(m)) || isOptionalImport(info.stmt) || ctx.sema.inXlaAwareBranch(info.stmt) || cudaGuarded(info.stmt)) continue;
+      const name = mod.split('.').find((seg) => COMPILED_CUDA_EXT.test(seg)) ?? mod;
+      const lib = KNOWN_CUDA_EXT.get(name);
+      const rewrite = ctx.idiom.profile === 'torchtpu' ? 'rewrite its ops in PyTorch' : 'rewrite its ops in PyTorch or as a Pallas kernel';
+      ctx.report(info.stmt, { message: `\`${name}\` appears to be a compiled CUDA extension (${lib ? `${lib} builds it from CUDA sources` : 'by its name'}): it cannot run on a TPU; ${rewrite}` });
     }
     for (const dec of ctx.sema.nodes('decorated_definition')) {
       for (const d of dec.namedChildren) {

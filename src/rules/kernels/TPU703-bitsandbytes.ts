@@ -48,12 +48,19 @@ export default defineRule({
     torchtpu: 'The same plain PyTorch replacements apply.',
   },
   check(ctx) {
+    // a lazy import in a block that picks a bitsandbytes optimizer class (`if quantized: import bitsandbytes as bnb;
+    // optimizer_cls = bnb.optim.PagedAdamW`, lit-gpt): one finding, on the import, with the class replacement as its fix
+    const lazyImports: Node[] = [];
     for (const info of importInfos(ctx)) {
       if (!info.modules.some((m) => /^bitsandbytes(\.|$)/.test(m)) || isOptionalImport(info.stmt)) continue;
       const edits = deleteUnusedImport(ctx, info);
+      const block = info.stmt.parent?.type === 'block' ? info.stmt.parent : null;
+      const use = block ? optimizerClassRefs(ctx).find((a) => a.startIndex > info.stmt.endIndex && a.endIndex <= block.endIndex && a.parent?.parent?.parent?.id === block.id) : undefined;
+      if (use) lazyImports.push(use);
+      const useFix = use ? classFix(ctx, use) : null;
       ctx.report(info.stmt, {
-        message: '`bitsandbytes` is imported: its kernels have no XLA backend',
-        fix: edits ? { title: 'Remove the unused bitsandbytes import', applicability: 'safe', edits } : null,
+        message: use ? `\`bitsandbytes\` is imported for \`${use.text}\`, whose optimizer state lives in bitsandbytes CUDA kernels (no XLA backend); use torch.optim on TPU` : '`bitsandbytes` is imported: its kernels have no XLA backend',
+        fix: edits ? { title: 'Remove the unused bitsandbytes import', applicability: 'safe', edits } : useFix,
       });
     }
     const configCalls: Node[] = [];
@@ -72,12 +79,9 @@ export default defineRule({
       }
     }
     // `optimizer_cls = bnb.optim.AdamW8bit` ... `optimizer_cls(params, lr=...)` (diffusers --use_8bit_adam): the class picked, called later
-    for (const attr of ctx.sema.nodes('attribute')) {
-      const p = attr.parent;
-      if (p?.type === 'attribute' || (p?.type === 'call' && p.childForFieldName('function')?.id === attr.id)) continue;
-      const q = ctx.sema.resolve(attr) ?? '';
-      if (!/^bitsandbytes\.optim\.\w+$/.test(q) || ctx.sema.inXlaAwareBranch(attr)) continue;
-      const name = q.split('.').pop()!;
+    for (const attr of optimizerClassRefs(ctx)) {
+      if (lazyImports.some((u) => u.id === attr.id)) continue;
+      const name = (ctx.sema.resolve(attr) ?? '').split('.').pop()!;
       const target = ADAMW.test(name) ? 'torch.optim.AdamW' : ADAM.test(name) ? 'torch.optim.Adam' : null;
       const ref = target ? refFor(ctx, target) : null;
       // behind a flag (`if args.use_8bit_adam:`): an opt-in path to leave off on TPU, not a blocker
@@ -113,6 +117,24 @@ export default defineRule({
     }
   },
 });
+
+/** `bnb.optim.AdamW8bit` used as a value (a class picked, called later), not called in place. */
+function optimizerClassRefs(ctx: RuleContext): Node[] {
+  return ctx.sema.nodes('attribute').filter((attr) => {
+    const p = attr.parent;
+    if (p?.type === 'attribute' || (p?.type === 'call' && p.childForFieldName('function')?.id === attr.id)) return false;
+    return /^bitsandbytes\.optim\.\w+$/.test(ctx.sema.resolve(attr) ?? '') && !ctx.sema.inXlaAwareBranch(attr);
+  });
+}
+
+/** `bnb.optim.PagedAdamW` → `torch.optim.AdamW` (32-bit state), when the class has a torch counterpart. */
+function classFix(ctx: RuleContext, attr: Node): FixDraft | null {
+  const name = (ctx.sema.resolve(attr) ?? '').split('.').pop()!;
+  const target = ADAMW.test(name) ? 'torch.optim.AdamW' : ADAM.test(name) ? 'torch.optim.Adam' : null;
+  if (!target) return null;
+  const ref = refFor(ctx, target);
+  return { title: `Use \`${ref.text}\` (32-bit state)`, edits: [replace(attr, ref.text)], imports: ref.imports };
+}
 
 function optimizerFix(ctx: RuleContext, call: Node, name: string): FixDraft | null {
   const target = ADAMW.test(name) ? 'torch.optim.AdamW' : ADAM.test(name) ? 'torch.optim.Adam' : null;

@@ -3,8 +3,9 @@ import type { Node } from '../../core/parse';
 import { kwValue } from '../../core/semantics';
 import { deleteStatement, replace, replaceRange } from '../../core/edits';
 import type { ImportSpec } from '../../core/types';
+import { cudaGuarded } from '../device/cuda-util';
 import {
-  argShape, contentRange, deleteUnusedImport, importInfos, isOptionalImport, isSimpleRef, isTrue, isZero, literal, refFor, removeArg,
+  argShape, contentRange, deleteUnusedImport, importInfos, isOptionalImport, importRuns, isSimpleRef, isTrue, isZero, literal, refFor, removeArg,
 } from './util';
 
 const FLASH_FUNCS = /^flash_attn\.(flash_attn_interface\.)?(flash_attn_func|flash_attn_varlen_func|flash_attn_qkvpacked_func|flash_attn_kvpacked_func|flash_attn_varlen_qkvpacked_func|flash_attn_varlen_kvpacked_func|flash_attn_with_kvcache)$/;
@@ -57,18 +58,25 @@ export default defineRule({
     torchtpu: 'The torchtpu profile rewrites to `torch.nn.functional.scaled_dot_product_attention` (plain PyTorch); a native TPU flash kernel for torch_tpu is not known.',
   },
   check(ctx) {
-    for (const info of importInfos(ctx)) {
-      if (!info.modules.some((m) => /^(flash_attn|xformers)(\.|$)/.test(m)) || isOptionalImport(info.stmt) || availabilityGuarded(info.stmt)) continue;
-      const lib = /^xformers/.test(info.modules[0]) ? 'xFormers' : 'flash-attn';
-      const edits = deleteUnusedImport(ctx, info);
-      ctx.report(info.stmt, {
-        message: `${lib} is imported: its attention kernels are CUDA-only`,
-        fix: edits ? { title: `Remove the unused ${lib} import`, applicability: 'safe', edits } : null,
-      });
+    const libImports = importInfos(ctx).filter((info) =>
+      info.modules.some((m) => /^(flash_attn|xformers)(\.|$)/.test(m)) && !isOptionalImport(info.stmt) && !availabilityGuarded(info.stmt) &&
+      // a lazy import in the CUDA arm of `if q.device.type == "cuda":` never runs on a TPU host
+      !cudaGuarded(info.stmt));
+    for (const lib of ['flash-attn', 'xFormers']) {
+      // one finding per run of imports of one library (FastChat imports flash-attn on three consecutive lines)
+      for (const run of importRuns(libImports.filter((info) => (/^xformers/.test(info.modules[0]) ? 'xFormers' : 'flash-attn') === lib))) {
+        const edits = run.map((info) => deleteUnusedImport(ctx, info));
+        const all = edits.every(Boolean) ? edits.flatMap((e) => e!) : null;
+        ctx.report(run[0].stmt, {
+          message: `${lib} is imported${run.length > 1 ? ` (${run.length} import statements)` : ''}: its attention kernels are CUDA-only`,
+          fix: all ? { title: `Remove the unused ${lib} import${run.length > 1 ? 's' : ''}`, applicability: 'safe', edits: all } : null,
+        });
+      }
     }
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
-      if (ctx.sema.inXlaAwareBranch(call)) continue;
+      // the CUDA arm of a device check (lit-gpt: flash-attn when `q.device.type == "cuda"`, SDPA otherwise) is not taken on TPU
+      if (ctx.sema.inXlaAwareBranch(call) || cudaGuarded(call)) continue;
       const method = call.childForFieldName('function');
       if (method?.type === 'attribute' && method.childForFieldName('attribute')?.text === 'enable_xformers_memory_efficient_attention') {
         // diffusers models and pipelines switch their attention processors to xFormers (--enable_xformers_memory_efficient_attention)

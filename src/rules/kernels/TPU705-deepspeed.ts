@@ -1,7 +1,7 @@
 import { defineRule } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { kwValue, receiver, methodName, stringContent } from '../../core/semantics';
-import { importInfos, isOptionalImport, removeArg } from './util';
+import { importInfos, importRuns, isOptionalImport, removeArg } from './util';
 
 const DS_CALLS = new Set(['deepspeed.initialize', 'deepspeed.init_distributed', 'deepspeed.add_config_arguments', 'deepspeed.zero.Init']);
 const TRAINING_ARGS = /(TrainingArguments|SFTConfig|DPOConfig|GRPOConfig|ORPOConfig|KTOConfig|RewardConfig)$/;
@@ -36,9 +36,10 @@ export default defineRule({
     torchtpu: 'The same: DeepSpeed has no torch_tpu accelerator either.',
   },
   check(ctx) {
-    for (const info of importInfos(ctx)) {
-      if (!info.modules.some((m) => /^deepspeed(\.|$)/.test(m)) || isOptionalImport(info.stmt)) continue;
-      ctx.report(info.stmt, { message: '`deepspeed` is imported: DeepSpeed has no XLA accelerator' });
+    const dsImports = importInfos(ctx).filter((info) => info.modules.some((m) => /^deepspeed(\.|$)/.test(m)) && !isOptionalImport(info.stmt));
+    // one finding per run of consecutive deepspeed imports
+    for (const run of importRuns(dsImports)) {
+      ctx.report(run[0].stmt, { message: `\`deepspeed\` is imported${run.length > 1 ? ` (${run.length} import statements)` : ''}: DeepSpeed has no XLA accelerator` });
     }
     const engines = new Set<string>();
     for (const call of ctx.sema.nodes('call')) {

@@ -48,7 +48,7 @@ export default defineRule({
       }
       if (callee === 'torch.as_strided' || (!callee && meth && TENSOR_ONLY.has(meth)) || (meth && NEEDS_TENSOR.has(meth) && !callee && ctx.sema.isTensorValued(receiver(call)))) {
         if (callee === '' && meth === 'data_ptr' && !receiver(call)) continue;
-        if (meth === 'data_ptr' && cpuParameterIdentity(ctx.text, call)) continue;
+        if (meth === 'data_ptr' && (cpuParameterIdentity(ctx.text, call) || storageObject(ctx, call))) continue;
         const what = callee === 'torch.as_strided' ? 'torch.as_strided' : `.${meth}()`;
         ctx.report(call, { message: `\`${what}\` inspects storage or strides: XLA tensors have no storage and report contiguous strides` });
         continue;
@@ -152,6 +152,22 @@ function cpuParameterIdentity(text: string, call: Node): boolean {
     return !new RegExp(`\\b${model}\\s*${moves}`).test(text) && !new RegExp(`\\b${model}\\s*=[^\\n]*${moves}`).test(text);
   }
   return false;
+}
+
+/**
+ * `.data_ptr()` of a storage object, not of a tensor: `storage.data_ptr()` in a checkpoint pickler (lit-gpt's
+ * incremental save), `x.untyped_storage().data_ptr()` (the inner call is the finding), or any call in a
+ * `pickle.Pickler` subclass's `persistent_id` (serialization on the host).
+ */
+function storageObject(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['check']>>[0], call: Node): boolean {
+  const recv = receiver(call);
+  if (!recv) return false;
+  if (recv.type === 'identifier' && /(^|_)storages?$|^storage/i.test(recv.text)) return true;
+  if (recv.type === 'call' && /^(untyped_storage|storage|_typed_storage|_untyped_storage)$/.test(methodName(recv) ?? '')) return true;
+  if (recv.type === 'attribute' && /^_?(untyped_)?storage$/.test(recv.childForFieldName('attribute')?.text ?? '')) return true;
+  const fn = ctx.sema.enclosingFunction(call);
+  const cls = ctx.sema.enclosingClass(call);
+  return fn?.childForFieldName('name')?.text === 'persistent_id' && /Pickler\b/.test(cls?.childForFieldName('superclasses')?.text ?? '');
 }
 
 /** Under an `if`/`while`/ternary/assert condition or a boolean operator: the result drives control flow. */

@@ -206,3 +206,25 @@ export function removeArgs(ctx: RuleContext, remove: Node[]): Edit[] {
   }
   return edits;
 }
+
+/**
+ * Groups import statements of one library that sit in one run of imports (same block, only imports or
+ * comments between them): `from flash_attn import …` on three consecutive lines is one problem.
+ */
+export function importRuns(infos: ImportInfo[]): ImportInfo[][] {
+  const runs: ImportInfo[][] = [];
+  for (const info of infos) {
+    const run = runs.find((r) => inOneImportRun(r[r.length - 1].stmt, info.stmt));
+    if (run) run.push(info);
+    else runs.push([info]);
+  }
+  return runs;
+}
+
+function inOneImportRun(a: Node, b: Node): boolean {
+  if (!a.parent || a.parent.id !== b.parent?.id || a.startIndex > b.startIndex) return false;
+  for (let s = a.nextNamedSibling; s && s.id !== b.id; s = s.nextNamedSibling) {
+    if (s.type !== 'comment' && s.type !== 'import_statement' && s.type !== 'import_from_statement') return false;
+  }
+  return true;
+}

@@ -22,6 +22,7 @@ export default defineRule({
   docs: {
     what:
       'Checks notebooks for the old TPU setup: `env-setup.py` / `pytorch-xla-env-setup.py` downloads and runs, wheels from `storage.googleapis.com/tpu-pytorch/wheels/…`, ' +
+      'commented-out install hints of those (`# !pip install cloud-tpu-client==0.10 torch==1.9.0 …torch_xla-1.9…whl`, info; the fix rewrites the hint, still commented), ' +
       '`cloud-tpu-client` installs, `XRT_TPU_CONFIG`, `COLAB_TPU_ADDR`, `TPU_NAME` pointing at a `grpc://` TPU Node and `PJRT_DEVICE=TPU_LEGACY`. ' +
       'Removals of `TPU_PROCESS_ADDRESSES` (the Kaggle PT/XLA 2.1 sample) are not reported: torch_xla sets that variable with `os.environ.setdefault` ' +
       '(torch_xla/_internal/tpu.py:268 at v2.3.0, :296 at v2.9.0), so a stale value from the image would win over it.',
@@ -85,6 +86,19 @@ export default defineRule({
       if (env) {
         ctx.report(at, { message: `\`${env[2]}\` configures the XRT runtime removed in torch_xla 2.1`, fix: { title: 'Delete the XRT setting', edits: [deleteLineInCell(ctx, m.start, m.end)] } });
       }
+    }
+
+    // 1b. a commented-out install hint ("uncomment to run on TPU: # !pip install cloud-tpu-client==0.10 torch==1.9.0 <tpu-pytorch wheel>"):
+    // whoever follows it installs an XRT-era build; the comment is rewritten to a current install, still commented
+    for (const c of ctx.sema.nodes('comment')) {
+      const m = /^#\s*([!%]\s*(?:pip3?|python3?\s+-m\s+pip)\s+install\b.*)$/.exec(c.text);
+      if (!m || !(WHEELS.test(m[1]) || /\bcloud-tpu-client\b/.test(m[1]) || /env-setup\.py/.test(m[1]))) continue;
+      const hash = /^#\s*/.exec(c.text)![0];
+      ctx.report(c, {
+        severity: 'info',
+        message: 'This commented TPU install line is legacy (cloud-tpu-client / `tpu-pytorch` XRT wheels): uncommented, it installs an XRT-era torch_xla; point it at the current `torch_xla[tpu]` wheels',
+        fix: install ? { title: 'Rewrite the hint to a current install (kept commented)', applicability: 'safe', edits: [replaceRange(c.startIndex + hash.length, c.endIndex, install)] } : null,
+      });
     }
 
     // 2. Python: XRT / TPU Node variables

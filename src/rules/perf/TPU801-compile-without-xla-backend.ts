@@ -76,6 +76,7 @@ export default defineRule({
     // the preview compiles training and inference alike with backend="tpu"
     const training = !tpu && sema.nodes('call').some((c) => sema.isTrainSignal(c));
 
+    const reportedCompiles: Node[] = [];
     const reportCompile = (call: Node | null, deco: Node | null) => {
       const target = call ?? deco!;
       if (sema.inXlaAwareBranch(target)) return;
@@ -172,6 +173,7 @@ export default defineRule({
           fix = { applicability: 'unsafe', title: 'Drop `@torch.compile` for XLA training', edits: [replaceRange(decorator.startIndex, end, '')] };
         }
       }
+      reportedCompiles.push(target);
       ctx.report(target, { message, fix });
     };
 
@@ -190,9 +192,21 @@ export default defineRule({
       const left = a.childForFieldName('left');
       if (left?.type !== 'attribute') continue;
       const q = sema.resolve(left);
-      if (q && q.startsWith('torch._inductor.config.')) {
+      // a tuning flag set in the same block as a reported `torch.compile` is part of that finding (llm.c)
+      if (q && q.startsWith('torch._inductor.config.') && !reportedCompiles.some((c) => sameBlockOrAncestor(a, c))) {
         ctx.report(left, { severity: 'info', message: `\`${q.replace(/^torch\./, 'torch.')}\` tunes inductor, which does not run on XLA` });
       }
     }
   },
 });
+
+/** `a` and `b` share a block, or `b` sits in a block nested under `a`'s (`if args.compile: config.x = True; …; torch.compile(m)`). */
+function sameBlockOrAncestor(a: Node, b: Node): boolean {
+  const block = (n: Node) => {
+    let p = n.parent;
+    while (p && p.type !== 'block' && p.type !== 'module') p = p.parent;
+    return p;
+  };
+  const ba = block(a);
+  return !!ba && b.startIndex >= ba.startIndex && b.endIndex <= ba.endIndex && ba.type !== 'module';
+}

@@ -1,9 +1,9 @@
 import { defineRule, type FixDraft } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, kwValue } from '../../core/semantics';
+import { callArgs, enclosingStatement, kwValue } from '../../core/semantics';
 import { deleteStatement, insertLineBefore } from '../../core/edits';
 import { downgrade } from '../../core/engine';
-import { isDeviceWait, isTimerCall, runsDeviceWork, xlaContext } from './util';
+import { isDeviceWait, isModelCall, isTimerCall, runsDeviceWork, xlaContext } from './util';
 
 const BENCH = /bench|profil|timing|perf_test/i;
 const TRACE_NAME = /trac(e|ing)/i;
@@ -43,16 +43,38 @@ export default defineRule({
     torchtpu: 'The preview has no documented wait-for-device call here; the finding stays, with no fix.',
   },
   check(ctx) {
-    if (!xlaContext(ctx)) return;
+    // a CUDA script is checked too, but only for per-step timing in its training loop (what a migration keeps)
+    const xla = xlaContext(ctx);
+    if (!xla && !ctx.sema.usesTorch()) return;
     const sema = ctx.sema;
     const wait = ctx.idiom.waitDeviceOps();
 
-    /** `acc = evaluate(loader)` whose body reads a result to the host on every call (`return correct.item()`, not under an `if`). */
+    /** A statement that reads a result to the host on every run (not under an `if`). */
+    const waitsAlways = (st: Node | null): boolean =>
+      !!st && /^(expression_statement|return_statement)$/.test(st.type) && sema.callsWithin(st).some((c) => isDeviceWait(ctx, c));
+    /**
+     * `acc = evaluate(loader)` whose body reads a result to the host on every call (`return correct.item()`), or on every
+     * iteration of its loop (`losses[k] = loss.item()`, lit-gpt's validate): the clock after it is already synced.
+     */
     const callsUnconditionalWait = (call: Node): boolean =>
       sema.calledFunctions(call).some((fn) => {
         const body = fn.childForFieldName('body');
-        return !!body && body.namedChildren.some((st) => !!st && /^(expression_statement|return_statement)$/.test(st.type) && sema.callsWithin(st).some((c) => isDeviceWait(ctx, c)));
+        return !!body && body.namedChildren.some((st) => {
+          if (waitsAlways(st)) return true;
+          if (st?.type !== 'for_statement' && st?.type !== 'while_statement') return false;
+          return st.childForFieldName('body')?.namedChildren.some(waitsAlways) ?? false;
+        });
       });
+    /** The timed region runs a whole training run (`train(fabric, state, ...)` holds the training loop): a total, off by a step at most. */
+    const trainLoops = sema.hotLoops().filter((h) => h.kind === 'train' && h.anchor.type !== 'function_definition');
+    const runsWholeTraining = (region: Node[]): boolean =>
+      region.some((st) => sema.callsWithin(st).some((c) => sema.calledFunctions(c).some((fn) => trainLoops.some((h) => h.anchor.startIndex >= fn.startIndex && h.anchor.endIndex <= fn.endIndex))));
+    /** Where the last device work of a statement starts (a train signal or a model call), else -1. */
+    const lastWorkAt = (st: Node): number => {
+      let at = -1;
+      for (const c of sema.callsWithin(st)) if (sema.isTrainSignal(c) || isModelCall(c)) at = Math.max(at, c.startIndex);
+      return at;
+    };
 
     // 1. start/end clock pairs around device work
     for (const a of sema.nodes('assignment')) {
@@ -81,27 +103,46 @@ export default defineRule({
       if (TRACE_NAME.test(t0) || TRACE_NAME.test(endName)) continue;
       const region = siblings.slice(i + 1, endIdx);
       if (!region.some((s) => runsDeviceWork(ctx, s))) continue;
-      if (region.some((s) => sema.callsWithin(s).some((c) => isDeviceWait(ctx, c) || callsUnconditionalWait(c)))) continue;
+      const hotEnd = sema.hot(end);
+      // in a CUDA script only the timed training step itself (backward / optimizer step in the region)
+      if (!xla && (hotEnd?.kind !== 'train' || !region.some((st) => sema.containsTrainSignal(st)))) continue;
+      if (!hotEnd && runsWholeTraining(region)) continue;
+      // a host read counts only after the last device work: `loss.item()` before `backward()`/`optimizer.step()` (tacotron2) does not
+      // wait for them
+      let last = -1;
+      region.forEach((st, k) => {
+        if (runsDeviceWork(ctx, st)) last = k;
+      });
+      const waitsAfterWork = region.some((st, k) => {
+        if (k < last) return false;
+        const at = k === last ? lastWorkAt(st) : -1;
+        return sema.callsWithin(st).some((c) => (isDeviceWait(ctx, c) || callsUnconditionalWait(c)) && (c.startIndex > at || c.endIndex >= st.endIndex || c.parent?.type === 'return_statement'));
+      });
+      if (waitsAfterWork) continue;
       if (sema.callsWithin(end).some((c) => isDeviceWait(ctx, c) && c.startIndex < sema.callsWithin(end).find((t) => isTimerCall(ctx, t))!.startIndex)) continue;
       const endCall = sema.callsWithin(end).find((c) => isTimerCall(ctx, c))!;
-      const hot = sema.hot(end);
+      const hot = hotEnd;
       let fix: FixDraft | null = null;
       if (wait) {
         fix = {
-          applicability: hot ? 'unsafe' : 'safe',
+          applicability: hot && !sema.hot(enclosingStatement(endCall))?.throttled ? 'unsafe' : 'safe',
           title: `Insert \`${wait.text}\` before the clock read`,
-          edits: [insertLineBefore(ctx.text, end, wait.text)],
+          // a clock read nested in `if step % k == 0:` gets the wait right before it, on the logged steps only
+          edits: [insertLineBefore(ctx.text, enclosingStatement(endCall), wait.text)],
           imports: wait.imports,
           needsAccel: wait.needsAccel,
         };
       }
       ctx.report(endCall, {
-        message: `\`${endCall.text}\` is read before the device finished the timed work: it measures tracing, not execution`,
+        message: xla
+          ? `\`${endCall.text}\` is read before the device finished the timed work: it measures tracing, not execution`
+          : `\`${endCall.text}\` is read with no device wait after the step: on TPU (lazy tensors) this per-step time measures tracing, not execution`,
         fix,
       });
     }
 
     // 2. waiting for the device on every training step
+    if (!xla) return;
     const benchFile = BENCH.test(ctx.path);
     for (const call of sema.nodes('call')) {
       const callee = sema.callee(call) ?? '';

@@ -77,7 +77,12 @@ export default defineRule({
       if (dest) check(dest, kwValue(keywords.get('default')));
     }
     const sequences = found.filter((f) => SEQUENCE.test(f.name) && f.n > 0).map((f) => f.n);
+    // one finding per name and value: `vocab_size=50257` in each of four model-size configs is one problem
+    const seen = new Set<string>();
     for (const { name, value, n } of found) {
+      const key = `${name}=${n}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
       if (FEATURE.test(name) && n >= 128 && n % 128 !== 0) {
         const up = Math.ceil(n / 128) * 128;
         // a padded model size changes CPU and CUDA results too: no dual-path fix
