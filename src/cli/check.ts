@@ -33,6 +33,8 @@ export interface CheckArgs {
   maxBytes: number;
   /** Per-file analysis budget, ms (default DEFAULT_FILE_BUDGET_MS). */
   fileBudgetMs?: number;
+  /** Per-file memory budget, bytes (default DEFAULT_FILE_MEMORY_BYTES). */
+  memoryBytes?: number;
   respectGitignore: boolean;
   output?: string;
 }
@@ -182,7 +184,9 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
     const rel = path.relative(root, abs).split(path.sep).join('/');
     const options = optionsFor(config, {}, rel, pinned, flags);
     if (!options) continue;
-    tasks.push({ abs, display: path.relative(cwd, abs) || path.basename(abs), options, fix: args.fix || args.diff ? { unsafe: args.unsafeFixes } : null, maxBytes: args.maxBytes, budgetMs: args.fileBudgetMs });
+    tasks.push({ abs, display: path.relative(cwd, abs) || path.basename(abs), options, fix: args.fix || args.diff ? { unsafe: args.unsafeFixes } : null, maxBytes: args.maxBytes,
+      budgetMs: args.fileBudgetMs ?? (config.fileBudget !== undefined ? config.fileBudget * 1000 : undefined),
+      memoryBytes: args.memoryBytes ?? (config.memoryBudget !== undefined ? config.memoryBudget * 1024 * 1024 : undefined) });
   }
   const outcomes = await runTasks(tasks, args.jobs, wasmDir);
 

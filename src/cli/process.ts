@@ -1,4 +1,5 @@
 /** One file: read, analyse, optionally fix. Shared by the CLI's main thread and its workers. */
+import v8 from 'node:v8';
 import { readRegularFile, ReadRefused } from './safefs';
 import {
   analyze, analysedText, BudgetExceeded, fixDocument, locateAll, notebookDocument, pythonDocument, textDocument, textFileKind,
@@ -8,6 +9,7 @@ import { editIpynb, NotebookFormatError, parseIpynb, type ParsedIpynb } from '..
 import { LineIndex, normalizeLoneCr, restoreLoneCr } from '../core/source';
 import { RULES } from '../rules';
 import { isGeneratedAccel } from '../core/accel';
+import { budgetSkipReason } from '../core/budget';
 import type { AnalyzeOptions, Applicability, Severity, Step, Effort } from '../core/types';
 
 export interface FileTask {
@@ -20,10 +22,24 @@ export interface FileTask {
   maxBytes: number;
   /** Time budget for analysing (and fixing) the file, ms: past it the file is skipped with the reason. */
   budgetMs?: number;
+  /** Memory budget for analysing (and fixing) the file, bytes of JS heap and WebAssembly memory added. */
+  memoryBytes?: number;
 }
 
 /** Default per-file budget: a pathological file must not hold up a scan (or an editor). */
 export const DEFAULT_FILE_BUDGET_MS = 10_000;
+
+/**
+ * Default per-file memory budget: a 2 MB file of short lines (the largest the default --max-file-size lets in)
+ * stays under it; a worker never reaches V8's heap limit (an out-of-memory crash loses the whole scan).
+ */
+export const DEFAULT_FILE_MEMORY_BYTES = 1024 * 1024 * 1024;
+
+/** JS heap plus external memory (tree-sitter's WebAssembly heap is an external ArrayBuffer). */
+export function memoryInUse(): number {
+  const h = v8.getHeapStatistics();
+  return h.used_heap_size + h.external_memory;
+}
 
 export interface OutFinding {
   path: string;
@@ -105,13 +121,14 @@ function toOut(display: string, doc: SourceDocument, findings: ReturnType<typeof
 
 export function processFile(task: FileTask): FileOutcome {
   const budget = task.budgetMs ?? DEFAULT_FILE_BUDGET_MS;
+  const memory = task.memoryBytes ?? DEFAULT_FILE_MEMORY_BYTES;
   const t0 = performance.now();
   try {
-    return processWithin({ ...task, options: { ...task.options, deadline: t0 + budget } });
+    return processWithin({ ...task, options: { ...task.options, deadline: t0 + budget, memory: { maxBytes: memory, usage: memoryInUse } } });
   } catch (e) {
     if (!(e instanceof BudgetExceeded)) throw e;
-    const rule = e.rule ? `, in ${e.rule}` : '';
-    return { display: task.display, abs: task.abs, kind: null, findings: [], relevant: false, ruleErrors: [], skipped: `analysis took longer than the ${budget / 1000} s budget per file (stopped after ${((performance.now() - t0) / 1000).toFixed(1)} s${rule}); raise it with --file-budget` };
+    const skipped = budgetSkipReason(e, { ms: budget, bytes: memory }, performance.now() - t0, { time: '--file-budget', memory: '--memory-budget' });
+    return { display: task.display, abs: task.abs, kind: null, findings: [], relevant: false, ruleErrors: [], skipped };
   }
 }
 

@@ -1,4 +1,5 @@
 /** Shared types of the engine. No runtime code, no host imports. */
+import type { MemoryBudget } from './budget';
 
 export type Severity = 'error' | 'warning' | 'info' | 'hint';
 export type Applicability = 'safe' | 'unsafe' | 'display';
@@ -78,6 +79,8 @@ export interface AnalyzeOptions {
    * on every report): one file must not stall the scan or the editor.
    */
   deadline?: number;
+  /** Bytes of heap and WebAssembly memory the file's analysis may add (checked like `deadline`): see core/budget.ts. */
+  memory?: MemoryBudget;
 }
 
 export const DEFAULT_TARGET: Target = { profile: 'torch_xla', version: '2.9' };
