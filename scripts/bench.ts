@@ -245,7 +245,8 @@ function benchMemory(results: Record<string, unknown>) {
   ];
   console.log('\nmemory per file (peak heap + WebAssembly memory added by one analysis; target <= 50x the file):');
   const out: Record<string, unknown> = {};
-  for (const { name, doc } of shapes) {
+  // one function call per shape: nothing of the previous shape's analysis stays reachable from this frame
+  const one = (name: string, doc: SourceDocument) => {
     const len = doc.kind === 'notebook' ? doc.program.text.length : doc.kind === 'python' ? doc.text.length : 0;
     gc?.();
     gc?.();
@@ -270,7 +271,8 @@ function benchMemory(results: Record<string, unknown>) {
     const x = (peak - base) / len;
     console.log(`  ${name.padEnd(22)} peak ${((peak - base) / 1e6).toFixed(1).padStart(7)} MB  ${x.toFixed(0).padStart(5)}x   retained with the tree ${(retained / 1e6).toFixed(1).padStart(7)} MB   ${ms.toFixed(0).padStart(6)} ms   ${a.findings.length} findings`);
     out[name] = { bytes: len, peakBytes: peak - base, perByte: x, retainedBytes: retained, ms };
-  }
+  };
+  for (const { name, doc } of shapes) one(name, doc);
   if (!gc) console.log('  (run with node --expose-gc for a clean baseline)');
   results.memory = out;
 }
