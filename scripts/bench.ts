@@ -14,7 +14,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { initParser, parsePython, treeEditFor, type Tree } from '../src/core/parse';
-import { analyze, collectRuleTimings, pythonDocument } from '../src/core/engine';
+import v8 from 'node:v8';
+import { analyze, collectRuleTimings, notebookDocument, pythonDocument, type SourceDocument } from '../src/core/engine';
 import { RULES } from '../src/rules';
 import { DEFAULT_OPTIONS } from '../src/core/types';
 
@@ -218,6 +219,64 @@ function benchIncremental(results: Record<string, unknown>) {
   results.incremental = { fullMs: full.totalMs, reparseP50: pct(reparse, 50), reparseP95: pct(reparse, 95), reanalysisP50: pct(reanalysis, 50), reanalysisP95: pct(reanalysis, 95) };
 }
 
+/**
+ * Peak memory one file's analysis adds (JS heap plus the tree-sitter WebAssembly heap), per byte of the file:
+ * the per-file memory budget's own probe, sampled on every budget check. Reported, not asserted (test/budget.test.ts
+ * holds a generous bound). Run with --expose-gc (npm run bench does) for a clean baseline.
+ */
+function benchMemory(results: Record<string, unknown>) {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  const short = (bytes: number) => {
+    const out = ['import torch'];
+    for (let n = 13, i = 0; n < bytes; i++) {
+      const l = i % 5 === 0 ? `x${i} = t.cuda()` : i % 5 === 1 ? 'y = a.b(c)' : `z = ${i}`;
+      out.push(l);
+      n += l.length + 1;
+    }
+    return out.join('\n') + '\n';
+  };
+  const torch = torchSources().join('\n\n');
+  const shapes: { name: string; doc: SourceDocument }[] = [
+    { name: 'short lines, 300 KB', doc: pythonDocument('a.py', short(300_000)) },
+    { name: 'nested calls, 60 KB', doc: pythonDocument('a.py', 'import torch\nx = ' + 'f(t.cuda(), "s", '.repeat(3333) + '1' + ')'.repeat(3333) + '\n') },
+    { name: 'long strings, 1 MB', doc: pythonDocument('a.py', 'import torch\n' + Array.from({ length: 200 }, (_, i) => `s${i} = "${'a'.repeat(5000)}"; t.cuda()`).join('\n') + '\n') },
+    { name: 'torch code, 1 MB', doc: pythonDocument('a.py', torch.repeat(Math.ceil(1e6 / torch.length)).slice(0, 1e6).replace(/\n[^\n]*$/, '\n')) },
+    { name: 'notebook, 300 KB', doc: notebookDocument('a.ipynb', Array.from({ length: 100 }, (_, c) => ({ kind: 'code' as const, language: 'python', text: ['import torch', ...Array.from({ length: 100 }, (_, k) => `x${k} = t.cuda()  # ${c}`)].join('\n') }))) },
+  ];
+  console.log('\nmemory per file (peak heap + WebAssembly memory added by one analysis; target <= 50x the file):');
+  const out: Record<string, unknown> = {};
+  // one function call per shape: nothing of the previous shape's analysis stays reachable from this frame
+  const one = (name: string, doc: SourceDocument) => {
+    const len = doc.kind === 'notebook' ? doc.program.text.length : doc.kind === 'python' ? doc.text.length : 0;
+    gc?.();
+    gc?.();
+    const inUse = () => {
+      const h = v8.getHeapStatistics();
+      return h.used_heap_size + h.external_memory;
+    };
+    const base = inUse();
+    let peak = base;
+    const usage = () => {
+      const u = inUse();
+      if (u > peak) peak = u;
+      return u;
+    };
+    const t0 = performance.now();
+    const a = analyze(doc, RULES, { ...DEFAULT_OPTIONS, memory: { maxBytes: Number.MAX_SAFE_INTEGER, usage } });
+    const ms = performance.now() - t0;
+    usage();
+    gc?.();
+    const retained = inUse() - base;
+    a.tree?.delete();
+    const x = (peak - base) / len;
+    console.log(`  ${name.padEnd(22)} peak ${((peak - base) / 1e6).toFixed(1).padStart(7)} MB  ${x.toFixed(0).padStart(5)}x   retained with the tree ${(retained / 1e6).toFixed(1).padStart(7)} MB   ${ms.toFixed(0).padStart(6)} ms   ${a.findings.length} findings`);
+    out[name] = { bytes: len, peakBytes: peak - base, perByte: x, retainedBytes: retained, ms };
+  };
+  for (const { name, doc } of shapes) one(name, doc);
+  if (!gc) console.log('  (run with node --expose-gc for a clean baseline)');
+  results.memory = out;
+}
+
 async function main() {
   await initParser(__dirname);
   // `--only incremental`: just the edit latency (what `node --cpu-prof dist/bench.js --only incremental` profiles)
@@ -232,6 +291,7 @@ async function main() {
     benchCorpus(denseCorpus(300), ruff, results);
   }
   benchIncremental(results);
+  benchMemory(results);
   fs.mkdirSync(path.join(HERE, '.bench'), { recursive: true });
   fs.writeFileSync(path.join(HERE, '.bench', 'last.json'), JSON.stringify(results, null, 2));
   console.log('\nwritten .bench/last.json');

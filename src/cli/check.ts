@@ -34,6 +34,8 @@ export interface CheckArgs {
   maxBytes: number;
   /** Per-file analysis budget, ms (default DEFAULT_FILE_BUDGET_MS). */
   fileBudgetMs?: number;
+  /** Per-file memory budget, bytes (default DEFAULT_FILE_MEMORY_BYTES). */
+  memoryBytes?: number;
   respectGitignore: boolean;
   output?: string;
   /** Run logs to merge (runtime findings, src/evidence). */
@@ -154,6 +156,23 @@ export function safeProcess(task: FileTask): FileOutcome {
   }
 }
 
+/** A file with no write permission bit for anyone. */
+function isReadOnly(file: string): boolean {
+  try {
+    return (fs.statSync(file).mode & 0o222) === 0;
+  } catch {
+    return false;
+  }
+}
+
+function writeErrText(e: unknown): string {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'ENOSPC') return 'no space left on the device';
+  if (code === 'EROFS') return 'read-only file system';
+  return code ?? (e as Error).message.split('\n')[0];
+}
+
 export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promise<number> {
   const formatter = FORMATTERS[args.format];
   if (!formatter) {
@@ -189,12 +208,15 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
     const rel = path.relative(root, abs).split(path.sep).join('/');
     const options = optionsFor(config, {}, rel, pinned, flags);
     if (!options) continue;
-    tasks.push({ abs, display: path.relative(cwd, abs) || path.basename(abs), options, fix: args.fix || args.diff ? { unsafe: args.unsafeFixes } : null, maxBytes: args.maxBytes, budgetMs: args.fileBudgetMs, project });
+    tasks.push({ abs, display: path.relative(cwd, abs) || path.basename(abs), options, fix: args.fix || args.diff ? { unsafe: args.unsafeFixes } : null, maxBytes: args.maxBytes,
+      budgetMs: args.fileBudgetMs ?? (config.fileBudget !== undefined ? config.fileBudget * 1000 : undefined),
+      memoryBytes: args.memoryBytes ?? (config.memoryBudget !== undefined ? config.memoryBudget * 1024 * 1024 : undefined), project });
   }
   const outcomes = await runTasks(tasks, args.jobs, wasmDir);
 
-  const notices: Notice[] = unreadable.map((u) => ({ path: u.path, message: u.reason, error: false }));
+  const notices: Notice[] = unreadable.map((u) => ({ path: u.path, message: u.reason, error: !!u.error }));
   let fixed = 0;
+  let writeFailures = 0;
   const diffs: string[] = [];
   const accelWritten = new Set<string>();
   for (const o of outcomes) {
@@ -225,6 +247,14 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
         diffs.push(createTwoFilesPatch('/dev/null', `b/${rel}`, '', accelModuleSource(task.options.accelModule), '', '').replace(/^=+\n/, ''));
       }
     } else {
+      // a read-only file is the user's "do not touch" (even for root, whom the OS would let write): it stays
+      // unfixed, the others are fixed, and the run ends with exit 2 naming it
+      if (isReadOnly(o.abs)) {
+        fixed -= o.fixed.applied;
+        writeFailures++;
+        notices.push({ path: o.display, message: 'not fixed: the file is read-only (make it writable to apply the fixes)', error: true });
+        continue;
+      }
       try {
         // check both before writing either: a fixed file without its accel module would not run
         checkWritable(o.abs, roots, 'fix');
@@ -236,8 +266,14 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
           notices.push({ path: path.relative(cwd, accelFile), message: 'created the device-abstraction module the dual-path fixes call' });
         }
       } catch (e) {
-        io.err(e instanceof UnsafeWriteError ? `tpu-ready: ${e.message}\n` : `tpu-ready: cannot write ${termSafe(o.display)}: ${(e as Error).message}\n`);
-        return 2;
+        if (e instanceof UnsafeWriteError) {
+          io.err(`tpu-ready: ${e.message}\n`);
+          return 2;
+        }
+        // one file that cannot be written (permissions, a full disk) does not stop the others being fixed
+        fixed -= o.fixed.applied;
+        writeFailures++;
+        notices.push({ path: o.display, message: `not fixed: cannot write it (${writeErrText(e)})`, error: true });
       }
     }
   }
@@ -268,7 +304,7 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
       effort: findings.reduce((s, f) => s + f.effort, 0),
       byStep,
       skipped: outcomes.length - analysed.length,
-      failed: outcomes.filter((o) => o.failed).length + missing.length,
+      failed: outcomes.filter((o) => o.failed).length + missing.length + writeFailures + unreadable.filter((u) => u.error).length,
       fixed: args.diff ? 0 : fixed,
     },
     findings,

@@ -44,13 +44,14 @@ Check options:
   --jobs N                          worker threads (default: cores)
   --max-file-size KB                skip larger files (default 2048)
   --file-budget SECONDS             skip a file whose analysis takes longer (default 10)
+  --memory-budget MB                skip a file whose analysis needs more memory (default 1024)
   --no-gitignore                    do not honour .gitignore files
   --debug                           print the stack trace of an internal error
 
 Exit codes: 0 no findings, 1 findings, 2 usage or I/O error (also a file that cannot be
 analysed: unreadable, a broken notebook; --exit-zero silences findings only).
 Configuration: [tool.tpu-ready] in pyproject.toml (select, ignore, per-file-ignores, exclude,
-target, target-version, fix-style, accel-module). Flags win over pyproject.
+target, target-version, fix-style, accel-module, file-budget, memory-budget). Flags win over pyproject.
 `;
 
 export function parseCheckArgs(argv: string[]): CheckArgs {
@@ -81,6 +82,7 @@ export function parseCheckArgs(argv: string[]): CheckArgs {
         break;
       }
       case '--file-budget': a.fileBudgetMs = arg.number(0.001, 3600, 'a number of seconds (up to 3600)') * 1000; break;
+      case '--memory-budget': a.memoryBytes = arg.number(16, 65536, 'a number of MB (16-65536)') * 1024 * 1024; break;
       case '--max-file-size': a.maxBytes = arg.number(Number.MIN_VALUE, Number.MAX_SAFE_INTEGER, 'a positive number of KiB') * 1024; break;
       default: a.paths.push(arg.positional());
     }

@@ -1,5 +1,6 @@
 /** One file: read, analyse, optionally fix. Shared by the CLI's main thread and its workers. */
 import type { Evidence } from '../evidence';
+import v8 from 'node:v8';
 import { readRegularFile, ReadRefused } from './safefs';
 import {
   analyze, analysedText, BudgetExceeded, fixDocument, locateAll, notebookDocument, pythonDocument, textDocument, textFileKind,
@@ -11,6 +12,7 @@ import { RULES } from '../rules';
 import { isGeneratedAccel } from '../core/accel';
 import { ProjectIndex } from '../model/project';
 import path from 'node:path';
+import { budgetSkipReason } from '../core/budget';
 import type { AnalyzeOptions, Applicability, Severity, Step, Effort, LocatedRelated } from '../core/types';
 
 export interface FileTask {
@@ -23,6 +25,8 @@ export interface FileTask {
   maxBytes: number;
   /** Time budget for analysing (and fixing) the file, ms: past it the file is skipped with the reason. */
   budgetMs?: number;
+  /** Memory budget for analysing (and fixing) the file, bytes of JS heap and WebAssembly memory added. */
+  memoryBytes?: number;
   /**
    * Project scope (issue 9): the roots imports resolve in and the working directory display paths are relative to.
    * Each thread builds one index per root set, lazily: a module is read and parsed when a file first imports it.
@@ -57,6 +61,18 @@ export function disposeProjectIndexes(): void {
 
 /** Default per-file budget: a pathological file must not hold up a scan (or an editor). */
 export const DEFAULT_FILE_BUDGET_MS = 10_000;
+
+/**
+ * Default per-file memory budget: a 2 MB file of short lines (the largest the default --max-file-size lets in)
+ * stays under it; a worker never reaches V8's heap limit (an out-of-memory crash loses the whole scan).
+ */
+export const DEFAULT_FILE_MEMORY_BYTES = 1024 * 1024 * 1024;
+
+/** JS heap plus external memory (tree-sitter's WebAssembly heap is an external ArrayBuffer). */
+export function memoryInUse(): number {
+  const h = v8.getHeapStatistics();
+  return h.used_heap_size + h.external_memory;
+}
 
 export interface OutFinding {
   path: string;
@@ -179,15 +195,34 @@ function toOut(display: string, doc: SourceDocument, findings: ReturnType<typeof
   });
 }
 
+/**
+ * The first analysis in a process compiles the tree-sitter queries and the rules' code (~0.3 s): done once, off
+ * the clock, so that it is not charged to whichever file comes first (a small file was skipped under a short
+ * --file-budget when the file before it had stopped early).
+ */
+let warmedUp = false;
+const WARM_UP = 'import torch\nfor x in loader:\n    loss = model(x.cuda()).sum()\n    loss.backward()\n    print(loss.item())\n';
+function warmUp(options: AnalyzeOptions): void {
+  if (warmedUp) return;
+  warmedUp = true;
+  try {
+    analyze(pythonDocument('warm-up.py', WARM_UP), RULES, options).tree?.delete();
+  } catch {
+    // a warm-up only
+  }
+}
+
 export function processFile(task: FileTask): FileOutcome {
+  if (/\.(py|pyi|ipynb)$/.test(task.abs)) warmUp(task.options);
   const budget = task.budgetMs ?? DEFAULT_FILE_BUDGET_MS;
+  const memory = task.memoryBytes ?? DEFAULT_FILE_MEMORY_BYTES;
   const t0 = performance.now();
   try {
-    return processWithin({ ...task, options: { ...task.options, deadline: t0 + budget } });
+    return processWithin({ ...task, options: { ...task.options, deadline: t0 + budget, memory: { maxBytes: memory, usage: memoryInUse } } });
   } catch (e) {
     if (!(e instanceof BudgetExceeded)) throw e;
-    const rule = e.rule ? `, in ${e.rule}` : '';
-    return { display: task.display, abs: task.abs, kind: null, findings: [], relevant: false, ruleErrors: [], skipped: `analysis took longer than the ${budget / 1000} s budget per file (stopped after ${((performance.now() - t0) / 1000).toFixed(1)} s${rule}); raise it with --file-budget` };
+    const skipped = budgetSkipReason(e, { ms: budget, bytes: memory }, performance.now() - t0, { time: '--file-budget', memory: '--memory-budget' });
+    return { display: task.display, abs: task.abs, kind: null, findings: [], relevant: false, ruleErrors: [], skipped };
   }
 }
 

@@ -40,10 +40,10 @@ function ignoredBy(levels: Level[], abs: string, isDir: boolean): boolean {
  * (hidden and tool folders skipped, .gitignore honoured at every level when `respectGitignore`).
  * `exclude` globs are matched against paths relative to `root`.
  */
-export function collectFiles(paths: string[], root: string, exclude: string[] | undefined, respectGitignore = true): { files: string[]; missing: { path: string; reason: string }[]; unreadable: { path: string; reason: string }[] } {
+export function collectFiles(paths: string[], root: string, exclude: string[] | undefined, respectGitignore = true): { files: string[]; missing: { path: string; reason: string }[]; unreadable: { path: string; reason: string; error?: boolean }[] } {
   const files: string[] = [];
   const missing: { path: string; reason: string }[] = [];
-  const unreadable: { path: string; reason: string }[] = [];
+  const unreadable: { path: string; reason: string; error?: boolean }[] = [];
   const seen = new Set<string>();
   const rootLevels: Level[] = [];
   if (respectGitignore) {
@@ -70,6 +70,11 @@ export function collectFiles(paths: string[], root: string, exclude: string[] | 
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const e of entries) {
       const abs = path.join(dir, e.name);
+      // a name that is not valid UTF-8 reaches us with U+FFFD in it and opens nothing: say so, do not report ENOENT
+      if (e.name.includes('\ufffd') && !fs.existsSync(abs)) {
+        if (isCandidate(e.name) || e.isDirectory()) unreadable.push({ path: path.relative(process.cwd(), abs) || abs, reason: 'not analysed: its name is not valid UTF-8 (rename it to scan it)', error: true });
+        continue;
+      }
       const rel = path.relative(root, abs).split(path.sep).join('/');
       if (e.isDirectory()) {
         if (SKIP_DIRS.has(e.name) || (e.name.startsWith('.') && e.name !== '.')) continue;

@@ -19,6 +19,10 @@ export interface ProjectConfig {
   targetVersion?: string;
   fixStyle?: FixStyle;
   accelModule?: string;
+  /** `file-budget`: seconds the CLI may spend analysing one file (its --file-budget wins); the editor has its own setting. */
+  fileBudget?: number;
+  /** `memory-budget`: MB of memory the CLI may use analysing one file (its --memory-budget wins). */
+  memoryBudget?: number;
 }
 
 export interface Settings {
@@ -36,7 +40,7 @@ export interface ConfigProblem {
   line?: number;
 }
 
-const KEYS = new Set(['select', 'ignore', 'per-file-ignores', 'exclude', 'extend-exclude', 'target', 'target-version', 'fix-style', 'accel-module', 'cost']);
+const KEYS = new Set(['select', 'ignore', 'per-file-ignores', 'exclude', 'extend-exclude', 'target', 'target-version', 'fix-style', 'accel-module', 'file-budget', 'memory-budget', 'cost']);
 
 /**
  * The 1-based line of `key = …` in the `[tool.tpu-ready]` table (or its `per-file-ignores` sub-table when
@@ -137,6 +141,16 @@ export function parseProjectConfig(pyprojectText: string): { config: ProjectConf
     if (typeof raw['accel-module'] === 'string' && /^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$/.test(raw['accel-module'])) config.accelModule = raw['accel-module'];
     else problem('[tool.tpu-ready] accel-module must be a Python module name such as "accel"', 'accel-module');
   }
+  // the same ranges as the CLI flags
+  const number = (key: string, min: number, max: number, unit: string): number | undefined => {
+    const v = raw[key];
+    if (v === undefined) return undefined;
+    if (typeof v === 'number' && Number.isFinite(v) && v >= min && v <= max) return v;
+    problem(`[tool.tpu-ready] ${key} must be a number of ${unit} (${min}-${max}), not ${JSON.stringify(v) ?? String(v)}`, key);
+    return undefined;
+  };
+  config.fileBudget = number('file-budget', 0.001, 3600, 'seconds');
+  config.memoryBudget = number('memory-budget', 16, 65536, 'MB');
   return { config, problems };
 }
 

@@ -14,6 +14,9 @@ import { Idioms } from './idioms';
 import { isSelected, type ReportOptions, type Rule, type RuleContext, type TextContext } from './rule';
 import type { AnalyzeOptions, Edit, Finding, ImportSpec, LocatedFinding, LocatedRelated, RelatedLocation, Severity } from './types';
 import type { ProjectView } from '../model/project';
+import { arm, budgetRule, budgetTick, checkBudget, disarm, BudgetExceeded } from './budget';
+
+export { BudgetExceeded };
 
 export interface PythonDocument {
   kind: 'python';
@@ -116,18 +119,6 @@ export function downgrade(sev: Severity): Severity {
   return sev === 'error' ? 'warning' : sev === 'warning' ? 'info' : 'hint';
 }
 
-/** The file's analysis ran past `options.deadline`: the caller reports the file as skipped. */
-export class BudgetExceeded extends Error {
-  constructor(readonly rule: string | null) {
-    super(`analysis ran past its time budget${rule ? ` (in ${rule})` : ''}`);
-    this.name = 'BudgetExceeded';
-  }
-}
-
-function overBudget(options: AnalyzeOptions): boolean {
-  return options.deadline !== undefined && performance.now() > options.deadline;
-}
-
 export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOptions, oldTree?: Tree | null): Analysis {
   const text = analysedText(doc);
   const result: Analysis = { doc, findings: [], tree: null, sema: null, ruleErrors: [], project: options.project ?? null };
@@ -139,10 +130,27 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
     (r) => !!r.check && isSelected(r.id, options.select, options.ignore) && (!r.notebookOnly || doc.kind === 'notebook') && (!r.profiles || r.profiles.includes(options.target.profile)) && triggered(r, text, seenTriggers),
   );
   if (!active.length) return result;
+  const prevBudget = arm(options.deadline, options.memory);
   const tree = parsePython(text, oldTree);
-  const sema = new Semantics(tree, text);
-  result.tree = tree;
-  result.sema = sema;
+  try {
+    checkBudget();
+    const sema = new Semantics(tree, text);
+    result.tree = tree;
+    result.sema = sema;
+    runRules(doc, text, tree, sema, active, options, result);
+  } catch (e) {
+    // over budget (time or memory): the tree goes now, the caller reports the file as skipped
+    if (e instanceof BudgetExceeded) tree.delete();
+    throw e;
+  } finally {
+    disarm(prevBudget);
+  }
+  result.findings.sort((a, b) => a.start - b.start || a.rule.localeCompare(b.rule));
+  result.findings = mergeSameProblem(result.findings, text);
+  return result;
+}
+
+function runRules(doc: PythonDocument | NotebookDocument, text: string, tree: Tree, sema: Semantics, active: Rule[], options: AnalyzeOptions, result: Analysis): void {
   const lines = new LineIndex(text);
   const suppressions = collectSuppressions(sema.nodes('comment'), lines);
   const idiom = new Idioms(options);
@@ -158,7 +166,7 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
       idiom,
       project: options.project ?? null,
       report(at: Node | { start: number; end: number }, opts: ReportOptions = {}) {
-        if (overBudget(options)) throw new BudgetExceeded(rule.id);
+        budgetTick();
         const start = 'startIndex' in at ? at.startIndex : at.start;
         const end = 'endIndex' in at ? at.endIndex : at.end;
         const anchor = 'startIndex' in at ? at : tree.rootNode.descendantForIndex(start, Math.max(start, end - 1)) ?? tree.rootNode;
@@ -169,25 +177,17 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
         result.findings.push(makeFinding(rule, start, end, opts));
       },
     };
-    if (overBudget(options)) {
-      tree.delete();
-      throw new BudgetExceeded(rule.id);
-    }
+    budgetRule(rule.id);
+    checkBudget();
     const t0 = ruleTimings ? performance.now() : 0;
     try {
       rule.check!(ctx);
     } catch (e) {
-      if (e instanceof BudgetExceeded) {
-        tree.delete();
-        throw e;
-      }
+      if (e instanceof BudgetExceeded) throw e;
       result.ruleErrors.push({ rule: rule.id, error: (e as Error)?.stack ?? String(e) });
     }
     if (ruleTimings) ruleTimings.set(rule.id, (ruleTimings.get(rule.id) ?? 0) + performance.now() - t0);
   }
-  result.findings.sort((a, b) => a.start - b.start || a.rule.localeCompare(b.rule));
-  result.findings = mergeSameProblem(result.findings, text);
-  return result;
 }
 
 /**
@@ -225,8 +225,27 @@ const SEVERITY_RANK: Record<Severity, number> = { error: 3, warning: 2, info: 1,
 export function mergeSameProblem(findings: Finding[], text: string): Finding[] {
   if (findings.length < 2) return findings;
   const dropped = new Set<Finding>();
+  // only findings that overlap `d` (or contain it) can drop it: found by a binary search on the sorted starts and a
+  // backward scan bounded by the running maximum of ends, in array order as before (all pairs made 30,000
+  // findings take seconds)
+  const maxEnd: number[] = [];
+  for (let i = 0, m = -Infinity; i < findings.length; i++) maxEnd.push((m = Math.max(m, findings[i].end)));
+  const sorted = findings.every((f, i) => i === 0 || findings[i - 1].start <= f.start);
+  const near: Finding[] = [];
   for (const d of findings) {
-    for (const k of findings) {
+    near.length = 0;
+    if (!sorted) near.push(...findings);
+    else {
+      let lo = 0, hi = findings.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (findings[mid].start <= d.end) lo = mid + 1;
+        else hi = mid;
+      }
+      for (let j = lo - 1; j >= 0 && maxEnd[j] >= d.start; j--) if (findings[j].end >= d.start) near.push(findings[j]);
+      near.reverse();
+    }
+    for (const k of near) {
       if (k === d || k.rule === d.rule || dropped.has(k)) continue;
       const inside = d.start >= k.start && d.end <= k.end;
       // two rules whose fixes make the same edits (TPU204 and TPU401 both wrapping the loop's loader) report
@@ -279,9 +298,18 @@ const template = (m: string) => m.replace(/`[^`]*`/g, '``');
 function mergeSameLine(findings: Finding[], text: string): Finding[] {
   const out: Finding[] = [];
   const lineOf = (off: number) => text.lastIndexOf('\n', Math.max(0, off - 1));
+  const sorted = findings.every((f, i) => i === 0 || findings[i - 1].start <= f.start);
   for (const f of findings) {
-    const prev = out.find((k) => (f.fix ? sameEdits(k, f) : !k.fix) && k.rule === f.rule && k.severity === f.severity && lineOf(k.start) === lineOf(f.start)
-      && !text.slice(k.start, f.start).includes('\n') && template(k.message.replace(/ \(also .* on this line\)$/, '')) === template(f.message));
+    // `out` keeps the findings' start order: the ones on f's line are at its end (all of `out` made 30,000 findings quadratic)
+    const line = lineOf(f.start);
+    let from = sorted ? out.length : 0;
+    while (sorted && from > 0 && out[from - 1].start > line && out[from - 1].start <= f.start) from--;
+    let prev: Finding | undefined;
+    for (let i = from; i < out.length && !prev; i++) {
+      const k = out[i];
+      if ((f.fix ? sameEdits(k, f) : !k.fix) && k.rule === f.rule && k.severity === f.severity && lineOf(k.start) === line
+        && !text.slice(k.start, f.start).includes('\n') && template(k.message.replace(/ \(also .* on this line\)$/, '')) === template(f.message)) prev = k;
+    }
     if (!prev) {
       out.push(f);
       continue;

@@ -10,6 +10,7 @@
  * (TPU_READY_NO_NODE_CACHE=1 turns it off, to compare in a benchmark).
  */
 import { Node, Tree } from 'web-tree-sitter';
+import { budgetTick } from './budget';
 
 interface TreeMemo {
   parent: Map<number, Node | null>;
@@ -115,6 +116,7 @@ export function installNodeCache(): void {
   Object.defineProperty(proto, 'parent', {
     configurable: true,
     get(this: CachedNode) {
+      budgetTick();
       let p = this.__parent;
       if (p !== undefined) return p;
       const memo = memoOf(this.tree);
@@ -131,6 +133,7 @@ export function installNodeCache(): void {
   Object.defineProperty(proto, 'namedChildren', {
     configurable: true,
     get(this: CachedNode) {
+      budgetTick();
       let c = this.__named;
       if (c !== undefined) return c;
       const m = memoOf(this.tree).named;
@@ -142,6 +145,7 @@ export function installNodeCache(): void {
   Object.defineProperty(proto, 'children', {
     configurable: true,
     get(this: CachedNode) {
+      budgetTick();
       let c = this.__children;
       if (c !== undefined) return c;
       const m = memoOf(this.tree).children;
@@ -162,6 +166,7 @@ export function installNodeCache(): void {
     },
   });
   proto.childForFieldName = function (this: CachedNode, fieldName: string): Node | null {
+    budgetTick();
     let byName = this.__fields;
     if (!byName) {
       const m = memoOf(this.tree).field;

@@ -1,5 +1,6 @@
 /** Shared types of the engine. No runtime code, no host imports. */
 import type { ProjectView } from '../model/project';
+import type { MemoryBudget } from './budget';
 
 export type Severity = 'error' | 'warning' | 'info' | 'hint';
 export type Applicability = 'safe' | 'unsafe' | 'display';
@@ -107,6 +108,8 @@ export interface AnalyzeOptions {
    * analysed alone, exactly as before.
    */
   project?: ProjectView | null;
+  /** Bytes of heap and WebAssembly memory the file's analysis may add (checked like `deadline`): see core/budget.ts. */
+  memory?: MemoryBudget;
 }
 
 export const DEFAULT_TARGET: Target = { profile: 'torch_xla', version: '2.9' };

@@ -117,9 +117,10 @@ export function parseHardwareList(v: unknown, where: string): HardwareId[] {
 
 /** `v5e,v6e-8,v5p-8` → ids with the chip counts their slice names give (v5p-8 = 4 chips). */
 export function parseHardwareSlices(v: unknown, where: string): { id: HardwareId; chips?: number }[] {
-  const items = Array.isArray(v) ? v : String(v).split(',');
+  const items = Array.isArray(v) ? v : typeof v === 'object' && v !== null ? [v] : String(v).split(',');
   const out: { id: HardwareId; chips?: number }[] = [];
   for (const it of items) {
+    if (typeof it === 'object' && it !== null) throw new CostConfigError(`${where}: hardware must be names such as v5e, not ${shownValue(it)}`, undefined, undefined, 'hardware');
     const s = String(it).trim();
     if (!s) continue;
     const hw = parseHardware(s);
@@ -136,13 +137,24 @@ export function parseRegion(v: unknown, where: string): string {
   return s;
 }
 
+/** A config value as the user wrote it: `nan`, `inf` and 1e400 are not JSON (JSON.stringify printed "null"). */
+export function shownValue(v: unknown): string {
+  if (typeof v === 'number' && !Number.isFinite(v)) return Number.isNaN(v) ? 'nan' : v > 0 ? 'inf' : '-inf';
+  if (typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date)) return 'a table';
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
 export function parsePricingList(v: unknown, where: string): Pricing[] {
-  const items = Array.isArray(v) ? v : String(v).split(',');
+  const items = Array.isArray(v) ? v : typeof v === 'object' && v !== null ? [v] : String(v).split(',');
   const out: Pricing[] = [];
   for (const it of items) {
     const s = String(it).trim().toLowerCase().replace(/[\s_]/g, '-');
     const p = s === 'on-demand' || s === 'ondemand' ? 'on-demand' : s === 'spot' || s === 'preemptible' ? 'spot' : null;
-    if (!p) throw new CostConfigError(`${where}: pricing must be on-demand or spot, not "${it}"`, undefined, undefined, 'pricing');
+    if (!p) throw new CostConfigError(`${where}: pricing must be on-demand or spot, not ${typeof it === 'string' ? `"${it}"` : shownValue(it)}`, undefined, undefined, 'pricing');
     if (!out.includes(p)) out.push(p);
   }
   return out;
@@ -164,7 +176,7 @@ export function parseAssumptionsFile(file: string, text: string): Partial<Assump
   };
   const number = (key: string, e: Entry, lo: number, hi: number): number => {
     const n = num(e.value);
-    if (n === undefined) bad(key, e, `must be a number, not ${JSON.stringify(e.value)}`);
+    if (n === undefined) bad(key, e, `must be a number, not ${shownValue(e.value)}`);
     if (n! < lo || n! > hi) bad(key, e, `must be between ${lo} and ${hi}, not ${n}`);
     return n!;
   };

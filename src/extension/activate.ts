@@ -13,7 +13,7 @@ import { ConfigService } from './config';
 import { ConfigDiagnostics } from './configDiagnostics';
 import { docsUri } from './convert';
 import { Linter, type Analysable } from './diagnostics';
-import { addCreateAccel, fixAllEdit, missingAccelModule } from './fixes';
+import { addCreateAccel, explainAccelRefusal, fixAllEdit, missingAccelModule, updateAccelModule, watchAccelModules } from './fixes';
 import { NOTEBOOK_TYPE } from './notebooks';
 import { Results } from './results';
 import { Scanner } from './scan';
@@ -30,7 +30,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const codeActions = new CodeActions(linter, config);
   // problems in [tool.tpu-ready] as diagnostics on pyproject.toml
   const configProblems = new ConfigDiagnostics(log);
-  context.subscriptions.push(log, config, results, linter, scanner, status, configProblems);
+  context.subscriptions.push(log, config, results, linter, scanner, status, configProblems, watchAccelModules());
 
   context.subscriptions.push(
     vscode.languages.registerCodeActionsProvider(
@@ -69,6 +69,7 @@ export function activate(context: vscode.ExtensionContext): void {
     }
     const { options } = await config.optionsFor(fileOf(a));
     const result = options && (await fixAllEdit(a, options, { rule: null, createAccel: true }));
+    if (result?.refused) explainAccelRefusal(result.refused);
     if (!result || !result.applied) return { applied: 0 };
     const ok = await vscode.workspace.applyEdit(result.edit, { isRefactoring: false });
     return { applied: ok ? result.applied : 0 };
@@ -93,6 +94,17 @@ export function activate(context: vscode.ExtensionContext): void {
       if (pick) void vscode.window.showTextDocument(target);
     });
     return target;
+  });
+
+  register(CommandId.UpdateAccelModule, async (uri?: vscode.Uri, reason?: string) => {
+    const a = activeAnalysable(uri);
+    const file = a ? fileOf(a) : uri instanceof vscode.Uri ? uri : undefined;
+    if (!file) {
+      void vscode.window.showWarningMessage('TPU Readiness: open a file that uses the device-abstraction module.');
+      return false;
+    }
+    const { options, settings } = await config.optionsFor(file);
+    return updateAccelModule(file, options?.accelModule ?? settings.accelModule, typeof reason === 'string' ? reason : undefined);
   });
 
   register(CommandId.ShowReadiness, async () => {

@@ -21,7 +21,7 @@ import type { ConfigService } from './config';
 import type { CostService } from './cost';
 import { addDocumentEdits } from './convert';
 import { sourceOf, targetOf, type Linter } from './diagnostics';
-import { addCreateAccel, missingAccelModule } from './fixes';
+import { accelRefusal, addCreateAccel, missingAccelModule } from './fixes';
 import { ChecklistPanel, PANEL_VIEW_TYPE } from './panel';
 import type { Results } from './results';
 import type { Scanner } from './scan';
@@ -242,6 +242,7 @@ export function registerChecklist(context: vscode.ExtensionContext, deps: Checkl
     const files = [...new Set(service.openFindingsOf(step).filter((f) => f.fix?.applicability === 'safe').map((f) => f.uri))];
     const edit = new vscode.WorkspaceEdit();
     let applied = 0;
+    const refusals: string[] = [];
     for (const u of files) {
       const uri = vscode.Uri.parse(u);
       if (uri.path.endsWith('.ipynb')) await vscode.workspace.openNotebookDocument(uri);
@@ -252,15 +253,20 @@ export function registerChecklist(context: vscode.ExtensionContext, deps: Checkl
       if (!a || !source || !options) continue;
       const result = fixDocument(source, RULES, options, { unsafe: false, only: (f: Finding) => f.step === step });
       if (!result.applied) continue;
+      const accel = result.needsAccel ? await missingAccelModule(uri, options.accelModule) : null;
+      // an existing accel module that cannot serve the fixes: this file stays unfixed, and the panel says why
+      const refused = result.needsAccel && !accel ? await accelRefusal(uri, result.doc, options) : null;
+      if (refused) {
+        refusals.push(`${vscode.workspace.asRelativePath(uri)}: ${refused.decision.message}`);
+        continue;
+      }
       addDocumentEdits(edit, targetOf(a), source, result.doc);
       applied += result.applied;
-      if (result.needsAccel) {
-        const accel = await missingAccelModule(uri, options.accelModule);
-        if (accel && !edit.has(accel)) addCreateAccel(edit, accel, options.accelModule);
-      }
+      if (accel && !edit.has(accel)) addCreateAccel(edit, accel, options.accelModule);
     }
+    for (const r of refusals) ChecklistPanel.current?.post('notice', { level: 'error', text: r });
     if (!applied) {
-      ChecklistPanel.current?.post('notice', { level: 'info', text: `Step ${step} has no safe fixes left.` });
+      if (!refusals.length) ChecklistPanel.current?.post('notice', { level: 'info', text: `Step ${step} has no safe fixes left.` });
       return 0;
     }
     if (!(await vscode.workspace.applyEdit(edit))) return 0;

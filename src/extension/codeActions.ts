@@ -11,7 +11,7 @@ import { CommandId } from './commands';
 import type { ConfigService } from './config';
 import { SOURCE } from './convert';
 import { analysableFor, isNotebookCell, uriOf, type FindingRef, type Linter } from './diagnostics';
-import { fixAllEdit, fixEdit, ignoreEdit } from './fixes';
+import { accelRefusalCommand, explainAccelRefusal, fixAllEdit, fixEdit, ignoreEdit } from './fixes';
 
 export const FIX_ALL_KIND = vscode.CodeActionKind.SourceFixAll.append('tpuReady');
 export const NOTEBOOK_FIX_ALL_KIND = vscode.CodeActionKind.Notebook.append(FIX_ALL_KIND.value);
@@ -122,6 +122,8 @@ export class CodeActions implements vscode.CodeActionProvider<vscode.CodeAction>
     // One resource only: on save VS Code skips actions whose edit touches other files, so the module is
     // created by a command that runs after the edit.
     const result = await fixAllEdit(a, options, { rule: null, createAccel: false, cell });
+    // the existing accel module cannot serve these fixes: write nothing, say why (once), offer the update
+    if (result?.refused) explainAccelRefusal(result.refused, true);
     if (!result || !result.applied) return null;
     const action = new vscode.CodeAction(cell === undefined ? FIX_ALL_TITLE : FIX_CELL_TITLE, kind);
     action.edit = result.edit;
@@ -138,7 +140,8 @@ export class CodeActions implements vscode.CodeActionProvider<vscode.CodeAction>
       case 'fix': {
         if (!this.linter.isCurrent(data.ref.unit)) return action;
         const result = await fixEdit(data.ref);
-        if (result) action.edit = result.edit;
+        if (result?.refused) action.command = accelRefusalCommand(result.refused);
+        else if (result) action.edit = result.edit;
         return action;
       }
       case 'ignore':
@@ -150,7 +153,8 @@ export class CodeActions implements vscode.CodeActionProvider<vscode.CodeAction>
         const { options } = await this.config.optionsFor(uriOf(a));
         if (!options) return action;
         const result = await fixAllEdit(a, options, { rule: data.rule, createAccel: true });
-        if (result) action.edit = result.edit;
+        if (result?.refused) action.command = accelRefusalCommand(result.refused);
+        else if (result) action.edit = result.edit;
         return action;
       }
     }

@@ -10,6 +10,11 @@ export const enum CommandId {
   FixAllInFile = 'tpuReady.fixAllInFile',
   /** Writes the device-abstraction module (`accel.py`) beside the active file. */
   CreateAccelModule = 'tpuReady.createAccelModule',
+  /**
+   * Replaces a generated `accel.py` that cannot serve the fixes (older format, missing function) with the current
+   * one; the user's own module is never replaced. Arguments: the fixed file, and optionally why the fixes were refused.
+   */
+  UpdateAccelModule = 'tpuReady.updateAccelModule',
   /** Status bar click: opens the checklist panel; returns the workspace readiness summary. */
   ShowReadiness = 'tpuReady.showReadiness',
   /** Opens a rule's documentation (asks which rule when called without an id). */

@@ -25,6 +25,19 @@ export interface ExtensionSettings {
   run: 'onType' | 'onSave';
   /** `tpuReady.maxFileSize`: files with more characters than this are not analysed. */
   maxFileSize: number;
+  /** `tpuReady.analysis.fileBudgetMs`: time the editor may spend analysing one file (clamped to 100 ms-60 s). */
+  fileBudgetMs: number;
+  /** `tpuReady.analysis.memoryBudgetMb`: memory the editor may use analysing one file (clamped to 16 MB-64 GB). */
+  memoryBudgetMb: number;
+}
+
+/** Default editor budget per file: keeps the extension host responsive on every edit. */
+export const DEFAULT_EDITOR_FILE_BUDGET_MS = 1500;
+export const DEFAULT_EDITOR_MEMORY_BUDGET_MB = 512;
+
+/** A numeric setting within [min, max]; the default for a non-number (a hand-edited settings.json). */
+export function clampSetting(v: unknown, min: number, max: number, dflt: number): number {
+  return typeof v === 'number' && Number.isFinite(v) ? Math.min(max, Math.max(min, v)) : dflt;
 }
 
 export const SECTION = 'tpuReady';
@@ -40,6 +53,8 @@ export function readSettings(scope: vscode.ConfigurationScope | undefined): Exte
     ignore: c.get<string[]>('ignore', []),
     run: c.get<'onType' | 'onSave'>('run', 'onType'),
     maxFileSize: c.get<number>('maxFileSize', 1_000_000),
+    fileBudgetMs: clampSetting(c.get<unknown>('analysis.fileBudgetMs'), 100, 60_000, DEFAULT_EDITOR_FILE_BUDGET_MS),
+    memoryBudgetMb: clampSetting(c.get<unknown>('analysis.memoryBudgetMb'), 16, 65_536, DEFAULT_EDITOR_MEMORY_BUDGET_MB),
   };
 }
 

@@ -5,6 +5,8 @@
  * are computed here, at lint time, by the engine).
  */
 import * as vscode from 'vscode';
+import v8 from 'node:v8';
+import { budgetSkipReason } from '../core/budget';
 import { analyze, analysedText, BudgetExceeded, locateAll, mayMatch, textFileKind, type SourceDocument } from '../core/engine';
 import { initParser, treeEditFor, type Tree } from '../core/parse';
 import type { AnalyzeOptions, LocatedFinding } from '../core/types';
@@ -18,9 +20,6 @@ import { changedSpan } from './textDiff';
 import { isGeneratedAccel } from '../core/accel';
 import { WorkspaceProjects } from './project';
 import { normalizePath } from '../model/project';
-
-/** Time budget per analysis on the extension host (each edit re-analyses the file). */
-const EDITOR_FILE_BUDGET_MS = 1500;
 
 /** Delay between the last keystroke and the analysis (markdownlint throttles at 500 ms). */
 export const DEBOUNCE_MS = 300;
@@ -88,6 +87,12 @@ export function uriOf(a: Analysable): vscode.Uri {
 export function stampOf(a: Analysable): string {
   if (a.kind === 'file') return String(a.doc.version);
   return `${a.nb.version}:${a.nb.getCells().map((c) => c.document.version).join(',')}`;
+}
+
+/** JS heap plus external memory (tree-sitter's WebAssembly heap is an external ArrayBuffer). */
+function memoryInUse(): number {
+  const h = v8.getHeapStatistics();
+  return h.used_heap_size + h.external_memory;
 }
 
 export function targetOf(a: Analysable): DocumentTarget {
@@ -244,11 +249,16 @@ export class Linter implements vscode.Disposable {
         // a pathological file (deep nesting, a 200 KB expression) must not stall the extension host on every edit
         const project = source.kind === 'python' ? this.projects.prepare(uri, text) : { index: null, dependants: [] };
         this.relintPaths(project.dependants);
-        analysis = analyze(source, RULES, { ...options, project: project.index, deadline: performance.now() + EDITOR_FILE_BUDGET_MS }, old);
+        // (time and memory: tpuReady.analysis.fileBudgetMs / memoryBudgetMb)
+        const memory = { maxBytes: settings.memoryBudgetMb * 1024 * 1024, usage: memoryInUse };
+        analysis = analyze(source, RULES, { ...options, project: project.index, deadline: performance.now() + settings.fileBudgetMs, memory }, old);
       } catch (e) {
         if (!(e instanceof BudgetExceeded)) throw e;
-        this.log.warn(`${vscode.workspace.asRelativePath(uri)}: not analysed: ${e.message} of ${EDITOR_FILE_BUDGET_MS} ms`);
+        const reason = budgetSkipReason(e, { ms: settings.fileBudgetMs, bytes: settings.memoryBudgetMb * 1024 * 1024 }, Date.now() - t0,
+          { time: 'the setting tpuReady.analysis.fileBudgetMs', memory: 'the setting tpuReady.analysis.memoryBudgetMb' });
+        this.log.warn(`${vscode.workspace.asRelativePath(uri)}: not analysed: ${reason}`);
         this.clear(key, state);
+        this.publishSkipped(state, targetOf(a), reason);
         return;
       } finally {
         if (old && old !== analysis?.tree) old.delete();
@@ -282,6 +292,17 @@ export class Linter implements vscode.Disposable {
     this.collection.set([...byUri.values()]);
     state.published = [...byUri.values()].map(([u]) => u);
     state.unit = unit;
+  }
+
+  /** A file not analysed (over its budget) says so where a linter user looks: one information diagnostic on its first line. */
+  private publishSkipped(state: DocState, target: DocumentTarget, reason: string): void {
+    const uri = target.cells ? target.cells[0] : target.uri;
+    if (!uri) return;
+    const d = new vscode.Diagnostic(new vscode.Range(0, 0, 0, 0), `TPU Ready did not analyse this file: ${reason}`, vscode.DiagnosticSeverity.Information);
+    d.source = SOURCE;
+    d.code = 'skipped';
+    this.collection.set(uri, [d]);
+    state.published = [uri];
   }
 
   private clear(key: string, state: DocState): void {

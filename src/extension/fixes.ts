@@ -4,8 +4,10 @@
  * same edit when a dual-path fix calls it and it is not there yet.
  */
 import * as vscode from 'vscode';
-import { exists } from './files';
+import { exists, writeRefusal } from './files';
 import { accelModuleSource } from '../core/accel';
+import { accelDecision, accelUpdate, isGeneratedModule, ModuleTextCache, type AccelDecision } from '../core/accelGate';
+import { CommandId } from './commands';
 import { analysedText, applyFixBatch, applyToDocument, cellOf, fixDocument, type SourceDocument } from '../core/engine';
 import { parsePython } from '../core/parse';
 import { suppressionEdit } from '../core/suppress';
@@ -56,6 +58,48 @@ export interface FixOutcome {
   applied: number;
   /** The device-abstraction module the fixes call and that does not exist yet. */
   accelToCreate: vscode.Uri | null;
+  /**
+   * The existing module cannot serve the fixes (it lacks a called function, or is an older generated format):
+   * `edit` is empty and `applied` 0, as the CLI leaves such a file unfixed. Show it with `explainAccelRefusal`.
+   */
+  refused?: { module: vscode.Uri; file: vscode.Uri; decision: Extract<AccelDecision, { kind: 'refuse' }> };
+}
+
+/**
+ * Texts of device-abstraction modules, cached by mtime and size (a watcher invalidates them, see
+ * `watchAccelModules`): fix-all on save decides from the cache in one turn; other paths stat, and read on change.
+ */
+export const accelTexts = new ModuleTextCache(
+  async (key) => {
+    try {
+      const st = await vscode.workspace.fs.stat(vscode.Uri.parse(key));
+      return st.type & vscode.FileType.File ? { mtime: st.mtime, size: st.size } : null;
+    } catch {
+      return null;
+    }
+  },
+  async (key) => {
+    try {
+      return new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.parse(key)));
+    } catch {
+      return null;
+    }
+  },
+);
+
+/** Forgets cached module texts when .py files change on disk. */
+export function watchAccelModules(): vscode.Disposable {
+  const w = vscode.workspace.createFileSystemWatcher('**/*.py');
+  const drop = (u: vscode.Uri) => accelTexts.invalidate(u.toString());
+  return vscode.Disposable.from(w, w.onDidChange(drop), w.onDidCreate(drop), w.onDidDelete(drop));
+}
+
+/** The module's current text: the open editor's (unsaved edits too), else the cache (`wait`: read it when unknown). */
+async function moduleText(uri: vscode.Uri, wait: boolean): Promise<string | null> {
+  const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+  if (open) return open.getText();
+  const known = accelTexts.peek(uri.toString());
+  return known !== undefined && !wait ? known : accelTexts.read(uri.toString());
 }
 
 async function outcome(
@@ -68,10 +112,73 @@ async function outcome(
   createAccel: boolean,
 ): Promise<FixOutcome> {
   const edit = new vscode.WorkspaceEdit();
-  addDocumentEdits(edit, target, before, after);
   const accelToCreate = needsAccel ? await missingAccelModule(target.uri, options.accelModule) : null;
+  const refused = needsAccel && !accelToCreate ? await accelRefusal(target.uri, after, options, !createAccel) : null;
+  if (refused) return { edit, applied: 0, accelToCreate: null, refused };
+  addDocumentEdits(edit, target, before, after);
   if (accelToCreate && createAccel) addCreateAccel(edit, accelToCreate, options.accelModule);
   return { edit, applied, accelToCreate };
+}
+
+/**
+ * Why fixed code of `file` that calls the module must not be written: the module there lacks what it calls (the
+ * CLI's check, src/cli/check.ts). Null when it serves, or when there is none (the caller creates it).
+ * `cached`: decide from the cache when it knows the module (fix-all on save: nothing interleaves).
+ */
+export async function accelRefusal(file: vscode.Uri, after: SourceDocument, options: AnalyzeOptions, cached = false): Promise<FixOutcome['refused'] | null> {
+  const module = await accelModuleUri(file, options.accelModule);
+  const existing = module ? await moduleText(module, !cached) : null;
+  if (!module || existing === null) return null;
+  const decision = accelDecision(true, existing, analysedText(after), options.accelModule, vscode.workspace.asRelativePath(module));
+  return decision.kind === 'refuse' ? { module, file, decision } : null;
+}
+
+/** A command that says why the fixes were not written, offering "Update <module>" for a generated module. */
+export function accelRefusalCommand(refused: NonNullable<FixOutcome['refused']>): vscode.Command {
+  return { command: CommandId.UpdateAccelModule, title: 'Why not fixed', arguments: [refused.file, refused.decision.message] };
+}
+
+/** Shows why (once per module and reason when `quiet`, as fix-all on save does on every save). */
+const shown = new Set<string>();
+export function explainAccelRefusal(refused: NonNullable<FixOutcome['refused']>, quiet = false): void {
+  const key = `${refused.module.toString()}\n${refused.decision.message}`;
+  if (quiet && shown.has(key)) return;
+  shown.add(key);
+  void vscode.commands.executeCommand(CommandId.UpdateAccelModule, refused.file, refused.decision.message);
+}
+
+/**
+ * "Update accel.py": replaces a generated module with the current one (one undoable edit, saved); the user's own
+ * module is never replaced. With `reason`, asks first, saying why the fixes were not written.
+ */
+export async function updateAccelModule(file: vscode.Uri, name: string, reason?: string): Promise<boolean> {
+  const module = await accelModuleUri(file, name);
+  if (!module) return false;
+  const label = vscode.workspace.asRelativePath(module);
+  const existing = await moduleText(module, true);
+  const next = existing === null ? null : accelUpdate(existing, name);
+  if (reason !== undefined) {
+    const pick = await vscode.window.showWarningMessage(`TPU Readiness: ${reason}.`, ...(next ? [`Update ${label}`] : []));
+    if (!pick) return false;
+  } else if (!next) {
+    const why = existing === null ? `there is no ${label} to update` : isGeneratedModule(existing) ? `${label} is current` : `${label} is your own module: it is not replaced`;
+    void vscode.window.showInformationMessage(`TPU Readiness: ${why}.`);
+    return false;
+  }
+  if (!next) return false;
+  const folder = vscode.workspace.getWorkspaceFolder(module);
+  const refusal = folder ? writeRefusal(module, folder.uri) : null;
+  if (refusal) {
+    void vscode.window.showErrorMessage(`TPU Readiness: not updating ${label}: ${refusal}`);
+    return false;
+  }
+  const doc = await vscode.workspace.openTextDocument(module);
+  const edit = new vscode.WorkspaceEdit();
+  edit.replace(module, new vscode.Range(doc.positionAt(0), doc.positionAt(doc.getText().length)), next);
+  if (!(await vscode.workspace.applyEdit(edit))) return false;
+  await doc.save();
+  accelTexts.invalidate(module.toString());
+  return true;
 }
 
 /** The edit of one finding's fix, against the text it was found in. */

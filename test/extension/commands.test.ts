@@ -49,7 +49,7 @@ describe('settings', () => {
   it('readSettings reads exactly the tpuReady.* settings package.json contributes', () => {
     const src = read('config.ts');
     const body = /export function readSettings[\s\S]*?\n\}/.exec(src)![0];
-    const read_ = [...body.matchAll(/c\.get<[^>]+>\('(\w+)'/g)].map((m) => `tpuReady.${m[1]}`).sort();
+    const read_ = [...body.matchAll(/c\.get<[^>]+>\('([\w.]+)'/g)].map((m) => `tpuReady.${m[1]}`).sort();
     expect(read_).toEqual(Object.keys(pkg.contributes.configuration.properties).sort());
   });
 

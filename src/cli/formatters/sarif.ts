@@ -6,6 +6,14 @@ import { VERSION } from '../version';
 
 const level = (s: Severity): Sarif.ReportingConfiguration.level => (s === 'error' ? 'error' : s === 'warning' ? 'warning' : 'note');
 
+/**
+ * A relative path as a URI reference (SARIF 3.10.3: `uri` is a URI): each segment percent-encoded, so a file name
+ * with a space, `#`, `%`, a tab or a newline maps back to its file instead of breaking the location.
+ */
+export function toUri(p: string): string {
+  return p.split(/[\\/]/).map((seg) => encodeURIComponent(seg)).join('/');
+}
+
 /** SARIF 2.1.0 for GitHub code scanning; `tool.driver.rules` is generated from the registry. */
 export function sarifLog(report: Parameters<Formatter['format']>[0], rules: readonly Rule[]): Sarif.Log {
   const index = new Map(rules.map((r, i) => [r.id, i]));
@@ -17,7 +25,7 @@ export function sarifLog(report: Parameters<Formatter['format']>[0], rules: read
     locations: [
       {
         physicalLocation: {
-          artifactLocation: { uri: f.path.split('\\').join('/'), uriBaseId: '%SRCROOT%' },
+          artifactLocation: { uri: toUri(f.path), uriBaseId: '%SRCROOT%' },
           region: f.cell !== null ? { startLine: 1 } : { startLine: f.line, startColumn: f.column, endLine: f.endLine, endColumn: f.endColumn },
         },
         ...(f.cell !== null ? { message: { text: `cell ${f.cell}, line ${f.line}, column ${f.column}` } } : {}),
