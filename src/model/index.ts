@@ -45,17 +45,17 @@ const TENSOR_METHODS = new Set([
   'count_nonzero', 'cumsum', 'sign', 'round', 'type_as', 'square', 'neg', 'mul', 'add', 'sub', 'div', 'permute', 'transpose',
   'expand', 'repeat', 'masked_select', 'nonzero', 'unique', 'topk', 'sort', 'gather', 'index_select', 'matmul', 'mm', 'bmm',
   'tanh', 'relu', 'exp_', 'add_', 'mul_', 'div_', 'sub_', 'zero_', 'fill_', 'copy_', 'clamp_', 'detach_', 'requires_grad_',
-  'type', 'new_zeros', 'new_ones', 'new_full', 'new_empty', 'new_tensor', 'float_', 'chunk', 'split', 'unbind',
-  'item_', 'sum_', 'mean_', 'cpu_', 'cuda_', 'numpy_', 'to_',
+  'type', 'new_zeros', 'new_ones', 'new_full', 'new_empty', 'new_tensor', 'chunk', 'split', 'unbind', 'kthvalue', 'median',
+  'mode', 'aminmax', 't', 'flip', 'roll', 'narrow', 'index_fill', 'scatter', 'scatter_add', 'where', 'lerp', 'baddbmm',
 ]);
 /** Of those, the ones that return several tensors. */
-const MULTI_METHODS = new Set(['chunk', 'split', 'unbind']);
+const MULTI_METHODS = new Set(['chunk', 'split', 'unbind', 'topk', 'sort', 'kthvalue', 'median', 'mode', 'aminmax', 'max', 'min']);
 /** Methods that read metadata: Python ints. */
 const INT_METHODS = new Set(['dim', 'numel', 'element_size', 'data_ptr', 'nelement', 'ndimension', 'get_device', '__len__']);
 /** Dtype spellings of `.to(...)`/`.type(...)` strings. */
 const DTYPE_METHOD: Record<string, string> = { half: 'float16', float: 'float32', double: 'float64', bfloat16: 'bfloat16', long: 'int64', int: 'int32', bool: 'bool' };
 /** torch factory functions: a CPU tensor unless `device=` says otherwise. */
-const TORCH_FACTORIES = /^torch\.(tensor|as_tensor|from_numpy|zeros|ones|empty|full|arange|range|linspace|logspace|eye|rand|randn|randint|randperm|normal|bernoulli|multinomial|empty_strided|tril_indices|triu_indices|Tensor|FloatTensor|LongTensor|IntTensor|BoolTensor|ByteTensor|DoubleTensor|HalfTensor)$/;
+const TORCH_FACTORIES = /^torch\.(tensor|as_tensor|from_numpy|zeros|ones|empty|full|arange|range|linspace|logspace|eye|rand|randn|randint|randperm|empty_strided|tril_indices|triu_indices|Tensor|FloatTensor|LongTensor|IntTensor|BoolTensor|ByteTensor|DoubleTensor|HalfTensor)$/;
 const TORCH_LIKE = /^torch\.(zeros_like|ones_like|empty_like|full_like|rand_like|randn_like|randint_like)$/;
 const NON_TENSOR_TORCH = /^torch\.(cuda|backends|distributed|device|no_grad|inference_mode|enable_grad|autocast|manual_seed|set_|get_|is_|optim|utils|nn\.(?!functional)|compile|save|load|jit|amp|multiprocessing|Generator|dtype|finfo|iinfo|Size|onnx|profiler|hub|numel|use_deterministic|seed|initial_seed|random|testing|fx|export|library|overrides|sparse\.|special\.(?!\w)|version|__version__)/;
 const HOST_MODULES = /^(numpy|pandas|math|random|statistics|scipy|sklearn|PIL|cv2)(\.|$)/;
@@ -526,20 +526,21 @@ export class ProgramModel {
     }
     if (v.kind !== 'unknown') return v;
     const def = p.childForFieldName('value');
-    if (def) return this.value(def);
+    // `mask=None` says nothing about what the callers pass: only a real default is a value
+    if (def && def.type !== 'none') return this.value(def);
     // the inputs of forward(): tensors on the model's device
     const fname = fn.childForFieldName('name')?.text;
     const cls = this.sema.enclosingClass(fn);
     const annotation = p.childForFieldName('type')?.text;
-    if (annotation && /Tensor/.test(annotation)) return deviceTensor(p, 'unknown', { weak: fname !== 'forward' });
+    if (annotation && /Tensor/.test(annotation)) return deviceTensor(p, 'unknown', { weak: fname !== 'forward', batch: !/^(torch\.)?Tensor$/.test(annotation) || undefined });
     if (annotation && !/Tensor|Any|^torch\./.test(annotation)) return UNKNOWN;
-    if (fname === 'forward' && cls) return deviceTensor(p);
+    if (fname === 'forward' && cls) return deviceTensor(p, 'unknown', { batch: true });
     // a parameter of a hot function that nothing else explains (`def train_step(x, y)` called from the loop)
     if (!HOT_PARAM_EXCLUDED.some((re) => re.test(name))) {
       const hot = this.sema.hot(p);
       if (hot && hot.anchor.id === fn.id) return deviceTensor(p, 'unknown', { weak: true });
     }
-    return UNKNOWN;
+    return def ? none(def) : UNKNOWN;
   }
 
   /** What one iteration of `for t in right` binds to `t`. */
@@ -802,9 +803,15 @@ export class ProgramModel {
       const r = this.methodCall(node, meth, receiver(node)!);
       if (r) return r;
     }
+    // a module's output is a tensor or a tuple/dict of them (`logits, loss = model(x, y)`): a bundle
     const f = this.value(fnNode);
-    if (f.kind === 'module') return deviceTensor(node);
-    if (fnNode.type === 'identifier' && (MODULE_NAME.test(fnNode.text) || /^(compute_loss|get_loss|loss)$/.test(fnNode.text))) return deviceTensor(node);
+    if (f.kind === 'module') return deviceTensor(node, 'unknown', { batch: true });
+    // `self(x)` inside an nn.Module: its forward
+    if (fnNode.type === 'identifier' && fnNode.text === 'self') {
+      const cls = this.sema.enclosingClass(node);
+      if (cls && isModuleClass(cls)) return deviceTensor(node, 'unknown', { batch: true });
+    }
+    if (fnNode.type === 'identifier' && (MODULE_NAME.test(fnNode.text) || /^(compute_loss|get_loss|loss)$/.test(fnNode.text))) return deviceTensor(node, 'unknown', { batch: true });
     return UNKNOWN;
   }
 
@@ -822,6 +829,7 @@ export class ProgramModel {
     if (/^torch\.utils\.data\.(DataLoader|dataloader\.DataLoader)$/.test(callee) || LOADER_CTORS.test(callee)) return { kind: 'loader', origin: node, device: 'unknown' };
     if (XLA_LOADERS.test(callee)) return { kind: 'loader', origin: node, device: 'xla' };
     if (/^argparse\.ArgumentParser$/.test(callee)) return UNKNOWN;
+    if (/^collections\.(defaultdict|Counter|OrderedDict)$/.test(callee)) return { kind: 'dict', origin: node, entries: new Map() };
     if (MODULE_CALLS.test(callee) || /\.from_pretrained$/.test(callee)) return { kind: 'module', origin: node };
     if (/^os\.(environ\.get|getenv)$/.test(callee)) {
       const key = positional[0]?.type === 'string' ? stringContent(positional[0]) ?? '' : '';
@@ -1069,7 +1077,9 @@ export class ProgramModel {
       const r = this.value(recv);
       if (r.kind === 'tensor') {
         const t = { ...r, origin: node, batch: undefined } as Value;
-        return MULTI_METHODS.has(meth) ? seq(node, t) : t;
+        // `t.max(dim)`/`t.median(1)` return (values, indices); `t.max()` one tensor
+        const multi = MULTI_METHODS.has(meth) && (!/^(max|min|median|mode)$/.test(meth) || positional.length > 0 || keywords.has('dim'));
+        return multi ? seq(node, t, /^(topk|sort|kthvalue|median|mode|aminmax|max|min)$/.test(meth) ? [t, t] : undefined) : t;
       }
       if (r.kind === 'number' || r.kind === 'string' || r.kind === 'bool' || r.kind === 'seq' || r.kind === 'dict' || r.kind === 'none') return r.kind === 'number' ? num(node) : UNKNOWN;
       // `x.sum()` on a value nothing explains: a tensor by its method, weakly
