@@ -646,6 +646,28 @@ export class ProgramModel {
     return v;
   }
 
+  /**
+   * The expressions an attribute read can take its value from, as the model joins them: `args.x = v` assignments
+   * (same receiver), `self.x = v` in the class, and argparse defaults of dest `x` (each with `argparse: true`).
+   */
+  attributeSources(node: Node): { value: Node; argparse: boolean }[] {
+    if (node.type !== 'attribute') return [];
+    const obj = node.childForFieldName('object');
+    const attr = node.childForFieldName('attribute')?.text ?? '';
+    if (!obj) return [];
+    const all = this.attrIndex().get(attr) ?? [];
+    if (obj.type === 'identifier' && (obj.text === 'self' || obj.text === 'cls')) {
+      const cls = this.sema.enclosingClass(node);
+      return all.filter((b) => b.recv.text === obj.text && b.cls?.id === cls?.id).map((b) => ({ value: b.value, argparse: false }));
+    }
+    const out = all.filter((b) => b.recv.text === obj.text).map((b) => ({ value: b.value, argparse: false }));
+    const o = this.value(obj);
+    if (o.kind === 'args' || (o.kind === 'unknown' && /^(args|opt|opts|options|cfg|config|hparams|params|flags|FLAGS|hp|conf|a)$/.test(obj.text))) {
+      for (const d of this.argparseDefaults(attr)) if (d.type !== 'argparse-flag') out.push({ value: d, argparse: true });
+    }
+    return out;
+  }
+
   /** Classes whose instance a name is bound to (`cfg = Config()`). */
   private instanceClasses(name: Node): Node[] {
     const out: Node[] = [];
