@@ -512,18 +512,7 @@ export class ProgramModel {
     const method = !!this.sema.enclosingClass(fn) && (firstName === 'self' || firstName === 'cls');
     if (method && index === 0) return UNKNOWN;
     let v: Value = UNKNOWN;
-    for (const call of this.sema.callSitesOf(fn)) {
-      if (contains(fn, call) && this.sema.enclosingFunction(call)?.id === fn.id) continue; // recursion
-      const { positional, keywords } = callArgs(call);
-      const fnNode = call.childForFieldName('function');
-      const shift = method && fnNode?.type === 'attribute' ? 1 : 0;
-      let arg: Node | null = kwValue(keywords.get(name));
-      if (!arg) {
-        const pos = positional[index - shift];
-        if (pos && pos.type !== 'list_splat' && pos.type !== 'dictionary_splat' && !positional.slice(0, index - shift).some((x) => x.type === 'list_splat')) arg = pos;
-      }
-      if (arg) v = join(v, this.value(arg));
-    }
+    for (const arg of this.argumentsFor(fn, p).args) v = join(v, this.value(arg));
     if (v.kind !== 'unknown') return v;
     const def = p.childForFieldName('value');
     // `mask=None` says nothing about what the callers pass: only a real default is a value
@@ -542,6 +531,50 @@ export class ProgramModel {
     }
     return def ? none(def) : UNKNOWN;
   }
+
+  /**
+   * The argument expressions same-file call sites pass to parameter `p` of `fn` (positionally or by keyword), and
+   * whether the default is dead: `fn` is a plain function whose name is used only by its calls, each of which passes
+   * the parameter.
+   */
+  argumentsFor(fn: Node, p: Node): { args: Node[]; allPass: boolean } {
+    const memo = this.argsMemo.get(p.id);
+    if (memo) return memo;
+    const params = fn.childForFieldName('parameters')?.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment') ?? [];
+    const index = params.findIndex((x) => x.id === p.id);
+    const nameNode = p.type === 'identifier' ? p : p.childForFieldName('name') ?? p.namedChildren[0];
+    const name = nameNode?.text ?? '';
+    const first = params[0];
+    const firstName = first?.type === 'identifier' ? first.text : null;
+    const method = !!this.sema.enclosingClass(fn) && (firstName === 'self' || firstName === 'cls');
+    const args: Node[] = [];
+    let passing = 0;
+    const calls = this.sema.callSitesOf(fn);
+    for (const call of calls) {
+      if (contains(fn, call) && this.sema.enclosingFunction(call)?.id === fn.id) continue; // recursion
+      const { positional, keywords } = callArgs(call);
+      const fnNode = call.childForFieldName('function');
+      const shift = method && fnNode?.type === 'attribute' ? 1 : 0;
+      let arg: Node | null = kwValue(keywords.get(name));
+      if (!arg && index >= 0) {
+        const pos = positional[index - shift];
+        if (pos && pos.type !== 'list_splat' && pos.type !== 'dictionary_splat' && !positional.slice(0, index - shift).some((x) => x.type === 'list_splat')) arg = pos;
+      }
+      if (arg) {
+        args.push(arg);
+        passing++;
+      }
+    }
+    const fname = fn.childForFieldName('name')?.text ?? '';
+    const uses = fname ? this.sema.identifiersNamed(fname).length : 0;
+    // the def's own name plus one use per call: no callback, no export through another name
+    const allPass = !method && calls.length > 0 && passing === calls.length && uses === calls.length + 1;
+    const out = { args, allPass };
+    this.argsMemo.set(p.id, out);
+    return out;
+  }
+
+  private readonly argsMemo = new Map<number, { args: Node[]; allPass: boolean }>();
 
   /** What one iteration of `for t in right` binds to `t`. */
   iterationValue(right: Node | null, loop: Node | null): Value {
