@@ -1020,6 +1020,14 @@ export class ProgramModel {
       case 'enumerate':
       case 'zip':
         return seq(node, this.iterationValue(node, null));
+      case 'getattr': {
+        // `getattr(torch, args.dtype)`: the dtype an argparse default or config string names
+        if (positional.length >= 2 && this.sema.resolve(positional[0]) === 'torch') {
+          const key = this.value(positional[1]);
+          if (key.kind === 'string' && key.values.length === 1 && DTYPE_ALIASES[key.values[0]]) return { kind: 'dtype', origin: key.origin, name: DTYPE_ALIASES[key.values[0]] };
+        }
+        return null;
+      }
       case 'print':
       case 'setattr':
         return none(node);
