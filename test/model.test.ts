@@ -74,6 +74,9 @@ describe('tensors: host and device', () => {
     expect(last('t')).toBe('host-tensor');
     expect(last('z')).toBe('device-tensor:cuda');
     expect(last('p.tolist()')).toBe('seq');
+    const norm = 'import torch\nfrom torch.nn.utils import clip_grad_norm_\ng = clip_grad_norm_(model.parameters(), 1.0)\nuse(g)';
+    expect(sv(norm, 'g')).toBe('device-tensor:unknown');
+    expect(sv('import torch\nm = torch.nn.utils.spectral_norm(torch.nn.Linear(2, 2))\nuse(m)', 'm')).toBe('module');
     const { model, node } = at(src + '\nuse(p.tolist())', 'p.tolist()');
     expect(model.isHost(node)).toBe(true);
   });

@@ -68,7 +68,7 @@ const XLA_LOADERS = /(^|\.)(MpDeviceLoader|ParallelLoader|per_device_loader)$/;
 /** Callables named like models and losses: `model(x)`, `criterion(out, y)`, `self.lm_head(h)` (when their binding is not known). */
 const MODULE_NAME = /^(model|net|network|module|criterion|loss_fn|lossfn|loss_func|loss_function|ddp_model|raw_model|encoder|decoder|classifier|backbone|generator|discriminator|unet|vae|teacher|student|ema_model|head|lm_head|policy|critic|actor|q_net|value_net)$|model$/i;
 const SELF_MODULE_ATTR = /model|net|head|criterion|loss|encoder|decoder|layer|block|proj|embed|mlp|attn|conv|linear|fc|norm|backbone/i;
-const MODULE_CALLS = /^(torch\.nn\.(?!functional)[A-Z]\w*|torch\.nn\.(parallel|utils)\.\w+|torchvision\.models\.[\w.]+|timm\.create_model|transformers\.\w+\.from_pretrained|torch\.compile|torch\.jit\.(script|trace)|torch_xla\.compile)$/;
+const MODULE_CALLS = /^(torch\.nn\.(?!functional)[A-Z]\w*|torch\.nn\.parallel\.\w+|torch\.nn\.utils\.(spectral_norm|weight_norm|parametrizations\.\w+)|torchvision\.models\.[\w.]+|timm\.create_model|transformers\.\w+\.from_pretrained|torch\.compile|torch\.jit\.(script|trace)|torch_xla\.compile)$/;
 const OUTPUT_ATTRS = /^(loss|logits|last_hidden_state|hidden_states|pooler_output|attentions|sample|prev_sample|pred_original_sample|image_embeds|text_embeds)$/;
 const META_BOOL = /^(is_cuda|requires_grad|is_leaf|training|is_xla|is_sparse|is_floating_point|is_contiguous)$/;
 const HOT_PARAM_EXCLUDED = [
@@ -927,6 +927,8 @@ export class ProgramModel {
       return deviceTensor(node);
     }
     if (/^torch_xla\..*\.(all_reduce|all_gather|reduce_scatter|mesh_reduce)$/.test(callee)) return deviceTensor(node, 'xla');
+    // the total norm of the gradients: a tensor on their device
+    if (/^torch\.nn\.utils\.(clip_grad_norm_?|get_total_norm|parameters_to_vector)$/.test(callee)) return deviceTensor(node);
     if (/^torch\.distributed\.(all_reduce|broadcast|barrier|all_gather)$/.test(callee)) return none(node);
     if (/^torch\.(float16|half|bfloat16|float32|float64|double)$/.test(callee)) return UNKNOWN;
     return UNKNOWN;
