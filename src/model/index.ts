@@ -565,11 +565,20 @@ export class ProgramModel {
         passing++;
       }
     }
-    const fname = fn.childForFieldName('name')?.text ?? '';
-    const uses = fname ? this.sema.identifiersNamed(fname).length : 0;
-    // the def's own name plus one use per call: no callback, no export through another name
-    const allPass = !method && calls.length > 0 && passing === calls.length && uses === calls.length + 1;
-    const out = { args, allPass };
+    const sema = this.sema;
+    let dead: boolean | undefined;
+    const out = {
+      args,
+      // the def's own name plus one use per call: no callback, no export through another name (computed on demand:
+      // finding a name's uses scans the text)
+      get allPass(): boolean {
+        if (dead === undefined) {
+          const fname = fn.childForFieldName('name')?.text ?? '';
+          dead = !method && calls.length > 0 && passing === calls.length && !!fname && sema.identifiersNamed(fname).length === calls.length + 1;
+        }
+        return dead;
+      },
+    };
     this.argsMemo.set(p.id, out);
     return out;
   }
