@@ -262,7 +262,11 @@ export class ProgramModel {
         return out;
       }
       case 'conditional_expression': {
-        const [a, , b] = node.namedChildren;
+        const [a, cond, b] = node.namedChildren;
+        // `g.item() if isinstance(g, torch.Tensor) else g`: the other arm is `g` when it is not a tensor
+        if (cond?.type === 'call' && cond.childForFieldName('function')?.text === 'isinstance' && /Tensor/.test(callArgs(cond).positional[1]?.text ?? '') && b?.text === callArgs(cond).positional[0]?.text) {
+          return this.value(a);
+        }
         return join(this.value(a), this.value(b));
       }
       case 'tuple':
