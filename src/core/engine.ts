@@ -11,6 +11,7 @@ import { selectNonOverlapping, applyEdits } from './edits';
 import { importEdits, importsAfterUse } from './imports';
 import { indentationError } from './indent';
 import { Idioms } from './idioms';
+import { ProgramModel } from '../model';
 import { isSelected, type ReportOptions, type Rule, type RuleContext, type TextContext } from './rule';
 import type { AnalyzeOptions, Edit, Finding, ImportSpec, LocatedFinding, LocatedRelated, RelatedLocation, Severity } from './types';
 import type { ProjectView } from '../model/project';
@@ -155,12 +156,17 @@ function runRules(doc: PythonDocument | NotebookDocument, text: string, tree: Tr
   const suppressions = collectSuppressions(sema.nodes('comment'), lines);
   const idiom = new Idioms(options);
   const seen = new Set<string>();
+  // the program model is built on first use, once per file: files whose rules never ask pay nothing
+  let model: ProgramModel | undefined;
   for (const rule of active) {
     const ctx: RuleContext = {
       path: doc.path,
       text,
       root: tree.rootNode,
       sema,
+      get model() {
+        return (model ??= new ProgramModel(sema, doc.path));
+      },
       options,
       notebook: doc.kind === 'notebook' ? doc.program : null,
       idiom,

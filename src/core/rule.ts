@@ -1,5 +1,6 @@
 import type { Node } from './parse';
 import type { Semantics } from './semantics';
+import type { ProgramModel } from '../model';
 import type { CombinedProgram } from './notebook';
 import type { Idioms } from './idioms';
 import type { LineIndex } from './source';
@@ -47,6 +48,8 @@ export interface RuleContext {
   readonly text: string;
   readonly root: Node;
   readonly sema: Semantics;
+  /** The program model: abstract values of expressions (src/model), built lazily once per file. */
+  readonly model: ProgramModel;
   readonly options: AnalyzeOptions;
   /** The combined program of a notebook (magics, cell spans), null for .py files. */
   readonly notebook: CombinedProgram | null;

@@ -1,7 +1,8 @@
 /**
  * The shared detection primitives (catalog §0.5): a one-pass node index, import alias resolution,
  * XLA-aware and framework-managed context, hot loops (through same-file calls), throttle guards,
- * CUDA device expressions with their taint, and tensor-valued expressions.
+ * CUDA device expressions with their taint. Values of expressions (tensors on the device or the host, numbers,
+ * devices) are the program model's (src/model).
  *
  * Everything here is flow-insensitive and computed lazily once per analysed file.
  */
@@ -51,13 +52,6 @@ const TRAIN_CALL_ATTRS = new Set(['backward']);
 const OPTIMIZER_CTORS = /^(torch\.optim\.[A-Za-z]\w*|.*(Adam|AdamW|SGD|Adafactor|Lion|LAMB|Lamb|RMSprop|Adagrad|Optimizer))$/;
 const LOADER_CTORS = /(^|\.)(DataLoader|MpDeviceLoader|ParallelLoader|per_device_loader|StatefulDataLoader)$/;
 const LOADER_NAME = /(^|_)(loader|dataloader|data_loader|dl|train_dl|batches)$|loader$/i;
-const TENSOR_NAME_FALLBACK = new Set([
-  'loss', 'losses', 'logits', 'outputs', 'output', 'out', 'preds', 'pred', 'predictions', 'y_hat', 'yhat',
-  'grad_norm', 'total_norm', 'norm', 'acc', 'accuracy', 'correct', 'lossf', 'loss_val', 'train_loss', 'val_loss',
-]);
-/** torch.* callables that return Python values or objects, not tensors. */
-const NON_TENSOR_TORCH = /^torch\.(cuda|backends|distributed|device|no_grad|inference_mode|enable_grad|autocast|manual_seed|set_|get_|is_|optim|utils|nn\.(?!functional)|compile|save|load|jit|amp|multiprocessing|Generator|dtype|finfo|iinfo|Size|onnx|profiler|hub)/;
-
 export class Semantics {
   readonly root: Node;
   private readonly byType = new Map<string, Node[]>();
@@ -75,7 +69,6 @@ export class Semantics {
   private taintedNames?: Set<string>;
   private taintedAttrs?: Set<string>;
   private cudaFunctions?: Set<string>;
-  private tensorNameSet?: Set<string>;
   private compileWrapped?: Set<string>;
 
   constructor(readonly tree: Tree, readonly text: string) {
@@ -865,128 +858,6 @@ export class Semantics {
     const branch = clause.type === 'elif_clause' ? clause.childForFieldName('consequence') : clause.type === 'else_clause' ? clause.childForFieldName('body') ?? clause : clause;
     if (!branch || branch.type !== 'block' && branch.type !== 'else_clause') return true;
     return mentionsXla(this.text.slice(ifNode.startIndex, branch.startIndex) + ' ' + this.text.slice(branch.endIndex, ifNode.endIndex));
-  }
-
-  // -------------------------------------------------------------------------------------------
-  // Tensor-valued expressions
-
-  /** Names bound to tensors: model/loss calls, `torch.*`/`F.*` results, tensor methods, `.to(...)`. */
-  tensorNames(): Set<string> {
-    if (!this.tensorNameSet) {
-      const names = new Set<string>();
-      // batches from a DataLoader, and the inputs of forward()
-      for (const loop of this.nodes('for_statement')) {
-        if (!this.iteratesLoader(loop)) continue;
-        const left = loop.childForFieldName('left');
-        if (!left) continue;
-        const targets = left.type === 'identifier' ? [left] : left.descendantsOfType('identifier').filter((n): n is Node => !!n);
-        const right = loop.childForFieldName('right');
-        const enumerated = isEnumerateIter(right);
-        // `for data, it in zip(loader, range(a, b))`: the element paired with range()/count() is a Python int
-        const counters = new Set<number>();
-        if (right?.type === 'call' && /^zip$/.test(calleeText(right)) && left.type !== 'identifier') {
-          const zipped = callArgs(right).positional;
-          left.namedChildren.forEach((el, k) => {
-            if (el && zipped[k]?.type === 'call' && /^(range|itertools\.count|count)$/.test(calleeText(zipped[k]))) {
-              for (const id of el.type === 'identifier' ? [el] : el.descendantsOfType('identifier')) if (id) counters.add(id.id);
-            }
-          });
-        }
-        targets.forEach((t, i) => {
-          if (!(enumerated && i === 0) && !counters.has(t.id)) names.add(t.text);
-        });
-      }
-      for (const fn of this.nodes('function_definition')) {
-        if (fn.childForFieldName('name')?.text !== 'forward' || !this.enclosingClass(fn)) continue;
-        for (const p of fn.childForFieldName('parameters')?.namedChildren ?? []) {
-          if (p?.type === 'identifier' && p.text !== 'self') names.add(p.text);
-        }
-      }
-      for (let round = 0; round < 3; round++) {
-        const before = names.size;
-        for (const a of this.nodes('assignment')) {
-          const left = a.childForFieldName('left');
-          const right = a.childForFieldName('right');
-          if (left?.type !== 'identifier' || !right) continue;
-          if (this.isTensorExpr(right, names, false)) names.add(left.text);
-        }
-        for (const a of this.nodes('augmented_assignment')) {
-          const left = a.childForFieldName('left');
-          const right = a.childForFieldName('right');
-          if (left?.type === 'identifier' && right && this.isTensorExpr(right, names, false)) names.add(left.text);
-        }
-        if (names.size === before) break;
-      }
-      this.tensorNameSet = names;
-    }
-    return this.tensorNameSet;
-  }
-
-  /** Whether an expression is (probably) a tensor. Low-confidence names (`loss`, `logits`, …) count too. */
-  isTensorValued(node: Node | null | undefined): boolean {
-    return !!node && this.isTensorExpr(node, this.tensorNames(), true);
-  }
-
-  private isTensorExpr(node: Node, names: Set<string>, fallback: boolean, depth = 0): boolean {
-    if (depth > 8) return false;
-    switch (node.type) {
-      case 'identifier':
-        return names.has(node.text) || (fallback && TENSOR_NAME_FALLBACK.has(node.text));
-      case 'parenthesized_expression':
-        return !!node.namedChildren[0] && this.isTensorExpr(node.namedChildren[0], names, fallback, depth + 1);
-      case 'attribute': {
-        const attr = node.childForFieldName('attribute')?.text ?? '';
-        if (/^(shape|dtype|device|ndim|is_cuda|requires_grad|grad_fn|names|layout)$/.test(attr)) return false;
-        const obj = node.childForFieldName('object');
-        if (attr === 'loss' || attr === 'logits' || attr === 'grad' || attr === 'data') return true;
-        // `w.T` transposes a tensor; `train_loader.T` (a sequence length) is not one
-        if (attr === 'T' || attr === 'mT') return !!obj && this.isTensorExpr(obj, names, fallback, depth + 1);
-        return !!obj && obj.type !== 'identifier' ? false : !!obj && names.has(obj.text) && /^(loss|logits|grad|data|last_hidden_state)$/.test(attr);
-      }
-      case 'subscript': {
-        const value = node.childForFieldName('value');
-        return !!value && this.isTensorExpr(value, names, fallback, depth + 1);
-      }
-      case 'binary_operator': {
-        const l = node.childForFieldName('left');
-        const r = node.childForFieldName('right');
-        return (!!l && this.isTensorExpr(l, names, fallback, depth + 1)) || (!!r && this.isTensorExpr(r, names, fallback, depth + 1));
-      }
-      case 'comparison_operator':
-        // `x is None`, `k in d`: Python booleans, whatever the operands are
-        for (let i = 0; i < node.childCount; i++) {
-          const t = node.child(i)?.type;
-          if (t === 'is' || t === 'in' || t === 'is not' || t === 'not in') return false;
-        }
-        return node.namedChildren.some((c) => !!c && this.isTensorExpr(c, names, fallback, depth + 1));
-      case 'unary_operator':
-        return node.namedChildren.some((c) => !!c && this.isTensorExpr(c, names, fallback, depth + 1));
-      case 'call': {
-        const callee = this.callee(node);
-        if (callee) {
-          if (/^torch\.nn\.functional\./.test(callee)) return true;
-          if (/^torch\.[a-z_]\w*$/.test(callee) && !NON_TENSOR_TORCH.test(callee)) return true;
-          return false;
-        }
-        const fn = node.childForFieldName('function');
-        if (!fn) return false;
-        if (fn.type === 'attribute') {
-          const meth = fn.childForFieldName('attribute')?.text ?? '';
-          const obj = fn.childForFieldName('object');
-          if (/^(item|tolist|numpy|size|dim|numel|element_size|data_ptr|stride|is_contiguous|get_device|state_dict|parameters|named_parameters|keys|values|items|format|join|split|strip|append|get)$/.test(meth)) return false;
-          if (obj && this.isTensorExpr(obj, names, fallback, depth + 1)) return true;
-          // self.model(x), self.criterion(...), self.lm_head(...)
-          if (obj?.type === 'identifier' && obj.text === 'self' && /model|net|head|criterion|loss|encoder|decoder|layer|block|proj|embed|mlp|attn/i.test(meth)) return true;
-          return false;
-        }
-        if (fn.type === 'identifier') {
-          return /^(model|net|module|criterion|loss_fn|lossfn|loss_func|compute_loss|ddp_model|raw_model|encoder|decoder|classifier)$/i.test(fn.text) || /model$/i.test(fn.text);
-        }
-        return false;
-      }
-      default:
-        return false;
-    }
   }
 }
 

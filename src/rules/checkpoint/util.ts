@@ -38,7 +38,7 @@ export function holdsDeviceState(ctx: RuleContext, node: Node | null, depth = 0)
         return !recv || !movedToCpu(ctx, recv.text, node);
       }
       if (ctx.sema.callee(node) === 'dict') return node.childForFieldName('arguments')!.namedChildren.some((a) => !!a && holdsDeviceState(ctx, a.type === 'keyword_argument' ? kwValue(a) : a, depth + 1));
-      return ctx.sema.isTensorValued(node) && !ctx.sema.callee(node)?.startsWith('torch.load');
+      return ctx.model.isDeviceTensor(node) && !ctx.sema.callee(node)?.startsWith('torch.load');
     }
     case 'keyword_argument':
       return holdsDeviceState(ctx, kwValue(node), depth + 1);

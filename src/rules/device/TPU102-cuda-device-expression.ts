@@ -195,7 +195,11 @@ const rule = defineRule({
         const owned = (v: Node) => (sema.enclosingFunction(v)?.id ?? -1) === (fn?.id ?? -1);
         const rhs = sema.bindings(n.text).filter((v) => owned(v) && !overwritten(v, n.text));
         const param = fn ? paramsOf(fn).find((p) => paramName(p) === n.text) : undefined;
-        if (param && (param.type === 'default_parameter' || param.type === 'typed_default_parameter')) {
+        // a parameter: what the call sites pass (`train(torch.device("cuda", rank))`), and its default unless every call
+        // site passes the argument (a dead default is not where the device comes from)
+        const flow = param && fn && !rhs.length ? ctx.model.argumentsFor(fn, param) : null;
+        if (flow) for (const a of flow.args) out.push(...origins(a, depth + 1));
+        if (param && (param.type === 'default_parameter' || param.type === 'typed_default_parameter') && !flow?.allPass) {
           out.push(...origins(param.childForFieldName('value'), depth + 1).map((s) => ({ ...s, defTime: s.defTime || s.node.id === param.childForFieldName('value')?.id })));
         }
         for (const v of rhs) out.push(...origins(v, depth + 1));

@@ -208,18 +208,11 @@ export function stringSource(ctx: RuleContext, node: Node): { literal: Node; fro
     return { literal: all[0], fromUser: params.length > 0 };
   }
   if (node.type === 'attribute') {
-    const attr = node.childForFieldName('attribute')?.text;
-    if (!attr) return null;
-    for (const call of ctx.sema.nodes('call')) {
-      const fn = call.childForFieldName('function');
-      if (fn?.type !== 'attribute' || fn.childForFieldName('attribute')?.text !== 'add_argument') continue;
-      const { positional, keywords } = callArgs(call);
-      const dest = kwValue(keywords.get('dest'));
-      const flag = positional.find((p) => p.type === 'string' && (stringContent(p) ?? '').startsWith('--'));
-      const name = dest?.type === 'string' ? stringContent(dest) : flag ? stringContent(flag)!.slice(2).replace(/-/g, '_') : null;
-      const def = kwValue(keywords.get('default'));
-      if (name === attr && def?.type === 'string') return { literal: def, fromUser: true };
-    }
+    // `args.backend` with an argparse default, `args.dist_backend = 'nccl'` set on the namespace, `self.backend = 'nccl'`:
+    // the program model's sources of the attribute; exactly one string literal, so that one edit changes every path
+    const sources = ctx.model.attributeSources(node);
+    if (sources.length !== 1 || sources[0].value.type !== 'string') return null;
+    return { literal: sources[0].value, fromUser: sources[0].argparse };
   }
   return null;
 }

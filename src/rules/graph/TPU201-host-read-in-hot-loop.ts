@@ -82,13 +82,16 @@ export default defineRule({
   effort: 3,
   message: 'Reading a tensor value on the host inside the training loop forces the pending graph to execute mid-step',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Report the value from a step closure' },
-  triggers: ['.item(', '.tolist(', '.cpu(', '.numpy(', 'print(', 'float(', 'int(', 'bool(', 'str(', 'repr(', 'f"', "f'", '%', '.log(', '.info(', 'add_scalar', 'set_postfix', 'asarray', 'np.array'],
+  triggers: ['.item(', '.tolist(', '.cpu(', '.numpy(', 'for ', 'all(', 'any(', 'print(', 'float(', 'int(', 'bool(', 'str(', 'repr(', 'f"', "f'", '%', '.log(', '.info(', 'add_scalar', 'set_postfix', 'asarray', 'np.array'],
   docs: {
     what:
       'Generation loops outside training (a loop that calls a model and feeds its output back, see graph/generation.ts): `.item()`/`.tolist()`/`.cpu()`/`.numpy()` of a tensor every step (info). ' +
       'Checks for tensor values read on the host inside a hot loop (a training or eval loop, `forward`, or a compiled step): ' +
       '`.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `float(t)`/`int(t)`/`bool(t)`/`str(t)`, `print(t)`, f-strings and `%` formatting of tensors, ' +
-      '`logger.info(t)`, `wandb.log({...: t})`, `writer.add_scalar(tag, t)`, `pbar.set_postfix(loss=t)` and `np.asarray(t)`. ' +
+      '`logger.info(t)`, `wandb.log({...: t})`, `writer.add_scalar(tag, t)`, `pbar.set_postfix(loss=t)` and `np.asarray(t)`; ' +
+      'Python reading a device tensor one element at a time: `for v in t`, `a, b = t`, `(*t,)` as `%` arguments, `all(t)`/`any(t)`/`list(t)`/`sum(t)`, and a device tensor as the index of a Python list or dict (`counts[label]`). ' +
+      '`.numpy()` of a tensor on the accelerator is an error: it raises. ' +
+      'Whether a value is a device tensor or host data comes from the program model (src/model): a CPU tensor built from numbers, a Python float a helper returns, `int()` of a `.cpu()` copy, a step counter and `time.time()` are host values and not flagged. ' +
       'Static metadata (`.shape`, `.size()`, `.dtype`, `.device`, `len(t)`) and values handed to `xm.add_step_closure` are not flagged; ' +
       'neither is code outside the loop (end of epoch, after training). Under a throttle guard (`if step % k == 0`) or in an eval loop the finding is info.',
     why:
@@ -110,6 +113,7 @@ export default defineRule({
       'TS:309-313 (docs/source/learn/troubleshoot.md, `item()` evaluates the result)',
       'XM:977-1008 add_step_closure(closure, args=(), run_async=False): closures run after the barrier; "it is advised to throttle the printing/reporting events once every N steps" (torch_xla/core/xla_model.py; read at pytorch/xla@020f3f5)',
       'TX:78 torch_xla.sync runs the queued step closures (xm._run_step_closures)',
+      'torch/csrc/utils/tensor_numpy.cpp tensor_to_numpy: a tensor whose backend is not CPU raises TypeError ("NumPy conversion for … is not supported"; read at pytorch/pytorch@0065fd3a)',
     ],
     torchtpu: 'The detection is the same; the torchtpu preview has no known step-closure API, so no fix is offered: move the read after the step or out of the loop.',
   },
@@ -132,6 +136,17 @@ export default defineRule({
       if (meth && MATERIALIZE.has(meth)) {
         const recv = receiver(call);
         if (!recv || callArgs(call).positional.length || hostValue(ctx, recv) || chainHasRead(recv)) continue;
+        // `t.numpy()` of an accelerator tensor raises (it does on CUDA too, so only code that ran on the CPU has it)
+        if (meth === 'numpy' && deviceOwn(ctx, recv) && !deferredAnywhere(call)) {
+          if (seen.has(call.id)) continue;
+          seen.add(call.id);
+          ctx.report(call, {
+            severity: 'error',
+            message: `\`${short(recv.text, 30)}.numpy()\` raises a TypeError on an XLA tensor: NumPy conversion needs a CPU tensor; copy it with \`.cpu()\` first (and outside the step)`,
+            fix: null,
+          });
+          continue;
+        }
         if (meth !== 'item' && !tensorish(ctx, recv, false)) continue;
         if (meth === 'item' && /^(string|integer|float|dictionary|list)$/.test(recv.type)) continue;
         const hot = hotAt(ctx, call);
@@ -190,21 +205,99 @@ export default defineRule({
       }
     }
 
-    // "%f" % t, "%f %f" % (a, b)
+    // "%f" % t, "%f %f" % (a, b), ('%g' * 4) % (*mean_losses,)
     for (const op of ctx.sema.nodes('binary_operator')) {
       const left = op.childForFieldName('left');
       const right = op.childForFieldName('right');
-      if (left?.type !== 'string' || !right || !op.children.some((c) => c?.type === '%')) continue;
+      if (!left || !right || !op.children.some((c) => c?.type === '%')) continue;
+      if (left.type !== 'string' && ctx.model.value(left).kind !== 'string') continue;
       const items = right.type === 'tuple' ? right.namedChildren : [right];
       for (const item of items) {
-        if (!item || chainHasRead(item) || !tensorish(ctx, item, false)) continue;
+        if (!item) continue;
+        if (item.type === 'list_splat') {
+          const inner = item.namedChildren[0];
+          if (inner && deviceOwn(ctx, inner)) {
+            const hot = hotAt(ctx, item);
+            if (hot) report(item, hot, `Unpacking tensor \`${short(inner.text, 30)}\` into \`%\` arguments (one host read per element)`);
+          }
+          continue;
+        }
+        if (chainHasRead(item) || !tensorish(ctx, item, false)) continue;
         const hot = hotAt(ctx, item);
         if (hot) report(item, hot, `Formatting tensor \`${short(item.text, 30)}\` with \`%\``);
       }
     }
+    reportIterationReads(ctx, report);
     reportGenerationReads(ctx); // per-token reads in decode loops outside training (info)
   },
 });
+
+/** A tensor on the accelerator known by value flow (not a naming convention), and not a loader's batch (a tuple or dict of tensors). */
+function deviceOwn(ctx: RuleContext, node: Node): boolean {
+  const v = ctx.model.value(node);
+  return v.kind === 'tensor' && v.where === 'device' && !v.weak && !v.batch;
+}
+
+/** Inside a lambda, a nested def of a step closure, or the arguments of `add_step_closure`: runs after the step. */
+function deferredAnywhere(node: Node): boolean {
+  for (let p = node.parent; p; p = p.parent) {
+    if (p.type === 'lambda') return true;
+    if (p.type === 'call' && /(^|\.)add_step_closure$/.test(p.childForFieldName('function')?.text ?? '')) return true;
+  }
+  return false;
+}
+
+const ITERATING_BUILTINS = new Set(['all', 'any', 'list', 'tuple', 'sorted', 'set', 'sum', 'max', 'min']);
+
+/**
+ * Reads one element at a time of a device tensor: `for v in t`, `a, b = t`, `(*t,)`, `all(done)`, and a device
+ * tensor used as the index of a Python list or dict (`counts[label]`). Python iterates a tensor row by row and
+ * converts an index with `__index__`: each is a host read of the value.
+ */
+function reportIterationReads(ctx: RuleContext, report: (site: Node, hot: HotInfo, what: string) => void): void {
+  const iterated = (it: Node | null, loopWord: string) => {
+    // enumerate(t), zip(t, u), tqdm(t), reversed(t)
+    let args: Node[] = it ? [it] : [];
+    for (let k = 0; k < 3 && args.length === 1 && args[0].type === 'call'; k++) {
+      const c = ctx.sema.callee(args[0]) ?? args[0].childForFieldName('function')?.text ?? '';
+      if (!/(^|\.)(enumerate|zip|tqdm|reversed|iter)$/.test(c)) break;
+      args = [...callArgs(args[0]).positional];
+    }
+    for (const a of args) {
+      if (!deviceOwn(ctx, a)) continue;
+      const hot = hotAt(ctx, a);
+      if (hot) report(a, hot, `${loopWord} over tensor \`${short(a.text, 30)}\` (one host read per element)`);
+    }
+  };
+  for (const loop of ctx.sema.nodes('for_statement')) iterated(loop.childForFieldName('right'), 'Looping');
+  for (const clause of ctx.sema.nodes('for_in_clause')) iterated(clause.childForFieldName('right'), 'Iterating');
+  for (const a of ctx.sema.nodes('assignment')) {
+    const left = a.childForFieldName('left');
+    const right = a.childForFieldName('right');
+    if (!left || !right || !/^(pattern_list|tuple_pattern|list_pattern)$/.test(left.type) || right.type === 'expression_list') continue;
+    if (!deviceOwn(ctx, right)) continue;
+    const hot = hotAt(ctx, right);
+    if (hot) report(right, hot, `Unpacking tensor \`${short(right.text, 30)}\``);
+  }
+  for (const call of ctx.sema.nodes('call')) {
+    const fn = call.childForFieldName('function');
+    if (fn?.type !== 'identifier' || !ITERATING_BUILTINS.has(fn.text) || ctx.sema.resolve(fn) || ctx.sema.bindings(fn.text).length) continue;
+    const { positional } = callArgs(call);
+    if (positional.length !== 1 || !deviceOwn(ctx, positional[0])) continue;
+    const hot = hotAt(ctx, call);
+    if (hot) report(call, hot, `\`${fn.text}(${short(positional[0].text, 30)})\` iterates the tensor in Python (one host read per element)`);
+  }
+  for (const sub of ctx.sema.nodes('subscript')) {
+    const value = sub.childForFieldName('value');
+    const index = sub.childForFieldName('subscript');
+    if (!value || !index || sub.childrenForFieldName('subscript').filter(Boolean).length !== 1) continue;
+    const container = ctx.model.value(value);
+    if ((container.kind !== 'seq' || container.shape) && container.kind !== 'dict') continue;
+    if (!deviceOwn(ctx, index)) continue;
+    const hot = hotAt(ctx, index);
+    if (hot) report(index, hot, `Indexing a Python ${container.kind === 'dict' ? 'dict' : 'list'} with tensor \`${short(index.text, 30)}\``);
+  }
+}
 
 /**
  * For a statement that only reports (print/logging/wandb/TensorBoard/tqdm) in a training loop: wrap the

@@ -129,7 +129,7 @@ function whereFix(ctx: RuleContext, ifStmt: Node, cond: Node) {
   if (ctx.idiom.dualPath) return null;
   const alts = ifStmt.childrenForFieldName('alternative').filter((a): a is Node => !!a);
   if (alts.some((a) => a.type === 'elif_clause') || alts.length > 1) return null;
-  const single = (block: Node | null | undefined): { target: string; value: Node } | null => {
+  const single = (block: Node | null | undefined): { target: string; left: Node; value: Node } | null => {
     const stmts = block?.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment') ?? [];
     if (stmts.length !== 1 || stmts[0].type !== 'expression_statement') return null;
     const a = stmts[0].namedChildren[0];
@@ -137,10 +137,10 @@ function whereFix(ctx: RuleContext, ifStmt: Node, cond: Node) {
     const left = a.childForFieldName('left');
     const right = a.childForFieldName('right');
     if (left?.type !== 'identifier' || !right) return null;
-    return { target: left.text, value: right };
+    return { target: left.text, left, value: right };
   };
   const then = single(ifStmt.childForFieldName('consequence'));
-  if (!then || !ctx.sema.tensorNames().has(then.target)) return null;
+  if (!then || !ctx.model.isDeviceTensor(then.left, true)) return null;
   let other = then.target;
   if (alts.length === 1) {
     const e = single(alts[0].childForFieldName('body'));

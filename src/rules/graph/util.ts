@@ -6,106 +6,25 @@
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import type { HotInfo } from '../../core/semantics';
-import { callArgs, calleeText, isEnumerateIter, kwValue, methodName, receiver } from '../../core/semantics';
+import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
 import { downgrade } from '../../core/engine';
 import type { Edit, Severity } from '../../core/types';
 import { insertAt, insertLineAfter, insertLineBefore } from '../../core/edits';
 import { TORCH_RANDOM, drawnOnHost } from './random-draw';
 
-/** Tensor methods that return tensors (reductions, elementwise, views, casts). */
-const TENSOR_METHODS = new Set([
-  'sum', 'mean', 'max', 'min', 'amax', 'amin', 'any', 'all', 'norm', 'abs', 'argmax', 'argmin', 'prod', 'std', 'var',
-  'isnan', 'isinf', 'isfinite', 'eq', 'ne', 'gt', 'lt', 'ge', 'le', 'logical_and', 'logical_or', 'logical_not',
-  'float', 'half', 'bfloat16', 'double', 'long', 'int', 'bool', 'detach', 'clone', 'contiguous', 'squeeze', 'unsqueeze',
-  'view', 'reshape', 'flatten', 'sqrt', 'exp', 'log', 'pow', 'clamp', 'softmax', 'log_softmax', 'sigmoid', 'masked_fill',
-  'count_nonzero', 'cumsum', 'sign', 'round', 'to', 'type_as', 'square', 'neg', 'mul', 'add', 'sub', 'div',
-]);
-/** Methods whose result is host data, not a tensor. */
-const HOST_METHODS = new Set(['item', 'tolist', 'numpy', 'size', 'dim', 'numel', 'element_size', 'data_ptr', 'stride', 'is_contiguous', 'get_device', 'state_dict', 'parameters', 'named_parameters', 'keys', 'values', 'items', 'format', 'join', 'split', 'strip', 'append', 'get', 'register_buffer']);
-const META_ATTRS = /^(shape|dtype|device|ndim|is_cuda|requires_grad|grad_fn|names|layout|is_leaf|training)$/;
 const HOST_MODULES = /^(numpy|pandas|math|random|statistics)(\.|$)/;
 
-/** Family-wide tensor test. `strict` (control flow) drops the low-confidence name fallback. */
-export function tensorish(ctx: RuleContext, node: Node | null | undefined, strict: boolean, depth = 0): boolean {
-  if (!node || depth > 10) return false;
-  const sema = ctx.sema;
-  switch (node.type) {
-    case 'parenthesized_expression':
-      return tensorish(ctx, node.namedChildren[0], strict, depth + 1);
-    case 'identifier': {
-      if (sema.resolve(node)) return false;
-      if (scalarBound(ctx, node)) return false;
-      if (sema.tensorNames().has(node.text)) return true;
-      return !strict && (sema.isTensorValued(node) || loaderTarget(ctx, node) || isParamOfHotFunction(ctx, node));
-    }
-    case 'attribute': {
-      const attr = node.childForFieldName('attribute')?.text ?? '';
-      if (META_ATTRS.test(attr)) return false;
-      if (sema.resolve(node)) return false;
-      const obj = node.childForFieldName('object');
-      if (attr === 'grad') return true;
-      if (/^(loss|logits|last_hidden_state|data|T|mT)$/.test(attr)) {
-        if (!obj) return false;
-        if (obj.type === 'call' || tensorish(ctx, obj, strict, depth + 1)) return true;
-        return !strict && attr !== 'data' && sema.isTensorValued(node);
-      }
-      return false;
-    }
-    case 'subscript': {
-      const value = node.childForFieldName('value');
-      return tensorish(ctx, value, strict, depth + 1);
-    }
-    case 'binary_operator': {
-      const l = node.childForFieldName('left');
-      if (l?.type === 'string') return false; // "%f" % t is string formatting
-      return tensorish(ctx, l, strict, depth + 1) || tensorish(ctx, node.childForFieldName('right'), strict, depth + 1);
-    }
-    case 'unary_operator':
-      return tensorish(ctx, node.childForFieldName('argument') ?? node.namedChildren[0], strict, depth + 1);
-    case 'comparison_operator': {
-      const ops = node.children.filter((c) => c && !c.isNamed).map((c) => c!.type);
-      if (ops.some((o) => o === 'is' || o === 'is not' || o === 'in' || o === 'not in' || o === 'not')) return false;
-      return node.namedChildren.some((c) => tensorish(ctx, c, strict, depth + 1));
-    }
-    case 'conditional_expression': {
-      const [a, , b] = node.namedChildren;
-      return tensorish(ctx, a, strict, depth + 1) || tensorish(ctx, b, strict, depth + 1);
-    }
-    case 'call': {
-      const callee = sema.callee(node);
-      if (callee) {
-        if (HOST_MODULES.test(callee)) return false;
-        return sema.isTensorValued(node);
-      }
-      const fn = node.childForFieldName('function');
-      if (fn?.type === 'identifier' && /^(max|min|abs)$/.test(fn.text)) {
-        const { positional } = callArgs(node);
-        return positional.length === 1 && tensorish(ctx, positional[0], strict, depth + 1);
-      }
-      const meth = methodName(node);
-      if (meth) {
-        if (HOST_METHODS.has(meth)) return false;
-        const recv = receiver(node);
-        if (!recv || hostValue(ctx, recv)) return false;
-        if (/^(gather|gather_for_metrics|reduce|all_gather)$/.test(meth)) return callArgs(node).positional.some((a) => tensorish(ctx, a, strict, depth + 1));
-        if (TENSOR_METHODS.has(meth)) {
-          if (tensorish(ctx, recv, strict, depth + 1)) return true;
-          // a parameter of forward / a compiled step: `mask.any()`, `x.sum()`
-          if (recv.type === 'identifier' && isParamOfHotFunction(ctx, recv)) return true;
-          if (!strict && recv.type === 'identifier' && !sema.bindings(recv.text).length) return true;
-        }
-        // self.model(x), self.criterion(...)
-        return recv.type === 'identifier' && recv.text === 'self' && sema.isTensorValued(node);
-      }
-      // model(x), criterion(out, y), loss_fn(...)
-      return fn?.type === 'identifier' && sema.isTensorValued(node);
-    }
-    default:
-      return false;
-  }
+/**
+ * Family-wide tensor test, answered by the program model (src/model): the expression evaluates to a tensor on
+ * the accelerator (or a batch a loader yields). `strict` (control flow) drops values known only by a
+ * convention (a parameter of a hot function, `x.sum()` on a value nothing explains).
+ */
+export function tensorish(ctx: RuleContext, node: Node | null | undefined, strict: boolean): boolean {
+  if (!node) return false;
+  return ctx.model.isDeviceTensor(node, strict);
 }
 
-/** A receiver that is NumPy/pandas/math data (its `.sum()` or `.item()` is host work, not a device sync). */
+/** A receiver that is host data (its `.sum()` or `.item()` is host work, not a device sync): the model's host values and NumPy/pandas/math. */
 export function hostValue(ctx: RuleContext, node: Node): boolean {
   const r = ctx.sema.resolve(node);
   if (r && HOST_MODULES.test(r)) return true;
@@ -113,116 +32,8 @@ export function hostValue(ctx: RuleContext, node: Node): boolean {
     const c = ctx.sema.callee(node);
     if (c && HOST_MODULES.test(c)) return true;
     if (c && TORCH_RANDOM.test(c) && drawnOnHost(node)) return true; // `torch.rand(1)`: a CPU draw, no device value
-    const recv = receiver(node);
-    return !!recv && hostValue(ctx, recv);
   }
-  if (node.type === 'identifier') {
-    const vals = sameScopeBindings(ctx, node);
-    return vals.length > 0 && vals.every((v) => v.type === 'call' && HOST_MODULES.test(ctx.sema.callee(v) ?? ''));
-  }
-  if (node.type === 'attribute' || node.type === 'subscript') {
-    const inner = node.type === 'attribute' ? node.childForFieldName('object') : node.childForFieldName('value');
-    return !!inner && hostValue(ctx, inner);
-  }
-  return false;
-}
-
-/** `x`/`y` in `for x, y in loader:` (a batch from a DataLoader-like iterable, in the same scope). */
-function loaderTarget(ctx: RuleContext, id: Node): boolean {
-  const fn = ctx.sema.enclosingFunction(id);
-  return ctx.sema.forLoopsIn(fn).some((loop) => {
-    const left = loop.childForFieldName('left');
-    if (!left || !ctx.sema.within('identifier', left).some((n) => n.text === id.text)) return false;
-    // enumerate(loader) yields (index, batch): the index is an int
-    const right = loop.childForFieldName('right');
-    if (isEnumerateIter(right) && left.namedChildren[0]?.text === id.text) return false;
-    return ctx.sema.iteratesLoader(loop);
-  });
-}
-
-function sameScopeBindings(ctx: RuleContext, name: Node): Node[] {
-  const fn = ctx.sema.enclosingFunction(name);
-  return ctx.sema.bindings(name.text).filter((v) => (ctx.sema.enclosingFunction(v)?.id ?? null) === (fn?.id ?? null));
-}
-
-/** A name bound (in its own scope) to a Python scalar: `x = loss.item()`, `x = 0.0`, `x = float(t)`. */
-function scalarBound(ctx: RuleContext, name: Node): boolean {
-  return sameScopeBindings(ctx, name).some((v) => isHostScalar(v)) || counterBound(ctx, name);
-}
-
-/**
- * A loop counter in the name's own scope: the index of `for x, (data, target) in enumerate(loader)` or the
- * target of `for x in range(n)`. File-wide tensor names (`x` is forward()'s input) do not make it a tensor.
- */
-function counterBound(ctx: RuleContext, name: Node): boolean {
-  return ctx.sema.forLoopsIn(ctx.sema.enclosingFunction(name)).some((loop) => {
-    const left = loop.childForFieldName('left');
-    const right = loop.childForFieldName('right');
-    if (!left || right?.type !== 'call') return false;
-    const callee = calleeText(right);
-    if (isEnumerateIter(right)) {
-      const first = left.type === 'identifier' ? null : left.namedChildren[0];
-      return first?.type === 'identifier' && first.text === name.text;
-    }
-    return /^range$/.test(callee) && left.type === 'identifier' && left.text === name.text;
-  });
-}
-
-function isHostScalar(v: Node): boolean {
-  if (/^(integer|float|true|false|none|string|concatenated_string)$/.test(v.type)) return true;
-  if (v.type === 'call') {
-    const fn = v.childForFieldName('function');
-    if (fn?.type === 'identifier' && /^(float|int|bool|len|round|str|sum)$/.test(fn.text)) return true;
-    const meth = methodName(v);
-    if (meth && /^(item|tolist|numpy)$/.test(meth)) return true;
-  }
-  // `lossf = loss.item() * accum_steps`: arithmetic on a host read and numbers stays on the host
-  if (v.type === 'binary_operator') {
-    const l = v.childForFieldName('left');
-    const r = v.childForFieldName('right');
-    const read = (x: Node | null): boolean => !!x && ((x.type === 'call' && isHostScalar(x)) || (x.type === 'binary_operator' && isHostScalar(x)));
-    // `(world * accum)`: a parenthesised product of plain operands is plain too
-    const plain = (x: Node | null): boolean =>
-      !!x &&
-      (isHostScalar(x) || x.type === 'attribute' || x.type === 'identifier' ||
-        (x.type === 'parenthesized_expression' && plain(x.namedChildren[0] ?? null)) ||
-        (x.type === 'binary_operator' && plain(x.childForFieldName('left')) && plain(x.childForFieldName('right'))));
-    return !!l && !!r && (read(l) || read(r)) && plain(l) && plain(r);
-  }
-  // `g = g.item() if isinstance(g, torch.Tensor) else g`: a host read, or the value when it already is one
-  if (v.type === 'conditional_expression') {
-    const [then, cond, other] = v.namedChildren;
-    const fn = cond?.type === 'call' ? cond.childForFieldName('function') : null;
-    const first = cond?.type === 'call' ? callArgs(cond).positional[0] : undefined;
-    return !!then && isHostScalar(then) && fn?.text === 'isinstance' && other?.type === 'identifier' && first?.text === other.text;
-  }
-  if (v.type === 'parenthesized_expression' && v.namedChildren[0]) return isHostScalar(v.namedChildren[0]);
-  return false;
-}
-
-function isParamOfHotFunction(ctx: RuleContext, id: Node): boolean {
-  const fn = ctx.sema.enclosingFunction(id);
-  if (!fn) return false;
-  const hot = ctx.sema.hot(id);
-  if (!hot || hot.anchor.id !== fn.id) return false;
-  const params = fn.childForFieldName('parameters')?.namedChildren ?? [];
-  return params.some((p) => {
-    if (!p) return false;
-    const n = p.type === 'identifier' ? p : p.childForFieldName('name') ?? p.namedChildren[0];
-    if (!n || n.text !== id.text || n.text === 'self') return false;
-    // `loader`, `train_dl`: a data loader, not a tensor
-    if (/(^|_)(loader|dataloader|data_loader|dl|dataset|ds)$|loader$/i.test(n.text)) return false;
-    // `step`, `epoch`, `batch_idx`: counters
-    if (/^((global|train|cur|current)_)?(step|steps|epoch|epochs|iteration|iter|it|idx|index|batch_idx|rank)$|^[ijkn]$/i.test(n.text)) return false;
-    // `checkpoint_file`, `out_dir`, `run_name`: paths and names, not tensors
-    if (/(^|_)(path|paths|file|filename|fname|dir|directory|folder|name|prefix|suffix|url|tag)$/i.test(n.text)) return false;
-    // `out: Path`, `n: int`: an annotation that is not a tensor type
-    const ann = p.childForFieldName('type')?.text;
-    if (ann && !/Tensor|Any|^torch\./.test(ann)) return false;
-    // `flag=True`, `n: int = 3` are configuration, not tensors
-    const def = p.childForFieldName('value');
-    return !def || def.type === 'none';
-  });
+  return ctx.model.isHost(node);
 }
 
 /** A condition whose truth value needs a tensor's value (`if loss > t`, `not torch.isfinite(x)`, `a and mask.any()`). */

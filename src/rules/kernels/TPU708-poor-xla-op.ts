@@ -46,7 +46,7 @@ export default defineRule({
         ctx.report(call, { severity: 'info', message: 'CTC loss may run on the CPU under XLA (a listed fallback); confirm with `met.short_metrics_report()`' });
         continue;
       }
-      if (callee === 'torch.as_strided' || (!callee && meth && TENSOR_ONLY.has(meth)) || (meth && NEEDS_TENSOR.has(meth) && !callee && ctx.sema.isTensorValued(receiver(call)))) {
+      if (callee === 'torch.as_strided' || (!callee && meth && TENSOR_ONLY.has(meth)) || (meth && NEEDS_TENSOR.has(meth) && !callee && ctx.model.isDeviceTensor(receiver(call)))) {
         if (callee === '' && meth === 'data_ptr' && !receiver(call)) continue;
         if (meth === 'data_ptr' && (cpuParameterIdentity(ctx.text, call) || storageObject(ctx, call))) continue;
         const what = callee === 'torch.as_strided' ? 'torch.as_strided' : `.${meth}()`;
@@ -59,7 +59,7 @@ export default defineRule({
       }
       if (callee === 'copy.copy') {
         const arg = argShape(call).positional[0];
-        if (!arg || !ctx.sema.isTensorValued(arg)) continue;
+        if (!arg || !ctx.model.isDeviceTensor(arg)) continue;
         ctx.report(call, {
           message: '`copy.copy` of an XLA tensor makes a deep copy; write `.clone()` to say so',
           fix: { title: `Use \`${arg.text}.clone()\``, edits: [replace(call, `${arg.text}.clone()`)] },

@@ -48,9 +48,9 @@ export default defineRule({
       const last = stmts[stmts.length - 1];
       if (!last || last.type !== 'expression_statement' || last.namedChildren.length !== 1) continue;
       const expr = last.namedChildren[0]!;
-      if (expr.type === 'assignment' || HOST_READ.test(expr.text) || !sema.isTensorValued(expr)) continue;
+      if (expr.type === 'assignment' || HOST_READ.test(expr.text) || !ctx.model.isDeviceTensor(expr)) continue;
       if (/^[ \t]*;/.test(text.slice(last.endIndex, last.endIndex + 20))) continue;
-      if (expr.type === 'call' && !isModelCall(expr) && !sema.isTensorValued(expr)) continue;
+      if (expr.type === 'call' && !isModelCall(expr) && !ctx.model.isDeviceTensor(expr)) continue;
       ctx.report(expr, {
         message: `The cell ends with \`${expr.text.length > 30 ? expr.text.slice(0, 27) + '…' : expr.text}\`: displaying it runs the XLA graph and copies the tensor to the host`,
         fix: { title: 'End the cell with `;`', edits: [insertAt(last.endIndex, ';')] },
@@ -64,7 +64,7 @@ export default defineRule({
       const hot = sema.hot(call);
       if (!hot) continue;
       const args = call.childForFieldName('arguments')?.namedChildren.filter((a): a is Node => !!a && a.type !== 'keyword_argument') ?? [];
-      const t = args.find((a) => sema.isTensorValued(a) && !HOST_READ.test(a.text));
+      const t = args.find((a) => ctx.model.isDeviceTensor(a) && !HOST_READ.test(a.text));
       if (!t) continue;
       ctx.report(call, {
         severity: hot.throttled || hot.kind === 'eval' ? downgrade('info') : 'info',

@@ -130,6 +130,7 @@ export default defineRule({
       'and dtype pickers keyed on CUDA such as nanoGPT\'s `\'bfloat16\' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else \'float16\'`, which evaluate to float16 on a TPU host (or whose arms are both float16). ' +
       'A dtype-name table reaching autocast (`ptdtype = {\'float32\': torch.float32, \'bfloat16\': torch.bfloat16, \'float16\': torch.float16}[dtype]`) is followed to where its key is set to a float16 entry: ' +
       'a literal (`dtype = \'float16\'`), an argparse default (`--dtype` with `default=\'float16\'`) or a config-class field. ' +
+      'An autocast dtype the program model follows to one float16 value (a config-class field `cfg.amp_dtype`, an attribute, a parameter every call site passes `torch.float16` to, `getattr(torch, args.dtype)` with an argparse default `\'float16\'`) is reported where the float16 is written. ' +
       'Code in a branch that only runs when CUDA is available is not flagged.',
     why:
       'TPUs compute in bfloat16 natively and need no loss scaling (AMP:12-16, 51-52). `torch_xla.amp.autocast` with a dtype other than bf16 warns ' +
@@ -173,6 +174,24 @@ export default defineRule({
     };
 
     const dtypeDefs = new Set<number>();
+
+    /**
+     * An autocast dtype the program model follows to one float16 value: a config field (`cfg.amp_dtype`), an attribute set
+     * elsewhere (`self.dtype = torch.float16`), a parameter all call sites pass float16 to, or `getattr(torch, args.dtype)`
+     * with an argparse default `'float16'`. Reported once, where the float16 is written; a string default is the user's
+     * choice (no fix).
+     */
+    const reportModelDtype = (expr: Node) => {
+      const v = ctx.model.value(expr);
+      const origin = v.kind === 'dtype' && v.name === 'float16' ? v.origin : null;
+      if (!origin || dtypeDefs.has(origin.id) || ctx.sema.inXlaAwareBranch(origin)) return;
+      if (origin.type !== 'string' && !isFloat16(ctx, origin)) return;
+      dtypeDefs.add(origin.id);
+      ctx.report(origin, {
+        message: `\`${origin.text}\` becomes the autocast dtype (through \`${expr.text}\`): TPU mixed precision is bfloat16${ctx.idiom.profile === 'torchtpu' ? '' : ' (torch_xla disables autocast for other dtypes)'}`,
+        fix: origin.type === 'string' ? null : dtypeFix(origin),
+      });
+    };
 
     /**
      * `{'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}[dtype]` reaching autocast: the key
@@ -237,7 +256,9 @@ export default defineRule({
               message: `\`${ac.dtype.text} = ${def.text}\` is the autocast dtype: TPU mixed precision is bfloat16${ctx.idiom.profile === 'torchtpu' ? '' : ' (torch_xla disables autocast for other dtypes)'}`,
               fix: dtypeFix(def),
             });
-          }
+          } else if (!defs.length || !def || def.type === 'call') reportModelDtype(ac.dtype);
+        } else if (ac.dtype && (ac.dtype.type === 'attribute' || ac.dtype.type === 'call')) {
+          reportModelDtype(ac.dtype);
         }
         continue;
       }

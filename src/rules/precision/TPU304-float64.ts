@@ -102,6 +102,17 @@ function useOf(ctx: RuleContext, n: Node, depth: number): Use {
       const root = targetRoot(x.childForFieldName('left'));
       return root && nameCastBeforeMove(ctx, root.text, root.type, x, depth + 1) ? 'cast' : null;
     }
+    // `return torch.linspace(..., dtype=torch.float64)` in a schedule helper: judged at the helper's call sites, when the
+    // helper is only called (not passed around) and every call casts the result (`betas = linear_beta_schedule(T).float()`)
+    if (x.type === 'return_statement' && x.namedChildren[0]?.id === child.id) {
+      const fn = ctx.sema.enclosingFunction(x);
+      const name = fn?.childForFieldName('name')?.text;
+      if (!fn || !name || ctx.sema.enclosingClass(fn)) return null;
+      const calls = ctx.sema.callSitesOf(fn);
+      if (!calls.length || ctx.sema.identifiersNamed(name).length !== calls.length + 1) return null;
+      const k = calls.map((c) => useOf(ctx, c, depth + 1));
+      return k.every((u) => u !== null) && k.includes('cast') ? 'cast' : null;
+    }
     if (/statement$|^block$|^module$|definition$/.test(x.type)) return null;
     // through arithmetic and torch/numpy/math functions only: a call of the user's model or helper may move it
     if (x.type === 'call' && x.id !== cur.id && !/^(torch|numpy|math)\./.test(ctx.sema.callee(x) ?? '')) return null;
@@ -144,7 +155,7 @@ export default defineRule({
       'Checks for `.double()`, `torch.float64`/`torch.double` dtype arguments (`dtype=`, `.to(...)`, `torch.set_default_dtype(...)`), ' +
       '`torch.set_default_tensor_type(torch.DoubleTensor)`, `torch.from_numpy(a)`/`torch.as_tensor(a)`/`torch.tensor(a)` of NumPy arrays that are float64 ' +
       '(`np.random.rand`, `np.linspace`, `np.zeros`, `np.array([1.0, …])`, `.astype(np.float64)`; not cast right after) in a script that moves data to a device, ' +
-      'and `dtype=np.float64` inside `Dataset` classes. Host-side math after `.cpu()`/`.numpy()`, float64 values built on the host and cast before they can reach the device (every later read casts them, e.g. `pe = pe.float().to(device)`, or stays on the host), `torch.tensor(python_floats)` (float32) and int64 index tensors are not flagged.',
+      'and `dtype=np.float64` inside `Dataset` classes. Host-side math after `.cpu()`/`.numpy()`, float64 values built on the host and cast before they can reach the device (every later read casts them, e.g. `pe = pe.float().to(device)`, or stays on the host; a schedule a same-file helper returns counts as cast when every call of the helper casts it, `betas = linear_beta_schedule(T).float()`), `torch.tensor(python_floats)` (float32) and int64 index tensors are not flagged.',
     why:
       'torch_xla hands F64 to XLA unchanged unless the deprecated `XLA_USE_BF16`/`XLA_DOWNCAST_BF16` are set (DTYPE:141-160). TPUs have no native 64-bit arithmetic: ' +
       'XLA rewrites 64-bit types, which is slow, and some ops fail with "UNIMPLEMENTED: While rewriting computation to not contain X64 element types" (jax-ml/jax#21108, #30629). ' +

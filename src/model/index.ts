@@ -1,0 +1,1245 @@
+/**
+ * The program model (issue 9): an abstract value for each expression of a file, between the parser (and the
+ * `Semantics` index) and the rules. Pure engine code: no `vscode`, no file system.
+ *
+ * Values are followed through assignments, tuple unpacking, augmented assignments, attributes (`self.x`,
+ * `args.x`, incl. `args.x = ...`), dict entries with constant keys, function returns and parameters (call
+ * sites' arguments flow into parameters; a default counts only when no call site passes a known value),
+ * comprehensions and for-loop targets, argparse defaults and module-level globals.
+ *
+ * Flow-insensitive (the join of every binding of a name in its scope) except for straight-line code: the last
+ * binding before a use, in a block enclosing the use, with no later binding of the name inside a loop around
+ * the use, is the only one that reaches it (`v = t.cpu(); int(v[0])` reads a host tensor).
+ *
+ * Each value is memoized per node; recursion is cut at a fixed depth and on cycles (unknown), so one query
+ * costs at most the bindings it reaches once.
+ */
+import type { Node } from '../core/parse';
+import type { Semantics } from '../core/semantics';
+import { callArgs, calleeText, isFString, kwValue, methodName, receiver, stringContent } from '../core/semantics';
+import {
+  DTYPE_ALIASES, UNKNOWN, bool, deviceOf, deviceOfString, deviceTensor, hostTensor, isDeviceTensor, isHostValue, join, none, num, seq, str,
+  type DeviceKind, type Value,
+} from './values';
+
+export * from './values';
+
+/** A call's target: a function or class definition, in this file's model or another module's. */
+export interface CallTarget {
+  def: Node /* function_definition or class_definition */;
+  model: ProgramModel;
+  path: string;
+}
+/** Resolves a call to its definition (null: not resolvable). The project scope plugs its cross-module resolver in here. */
+export type CallResolver = (call: Node, model: ProgramModel) => CallTarget | null;
+
+const MAX_DEPTH = 48;
+const IN_PROGRESS: Value = Object.freeze({ kind: 'unknown', origin: null }) as Value;
+
+/** Tensor methods that return a tensor on the receiver's device. */
+const TENSOR_METHODS = new Set([
+  'sum', 'mean', 'max', 'min', 'amax', 'amin', 'any', 'all', 'norm', 'abs', 'argmax', 'argmin', 'prod', 'std', 'var',
+  'isnan', 'isinf', 'isfinite', 'eq', 'ne', 'gt', 'lt', 'ge', 'le', 'logical_and', 'logical_or', 'logical_not',
+  'float', 'half', 'bfloat16', 'double', 'long', 'int', 'bool', 'detach', 'clone', 'contiguous', 'squeeze', 'unsqueeze',
+  'view', 'reshape', 'flatten', 'sqrt', 'exp', 'log', 'pow', 'clamp', 'softmax', 'log_softmax', 'sigmoid', 'masked_fill',
+  'count_nonzero', 'cumsum', 'sign', 'round', 'type_as', 'square', 'neg', 'mul', 'add', 'sub', 'div', 'permute', 'transpose',
+  'expand', 'repeat', 'masked_select', 'nonzero', 'unique', 'topk', 'sort', 'gather', 'index_select', 'matmul', 'mm', 'bmm',
+  'tanh', 'relu', 'exp_', 'add_', 'mul_', 'div_', 'sub_', 'zero_', 'fill_', 'copy_', 'clamp_', 'detach_', 'requires_grad_',
+  'type', 'new_zeros', 'new_ones', 'new_full', 'new_empty', 'new_tensor', 'chunk', 'split', 'unbind', 'kthvalue', 'median',
+  'mode', 'aminmax', 't', 'flip', 'roll', 'narrow', 'index_fill', 'scatter', 'scatter_add', 'where', 'lerp', 'baddbmm',
+]);
+/** Of those, the ones that return several tensors. */
+const MULTI_METHODS = new Set(['chunk', 'split', 'unbind', 'topk', 'sort', 'kthvalue', 'median', 'mode', 'aminmax', 'max', 'min']);
+/** Methods that read metadata: Python ints. */
+const INT_METHODS = new Set(['dim', 'numel', 'element_size', 'data_ptr', 'nelement', 'ndimension', 'get_device', '__len__']);
+/** Dtype spellings of `.to(...)`/`.type(...)` strings. */
+const DTYPE_METHOD: Record<string, string> = { half: 'float16', float: 'float32', double: 'float64', bfloat16: 'bfloat16', long: 'int64', int: 'int32', bool: 'bool' };
+/** torch factory functions: a CPU tensor unless `device=` says otherwise. */
+const TORCH_FACTORIES = /^torch\.(tensor|as_tensor|from_numpy|zeros|ones|empty|full|arange|range|linspace|logspace|eye|rand|randn|randint|randperm|empty_strided|tril_indices|triu_indices|Tensor|FloatTensor|LongTensor|IntTensor|BoolTensor|ByteTensor|DoubleTensor|HalfTensor)$/;
+const TORCH_LIKE = /^torch\.(zeros_like|ones_like|empty_like|full_like|rand_like|randn_like|randint_like)$/;
+const NON_TENSOR_TORCH = /^torch\.(cuda|backends|distributed|device|no_grad|inference_mode|enable_grad|autocast|manual_seed|set_|get_|is_|optim|utils|nn\.(?!functional)|compile|save|load|jit|amp|multiprocessing|Generator|dtype|finfo|iinfo|Size|onnx|profiler|hub|numel|use_deterministic|seed|initial_seed|random|testing|fx|export|library|overrides|sparse\.|special\.(?!\w)|version|__version__)/;
+const HOST_MODULES = /^(numpy|pandas|math|random|statistics|scipy|sklearn|PIL|cv2)(\.|$)/;
+const HOST_NUMBER_CALLS = /^(time\.(time|perf_counter|monotonic|process_time|time_ns|perf_counter_ns)|math\.\w+|os\.cpu_count|multiprocessing\.cpu_count|random\.(random|randint|uniform|gauss|choice|randrange)|torch\.cuda\.(device_count|current_device|memory_allocated|max_memory_allocated|memory_reserved|max_memory_reserved)|torch\.distributed\.(get_rank|get_world_size|get_local_rank)|torch_xla\.core\.xla_model\.(get_ordinal|xrt_world_size|get_local_ordinal|xla_device_hw)|torch_xla\.runtime\.(global_ordinal|world_size|local_ordinal|global_runtime_device_count|local_process_count|process_index|process_count)|torch\.numel)$/;
+const RANK_CALLS = /(get_rank|get_local_rank|get_ordinal|get_local_ordinal|global_ordinal|local_ordinal|process_index)$/;
+const RANK_NAME = /(^|_)(local_rank|rank|global_rank|node_rank|gpu|local_gpu|device_id|ordinal)$/i;
+const XLA_DEVICE_CALLS = /^(torch_xla\.device|torch_xla\.core\.xla_model\.xla_device|torch_xla\.runtime\.xla_device|torch_tpu\.device)$/;
+const LOADER_CTORS = /(^|\.)(DataLoader|StatefulDataLoader)$/;
+const XLA_LOADERS = /(^|\.)(MpDeviceLoader|ParallelLoader|per_device_loader)$/;
+/** Callables named like models and losses: `model(x)`, `criterion(out, y)`, `self.lm_head(h)` (when their binding is not known). */
+const MODULE_NAME = /^(model|net|network|module|criterion|loss_fn|lossfn|loss_func|loss_function|ddp_model|raw_model|encoder|decoder|classifier|backbone|generator|discriminator|unet|vae|teacher|student|ema_model|head|lm_head|policy|critic|actor|q_net|value_net)$|model$/i;
+const SELF_MODULE_ATTR = /model|net|head|criterion|loss|encoder|decoder|layer|block|proj|embed|mlp|attn|conv|linear|fc|norm|backbone/i;
+const MODULE_CALLS = /^(torch\.nn\.(?!functional)[A-Z]\w*|torch\.nn\.parallel\.\w+|torch\.nn\.utils\.(spectral_norm|weight_norm|parametrizations\.\w+)|torchvision\.models\.[\w.]+|timm\.create_model|transformers\.\w+\.from_pretrained|torch\.compile|torch\.jit\.(script|trace)|torch_xla\.compile)$/;
+const OUTPUT_ATTRS = /^(loss|logits|last_hidden_state|hidden_states|pooler_output|attentions|sample|prev_sample|pred_original_sample|image_embeds|text_embeds)$/;
+const META_BOOL = /^(is_cuda|requires_grad|is_leaf|training|is_xla|is_sparse|is_floating_point|is_contiguous)$/;
+const HOT_PARAM_EXCLUDED = [
+  /(^|_)(loader|dataloader|data_loader|dl|dataset|ds)$|loader$/i,
+  /^((global|train|cur|current)_)?(step|steps|epoch|epochs|iteration|iter|it|idx|index|batch_idx|rank)$|^[ijkn]$/i,
+  /(^|_)(path|paths|file|filename|fname|dir|directory|folder|name|prefix|suffix|url|tag)$/i,
+];
+
+interface Binding {
+  readonly name: string;
+  /** Start of the binding statement (text order). */
+  readonly pos: number;
+  /** The statement that binds (a direct child of a block when it dominates what follows). */
+  readonly stmt: Node;
+  /** Comprehension targets are visible inside their comprehension only. */
+  readonly within?: Node;
+  readonly aug?: boolean;
+  readonly param?: Node;
+  value(m: ProgramModel): Value;
+}
+
+interface AttrBinding {
+  readonly recv: Node;
+  readonly cls: Node | null;
+  readonly value: Node;
+}
+
+export class ProgramModel {
+  private readonly memo = new Map<number, Value>();
+  private readonly bindingMemo = new Map<Binding, Value>();
+  private readonly returnMemo = new Map<number, Value>();
+  private scopes?: Map<number, Map<string, Binding[]>>;
+  private attrs?: Map<string, AttrBinding[]>;
+  private subscripts?: Map<string, Node[]>;
+  private argparse?: Map<string, Node[]>;
+  private classes?: Map<string, Node[]>;
+  private globalsDeclared?: Map<number, Set<string>>;
+  private depth = 0;
+  private readonly resolvers: CallResolver[];
+
+  constructor(readonly sema: Semantics, readonly path = '', resolvers: CallResolver[] = []) {
+    this.resolvers = [localResolver, ...resolvers];
+  }
+
+  /** Plugs in another resolver (the project scope's cross-module resolver), tried after the local one. */
+  addResolver(r: CallResolver): void {
+    this.resolvers.push(r);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Queries
+
+  /** The abstract value of an expression. */
+  value(node: Node | null | undefined): Value {
+    if (!node) return UNKNOWN;
+    const hit = this.memo.get(node.id);
+    if (hit !== undefined) return hit === IN_PROGRESS ? UNKNOWN : hit;
+    if (this.depth > MAX_DEPTH) return UNKNOWN;
+    this.memo.set(node.id, IN_PROGRESS);
+    this.depth++;
+    let v: Value;
+    try {
+      v = this.evaluate(node);
+    } finally {
+      this.depth--;
+    }
+    this.memo.set(node.id, v);
+    return v;
+  }
+
+  /** A tensor on the accelerator (or one a loader yields). `strong`: known from value flow, not from a naming convention. */
+  isDeviceTensor(node: Node | null | undefined, strong = false): boolean {
+    return isDeviceTensor(this.value(node), strong);
+  }
+
+  /** Any tensor, host or device. */
+  isTensor(node: Node | null | undefined): boolean {
+    return this.value(node).kind === 'tensor';
+  }
+
+  /** Host data (Python numbers, strings, CPU tensors, NumPy arrays, containers of those). */
+  isHost(node: Node | null | undefined): boolean {
+    return isHostValue(this.value(node));
+  }
+
+  /** The device an expression names (a device, a device string, a rank int given to `.to()`), else null. */
+  deviceOf(node: Node | null | undefined): DeviceKind | null {
+    return deviceOf(this.value(node));
+  }
+
+  /** The definition a call reaches, through the local resolver and then any plugged-in one. */
+  resolveCall(call: Node): CallTarget | null {
+    for (const r of this.resolvers) {
+      const t = r(call, this);
+      if (t) return t;
+    }
+    return null;
+  }
+
+  /** The join of a function's return values (None when it returns nothing). */
+  returnValue(def: Node): Value {
+    const hit = this.returnMemo.get(def.id);
+    if (hit !== undefined) return hit === IN_PROGRESS ? UNKNOWN : hit;
+    this.returnMemo.set(def.id, IN_PROGRESS);
+    let v: Value = UNKNOWN;
+    let any = false;
+    const body = def.childForFieldName('body');
+    if (body && !/\byield\b/.test(body.text)) {
+      for (const r of this.sema.within('return_statement', body)) {
+        if (this.sema.enclosingFunction(r)?.id !== def.id) continue;
+        any = true;
+        const e = r.namedChildren[0];
+        v = join(v, e ? this.value(e) : none(r));
+      }
+      if (!any) v = none(def);
+    }
+    this.returnMemo.set(def.id, v);
+    return v;
+  }
+
+  /** The class definitions of this file named `name`. */
+  classesNamed(name: string): readonly Node[] {
+    if (!this.classes) {
+      this.classes = new Map();
+      for (const c of this.sema.nodes('class_definition')) {
+        const n = c.childForFieldName('name')?.text;
+        if (!n) continue;
+        const list = this.classes.get(n);
+        if (list) list.push(c);
+        else this.classes.set(n, [c]);
+      }
+    }
+    return this.classes.get(name) ?? [];
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Evaluation
+
+  private evaluate(node: Node): Value {
+    switch (node.type) {
+      case 'integer':
+        return num(node, { value: Number(node.text.replace(/_/g, '')) });
+      case 'float':
+        return num(node, { value: Number(node.text.replace(/_/g, '')) });
+      case 'true':
+      case 'false':
+        return bool(node);
+      case 'none':
+        return none(node);
+      case 'string': {
+        const c = stringContent(node);
+        if (c === null) return str(node, []);
+        if (isFString(node)) return str(node, /^cuda:?\{/.test(c) ? ['cuda:{}'] : []);
+        return str(node, [c]);
+      }
+      case 'concatenated_string':
+        return str(node, []);
+      case 'parenthesized_expression':
+        return this.value(node.namedChildren[0]);
+      case 'identifier':
+        return this.identifier(node);
+      case 'attribute':
+        return this.attribute(node);
+      case 'subscript':
+        return this.subscript(node);
+      case 'call':
+        return this.call(node);
+      case 'binary_operator':
+        return this.binary(node);
+      case 'unary_operator': {
+        const v = this.value(node.childForFieldName('argument') ?? node.namedChildren[node.namedChildren.length - 1]);
+        if (v.kind === 'number' && v.value !== undefined && node.text.startsWith('-')) return { ...v, origin: node, value: -v.value };
+        return v;
+      }
+      case 'not_operator':
+        return this.truth(node.childForFieldName('argument'), node);
+      case 'boolean_operator': {
+        const l = this.value(node.childForFieldName('left'));
+        const r = this.value(node.childForFieldName('right'));
+        return isDeviceTensor(l) || isDeviceTensor(r) ? join(l, r) : l.kind === 'bool' && r.kind === 'bool' ? l : join(l, r);
+      }
+      case 'comparison_operator': {
+        const ops = node.children.filter((c) => c && !c.isNamed).map((c) => c!.type);
+        if (ops.some((o) => o === 'is' || o === 'is not' || o === 'in' || o === 'not in' || o === 'not')) return bool(node);
+        let out: Value = bool(node);
+        for (const c of node.namedChildren) {
+          const v = this.value(c);
+          if (v.kind === 'tensor') out = out.kind === 'tensor' ? join(out, v) : v;
+        }
+        if (out.kind === 'tensor') out = { ...out, origin: node, dtype: 'bool', batch: undefined };
+        return out;
+      }
+      case 'conditional_expression': {
+        const [a, cond, b] = node.namedChildren;
+        // `g.item() if isinstance(g, torch.Tensor) else g`: the other arm is `g` when it is not a tensor
+        if (cond?.type === 'call' && cond.childForFieldName('function')?.text === 'isinstance' && /Tensor/.test(callArgs(cond).positional[1]?.text ?? '') && b?.text === callArgs(cond).positional[0]?.text) {
+          return this.value(a);
+        }
+        return join(this.value(a), this.value(b));
+      }
+      case 'tuple':
+      case 'list':
+      case 'expression_list': {
+        const items = node.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
+        if (items.some((c) => c.type === 'list_splat')) {
+          const vals = items.map((c) => (c.type === 'list_splat' ? elementOf(this.value(c.namedChildren[0]), c) : this.value(c)));
+          return seq(node, vals.reduce<Value>((a, b) => join(a, b), UNKNOWN));
+        }
+        const vals = items.map((c) => this.value(c));
+        return seq(node, vals.reduce<Value>((a, b) => join(a, b), UNKNOWN), vals);
+      }
+      case 'set':
+        return seq(node, node.namedChildren.reduce<Value>((a, c) => join(a, this.value(c)), UNKNOWN));
+      case 'list_comprehension':
+      case 'set_comprehension':
+      case 'generator_expression':
+        return seq(node, this.value(node.childForFieldName('body')));
+      case 'dictionary': {
+        const entries = new Map<string, Value>();
+        for (const p of node.namedChildren) {
+          if (p?.type !== 'pair') continue;
+          const k = p.childForFieldName('key');
+          const key = k?.type === 'string' ? stringContent(k) : null;
+          if (key !== null) entries.set(key, this.value(p.childForFieldName('value')));
+        }
+        return { kind: 'dict', origin: node, entries };
+      }
+      case 'dictionary_comprehension':
+        return { kind: 'dict', origin: node, entries: new Map() };
+      case 'assignment':
+        return this.value(node.childForFieldName('right'));
+      case 'named_expression':
+        return this.value(node.childForFieldName('value'));
+      case 'await':
+        return this.value(node.namedChildren[0]);
+      default:
+        return UNKNOWN;
+    }
+  }
+
+  /** `not x`: a Python bool (reading a device tensor's truth value is the rules' business). */
+  private truth(arg: Node | null, node: Node): Value {
+    const v = this.value(arg);
+    return v.kind === 'tensor' ? { ...v, origin: node, dtype: 'bool' } : bool(node);
+  }
+
+  private binary(node: Node): Value {
+    const left = node.childForFieldName('left');
+    const right = node.childForFieldName('right');
+    const op = node.childForFieldName('operator')?.type ?? node.children.find((c) => c && !c.isNamed)?.type ?? '';
+    const l = this.value(left);
+    if (l.kind === 'string') return str(node, []); // "%f" % t, "a" + b, "-" * 80
+    const r = this.value(right);
+    if (r.kind === 'string' && op === '+') return str(node, []);
+    return arith(node, l, r);
+  }
+
+  // ----- names
+
+  private identifier(node: Node): Value {
+    if (this.sema.resolve(node)) return this.qualified(node, this.sema.resolve(node)!);
+    const bindings = this.visibleBindings(node);
+    if (!bindings.length) {
+      const cls = this.classesNamed(node.text);
+      if (cls.length) return UNKNOWN;
+      return UNKNOWN;
+    }
+    const only = this.dominating(node, bindings);
+    if (only) return this.bindingValue(only);
+    let v: Value = UNKNOWN;
+    for (const b of bindings) v = join(v, this.bindingValue(b));
+    if (v.kind === 'unknown' && MODULE_NAME.test(node.text) && !RANK_NAME.test(node.text)) return { kind: 'module', origin: node };
+    return v;
+  }
+
+  /** The value of a name when no binding is known: model-like names are modules. */
+  private bindingValue(b: Binding): Value {
+    const hit = this.bindingMemo.get(b);
+    if (hit !== undefined) return hit === IN_PROGRESS ? UNKNOWN : hit;
+    this.bindingMemo.set(b, IN_PROGRESS);
+    let v: Value;
+    this.depth++;
+    try {
+      v = this.depth > MAX_DEPTH ? UNKNOWN : b.value(this);
+    } finally {
+      this.depth--;
+    }
+    this.bindingMemo.set(b, v);
+    return v;
+  }
+
+  /** The bindings of an identifier's name visible at the identifier (its function, enclosing functions, the module). */
+  private visibleBindings(node: Node): Binding[] {
+    const scopes = this.scopeIndex();
+    const name = node.text;
+    for (let fn = this.sema.enclosingFunction(node); ; fn = fn ? this.sema.enclosingFunction(fn) : null) {
+      const key = fn?.id ?? 0;
+      if (fn && this.declaredGlobal(fn).has(name)) continue;
+      const list = scopes.get(key)?.get(name);
+      if (list?.length) {
+        const inner = list.filter((b) => b.within && contains(b.within, node));
+        if (inner.length) return inner;
+        const plain = list.filter((b) => !b.within);
+        if (plain.length) return plain;
+      }
+      if (!fn) return [];
+    }
+  }
+
+  /** The one binding that reaches `use` in straight-line code (see the file comment), else null. */
+  private dominating(use: Node, bindings: Binding[]): Binding | null {
+    let last: Binding | null = null;
+    for (const b of bindings) {
+      if (b.pos < use.startIndex && !contains(b.stmt, use) && (!last || b.pos > last.pos)) last = b;
+    }
+    if (!last || last.param) return last?.param ? null : null;
+    const block = last.stmt.parent;
+    if (!block || !contains(block, use)) return null;
+    if (this.sema.enclosingFunction(last.stmt)?.id !== this.sema.enclosingFunction(use)?.id) return null;
+    // a later binding inside a loop around the use reaches it through the back edge
+    for (let p = use.parent; p && p.id !== block.id; p = p.parent) {
+      if (p.type !== 'for_statement' && p.type !== 'while_statement') continue;
+      if (bindings.some((b) => b !== last && b.pos > use.startIndex && contains(p!, b.stmt))) return null;
+    }
+    if (last.aug) return null;
+    return last;
+  }
+
+  private declaredGlobal(fn: Node): Set<string> {
+    if (!this.globalsDeclared) {
+      this.globalsDeclared = new Map();
+      for (const g of this.sema.nodes('global_statement')) {
+        const f = this.sema.enclosingFunction(g);
+        if (!f) continue;
+        let set = this.globalsDeclared.get(f.id);
+        if (!set) this.globalsDeclared.set(f.id, (set = new Set()));
+        for (const id of g.namedChildren) if (id?.type === 'identifier') set.add(id.text);
+      }
+    }
+    return this.globalsDeclared.get(fn.id) ?? EMPTY_SET;
+  }
+
+  // ----- the binding index (one pass per node type)
+
+  private scopeIndex(): Map<number, Map<string, Binding[]>> {
+    if (this.scopes) return this.scopes;
+    const scopes = new Map<number, Map<string, Binding[]>>();
+    const add = (scopeNode: Node | null, b: Binding) => {
+      const key = scopeNode?.id ?? 0;
+      let s = scopes.get(key);
+      if (!s) scopes.set(key, (s = new Map()));
+      const list = s.get(b.name);
+      if (list) list.push(b);
+      else s.set(b.name, [b]);
+    };
+    const sema = this.sema;
+    const scopeOf = (n: Node): Node | null => {
+      const fn = sema.enclosingFunction(n);
+      const cls = sema.enclosingClass(n);
+      // a class body's names are the class's (reached through `self.x` / `Cls.x`), not the module's
+      if (cls && (!fn || contains(fn, cls))) return cls;
+      return fn;
+    };
+    const bindTarget = (target: Node | null, stmt: Node, scope: Node | null, val: (m: ProgramModel) => Value, within?: Node) => {
+      if (!target) return;
+      if (target.type === 'identifier') {
+        add(scope, { name: target.text, pos: stmt.startIndex, stmt, within, value: val });
+      } else if (/^(pattern_list|tuple_pattern|list_pattern|expression_list|tuple|list)$/.test(target.type)) {
+        const parts = target.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
+        parts.forEach((p, i) => {
+          if (p.type === 'list_splat_pattern' || p.type === 'list_splat') {
+            const id = p.namedChildren[0];
+            bindTarget(id, stmt, scope, (m) => seq(p, elementOf(val(m), p)), within);
+          } else bindTarget(p, stmt, scope, (m) => itemOf(val(m), i, p), within);
+        });
+      } else if (target.type === 'parenthesized_expression') bindTarget(target.namedChildren[0], stmt, scope, val, within);
+    };
+    for (const a of sema.nodes('assignment')) {
+      const left = a.childForFieldName('left');
+      const right = a.childForFieldName('right');
+      // `a = b = x` nests: the inner assignment binds b, this one a (both to x)
+      if (!left || !right) continue;
+      const stmt = a.parent?.type === 'expression_statement' ? a.parent : a;
+      const outer = outerStatement(stmt);
+      bindTarget(left, outer, scopeOf(a), (m) => m.value(right));
+    }
+    for (const a of sema.nodes('augmented_assignment')) {
+      const left = a.childForFieldName('left');
+      const right = a.childForFieldName('right');
+      if (left?.type !== 'identifier' || !right) continue;
+      const scope = scopeOf(a);
+      const stmt = outerStatement(a.parent?.type === 'expression_statement' ? a.parent : a);
+      add(scope, {
+        name: left.text, pos: stmt.startIndex, stmt, aug: true,
+        value: (m) => {
+          const init = (m.scopeIndex().get(scope?.id ?? 0)?.get(left.text) ?? []).filter((b) => !b.aug && !b.within);
+          let v: Value = UNKNOWN;
+          for (const b of init) v = join(v, m.bindingValue(b));
+          return arith(a, v, m.value(right));
+        },
+      });
+    }
+    for (const loop of sema.nodes('for_statement')) {
+      const right = loop.childForFieldName('right');
+      bindTarget(loop.childForFieldName('left'), loop, scopeOf(loop), (m) => m.iterationValue(right, loop));
+    }
+    for (const clause of sema.nodes('for_in_clause')) {
+      const comp = clause.parent;
+      const right = clause.childForFieldName('right');
+      bindTarget(clause.childForFieldName('left'), clause, comp ? scopeOf(comp) : null, (m) => m.iterationValue(right, null), comp ?? undefined);
+    }
+    for (const w of sema.nodes('with_statement')) {
+      for (const item of (w.namedChildren.find((c) => c?.type === 'with_clause') ?? w).descendantsOfType('as_pattern').filter((x): x is Node => !!x && sema.enclosingFunction(x)?.id === sema.enclosingFunction(w)?.id)) {
+        const target = item.childForFieldName('alias')?.namedChildren[0] ?? item.namedChildren[item.namedChildren.length - 1];
+        if (target) bindTarget(target, w, scopeOf(w), () => UNKNOWN);
+      }
+    }
+    for (const fn of sema.nodes('function_definition')) {
+      const params = fn.childForFieldName('parameters')?.namedChildren ?? [];
+      params.forEach((p, index) => {
+        if (!p) return;
+        const nameNode = p.type === 'identifier' ? p : p.childForFieldName('name') ?? (p.type === 'typed_parameter' ? p.namedChildren[0] : null);
+        if (nameNode?.type !== 'identifier') return;
+        add(fn, { name: nameNode.text, pos: fn.startIndex, stmt: fn, param: p, value: (m) => m.parameterValue(fn, p, nameNode.text, index) });
+      });
+    }
+    for (const imp of [...sema.nodes('import_statement'), ...sema.nodes('import_from_statement')]) {
+      // a local import shadows nothing we model; names bound by imports resolve through Semantics.aliases
+      void imp;
+    }
+    for (const fn of sema.nodes('function_definition')) {
+      const name = fn.childForFieldName('name');
+      const holder = fn.parent?.type === 'decorated_definition' ? fn.parent : fn;
+      if (name) add(scopeOf(holder), { name: name.text, pos: holder.startIndex, stmt: holder, value: () => UNKNOWN });
+    }
+    return (this.scopes = scopes);
+  }
+
+  /** A parameter: the join of what the same-file (and resolved) call sites pass; the default only when none is known. */
+  private parameterValue(fn: Node, p: Node, name: string, index: number): Value {
+    if (p.type === 'list_splat_pattern' || p.type === 'dictionary_splat_pattern') return UNKNOWN;
+    const params = fn.childForFieldName('parameters')?.namedChildren.filter((x): x is Node => !!x) ?? [];
+    const first = params[0];
+    const firstName = first?.type === 'identifier' ? first.text : null;
+    const method = !!this.sema.enclosingClass(fn) && (firstName === 'self' || firstName === 'cls');
+    if (method && index === 0) return UNKNOWN;
+    let v: Value = UNKNOWN;
+    for (const arg of this.argumentsFor(fn, p).args) v = join(v, this.value(arg));
+    if (v.kind !== 'unknown') return v;
+    const def = p.childForFieldName('value');
+    // `mask=None` says nothing about what the callers pass: only a real default is a value
+    if (def && def.type !== 'none') return this.value(def);
+    // the inputs of forward(): tensors on the model's device
+    const fname = fn.childForFieldName('name')?.text;
+    const cls = this.sema.enclosingClass(fn);
+    const annotation = p.childForFieldName('type')?.text;
+    if (annotation && /Tensor/.test(annotation)) return deviceTensor(p, 'unknown', { weak: fname !== 'forward', batch: !/^(torch\.)?Tensor$/.test(annotation) || undefined });
+    if (annotation && !/Tensor|Any|^torch\./.test(annotation)) return UNKNOWN;
+    if (fname === 'forward' && cls) return deviceTensor(p, 'unknown', { batch: true });
+    // a parameter of a hot function that nothing else explains (`def train_step(x, y)` called from the loop)
+    if (!HOT_PARAM_EXCLUDED.some((re) => re.test(name))) {
+      const hot = this.sema.hot(p);
+      if (hot && hot.anchor.id === fn.id) return deviceTensor(p, 'unknown', { weak: true });
+    }
+    return def ? none(def) : UNKNOWN;
+  }
+
+  /**
+   * The argument expressions same-file call sites pass to parameter `p` of `fn` (positionally or by keyword), and
+   * whether the default is dead: `fn` is a plain function whose name is used only by its calls, each of which passes
+   * the parameter.
+   */
+  argumentsFor(fn: Node, p: Node): { args: Node[]; allPass: boolean } {
+    const memo = this.argsMemo.get(p.id);
+    if (memo) return memo;
+    const params = fn.childForFieldName('parameters')?.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment') ?? [];
+    const index = params.findIndex((x) => x.id === p.id);
+    const nameNode = p.type === 'identifier' ? p : p.childForFieldName('name') ?? p.namedChildren[0];
+    const name = nameNode?.text ?? '';
+    const first = params[0];
+    const firstName = first?.type === 'identifier' ? first.text : null;
+    const method = !!this.sema.enclosingClass(fn) && (firstName === 'self' || firstName === 'cls');
+    const args: Node[] = [];
+    let passing = 0;
+    const calls = this.sema.callSitesOf(fn);
+    for (const call of calls) {
+      if (contains(fn, call) && this.sema.enclosingFunction(call)?.id === fn.id) continue; // recursion
+      const { positional, keywords } = callArgs(call);
+      const fnNode = call.childForFieldName('function');
+      const shift = method && fnNode?.type === 'attribute' ? 1 : 0;
+      let arg: Node | null = kwValue(keywords.get(name));
+      if (!arg && index >= 0) {
+        const pos = positional[index - shift];
+        if (pos && pos.type !== 'list_splat' && pos.type !== 'dictionary_splat' && !positional.slice(0, index - shift).some((x) => x.type === 'list_splat')) arg = pos;
+      }
+      if (arg) {
+        args.push(arg);
+        passing++;
+      }
+    }
+    const sema = this.sema;
+    let dead: boolean | undefined;
+    const out = {
+      args,
+      // the def's own name plus one use per call: no callback, no export through another name (computed on demand:
+      // finding a name's uses scans the text)
+      get allPass(): boolean {
+        if (dead === undefined) {
+          const fname = fn.childForFieldName('name')?.text ?? '';
+          dead = !method && calls.length > 0 && passing === calls.length && !!fname && sema.identifiersNamed(fname).length === calls.length + 1;
+        }
+        return dead;
+      },
+    };
+    this.argsMemo.set(p.id, out);
+    return out;
+  }
+
+  private readonly argsMemo = new Map<number, { args: Node[]; allPass: boolean }>();
+
+  /** What one iteration of `for t in right` binds to `t`. */
+  iterationValue(right: Node | null, loop: Node | null): Value {
+    if (!right) return UNKNOWN;
+    if (right.type === 'call') {
+      const callee = this.sema.callee(right) ?? calleeText(right);
+      const args = callArgs(right).positional;
+      if (/^enumerate$/.test(callee)) return seq(right, UNKNOWN, [num(right), this.iterationValue(args[0] ?? null, loop)]);
+      if (/^zip$/.test(callee)) return seq(right, UNKNOWN, args.map((a) => this.iterationValue(a, loop)));
+      if (/^(range|itertools\.count|count)$/.test(callee)) return num(right);
+      if (/(^|\.)(tqdm|tqdm_notebook|trange|iter|list|sorted|reversed|tuple|islice|itertools\.islice|cycle|itertools\.cycle)$/.test(callee) && args[0]) {
+        if (/trange$/.test(callee)) return num(right);
+        return this.iterationValue(args[0], loop);
+      }
+      const meth = methodName(right);
+      if (meth === 'items') {
+        const d = this.value(receiver(right));
+        const vals = d.kind === 'dict' ? [...d.entries.values()].reduce<Value>((a, b) => join(a, b), UNKNOWN) : UNKNOWN;
+        return seq(right, UNKNOWN, [str(right, []), vals]);
+      }
+      if (meth === 'keys') return str(right, []);
+    }
+    const v = this.value(right);
+    if (v.kind === 'loader') return deviceTensor(right, v.device === 'xla' ? 'xla' : 'unknown', { batch: true });
+    if (v.kind === 'unknown' && loop && this.sema.iteratesLoader(loop)) return deviceTensor(right, 'unknown', { batch: true });
+    return elementOf(v, right);
+  }
+
+  // ----- attributes
+
+  private attribute(node: Node): Value {
+    const q = this.sema.resolve(node);
+    if (q) return this.qualified(node, q);
+    const obj = node.childForFieldName('object');
+    const attr = node.childForFieldName('attribute')?.text ?? '';
+    if (!obj) return UNKNOWN;
+    switch (attr) {
+      case 'shape':
+        return seq(node, num(node), undefined, true);
+      case 'ndim':
+        return num(node);
+      case 'dtype': {
+        const o = this.value(obj);
+        if (o.kind === 'tensor' || o.kind === 'module') return { kind: 'dtype', origin: node, name: o.kind === 'tensor' ? o.dtype ?? null : null };
+        const b = this.attributeBindings(node, obj, attr);
+        return b.kind !== 'unknown' ? b : { kind: 'dtype', origin: node, name: null };
+      }
+      case 'device': {
+        const o = this.value(obj);
+        if (o.kind === 'tensor') return { kind: 'device', origin: node, device: o.device === 'cpu' ? 'cpu' : o.device };
+        break;
+      }
+      case 'T':
+      case 'mT':
+      case 'H':
+      case 'data':
+      case 'real':
+      case 'imag': {
+        const o = this.value(obj);
+        if (o.kind === 'tensor') return { ...o, origin: node, batch: undefined } as Value;
+        break;
+      }
+      case 'grad': {
+        const o = this.value(obj);
+        return o.kind === 'tensor' ? { ...o, origin: node } : deviceTensor(node);
+      }
+    }
+    if (META_BOOL.test(attr)) return bool(node);
+    if (OUTPUT_ATTRS.test(attr)) {
+      const o = this.value(obj);
+      if (o.kind === 'tensor' || obj.type === 'call' || (o.kind === 'unknown' && attr !== 'sample')) {
+        return o.kind === 'tensor' && o.where === 'host' ? o : deviceTensor(node, o.kind === 'tensor' ? o.device : 'unknown', { weak: o.kind !== 'tensor' && obj.type !== 'call' && !/^(loss|logits)$/.test(attr) });
+      }
+    }
+    const bound = this.attributeBindings(node, obj, attr);
+    if (bound.kind !== 'unknown') return bound;
+    if (obj.type === 'identifier' && obj.text === 'self' && SELF_MODULE_ATTR.test(attr)) return { kind: 'module', origin: node };
+    return UNKNOWN;
+  }
+
+  /** `self.x` (assignments in the class, class-body fields), `args.x` (assignments to `args.x`, argparse defaults), `Cfg.x`. */
+  private attributeBindings(node: Node, obj: Node, attr: string): Value {
+    const all = this.attrIndex().get(attr) ?? [];
+    let v: Value = UNKNOWN;
+    if (obj.type === 'identifier' && (obj.text === 'self' || obj.text === 'cls')) {
+      const cls = this.sema.enclosingClass(node);
+      for (const b of all) if (b.recv.text === obj.text && b.cls?.id === cls?.id) v = join(v, this.value(b.value));
+      if (cls && v.kind === 'unknown') v = this.classField(cls, attr);
+      return v;
+    }
+    for (const b of all) if (b.recv.text === obj.text) v = join(v, this.value(b.value));
+    const o = obj.type === 'identifier' || obj.type === 'attribute' ? this.value(obj) : UNKNOWN;
+    if (o.kind === 'args' || (o.kind === 'unknown' && /^(args|opt|opts|options|cfg|config|hparams|params|flags|FLAGS|hp|conf|a)$/.test(obj.text))) {
+      for (const d of this.argparseDefaults(attr)) v = join(v, d.type === 'argparse-flag' ? bool(d) : this.value(d));
+    }
+    if (v.kind === 'unknown' && obj.type === 'identifier') {
+      // `Config.device` / `cfg = Config(); cfg.device`: a class-level field
+      const classes = this.classesNamed(obj.text);
+      const target = classes.length ? classes : this.instanceClasses(obj);
+      for (const c of target) v = join(v, this.classField(c, attr));
+    }
+    return v;
+  }
+
+  /**
+   * The expressions an attribute read can take its value from, as the model joins them: `args.x = v` assignments
+   * (same receiver), `self.x = v` in the class, and argparse defaults of dest `x` (each with `argparse: true`).
+   */
+  attributeSources(node: Node): { value: Node; argparse: boolean }[] {
+    if (node.type !== 'attribute') return [];
+    const obj = node.childForFieldName('object');
+    const attr = node.childForFieldName('attribute')?.text ?? '';
+    if (!obj) return [];
+    const all = this.attrIndex().get(attr) ?? [];
+    if (obj.type === 'identifier' && (obj.text === 'self' || obj.text === 'cls')) {
+      const cls = this.sema.enclosingClass(node);
+      return all.filter((b) => b.recv.text === obj.text && b.cls?.id === cls?.id).map((b) => ({ value: b.value, argparse: false }));
+    }
+    const out = all.filter((b) => b.recv.text === obj.text).map((b) => ({ value: b.value, argparse: false }));
+    const o = this.value(obj);
+    if (o.kind === 'args' || (o.kind === 'unknown' && /^(args|opt|opts|options|cfg|config|hparams|params|flags|FLAGS|hp|conf|a)$/.test(obj.text))) {
+      for (const d of this.argparseDefaults(attr)) if (d.type !== 'argparse-flag') out.push({ value: d, argparse: true });
+    }
+    return out;
+  }
+
+  /** Classes whose instance a name is bound to (`cfg = Config()`). */
+  private instanceClasses(name: Node): Node[] {
+    const out: Node[] = [];
+    for (const b of this.visibleBindings(name)) {
+      const right = b.stmt.type === 'expression_statement' ? b.stmt.namedChildren[0]?.childForFieldName('right') : null;
+      const fn = right?.type === 'call' ? right.childForFieldName('function') : null;
+      if (fn?.type === 'identifier') out.push(...this.classesNamed(fn.text));
+    }
+    return out;
+  }
+
+  /** A class-body binding `device = "cuda"` / `device: str = "cuda"` (dataclasses, config classes). */
+  private classField(cls: Node, attr: string): Value {
+    const list = this.scopeIndex().get(cls.id)?.get(attr) ?? [];
+    let v: Value = UNKNOWN;
+    for (const b of list) v = join(v, this.bindingValue(b));
+    return v;
+  }
+
+  private attrIndex(): Map<string, AttrBinding[]> {
+    if (this.attrs) return this.attrs;
+    const out = new Map<string, AttrBinding[]>();
+    const add = (left: Node, value: Node) => {
+      const attr = left.childForFieldName('attribute')?.text;
+      const recv = left.childForFieldName('object');
+      if (!attr || !recv) return;
+      const list = out.get(attr);
+      const b = { recv, cls: this.sema.enclosingClass(left), value };
+      if (list) list.push(b);
+      else out.set(attr, [b]);
+    };
+    for (const a of this.sema.nodes('assignment')) {
+      const left = a.childForFieldName('left');
+      const right = a.childForFieldName('right');
+      if (!left || !right) continue;
+      if (left.type === 'attribute') add(left, right);
+      else if (/^(pattern_list|tuple_pattern)$/.test(left.type) && right.type === 'expression_list') {
+        left.namedChildren.forEach((l, i) => {
+          const r = right.namedChildren[i];
+          if (l?.type === 'attribute' && r) add(l, r);
+        });
+      }
+    }
+    return (this.attrs = out);
+  }
+
+  /** `parser.add_argument('--device', default='cuda')` → the default node of dest `device` (flags: a marker node). */
+  private argparseDefaults(dest: string): Node[] {
+    if (!this.argparse) {
+      this.argparse = new Map();
+      for (const call of this.sema.nodes('call')) {
+        if (methodName(call) !== 'add_argument') continue;
+        const { positional, keywords } = callArgs(call);
+        const destKw = kwValue(keywords.get('dest'));
+        const flags = positional.filter((x) => x.type === 'string').map((x) => stringContent(x) ?? '');
+        const long = flags.find((f) => f.startsWith('--')) ?? flags.find((f) => !f.startsWith('-'));
+        const name = destKw?.type === 'string' ? stringContent(destKw) : long ? long.replace(/^-+/, '').replace(/-/g, '_') : null;
+        if (!name) continue;
+        const def = kwValue(keywords.get('default'));
+        const action = kwValue(keywords.get('action'));
+        const type = kwValue(keywords.get('type'))?.text;
+        let node: Node | null = def;
+        if (!node && action && /store_true|store_false/.test(action.text)) node = Object.assign(Object.create(null), { type: 'argparse-flag', id: -call.id, startIndex: call.startIndex, endIndex: call.endIndex, text: action.text }) as Node;
+        if (!node) continue;
+        if (type && /^(int|float)$/.test(type) && def && def.type !== 'integer' && def.type !== 'float' && def.type !== 'unary_operator' && def.type !== 'none') continue;
+        const list = this.argparse.get(name);
+        if (list) list.push(node);
+        else this.argparse.set(name, [node]);
+      }
+    }
+    return this.argparse.get(dest) ?? [];
+  }
+
+  // ----- subscripts
+
+  private subscript(node: Node): Value {
+    const value = node.childForFieldName('value');
+    const index = node.childForFieldName('subscript') ?? node.namedChildren[1];
+    const v = this.value(value);
+    const q = value ? this.sema.resolve(value) : null;
+    if (q === 'os.environ') return str(node, []);
+    if (v.kind === 'tensor') {
+      // indexing a batch of a loader (`batch[0]`, `batch["input_ids"]`) gives one of its tensors
+      return { ...v, origin: node, batch: undefined } as Value;
+    }
+    if (v.kind === 'seq') {
+      if (v.shape) return index?.type === 'slice' ? v : num(node);
+      if (index?.type === 'slice') return v;
+      const i = index?.type === 'integer' ? Number(index.text) : index?.type === 'unary_operator' && /^-\d+$/.test(index.text) ? Number(index.text) : null;
+      if (i !== null && v.items) {
+        const it = v.items[i < 0 ? v.items.length + i : i];
+        if (it) return it;
+      }
+      return v.elem;
+    }
+    const key = index?.type === 'string' ? stringContent(index) : null;
+    if (v.kind === 'dict' && key !== null && v.entries.has(key)) return v.entries.get(key)!;
+    if (key !== null && value) {
+      let out: Value = UNKNOWN;
+      for (const r of this.subscriptIndex().get(`${value.text}[${key}]`) ?? []) out = join(out, this.value(r));
+      if (out.kind !== 'unknown') return out;
+    }
+    if (v.kind === 'dict') return [...v.entries.values()].reduce<Value>((a, b) => join(a, b), UNKNOWN);
+    return UNKNOWN;
+  }
+
+  private subscriptIndex(): Map<string, Node[]> {
+    if (this.subscripts) return this.subscripts;
+    const out = new Map<string, Node[]>();
+    for (const a of this.sema.nodes('assignment')) {
+      const left = a.childForFieldName('left');
+      const right = a.childForFieldName('right');
+      if (left?.type !== 'subscript' || !right) continue;
+      const idx = left.childForFieldName('subscript');
+      const key = idx?.type === 'string' ? stringContent(idx) : null;
+      const recv = left.childForFieldName('value');
+      if (key === null || !recv) continue;
+      const k = `${recv.text}[${key}]`;
+      const list = out.get(k);
+      if (list) list.push(right);
+      else out.set(k, [right]);
+    }
+    return (this.subscripts = out);
+  }
+
+  // ----- qualified names (imports)
+
+  private qualified(node: Node, q: string): Value {
+    const dt = /^torch\.(\w+)$/.exec(q);
+    if (dt && DTYPE_ALIASES[dt[1]] && !/^(float|int|bool|long|half|double|short)$/.test(dt[1]) === true) return { kind: 'dtype', origin: node, name: DTYPE_ALIASES[dt[1]] };
+    if (dt && /^(float|half|double|long|short)$/.test(dt[1])) return { kind: 'dtype', origin: node, name: DTYPE_ALIASES[dt[1]] };
+    if (/^numpy\.(float16|float32|float64|int64|int32|bool_|uint8)$/.test(q)) return { kind: 'dtype', origin: node, name: q.slice(6).replace(/_$/, '') };
+    if (q === 'os.environ') return { kind: 'dict', origin: node, entries: new Map() };
+    return UNKNOWN;
+  }
+
+  // ----- calls
+
+  private call(node: Node): Value {
+    const fnNode = node.childForFieldName('function');
+    const callee = this.sema.callee(node);
+    if (callee) return this.libraryCall(node, callee);
+    if (!fnNode) return UNKNOWN;
+    if (fnNode.type === 'identifier') {
+      const builtin = this.builtinCall(node, fnNode.text);
+      if (builtin) return builtin;
+    }
+    const target = this.resolveCall(node);
+    if (target) {
+      if (target.def.type === 'class_definition') return isModuleClass(target.def) ? { kind: 'module', origin: node } : UNKNOWN;
+      return target.model.returnValue(target.def);
+    }
+    const meth = methodName(node);
+    if (meth) {
+      const r = this.methodCall(node, meth, receiver(node)!);
+      if (r) return r;
+    }
+    // a module's output is a tensor or a tuple/dict of them (`logits, loss = model(x, y)`): a bundle
+    const f = this.value(fnNode);
+    if (f.kind === 'module') return deviceTensor(node, 'unknown', { batch: true });
+    // `self(x)` inside an nn.Module: its forward
+    if (fnNode.type === 'identifier' && fnNode.text === 'self') {
+      const cls = this.sema.enclosingClass(node);
+      if (cls && isModuleClass(cls)) return deviceTensor(node, 'unknown', { batch: true });
+    }
+    if (fnNode.type === 'identifier' && (MODULE_NAME.test(fnNode.text) || /^(compute_loss|get_loss|loss)$/.test(fnNode.text))) return deviceTensor(node, 'unknown', { batch: true });
+    return UNKNOWN;
+  }
+
+  private libraryCall(node: Node, callee: string): Value {
+    const { positional, keywords } = callArgs(node);
+    if (callee === 'torch.device') {
+      const first = kwValue(keywords.get('type')) ?? positional[0];
+      const d = first ? deviceOf(this.value(first)) : null;
+      return { kind: 'device', origin: node, device: d ?? (first ? 'runtime' : 'unknown') };
+    }
+    if (XLA_DEVICE_CALLS.test(callee)) return { kind: 'device', origin: node, device: 'xla' };
+    if (callee === 'torch.cuda.current_device') return num(node, { rank: true });
+    if (/^torch\.cuda\.(is_available|is_bf16_supported|is_initialized)$|^torch\.distributed\.(is_available|is_initialized)$|^torch\.(is_tensor|is_floating_point|is_grad_enabled)$/.test(callee)) return bool(node);
+    if (HOST_NUMBER_CALLS.test(callee)) return num(node, { rank: RANK_CALLS.test(callee) || undefined });
+    if (/^torch\.utils\.data\.(DataLoader|dataloader\.DataLoader)$/.test(callee) || LOADER_CTORS.test(callee)) return { kind: 'loader', origin: node, device: 'unknown' };
+    if (XLA_LOADERS.test(callee)) return { kind: 'loader', origin: node, device: 'xla' };
+    if (/^argparse\.ArgumentParser$/.test(callee)) return UNKNOWN;
+    if (/^collections\.(defaultdict|Counter|OrderedDict)$/.test(callee)) return { kind: 'dict', origin: node, entries: new Map() };
+    if (MODULE_CALLS.test(callee) || /\.from_pretrained$/.test(callee)) return { kind: 'module', origin: node };
+    if (/^os\.(environ\.get|getenv)$/.test(callee)) {
+      const key = positional[0]?.type === 'string' ? stringContent(positional[0]) ?? '' : '';
+      const def = positional[1] ?? kwValue(keywords.get('default'));
+      const d = def ? this.value(def) : UNKNOWN;
+      if (/RANK|ORDINAL/.test(key)) return num(node, { rank: true, value: d.kind === 'number' ? d.value : undefined });
+      return d.kind === 'number' ? d : str(node, d.kind === 'string' ? d.values : []);
+    }
+    if (HOST_MODULES.test(callee)) {
+      if (/^(math|random|statistics)\./.test(callee)) return num(node);
+      return hostTensor(node);
+    }
+    if (TORCH_FACTORIES.test(callee)) return this.factory(node, callee);
+    if (TORCH_LIKE.test(callee)) {
+      const dev = kwValue(keywords.get('device'));
+      if (dev) return this.placed(node, dev);
+      const src = this.value(positional[0]);
+      return src.kind === 'tensor' ? { ...src, origin: node, batch: undefined } as Value : deviceTensor(node);
+    }
+    if (/^torch\.(cat|stack|concat|concatenate|hstack|vstack)$/.test(callee)) {
+      const v = this.value(positional[0]);
+      const e = v.kind === 'seq' ? v.elem : v;
+      return e.kind === 'tensor' ? { ...e, origin: node, batch: undefined } as Value : deviceTensor(node, 'unknown', { weak: true });
+    }
+    if (/^torch\.(chunk|split|unbind|meshgrid|broadcast_tensors|where)$/.test(callee) && /chunk|split|unbind|meshgrid|broadcast/.test(callee)) {
+      const e = this.value(positional[0]);
+      return seq(node, e.kind === 'tensor' ? e : deviceTensor(node));
+    }
+    if (/^torch\.nn\.functional\./.test(callee) || (/^torch\.[a-z_]\w*$/.test(callee) && !NON_TENSOR_TORCH.test(callee)) || /^torch\.(linalg|fft|special)\.\w+$/.test(callee)) {
+      // an op on tensors: on the device of its tensor arguments (a CPU op on CPU tensors stays on the host)
+      let out: Value | null = null;
+      let unknownArg = false;
+      for (const a of positional) {
+        const v = this.value(a);
+        if (v.kind === 'tensor') out = out ? join(out, v) : v;
+        else if (v.kind === 'unknown' || v.kind === 'seq') unknownArg = true;
+      }
+      if (out && out.kind === 'tensor' && out.where === 'host' && !unknownArg) return { ...out, origin: node, batch: undefined } as Value;
+      if (out && out.kind === 'tensor' && out.where === 'device') return { ...out, origin: node, batch: undefined } as Value;
+      return deviceTensor(node);
+    }
+    if (/^torch_xla\..*\.(all_reduce|all_gather|reduce_scatter|mesh_reduce)$/.test(callee)) return deviceTensor(node, 'xla');
+    // the total norm of the gradients: a tensor on their device
+    if (/^torch\.nn\.utils\.(clip_grad_norm_?|get_total_norm|parameters_to_vector)$/.test(callee)) return deviceTensor(node);
+    if (/^torch\.distributed\.(all_reduce|broadcast|barrier|all_gather)$/.test(callee)) return none(node);
+    if (/^torch\.(float16|half|bfloat16|float32|float64|double)$/.test(callee)) return UNKNOWN;
+    return UNKNOWN;
+  }
+
+  /** A factory call: a CPU tensor without `device=`, else on that device. */
+  private factory(node: Node, callee: string): Value {
+    const { keywords, positional } = callArgs(node);
+    const dev = kwValue(keywords.get('device'));
+    const dtypeNode = kwValue(keywords.get('dtype'));
+    const dtypeV = dtypeNode ? this.value(dtypeNode) : null;
+    const dtype = dtypeV?.kind === 'dtype' ? dtypeV.name ?? undefined : undefined;
+    if (dev) return this.placed(node, dev, dtype);
+    if (callee === 'torch.from_numpy') return hostTensor(node, { dtype });
+    if (/^torch\.(tensor|as_tensor)$/.test(callee) && positional[0]) {
+      // torch.as_tensor(t) of a device tensor keeps its device
+      const src = this.value(positional[0]);
+      if (src.kind === 'tensor' && callee === 'torch.as_tensor') return { ...src, origin: node, batch: undefined } as Value;
+    }
+    return hostTensor(node, { dtype });
+  }
+
+  /** A tensor placed on the device `dev` names (unknown device expressions count as the accelerator). */
+  private placed(node: Node, dev: Node, dtype?: string): Value {
+    const v = this.value(dev);
+    const d = deviceOf(v) ?? (v.kind === 'number' ? 'cuda' : v.kind === 'tensor' ? v.device : 'unknown');
+    return d === 'cpu' ? hostTensor(node, { dtype }) : deviceTensor(node, d, { dtype });
+  }
+
+  private builtinCall(node: Node, name: string): Value | null {
+    if (this.visibleBindingsNamed(node, name)) return null; // a local def or a binding shadows the builtin
+    const { positional } = callArgs(node);
+    switch (name) {
+      case 'int':
+      case 'float':
+      case 'round':
+      case 'len':
+      case 'abs':
+      case 'divmod':
+      case 'pow':
+      case 'hash':
+      case 'ord': {
+        if ((name === 'abs' || name === 'round') && positional.length >= 1) {
+          const v = this.value(positional[0]);
+          if (v.kind === 'tensor' && name === 'abs') return { ...v, origin: node };
+        }
+        const inner = positional[0] ? this.value(positional[0]) : UNKNOWN;
+        return num(node, { rank: inner.kind === 'number' ? inner.rank : inner.kind === 'string' ? undefined : undefined, value: inner.kind === 'number' && name === 'int' ? inner.value : undefined });
+      }
+      case 'str':
+      case 'repr':
+      case 'format':
+      case 'chr':
+        return str(node, []);
+      case 'bool':
+      case 'isinstance':
+      case 'hasattr':
+      case 'callable':
+      case 'issubclass':
+      case 'all':
+      case 'any':
+        return bool(node);
+      case 'max':
+      case 'min':
+      case 'sum': {
+        if (positional.length === 1) {
+          const v = this.value(positional[0]);
+          if (v.kind === 'tensor') return { ...v, origin: node, batch: undefined } as Value;
+          if (v.kind === 'seq') return v.elem.kind === 'tensor' ? { ...v.elem, origin: node, batch: undefined } as Value : v.elem.kind === 'unknown' ? UNKNOWN : num(node);
+          return UNKNOWN;
+        }
+        let out: Value = UNKNOWN;
+        for (const a of positional) out = join(out, this.value(a));
+        return out.kind === 'tensor' || out.kind === 'number' ? { ...out, origin: node } as Value : UNKNOWN;
+      }
+      case 'list':
+      case 'tuple':
+      case 'sorted':
+      case 'reversed':
+      case 'set': {
+        const v = positional[0] ? this.value(positional[0]) : UNKNOWN;
+        return seq(node, elementOf(v, node), v.kind === 'seq' && name !== 'sorted' && name !== 'set' && name !== 'reversed' ? v.items : undefined);
+      }
+      case 'range':
+        return seq(node, num(node));
+      case 'dict': {
+        const entries = new Map<string, Value>();
+        for (const [k, kw] of callArgs(node).keywords) entries.set(k, this.value(kwValue(kw)));
+        return { kind: 'dict', origin: node, entries };
+      }
+      case 'enumerate':
+      case 'zip':
+        return seq(node, this.iterationValue(node, null));
+      case 'getattr': {
+        // `getattr(torch, args.dtype)`: the dtype an argparse default or config string names
+        if (positional.length >= 2 && this.sema.resolve(positional[0]) === 'torch') {
+          const key = this.value(positional[1]);
+          if (key.kind === 'string' && key.values.length === 1 && DTYPE_ALIASES[key.values[0]]) return { kind: 'dtype', origin: key.origin, name: DTYPE_ALIASES[key.values[0]] };
+        }
+        return null;
+      }
+      case 'print':
+      case 'setattr':
+        return none(node);
+      default:
+        return null;
+    }
+  }
+
+  private visibleBindingsNamed(node: Node, name: string): boolean {
+    const scopes = this.scopeIndex();
+    for (let fn = this.sema.enclosingFunction(node); ; fn = fn ? this.sema.enclosingFunction(fn) : null) {
+      if (scopes.get(fn?.id ?? 0)?.get(name)?.length) return true;
+      if (!fn) return false;
+    }
+  }
+
+  private methodCall(node: Node, meth: string, recv: Node): Value | null {
+    const { positional, keywords } = callArgs(node);
+    switch (meth) {
+      case 'item':
+        return num(node);
+      case 'tolist': {
+        const r = this.value(recv);
+        return r.kind === 'tensor' ? seq(node, num(node)) : seq(node, UNKNOWN);
+      }
+      case 'numpy':
+        return hostTensor(node);
+      case 'cpu': {
+        const r = this.value(recv);
+        return r.kind === 'module' ? r : hostTensor(node, { dtype: r.kind === 'tensor' ? r.dtype : undefined });
+      }
+      case 'cuda': {
+        const r = this.value(recv);
+        return r.kind === 'module' ? r : deviceTensor(node, 'cuda', { dtype: r.kind === 'tensor' ? r.dtype : undefined });
+      }
+      case 'size': {
+        if (positional.length) return num(node);
+        return seq(node, num(node), undefined, true);
+      }
+      case 'to': {
+        const r = this.value(recv);
+        if (r.kind === 'module') return r;
+        const dev = kwValue(keywords.get('device')) ?? positional.find((a) => {
+          const v = this.value(a);
+          return v.kind !== 'dtype' && v.kind !== 'bool';
+        });
+        const dtypeNode = kwValue(keywords.get('dtype')) ?? positional.find((a) => this.value(a).kind === 'dtype');
+        const dv = dtypeNode ? this.value(dtypeNode) : null;
+        const dtype = dv?.kind === 'dtype' ? dv.name ?? undefined : r.kind === 'tensor' ? r.dtype : undefined;
+        if (dev) {
+          const p = this.placed(node, dev, dtype);
+          if (p.kind === 'tensor' && p.where === 'device' && r.kind === 'unknown' && this.value(dev).kind === 'unknown') return { ...p, weak: true };
+          return p;
+        }
+        if (r.kind === 'tensor') return { ...r, origin: node, dtype, batch: undefined } as Value;
+        return dtypeNode ? deviceTensor(node, 'unknown', { dtype, weak: true }) : null;
+      }
+      case 'format':
+      case 'join':
+      case 'strip':
+      case 'lower':
+      case 'upper':
+      case 'replace':
+      case 'rstrip':
+      case 'lstrip':
+        if (this.value(recv).kind === 'string' || recv.type === 'string') return str(node, []);
+        break;
+      case 'parse_args':
+      case 'parse_known_args':
+        return meth === 'parse_args' ? { kind: 'args', origin: node } : seq(node, UNKNOWN, [{ kind: 'args', origin: node }, UNKNOWN]);
+      case 'get': {
+        const r = this.value(recv);
+        if (r.kind === 'dict') {
+          const k = positional[0]?.type === 'string' ? stringContent(positional[0]) : null;
+          if (k !== null && r.entries.has(k)) return r.entries.get(k)!;
+          return positional[1] ? this.value(positional[1]) : UNKNOWN;
+        }
+        break;
+      }
+      case 'state_dict':
+        return { kind: 'dict', origin: node, entries: new Map() };
+      case 'parameters':
+        return seq(node, deviceTensor(node, 'unknown', { weak: true }));
+      case 'element_size':
+      case 'dim':
+      case 'numel':
+      case 'nelement':
+      case 'get_device':
+      case 'data_ptr':
+      case 'ndimension':
+      case 'stride':
+        return num(node);
+      case 'eval':
+      case 'train':
+      case 'half':
+      case 'float':
+      case 'double':
+      case 'bfloat16':
+      case 'requires_grad_':
+      case 'type': {
+        const r = this.value(recv);
+        if (r.kind === 'module' && meth !== 'type') return r;
+        if (r.kind === 'tensor') return { ...r, origin: node, dtype: DTYPE_METHOD[meth] ?? r.dtype, batch: undefined } as Value;
+        if (meth === 'eval' || meth === 'train') return null;
+        break;
+      }
+    }
+    if (INT_METHODS.has(meth)) return num(node);
+    if (TENSOR_METHODS.has(meth)) {
+      const r = this.value(recv);
+      if (r.kind === 'tensor') {
+        const t = { ...r, origin: node, batch: undefined } as Value;
+        // `t.max(dim)`/`t.median(1)` return (values, indices); `t.max()` one tensor
+        const multi = MULTI_METHODS.has(meth) && (!/^(max|min|median|mode)$/.test(meth) || positional.length > 0 || keywords.has('dim'));
+        return multi ? seq(node, t, /^(topk|sort|kthvalue|median|mode|aminmax|max|min)$/.test(meth) ? [t, t] : undefined) : t;
+      }
+      if (r.kind === 'number' || r.kind === 'string' || r.kind === 'bool' || r.kind === 'seq' || r.kind === 'dict' || r.kind === 'none') return r.kind === 'number' ? num(node) : UNKNOWN;
+      // `x.sum()` on a value nothing explains: a tensor by its method, weakly
+      if (r.kind === 'unknown' && !(meth === 'split' || meth === 'type' || meth === 'round' || meth === 'sort')) return deviceTensor(node, 'unknown', { weak: true });
+    }
+    return null;
+  }
+}
+
+const EMPTY_SET: Set<string> = new Set();
+
+/** The local resolver: same-file functions (`f()`, `self.f()`), classes (`Net()`). */
+const localResolver: CallResolver = (call, model) => {
+  const fn = call.childForFieldName('function');
+  if (fn?.type === 'identifier') {
+    const cls = model.classesNamed(fn.text);
+    if (cls.length) return { def: cls[cls.length - 1], model, path: model.path };
+  }
+  const defs = model.sema.calledFunctions(call);
+  if (!defs.length) return null;
+  // `self.f()` prefers the method of the enclosing class
+  if (fn?.type === 'attribute') {
+    const cls = model.sema.enclosingClass(call);
+    const own = defs.find((d) => model.sema.enclosingClass(d)?.id === cls?.id);
+    if (own) return { def: own, model, path: model.path };
+  }
+  return { def: defs[defs.length - 1], model, path: model.path };
+};
+
+function isModuleClass(cls: Node): boolean {
+  const supers = cls.childForFieldName('superclasses')?.text ?? '';
+  return /Module|nn\.|LightningModule|PreTrainedModel|Model\b/.test(supers);
+}
+
+function contains(outer: Node, inner: Node): boolean {
+  return inner.startIndex >= outer.startIndex && inner.endIndex <= outer.endIndex;
+}
+
+/** A statement a block holds directly: an expression statement's assignment is bound at the statement. */
+function outerStatement(n: Node): Node {
+  return n;
+}
+
+/** The element of an iterable value: a tensor's rows are tensors, a loader's items batches, a list's its elements. */
+export function elementOf(v: Value, origin: Node): Value {
+  switch (v.kind) {
+    case 'tensor':
+      return { ...v, origin, batch: undefined } as Value;
+    case 'seq':
+      return v.elem;
+    case 'loader':
+      return deviceTensor(origin, v.device === 'xla' ? 'xla' : 'unknown', { batch: true });
+    case 'dict':
+      return str(origin, []);
+    case 'string':
+      return str(origin, []);
+    default:
+      return UNKNOWN;
+  }
+}
+
+/** Item `i` of an unpacked value. */
+function itemOf(v: Value, i: number, origin: Node): Value {
+  if (v.kind === 'seq') return v.items?.[i] ?? v.elem;
+  if (v.kind === 'tensor') return { ...v, origin } as Value; // a batch's parts keep the batch mark
+  return UNKNOWN;
+}
+
+/** Arithmetic: a tensor when a tensor takes part (the device one wins), numbers with numbers. */
+function arith(node: Node, l: Value, r: Value): Value {
+  const lt = l.kind === 'tensor';
+  const rt = r.kind === 'tensor';
+  if (lt || rt) {
+    const t = (lt && rt ? join(l, r) : lt ? l : r) as Value & { kind: 'tensor' };
+    // a host tensor with an unknown operand stays host only when the other side is a number
+    return { ...t, origin: node, batch: undefined } as Value;
+  }
+  if ((l.kind === 'number' || l.kind === 'bool') && (r.kind === 'number' || r.kind === 'bool')) return num(node);
+  if (l.kind === 'seq' && r.kind === 'seq') return seq(node, join(l.elem, r.elem));
+  if (l.kind === 'seq' && r.kind === 'number') return seq(node, l.elem);
+  if (l.kind === 'number' && r.kind === 'unknown') return UNKNOWN;
+  return UNKNOWN;
+}
+
+export { deviceOfString };

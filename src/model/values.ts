@@ -1,0 +1,196 @@
+/**
+ * Abstract values of the program model (issue 9): what an expression evaluates to, as far as the rules need to
+ * know. Each value keeps the node it came from (`origin`) so that related locations can be reported later.
+ */
+import type { Node } from '../core/parse';
+
+/** Where a device lives: CUDA, XLA, the CPU, or chosen at run time (`"cuda" if cuda.is_available() else "cpu"`). */
+export type DeviceKind = 'cuda' | 'xla' | 'cpu' | 'runtime' | 'unknown';
+
+interface Base {
+  /** The expression the value was computed from (for related locations). */
+  readonly origin: Node | null;
+}
+
+/**
+ * A tensor. `where: 'device'` is an accelerator tensor (or one that becomes one after the migration: a batch of a
+ * DataLoader); `'host'` a CPU tensor or NumPy array. `weak`: known by a naming or context convention only (a
+ * parameter of a hot function), not by a value flow.
+ */
+export interface TensorValue extends Base {
+  readonly kind: 'tensor';
+  readonly where: 'device' | 'host';
+  readonly device: DeviceKind;
+  readonly dtype?: string;
+  readonly weak?: boolean;
+  /** What a loader yields: a tensor or a tuple/dict of them (unpacking or indexing it reads nothing). */
+  readonly batch?: boolean;
+}
+/** A Python int or float: `.item()`, `len()`, shape ints, counters, `time.time()`. */
+export interface NumberValue extends Base {
+  readonly kind: 'number';
+  /** The constant, when one literal is known. */
+  readonly value?: number;
+  /** `LOCAL_RANK`, `args.local_rank`, `dist.get_rank()`: a rank, possibly with a sentinel (`-1`). */
+  readonly rank?: boolean;
+}
+export interface StringValue extends Base {
+  readonly kind: 'string';
+  /** Literal contents when known (all candidates when a join left several). */
+  readonly values: readonly string[];
+}
+export interface DtypeValue extends Base {
+  readonly kind: 'dtype';
+  /** Canonical torch name (`float16`, `bfloat16`, `float64`, …); null: a dtype, which one unknown. */
+  readonly name: string | null;
+}
+export interface BoolValue extends Base {
+  readonly kind: 'bool';
+}
+export interface DeviceValue extends Base {
+  readonly kind: 'device';
+  readonly device: DeviceKind;
+}
+export interface LoaderValue extends Base {
+  readonly kind: 'loader';
+  /** A torch DataLoader yields host batches that the loop moves; MpDeviceLoader yields XLA tensors. */
+  readonly device: DeviceKind;
+}
+export interface ModuleValue extends Base {
+  readonly kind: 'module';
+}
+/** A list/tuple/generator/shape: `items` when the elements are known by position, `elem` their join. */
+export interface SeqValue extends Base {
+  readonly kind: 'seq';
+  readonly items?: readonly Value[];
+  readonly elem: Value;
+  /** `x.shape` / `x.size()`: a torch.Size (its ints are static). */
+  readonly shape?: boolean;
+}
+export interface DictValue extends Base {
+  readonly kind: 'dict';
+  readonly entries: ReadonlyMap<string, Value>;
+}
+/** The namespace `parser.parse_args()` returns. */
+export interface ArgsValue extends Base {
+  readonly kind: 'args';
+}
+export interface NoneValue extends Base {
+  readonly kind: 'none';
+}
+export interface UnknownValue extends Base {
+  readonly kind: 'unknown';
+}
+
+export type Value =
+  | TensorValue | NumberValue | StringValue | DtypeValue | BoolValue | DeviceValue | LoaderValue | ModuleValue
+  | SeqValue | DictValue | ArgsValue | NoneValue | UnknownValue;
+
+export const UNKNOWN: UnknownValue = Object.freeze({ kind: 'unknown', origin: null });
+
+export const unknown = (): Value => UNKNOWN;
+export const num = (origin: Node | null, extra: { value?: number; rank?: boolean } = {}): NumberValue => ({ kind: 'number', origin, ...extra });
+export const bool = (origin: Node | null): BoolValue => ({ kind: 'bool', origin });
+export const str = (origin: Node | null, values: readonly string[]): StringValue => ({ kind: 'string', origin, values });
+export const none = (origin: Node | null): NoneValue => ({ kind: 'none', origin });
+export const deviceTensor = (origin: Node | null, device: DeviceKind = 'unknown', extra: { dtype?: string; weak?: boolean; batch?: boolean } = {}): TensorValue => ({
+  kind: 'tensor', where: 'device', device, origin, ...extra,
+});
+export const hostTensor = (origin: Node | null, extra: { dtype?: string } = {}): TensorValue => ({ kind: 'tensor', where: 'host', device: 'cpu', origin, ...extra });
+export const seq = (origin: Node | null, elem: Value, items?: readonly Value[], shape?: boolean): SeqValue => ({ kind: 'seq', origin, elem, items, shape });
+
+/** The device a string names: `"cuda"`, `"cuda:0"`, `f"cuda:{rank}"`, `"xla"`, `"cpu"`, `"mps"`. */
+export function deviceOfString(s: string): DeviceKind | null {
+  if (/^cuda(:\d+|:\{[^}]*\}|:%[ds]|:)?$/.test(s) || /^cuda:\{/.test(s)) return 'cuda';
+  if (/^xla(:\d+)?$/.test(s) || s === 'tpu') return 'xla';
+  if (s === 'cpu') return 'cpu';
+  return null;
+}
+
+function joinDevice(a: DeviceKind, b: DeviceKind): DeviceKind {
+  if (a === b) return a;
+  if (a === 'unknown') return b;
+  if (b === 'unknown') return a;
+  return 'runtime';
+}
+
+/** The device a value names (a device, a device string, a rank int: `x.to(local_rank)` is CUDA), else null. */
+export function deviceOf(v: Value): DeviceKind | null {
+  if (v.kind === 'device') return v.device;
+  if (v.kind === 'string') {
+    const kinds = v.values.map(deviceOfString);
+    if (!kinds.length || kinds.some((k) => k === null)) return null;
+    return kinds.reduce<DeviceKind>((a, b) => joinDevice(a, b!), kinds[0]!);
+  }
+  return null;
+}
+
+/**
+ * The join of two values bound to one name on different paths (may-analysis): unknown and None are ignored,
+ * a number or bool joined with a tensor is a tensor (`total = 0; total += loss`), a host and a device tensor
+ * are a device tensor, devices of different kinds are chosen at run time.
+ */
+export function join(a: Value, b: Value): Value {
+  if (a === b) return a;
+  if (a.kind === 'unknown') return b;
+  if (b.kind === 'unknown') return a;
+  if (a.kind === 'none') return b;
+  if (b.kind === 'none') return a;
+  if (a.kind === 'tensor' && b.kind === 'tensor') {
+    if (a.where !== b.where) return a.where === 'device' ? a : b;
+    if (a.weak && !b.weak) return b;
+    const device = joinDevice(a.device, b.device);
+    return device === a.device ? a : { ...a, device };
+  }
+  if (a.kind === 'tensor' && (b.kind === 'number' || b.kind === 'bool')) return a;
+  if (b.kind === 'tensor' && (a.kind === 'number' || a.kind === 'bool')) return b;
+  if (a.kind === 'number' && b.kind === 'number') {
+    if (a.value === b.value && a.rank === b.rank) return a;
+    return { kind: 'number', origin: a.origin, rank: a.rank || b.rank || undefined, value: a.value === b.value ? a.value : undefined };
+  }
+  if (a.kind === 'bool' && b.kind === 'bool') return a;
+  if ((a.kind === 'number' && b.kind === 'bool') || (a.kind === 'bool' && b.kind === 'number')) return a.kind === 'number' ? a : b;
+  if (a.kind === 'string' && b.kind === 'string') return str(a.origin, [...new Set([...a.values, ...b.values])]);
+  if (a.kind === 'dtype' && b.kind === 'dtype') return a.name === b.name ? a : { kind: 'dtype', origin: a.origin, name: null };
+  if ((a.kind === 'device' || a.kind === 'string') && (b.kind === 'device' || b.kind === 'string')) {
+    const da = deviceOf(a);
+    const db = deviceOf(b);
+    if (da && db) return { kind: 'device', origin: a.origin, device: joinDevice(da, db) };
+    return UNKNOWN;
+  }
+  if (a.kind === 'loader' && b.kind === 'loader') return a.device === b.device ? a : { ...a, device: joinDevice(a.device, b.device) };
+  if (a.kind === 'seq' && b.kind === 'seq') return seq(a.origin, join(a.elem, b.elem), undefined, a.shape && b.shape);
+  if (a.kind === b.kind) return a;
+  return UNKNOWN;
+}
+
+/** Host data: a Python number, bool, string, dtype, a CPU tensor or NumPy array, or a container of those. */
+export function isHostValue(v: Value): boolean {
+  switch (v.kind) {
+    case 'number':
+    case 'bool':
+    case 'string':
+    case 'dtype':
+    case 'none':
+      return true;
+    case 'tensor':
+      return v.where === 'host';
+    case 'seq':
+      return v.shape === true || (v.elem.kind !== 'unknown' && isHostValue(v.elem) && (!v.items || v.items.every((i) => i.kind === 'unknown' || isHostValue(i))));
+    case 'dict':
+      return v.entries.size > 0 && [...v.entries.values()].every(isHostValue);
+    default:
+      return false;
+  }
+}
+
+export function isDeviceTensor(v: Value, strong = false): boolean {
+  return v.kind === 'tensor' && v.where === 'device' && (!strong || !v.weak);
+}
+
+/** Canonical dtype names of `torch.<attr>`. */
+export const DTYPE_ALIASES: Record<string, string> = {
+  float16: 'float16', half: 'float16', bfloat16: 'bfloat16', float32: 'float32', float: 'float32', float64: 'float64',
+  double: 'float64', int64: 'int64', long: 'int64', int32: 'int32', int: 'int32', int16: 'int16', short: 'int16', int8: 'int8',
+  uint8: 'uint8', bool: 'bool', complex64: 'complex64', complex128: 'complex128', cfloat: 'complex64', cdouble: 'complex128',
+};
