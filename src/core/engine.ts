@@ -15,6 +15,7 @@ import { ProgramModel } from '../model';
 import { isSelected, type ReportOptions, type Rule, type RuleContext, type TextContext } from './rule';
 import type { AnalyzeOptions, Edit, Finding, ImportSpec, LocatedFinding, LocatedRelated, RelatedLocation, Severity } from './types';
 import type { ProjectView } from '../model/project';
+import { projectResolver } from '../model/crossModule';
 import { arm, budgetRule, budgetTick, checkBudget, disarm, BudgetExceeded } from './budget';
 
 export { BudgetExceeded };
@@ -165,7 +166,7 @@ function runRules(doc: PythonDocument | NotebookDocument, text: string, tree: Tr
       root: tree.rootNode,
       sema,
       get model() {
-        return (model ??= new ProgramModel(sema, doc.path));
+        return (model ??= new ProgramModel(sema, doc.path, options.project ? [projectResolver(options.project)] : []));
       },
       options,
       notebook: doc.kind === 'notebook' ? doc.program : null,

@@ -168,6 +168,16 @@ export class ProgramModel {
     return null;
   }
 
+  /**
+   * What a call into another module gives: that module's model answers, and the value is re-anchored on the call (its
+   * origin is a node of this file, so a rule reporting at a value's origin stays in this file).
+   */
+  private foreignResult(node: Node, target: CallTarget): Value {
+    if (target.def.type === 'class_definition') return isModuleClass(target.def) ? { kind: 'module', origin: node } : UNKNOWN;
+    const v = target.model.returnValue(target.def);
+    return v.kind === 'unknown' ? v : ({ ...v, origin: node } as Value);
+  }
+
   /** The join of a function's return values (None when it returns nothing). */
   returnValue(def: Node): Value {
     const hit = this.returnMemo.get(def.id);
@@ -855,7 +865,13 @@ export class ProgramModel {
   private call(node: Node): Value {
     const fnNode = node.childForFieldName('function');
     const callee = this.sema.callee(node);
-    if (callee) return this.libraryCall(node, callee);
+    if (callee) {
+      const lib = this.libraryCall(node, callee);
+      // an imported name the library table does not know may be a function of another project module
+      if (lib !== UNKNOWN || this.resolvers.length === 1 || /^(torch|numpy|np|torchvision|transformers|math|os|sys)\./.test(callee)) return lib;
+      const target = this.resolveCall(node);
+      return target && target.model !== this ? this.foreignResult(node, target) : lib;
+    }
     if (!fnNode) return UNKNOWN;
     if (fnNode.type === 'identifier') {
       const builtin = this.builtinCall(node, fnNode.text);
@@ -863,6 +879,7 @@ export class ProgramModel {
     }
     const target = this.resolveCall(node);
     if (target) {
+      if (target.model !== this) return this.foreignResult(node, target);
       if (target.def.type === 'class_definition') return isModuleClass(target.def) ? { kind: 'module', origin: node } : UNKNOWN;
       return target.model.returnValue(target.def);
     }
