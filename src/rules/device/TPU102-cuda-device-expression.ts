@@ -335,6 +335,8 @@ const rule = defineRule({
 
     // ---- report named sources once, where they are written
     const reported = inline.map((i) => i.arg);
+    const externalSeen = new Map<string, { start: number; end: number; message: string }[]>();
+    const pendingExternal: { at: Node; more: { start: number; end: number; message: string }[]; opts: { message: string; fix: null; related: { start: number; end: number; path?: string; message: string }[] } }[] = [];
     for (const { site, sink } of sources.values()) {
       const n = site.node;
       if (reported.some((r) => r.id === n.id || isAncestor(r, n) || isAncestor(n, r))) continue;
@@ -343,16 +345,25 @@ const rule = defineRule({
       const sinkText = short(sink.text, 40);
       if (site.external) {
         const x = site.external;
+        // one finding per helper device in this file: its other uses here are related locations of the first
+        const key = `${x.path}\0${x.made.startIndex}`;
+        const first = externalSeen.get(key);
+        if (first) {
+          first.push({ start: n.startIndex, end: n.endIndex, message: `\`${x.name}()\` also reaches \`${sinkText}\`` });
+          continue;
+        }
+        const more: { start: number; end: number; message: string }[] = [];
+        externalSeen.set(key, more);
         const file = x.path.split('/').pop() ?? x.path;
         const where = `${file}:${x.sema.text.slice(0, x.made.startIndex).split('\n').length}`;
-        ctx.report(n, {
-          message: cpuFallback(x.sema, x.made)
+        pendingExternal.push({ at: n, more, opts: {
+          message: cpuFallback(x.sema, x.made) || cudaGuarded(x.made)
             ? `\`${x.name}()\` returns CUDA or else the CPU (\`${short(x.made.text, 40)}\`, ${where}) and reaches \`${sinkText}\`: on a TPU host \`torch.cuda.is_available()\` is False, so the program silently runs on the CPU`
             : `\`${x.name}()\` returns a CUDA device (\`${short(x.made.text, 40)}\`, ${where}) and reaches \`${sinkText}\`; a TPU host has none`,
           // the device is chosen in the other module: change it there (a rewrite here would shadow the helper's choice)
           fix: null,
           related: [{ start: x.made.startIndex, end: x.made.endIndex, path: x.path, message: `the CUDA device \`${x.name}()\` returns` }],
-        });
+        } });
         continue;
       }
       const holder = holderName(n, site);
@@ -373,6 +384,7 @@ const rule = defineRule({
         fix: isGenerator(sema, sink) ? null : sourceFix(ctx, site),
       });
     }
+    for (const { at, more, opts } of pendingExternal) ctx.report(at, { ...opts, related: [...opts.related, ...more] });
 
     // ---- Lightning `Trainer(accelerator="gpu")` / `Fabric(accelerator="cuda")`: raises when the Trainer is built on a TPU host
     for (const call of sema.nodes('call')) {
