@@ -952,9 +952,14 @@ export class ProgramModel {
         if (v.kind === 'tensor') out = out ? join(out, v) : v;
         else if (v.kind === 'unknown' || v.kind === 'seq') unknownArg = true;
       }
-      if (out && out.kind === 'tensor' && out.where === 'host' && !unknownArg) return { ...out, origin: node, batch: undefined } as Value;
-      if (out && out.kind === 'tensor' && out.where === 'device') return { ...out, origin: node, batch: undefined } as Value;
-      return deviceTensor(node);
+      let t: Value = deviceTensor(node);
+      if (out && out.kind === 'tensor' && out.where === 'host' && !unknownArg) t = { ...out, origin: node, batch: undefined } as Value;
+      else if (out && out.kind === 'tensor' && out.where === 'device') t = { ...out, origin: node, batch: undefined } as Value;
+      // `torch.max(x, 1)` / `torch.topk(x, k)` return (values, indices), as the method forms do; `torch.max(x)` and the
+      // elementwise `torch.max(a, b)` one tensor
+      const op = callee.slice('torch.'.length);
+      if (MULTI_METHODS.has(op) && !/^(chunk|split|unbind)$/.test(op) && (!/^(max|min|median|mode)$/.test(op) || (positional.length > 1 && this.value(positional[1]).kind !== 'tensor') || keywords.has('dim'))) return seq(node, t, [t, t]);
+      return t;
     }
     if (/^torch_xla\..*\.(all_reduce|all_gather|reduce_scatter|mesh_reduce)$/.test(callee)) return deviceTensor(node, 'xla');
     // the total norm of the gradients: a tensor on their device
