@@ -82,6 +82,31 @@ const HOST_CALL = /^(cpu|numpy|tolist|item)$/;
  * (`.cpu().half()`, `.half().cpu()`), reaches `torch.save` (inline, or through a name saved later in the same scope), or
  * converts a state dict (`{k: v.half() for k, v in model.state_dict().items()}`). Rewriting it would change the checkpoint format.
  */
+/** `m.half().float()`: cast down and straight back (rounding the values to float16 precision), no float16 compute. */
+function roundTrip(call: Node): boolean {
+  const p = call.parent;
+  if (p?.type !== 'attribute' || p.childForFieldName('object')?.id !== call.id) return false;
+  return /^(float|double|bfloat16)$/.test(p.childForFieldName('attribute')?.text ?? '') && p.parent?.type === 'call';
+}
+
+const FLOAT16_TEST = /\b(torch\.)?(float16|half)\b/;
+
+/**
+ * `.half()` taken only when the input already is float16 (`m.half() if x.dtype is torch.float16 else m`, `if dtype in
+ * (torch.float16, ...): return cos.half()`): it follows the caller's dtype, it does not choose float16.
+ */
+function followsDtype(call: Node): boolean {
+  for (let p: Node | null = call.parent, child: Node = call; p; child = p, p = p.parent) {
+    if (p.type === 'conditional_expression' && p.namedChildren[0]?.id === child.id && FLOAT16_TEST.test(p.namedChildren[1]?.text ?? '') && /\b(dtype|is_floating_point)\b/.test(p.namedChildren[1]?.text ?? '')) return true;
+    if ((p.type === 'if_statement' || p.type === 'elif_clause') && child.id === p.childForFieldName('consequence')?.id) {
+      const cond = p.childForFieldName('condition')?.text ?? '';
+      if (FLOAT16_TEST.test(cond) && /\bdtype\b/.test(cond) && !/\bnot\b|!=/.test(cond)) return true;
+    }
+    if (p.type === 'function_definition' || p.type === 'class_definition') return false;
+  }
+  return false;
+}
+
 function storageCast(ctx: RuleContext, call: Node): boolean {
   // host side before or after the cast
   for (let n: Node | null = receiver(call); n; n = n.type === 'call' ? receiver(n) : n.type === 'attribute' ? n.childForFieldName('object') : null) {
@@ -101,6 +126,8 @@ function storageCast(ctx: RuleContext, call: Node): boolean {
       const inSave = (n: Node) => {
         for (let q: Node | null = n.parent, child: Node = n; q; child = q, q = q.parent) {
           if (q.type === 'call' && /^torch\.save$|\.save$/.test(ctx.sema.callee(q) ?? (methodName(q) === 'save' ? 'x.save' : ''))) return callArgs(q).positional[0]?.id === child.id || child.type === 'argument_list' && callArgs(q).positional[0] && n.startIndex >= callArgs(q).positional[0]!.startIndex && n.endIndex <= callArgs(q).positional[0]!.endIndex;
+          // `del ckpt` after the saves frees the copy: not a use
+          if (q.type === 'delete_statement') return true;
           if (q.type === 'expression_statement' || q.type === 'block') return false;
         }
         return false;
@@ -268,7 +295,7 @@ export default defineRule({
       if (meth === 'half' && recv && !ctx.sema.resolve(recv) && positional.length === 0 && keywords.size === 0) {
         // a storage cast (`{k: v.half() for k, v in sd.items()}` saved to a checkpoint, `.cpu().half()`) is the checkpoint's
         // format, not compute on the device: not this rule's
-        if (storageCast(ctx, call)) continue;
+        if (storageCast(ctx, call) || roundTrip(call) || followsDtype(call)) continue;
         const attr = call.childForFieldName('function')!.childForFieldName('attribute')!;
         let fix: FixDraft;
         if (ctx.idiom.dualPath) {
