@@ -341,6 +341,7 @@ const rule = defineRule({
       const n = site.node;
       if (reported.some((r) => r.id === n.id || isAncestor(r, n) || isAncestor(n, r))) continue;
       if (sema.inXlaAwareBranch(n)) continue;
+      if (gpuSelfTest(sema, n)) continue;
       reported.push(n);
       const sinkText = short(sink.text, 40);
       if (site.external) {
@@ -611,6 +612,18 @@ function isGenerator(sema: RuleContext['sema'], call: Node): boolean {
  * `"cuda" if torch.cuda.is_available() else "cpu"` (bare or inside `torch.device(...)`): on a TPU host nothing
  * raises, the program picks the CPU and runs there (issue 9: say that, not "a TPU host has none").
  */
+/**
+ * A GPU self-test of a module that does not train (`def test():` with no parameters, run from the `__main__` block of
+ * a monkey-patch or kernel module): it checks the CUDA path on purpose and is not part of a program to migrate.
+ */
+function gpuSelfTest(sema: Semantics, n: Node): boolean {
+  const fn = sema.enclosingFunction(n);
+  if (!fn || !/^test(_\w+)?$/.test(fn.childForFieldName('name')?.text ?? '')) return false;
+  if (sema.enclosingFunction(fn) || sema.enclosingClass(fn)) return false;
+  if ((fn.childForFieldName('parameters')?.namedChildCount ?? 0) > 0) return false;
+  return !sema.containsTrainSignal(sema.root);
+}
+
 function cpuFallback(sema: Semantics, n: Node): boolean {
   const stripParens = (x: Node): Node => (x.type === 'parenthesized_expression' && x.namedChildren[0] ? stripParens(x.namedChildren[0]) : x);
   const x = stripParens(n);
