@@ -18,6 +18,7 @@ import v8 from 'node:v8';
 import { analyze, collectRuleTimings, notebookDocument, pythonDocument, type SourceDocument } from '../src/core/engine';
 import { RULES } from '../src/rules';
 import { DEFAULT_OPTIONS } from '../src/core/types';
+import { shortLines } from './shapes';
 
 interface Corpus {
   name: string;
@@ -226,15 +227,7 @@ function benchIncremental(results: Record<string, unknown>) {
  */
 function benchMemory(results: Record<string, unknown>) {
   const gc = (globalThis as { gc?: () => void }).gc;
-  const short = (bytes: number) => {
-    const out = ['import torch'];
-    for (let n = 13, i = 0; n < bytes; i++) {
-      const l = i % 5 === 0 ? `x${i} = t.cuda()` : i % 5 === 1 ? 'y = a.b(c)' : `z = ${i}`;
-      out.push(l);
-      n += l.length + 1;
-    }
-    return out.join('\n') + '\n';
-  };
+  const short = shortLines;
   const torch = torchSources().join('\n\n');
   const shapes: { name: string; doc: SourceDocument }[] = [
     { name: 'short lines, 300 KB', doc: pythonDocument('a.py', short(300_000)) },

@@ -2,7 +2,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import v8 from 'node:v8';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { init, ROOT } from './setup';
@@ -11,24 +10,13 @@ import { BudgetExceeded, budgetSkipReason } from '../src/core/budget';
 import { parseProjectConfig } from '../src/core/config';
 import { RULES } from '../src/rules';
 import { DEFAULT_OPTIONS } from '../src/core/types';
+import { memoryInUse } from '../src/cli/process';
+import { shortLines } from '../scripts/shapes';
 
 const CLI = path.join(ROOT, 'dist/cli.js');
 
-/** `bytes` of short statement lines, one `.cuda()` call in five (the shape that needs the most memory per byte). */
-export function shortLines(bytes: number): string {
-  const out = ['import torch'];
-  for (let n = 13, i = 0; n < bytes; i++) {
-    const l = i % 5 === 0 ? `x${i} = t.cuda()` : i % 5 === 1 ? 'y = a.b(c)' : `z = ${i}`;
-    out.push(l);
-    n += l.length + 1;
-  }
-  return out.join('\n') + '\n';
-}
 
-const inUse = () => {
-  const h = v8.getHeapStatistics();
-  return h.used_heap_size + h.external_memory;
-};
+const inUse = memoryInUse;
 
 beforeAll(async () => {
   await init();

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ROOT } from './setup';
+import { oneLine, ROOT } from './setup';
 
 const CLI = path.join(ROOT, 'dist/cli.js');
 const FIX = path.join(ROOT, 'test/evidence-fixtures');
@@ -21,12 +21,6 @@ function project(): string {
   fs.mkdirSync(path.join(base, 'ws', '.git'));
   fs.cpSync(path.join(FIX, 'logs'), path.join(base, 'logs'), { recursive: true });
   return path.join(base, 'ws');
-}
-
-function oneLine(err: string): void {
-  expect(err).not.toMatch(/\n\s+at /);
-  expect(err).not.toContain('internal error');
-  expect(err.trim().split('\n')).toHaveLength(1);
 }
 
 beforeAll(() => {

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ROOT } from './setup';
+import { oneLine, ROOT } from './setup';
 
 const CLI = path.join(ROOT, 'dist/cli.js');
 
@@ -27,13 +27,6 @@ function project(files: Record<string, string> = { 't.py': FIXABLE }): { ws: str
     fs.writeFileSync(path.join(ws, f), t);
   }
   return { ws, outside };
-}
-
-/** One line of output, no stack trace. */
-function oneLine(err: string): void {
-  expect(err).not.toMatch(/\n\s+at /);
-  expect(err).not.toContain('internal error');
-  expect(err.trim().split('\n')).toHaveLength(1);
 }
 
 beforeAll(() => {

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { expect } from 'vitest';
 import { initParser } from '../src/core/parse';
 
 const root = path.resolve(__dirname, '..');
@@ -12,3 +13,10 @@ export function init() {
 }
 
 export const ROOT = root;
+
+/** A command's error output is one line: no stack trace, no "internal error" (bad input ends in a message). */
+export function oneLine(err: string): void {
+  expect(err).not.toMatch(/\n\s+at /);
+  expect(err).not.toContain('internal error');
+  expect(err.trim().split('\n')).toHaveLength(1);
+}

@@ -13,7 +13,7 @@ import { isGeneratedAccel } from '../core/accel';
 import { ProjectIndex } from '../model/project';
 import path from 'node:path';
 import { budgetSkipReason } from '../core/budget';
-import type { AnalyzeOptions, Applicability, Severity, Step, Effort, LocatedRelated } from '../core/types';
+import type { AnalyzeOptions, Applicability, Severity, Step, Effort, LocatedRelated, OutputRelated, OutputSpan } from '../core/types';
 
 export interface FileTask {
   abs: string;
@@ -74,17 +74,9 @@ export function memoryInUse(): number {
   return h.used_heap_size + h.external_memory;
 }
 
-export interface OutFinding {
-  path: string;
+export interface OutFinding extends OutputSpan {
   rule: string;
   severity: Severity;
-  /** 1-based; within the cell for notebooks */
-  line: number;
-  /** 1-based, in Unicode code points */
-  column: number;
-  endLine: number;
-  endColumn: number;
-  cell: number | null;
   message: string;
   step: Step;
   effort: Effort;
@@ -97,15 +89,7 @@ export interface OutFinding {
   related?: OutRelated[];
 }
 
-export interface OutRelated {
-  path: string;
-  line: number;
-  column: number;
-  endLine: number;
-  endColumn: number;
-  cell: number | null;
-  message: string;
-}
+export type OutRelated = OutputRelated;
 
 export interface FileOutcome {
   display: string;

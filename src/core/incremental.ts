@@ -5,19 +5,12 @@
  */
 import { analyze, analysedText, type Analysis, type SourceDocument } from './engine';
 import { treeEditFor, type Tree } from './parse';
+import { changedSpan } from './textDiff';
 import type { Rule } from './rule';
 import type { AnalyzeOptions } from './types';
 
-/** The single span that differs between two texts (common prefix and suffix trimmed), for `tree.edit`. */
-export function changedSpan(oldText: string, newText: string): { start: number; oldEnd: number; newText: string } | null {
-  if (oldText === newText) return null;
-  let p = 0;
-  const min = Math.min(oldText.length, newText.length);
-  while (p < min && oldText.charCodeAt(p) === newText.charCodeAt(p)) p++;
-  let s = 0;
-  while (s < min - p && oldText.charCodeAt(oldText.length - 1 - s) === newText.charCodeAt(newText.length - 1 - s)) s++;
-  return { start: p, oldEnd: oldText.length - s, newText: newText.slice(p, newText.length - s) };
-}
+export { changedSpan };
+
 
 export class DocumentAnalyzer {
   private tree: Tree | null = null;

@@ -137,3 +137,20 @@ export const STEP_TITLES: Record<Step, string> = {
 };
 
 export const EFFORT_LABELS: Record<Effort, string> = { 1: 'trivial', 3: 'complex', 5: 'redesign', 7: 're-architecture', 13: 'unknown' };
+
+/** Where a finding or a related location is, as the CLI reports it (1-based lines, columns in code points). */
+export interface OutputSpan {
+  path: string;
+  /** 1-based; within the cell for notebooks */
+  line: number;
+  /** 1-based, in Unicode code points */
+  column: number;
+  endLine: number;
+  endColumn: number;
+  cell: number | null;
+}
+
+/** Another place of the same problem; `path` is the display path of another file, else this one. */
+export interface OutputRelated extends OutputSpan {
+  message: string;
+}

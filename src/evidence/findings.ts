@@ -2,7 +2,7 @@
  * Runtime findings (TPU0nn) from a run's evidence, placed on the workspace's lines, and their join with the
  * static findings. Pure: the host passes the workspace's file texts and the logs' texts in.
  */
-import type { Effort, Severity, Step } from '../core/types';
+import type { Effort, OutputRelated, OutputSpan, Severity, Step } from '../core/types';
 import { RUNTIME_RULES_BY_ID } from '../rules/runtime';
 import { indexPaths, isLibraryFrame, mapFrames, type MappedFrame } from './map';
 import { counterValue, fallbackCounters, HOST_READ_COUNTER, metricTotals, type AnalysisBlock, type MetricCheck, type RunEvidence } from './read';
@@ -29,14 +29,8 @@ export interface Evidence {
 }
 
 /** Another frame of the same runtime problem, in the shape of the CLI's related locations (whole line). */
-export interface RelatedLocation {
-  path: string;
-  line: number;
-  column: number;
-  endLine: number;
-  endColumn: number;
+export interface RelatedLocation extends OutputRelated {
   cell: null;
-  message: string;
 }
 
 function relatedAt(path: string, line: number, message: string): RelatedLocation {
@@ -44,15 +38,10 @@ function relatedAt(path: string, line: number, message: string): RelatedLocation
 }
 
 /** The shape of the CLI's JSON findings, plus the source and the evidence. */
-export interface RuntimeFinding {
-  path: string;
+export interface RuntimeFinding extends OutputSpan {
+  cell: null;
   rule: string;
   severity: Severity;
-  line: number;
-  column: number;
-  endLine: number;
-  endColumn: number;
-  cell: null;
   message: string;
   step: Step;
   effort: Effort;

@@ -4,7 +4,7 @@ import { docsUrl } from '../core/rule';
 import { LineIndex } from '../core/source';
 import type { SourceDocument } from '../core/engine';
 import type { LocatedFinding, Severity } from '../core/types';
-import { diffText } from './textDiff';
+import { diffText } from '../core/textDiff';
 
 export const SOURCE = 'tpu-ready';
 

@@ -16,7 +16,7 @@ import { readSettings } from './config';
 import { toDiagnostic, toRange, SOURCE, type DocumentTarget } from './convert';
 import { documentSource, NOTEBOOK_TYPE, notebookSource } from './notebooks';
 import type { Results } from './results';
-import { changedSpan } from './textDiff';
+import { changedSpan } from '../core/textDiff';
 import { isGeneratedAccel } from '../core/accel';
 import { WorkspaceProjects } from './project';
 import { normalizePath } from '../model/project';

@@ -49,7 +49,7 @@ import { accelModulePath } from '../cli/check';
 import { readText } from '../cli/process';
 import { realRoots, safeWriteFile } from '../cli/safefs';
 import { collectFiles, isCandidate } from '../cli/walk';
-import { diffText } from '../extension/textDiff';
+import { diffText } from '../core/textDiff';
 import {
   FindingsRequest, FIX_ALL_KIND, LSP_SOURCE, ScanWorkspaceRequest, ServerCommand,
   type ClientSettings, type DiagnosticData, type FindingsParams, type FindingsResult, type ScannedFile, type WorkspaceScanResult,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { applyChanges, changedSpan, diffText } from '../../src/extension/textDiff';
+import { applyChanges, changedSpan, diffText } from '../src/core/textDiff';
 
 describe('diffText', () => {
   it('keeps unchanged lines out of the edits', () => {
