@@ -169,7 +169,8 @@ function benchCorpus(c: Corpus, ruff: RuffWorkspace | null, results: Record<stri
   if (ruff) {
     const r = measure(c.files, (text) => ruff.check(text), 1);
     console.log(row('ruff check (wasm)', bytes, c.files.length, r));
-    console.log(`  engine is ${(r.totalMs / engine.totalMs).toFixed(1)}x faster than ruff (wasm build) on this tree`);
+    const ratio = r.totalMs / engine.totalMs;
+    console.log(ratio >= 1 ? `  engine is ${ratio.toFixed(1)}x faster than ruff (wasm build) on this tree` : `  engine is ${(1 / ratio).toFixed(1)}x slower than ruff (wasm build) on this tree`);
     entry.ruffMs = r.totalMs;
   }
   results[c.name] = entry;
