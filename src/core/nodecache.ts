@@ -18,6 +18,8 @@ interface TreeMemo {
   parentMs: number;
   /** What indexing every parent is expected to cost (ms, from the tree's node count): set on the first lookup. */
   parentIndexMs?: number;
+  /** Parent lookups that crossed into WebAssembly. */
+  parentMisses: number;
   /** child id → parent node, for the whole tree: built by one cursor walk once lookups add up. */
   parentIndex?: Map<number, Node>;
   field: Map<number, Map<string, Node | null>>;
@@ -35,7 +37,7 @@ function memoOf(tree: Tree): TreeMemo {
   const holder = tree as MemoHolder;
   let m = holder[MEMO];
   if (!m) {
-    m = { parent: new Map(), parentMs: 0, field: new Map(), fields: new Map(), named: new Map(), children: new Map(), end: new Map() };
+    m = { parent: new Map(), parentMs: 0, parentMisses: 0, field: new Map(), fields: new Map(), named: new Map(), children: new Map(), end: new Map() };
     holder[MEMO] = m;
   }
   return m;
@@ -64,6 +66,14 @@ let installed = false;
  * cheaper of the two. The answers are the same either way.
  */
 const PARENT_INDEX_MS_PER_NODE = 0.002;
+/** Lookups before the index is considered at all. */
+const PARENT_INDEX_AFTER = 32;
+/**
+ * A module with more top-level statements than this gets the index after PARENT_INDEX_AFTER lookups: tree-sitter finds
+ * a parent by scanning each ancestor's children from the first, so every lookup in a long flat module scans its
+ * top level (measured on the bench's 5,000-line file: lookups one by one cost 25% more CPU than indexing early).
+ */
+const FLAT_MODULE_STATEMENTS = 64;
 
 function buildParentIndex(tree: Tree): Map<number, Node> {
   const index = new Map<number, Node>();
@@ -145,8 +155,9 @@ export function installNodeCache(): void {
           const t0 = performance.now();
           p = parentGet.call(this);
           memo.parentMs += performance.now() - t0;
+          if (++memo.parentMisses === PARENT_INDEX_AFTER && this.tree.rootNode.childCount > FLAT_MODULE_STATEMENTS) memo.parentIndexMs = 0;
           memo.parentIndexMs ??= this.tree.rootNode.descendantCount * PARENT_INDEX_MS_PER_NODE;
-          if (memo.parentMs > memo.parentIndexMs) memo.parentIndex = buildParentIndex(this.tree);
+          if (memo.parentMs > memo.parentIndexMs && memo.parentMisses >= PARENT_INDEX_AFTER) memo.parentIndex = buildParentIndex(this.tree);
         }
         m.set(this.id, p);
       }
