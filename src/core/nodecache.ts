@@ -125,15 +125,6 @@ export function installNodeCache(): void {
   const childrenForFieldName = proto.childrenForFieldName as (this: Node, f: string) => (Node | null)[];
   const edit = (Tree.prototype as unknown as Record<string, (this: Tree, ...a: unknown[]) => void>).edit;
 
-  // a node's text is a slice of the parsed string (web-tree-sitter slices to the end of the file, then again):
-  // rules read the same node's text many times
-  const textGet = getter<string>(proto, 'text');
-  Object.defineProperty(proto, 'text', {
-    configurable: true,
-    get(this: Node & { __text?: string }) {
-      return this.__text ?? (this.__text = textGet.call(this));
-    },
-  });
   Object.defineProperty(proto, 'type', {
     configurable: true,
     get(this: Node & { __type?: string }) {
