@@ -176,7 +176,7 @@ function benchCorpus(c: Corpus, ruff: RuffWorkspace | null, results: Record<stri
   results[c.name] = entry;
 }
 
-function benchIncremental(results: Record<string, unknown>) {
+function benchIncremental(results: Record<string, unknown>, edits: number) {
   const base = torchSources().join('\n\n');
   const lines: string[] = [];
   while (lines.length < 5000) lines.push(...base.split('\n'));
@@ -188,7 +188,7 @@ function benchIncremental(results: Record<string, unknown>) {
   const reparse: number[] = [];
   let seed = 7;
   const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < edits; i++) {
     // a one-character edit where typing happens: inside a word (identifier, keyword, string or comment),
     // alternately typing a letter and deleting one, so the file stays as parseable as it was
     const before = text;
@@ -214,7 +214,7 @@ function benchIncremental(results: Record<string, unknown>) {
     tree.delete();
     tree = a.tree!;
   }
-  console.log(`\nincremental: 5,000-line torch file (${(Buffer.byteLength(text) / 1024).toFixed(0)} KiB), 200 one-character edits inside words`);
+  console.log(`\nincremental: 5,000-line torch file (${(Buffer.byteLength(text) / 1024).toFixed(0)} KiB), ${edits} one-character edits inside words`);
   console.log(`  full analysis            ${full.totalMs.toFixed(1)} ms`);
   console.log(`  incremental re-parse     p50 ${pct(reparse, 50).toFixed(2)} ms   p95 ${pct(reparse, 95).toFixed(2)} ms`);
   console.log(`  re-analysis after edit   p50 ${pct(reanalysis, 50).toFixed(2)} ms   p95 ${pct(reanalysis, 95).toFixed(2)} ms   (target p95 <= 30 ms, issue 13)`);
@@ -273,19 +273,23 @@ function benchMemory(results: Record<string, unknown>) {
 
 async function main() {
   await initParser(__dirname);
-  // `--only incremental`: just the edit latency (what `node --cpu-prof dist/bench.js --only incremental` profiles)
-  const onlyIncremental = process.argv.includes('--only') && process.argv[process.argv.indexOf('--only') + 1] === 'incremental';
-  const dir = onlyIncremental ? undefined : process.argv.slice(2).find((a) => !a.startsWith('--'));
+  // `--only incremental` (or a comma list of mixed, dense, incremental, memory): some sections only (what
+  // `node --cpu-prof dist/bench.js --only incremental` profiles); `--edits N`: that many edits in the incremental section
+  const flag = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
+  const only = flag('--only')?.split(',');
+  const run = (section: string) => !only || only.includes(section);
+  const flagValues = new Set([flag('--only'), flag('--edits')]);
+  const dir = only ? undefined : process.argv.slice(2).find((a) => !a.startsWith('--') && !flagValues.has(a));
   const ruff = loadRuff();
   console.log(`tpu-ready benchmark: node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu'}, ${RULES.length} rules${ruff ? '' : ' (ruff wasm not installed: no ruff comparison)'}`);
   const results: Record<string, unknown> = { date: new Date().toISOString(), rules: RULES.length };
+  console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} on ${os.cpus().length} cores at the start`);
   if (dir) benchCorpus(dirCorpus(path.resolve(dir)), ruff, results);
-  if (!onlyIncremental) {
-    benchCorpus(mixedCorpus(2000), ruff, results);
-    benchCorpus(denseCorpus(300), ruff, results);
-  }
-  benchIncremental(results);
-  benchMemory(results);
+  if (run('mixed')) benchCorpus(mixedCorpus(2000), ruff, results);
+  if (run('dense')) benchCorpus(denseCorpus(300), ruff, results);
+  if (run('incremental')) benchIncremental(results, Number(flag('--edits') ?? 200));
+  if (run('memory')) benchMemory(results);
+  console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the end`);
   fs.mkdirSync(path.join(HERE, '.bench'), { recursive: true });
   fs.writeFileSync(path.join(HERE, '.bench', 'last.json'), JSON.stringify(results, null, 2));
   console.log('\nwritten .bench/last.json');
