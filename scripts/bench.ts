@@ -15,6 +15,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { initParser, parsePython, treeEditFor, type Tree } from '../src/core/parse';
 import v8 from 'node:v8';
+import { spawnSync } from 'node:child_process';
 import { analyze, collectRuleTimings, notebookDocument, pythonDocument, type SourceDocument } from '../src/core/engine';
 import { RULES } from '../src/rules';
 import { DEFAULT_OPTIONS } from '../src/core/types';
@@ -226,7 +227,11 @@ function benchIncremental(results: Record<string, unknown>, edits: number) {
  * the per-file memory budget's own probe, sampled on every budget check. Reported, not asserted (test/budget.test.ts
  * holds a generous bound). Run with --expose-gc (npm run bench does) for a clean baseline.
  */
-function benchMemory(results: Record<string, unknown>) {
+/**
+ * Each shape is measured in a fresh process (`--memory-shape i`): after the other sections, garbage they left and
+ * the WebAssembly heap's growth made the baseline move (a run printed a negative "retained" and 0x for two shapes).
+ */
+function benchMemory(results: Record<string, unknown>, only?: number) {
   const gc = (globalThis as { gc?: () => void }).gc;
   const short = shortLines;
   const torch = torchSources().join('\n\n');
@@ -266,13 +271,30 @@ function benchMemory(results: Record<string, unknown>) {
     console.log(`  ${name.padEnd(22)} peak ${((peak - base) / 1e6).toFixed(1).padStart(7)} MB  ${x.toFixed(0).padStart(5)}x   retained with the tree ${(retained / 1e6).toFixed(1).padStart(7)} MB   ${ms.toFixed(0).padStart(6)} ms   ${a.findings.length} findings`);
     out[name] = { bytes: len, peakBytes: peak - base, perByte: x, retainedBytes: retained, ms };
   };
-  for (const { name, doc } of shapes) one(name, doc);
-  if (!gc) console.log('  (run with node --expose-gc for a clean baseline)');
+  if (only !== undefined) {
+    one(shapes[only].name, shapes[only].doc);
+    console.log(`@json ${JSON.stringify(out)}`);
+    return;
+  }
+  for (let i = 0; i < shapes.length; i++) {
+    const child = spawnSync(process.execPath, ['--expose-gc', __filename, '--memory-shape', String(i)], { encoding: 'utf8', maxBuffer: 1 << 26 });
+    const lines = (child.stdout ?? '').split('\n');
+    const json = lines.find((l) => l.startsWith('@json '));
+    const row = lines.find((l) => l.startsWith(`  ${shapes[i].name}`));
+    if (child.status !== 0 || !json || !row) {
+      console.log(`  ${shapes[i].name.padEnd(22)} failed (exit ${child.status}): ${(child.stderr ?? '').trim().split('\n').pop()}`);
+      continue;
+    }
+    console.log(row);
+    Object.assign(out, JSON.parse(json.slice(6)));
+  }
   results.memory = out;
 }
 
 async function main() {
   await initParser(__dirname);
+  const shape = process.argv.includes('--memory-shape') ? Number(process.argv[process.argv.indexOf('--memory-shape') + 1]) : undefined;
+  if (shape !== undefined) return benchMemory({}, shape);
   // `--only incremental` (or a comma list of mixed, dense, incremental, memory): some sections only (what
   // `node --cpu-prof dist/bench.js --only incremental` profiles); `--edits N`: that many edits in the incremental section
   const flag = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
