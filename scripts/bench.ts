@@ -15,6 +15,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { initParser, parsePython, treeEditFor, type Tree } from '../src/core/parse';
 import v8 from 'node:v8';
+import { spawnSync } from 'node:child_process';
 import { analyze, collectRuleTimings, notebookDocument, pythonDocument, type SourceDocument } from '../src/core/engine';
 import { RULES } from '../src/rules';
 import { DEFAULT_OPTIONS } from '../src/core/types';
@@ -169,13 +170,14 @@ function benchCorpus(c: Corpus, ruff: RuffWorkspace | null, results: Record<stri
   if (ruff) {
     const r = measure(c.files, (text) => ruff.check(text), 1);
     console.log(row('ruff check (wasm)', bytes, c.files.length, r));
-    console.log(`  engine is ${(r.totalMs / engine.totalMs).toFixed(1)}x faster than ruff (wasm build) on this tree`);
+    const ratio = r.totalMs / engine.totalMs;
+    console.log(ratio >= 1 ? `  engine is ${ratio.toFixed(1)}x faster than ruff (wasm build) on this tree` : `  engine is ${(1 / ratio).toFixed(1)}x slower than ruff (wasm build) on this tree`);
     entry.ruffMs = r.totalMs;
   }
   results[c.name] = entry;
 }
 
-function benchIncremental(results: Record<string, unknown>) {
+function benchIncremental(results: Record<string, unknown>, edits: number) {
   const base = torchSources().join('\n\n');
   const lines: string[] = [];
   while (lines.length < 5000) lines.push(...base.split('\n'));
@@ -187,7 +189,7 @@ function benchIncremental(results: Record<string, unknown>) {
   const reparse: number[] = [];
   let seed = 7;
   const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < edits; i++) {
     // a one-character edit where typing happens: inside a word (identifier, keyword, string or comment),
     // alternately typing a letter and deleting one, so the file stays as parseable as it was
     const before = text;
@@ -213,7 +215,7 @@ function benchIncremental(results: Record<string, unknown>) {
     tree.delete();
     tree = a.tree!;
   }
-  console.log(`\nincremental: 5,000-line torch file (${(Buffer.byteLength(text) / 1024).toFixed(0)} KiB), 200 one-character edits inside words`);
+  console.log(`\nincremental: 5,000-line torch file (${(Buffer.byteLength(text) / 1024).toFixed(0)} KiB), ${edits} one-character edits inside words`);
   console.log(`  full analysis            ${full.totalMs.toFixed(1)} ms`);
   console.log(`  incremental re-parse     p50 ${pct(reparse, 50).toFixed(2)} ms   p95 ${pct(reparse, 95).toFixed(2)} ms`);
   console.log(`  re-analysis after edit   p50 ${pct(reanalysis, 50).toFixed(2)} ms   p95 ${pct(reanalysis, 95).toFixed(2)} ms   (target p95 <= 30 ms, issue 13)`);
@@ -225,7 +227,11 @@ function benchIncremental(results: Record<string, unknown>) {
  * the per-file memory budget's own probe, sampled on every budget check. Reported, not asserted (test/budget.test.ts
  * holds a generous bound). Run with --expose-gc (npm run bench does) for a clean baseline.
  */
-function benchMemory(results: Record<string, unknown>) {
+/**
+ * Each shape is measured in a fresh process (`--memory-shape i`): after the other sections, garbage they left and
+ * the WebAssembly heap's growth made the baseline move (a run printed a negative "retained" and 0x for two shapes).
+ */
+function benchMemory(results: Record<string, unknown>, only?: number) {
   const gc = (globalThis as { gc?: () => void }).gc;
   const short = shortLines;
   const torch = torchSources().join('\n\n');
@@ -265,26 +271,47 @@ function benchMemory(results: Record<string, unknown>) {
     console.log(`  ${name.padEnd(22)} peak ${((peak - base) / 1e6).toFixed(1).padStart(7)} MB  ${x.toFixed(0).padStart(5)}x   retained with the tree ${(retained / 1e6).toFixed(1).padStart(7)} MB   ${ms.toFixed(0).padStart(6)} ms   ${a.findings.length} findings`);
     out[name] = { bytes: len, peakBytes: peak - base, perByte: x, retainedBytes: retained, ms };
   };
-  for (const { name, doc } of shapes) one(name, doc);
-  if (!gc) console.log('  (run with node --expose-gc for a clean baseline)');
+  if (only !== undefined) {
+    one(shapes[only].name, shapes[only].doc);
+    console.log(`@json ${JSON.stringify(out)}`);
+    return;
+  }
+  for (let i = 0; i < shapes.length; i++) {
+    const child = spawnSync(process.execPath, ['--expose-gc', __filename, '--memory-shape', String(i)], { encoding: 'utf8', maxBuffer: 1 << 26 });
+    const lines = (child.stdout ?? '').split('\n');
+    const json = lines.find((l) => l.startsWith('@json '));
+    const row = lines.find((l) => l.startsWith(`  ${shapes[i].name}`));
+    if (child.status !== 0 || !json || !row) {
+      console.log(`  ${shapes[i].name.padEnd(22)} failed (exit ${child.status}): ${(child.stderr ?? '').trim().split('\n').pop()}`);
+      continue;
+    }
+    console.log(row);
+    Object.assign(out, JSON.parse(json.slice(6)));
+  }
   results.memory = out;
 }
 
 async function main() {
   await initParser(__dirname);
-  // `--only incremental`: just the edit latency (what `node --cpu-prof dist/bench.js --only incremental` profiles)
-  const onlyIncremental = process.argv.includes('--only') && process.argv[process.argv.indexOf('--only') + 1] === 'incremental';
-  const dir = onlyIncremental ? undefined : process.argv.slice(2).find((a) => !a.startsWith('--'));
+  const shape = process.argv.includes('--memory-shape') ? Number(process.argv[process.argv.indexOf('--memory-shape') + 1]) : undefined;
+  if (shape !== undefined) return benchMemory({}, shape);
+  // `--only incremental` (or a comma list of mixed, dense, incremental, memory): some sections only (what
+  // `node --cpu-prof dist/bench.js --only incremental` profiles); `--edits N`: that many edits in the incremental section
+  const flag = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
+  const only = flag('--only')?.split(',');
+  const run = (section: string) => !only || only.includes(section);
+  const flagValues = new Set([flag('--only'), flag('--edits')]);
+  const dir = only ? undefined : process.argv.slice(2).find((a) => !a.startsWith('--') && !flagValues.has(a));
   const ruff = loadRuff();
   console.log(`tpu-ready benchmark: node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu'}, ${RULES.length} rules${ruff ? '' : ' (ruff wasm not installed: no ruff comparison)'}`);
   const results: Record<string, unknown> = { date: new Date().toISOString(), rules: RULES.length };
+  console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} on ${os.cpus().length} cores at the start`);
   if (dir) benchCorpus(dirCorpus(path.resolve(dir)), ruff, results);
-  if (!onlyIncremental) {
-    benchCorpus(mixedCorpus(2000), ruff, results);
-    benchCorpus(denseCorpus(300), ruff, results);
-  }
-  benchIncremental(results);
-  benchMemory(results);
+  if (run('mixed')) benchCorpus(mixedCorpus(2000), ruff, results);
+  if (run('dense')) benchCorpus(denseCorpus(300), ruff, results);
+  if (run('incremental')) benchIncremental(results, Number(flag('--edits') ?? 200));
+  if (run('memory')) benchMemory(results);
+  console.log(`load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the end`);
   fs.mkdirSync(path.join(HERE, '.bench'), { recursive: true });
   fs.writeFileSync(path.join(HERE, '.bench', 'last.json'), JSON.stringify(results, null, 2));
   console.log('\nwritten .bench/last.json');

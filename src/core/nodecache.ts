@@ -14,7 +14,11 @@ import { budgetTick } from './budget';
 
 interface TreeMemo {
   parent: Map<number, Node | null>;
-  /** Parent lookups that crossed into WebAssembly (each O(depth) there: tree-sitter nodes keep no parent link). */
+  /** Milliseconds spent in parent lookups that crossed into WebAssembly (each O(depth) there: tree-sitter nodes keep no parent link). */
+  parentMs: number;
+  /** What indexing every parent is expected to cost (ms, from the tree's node count): set on the first lookup. */
+  parentIndexMs?: number;
+  /** Parent lookups that crossed into WebAssembly. */
   parentMisses: number;
   /** child id → parent node, for the whole tree: built by one cursor walk once lookups add up. */
   parentIndex?: Map<number, Node>;
@@ -33,7 +37,7 @@ function memoOf(tree: Tree): TreeMemo {
   const holder = tree as MemoHolder;
   let m = holder[MEMO];
   if (!m) {
-    m = { parent: new Map(), parentMisses: 0, field: new Map(), fields: new Map(), named: new Map(), children: new Map(), end: new Map() };
+    m = { parent: new Map(), parentMs: 0, parentMisses: 0, field: new Map(), fields: new Map(), named: new Map(), children: new Map(), end: new Map() };
     holder[MEMO] = m;
   }
   return m;
@@ -54,8 +58,22 @@ type CachedNode = Node & {
 
 let installed = false;
 
-/** Parent lookups per tree after which one O(n) walk indexes every parent (a deep tree made them O(n·depth)). */
+/**
+ * One O(n) walk indexes every parent once single lookups have cost what the walk would (a deep tree made them
+ * O(n·depth)); before that, lookups cross into WebAssembly one by one. Rules ask for the parents of about a quarter
+ * of a typical file's nodes, each a short walk down from the root, so most files never pay for the index (measured
+ * on the bench's torch-dense corpus: indexing after 32 lookups cost as much as parsing). Ski rental: at most twice the
+ * cheaper of the two. The answers are the same either way.
+ */
+const PARENT_INDEX_MS_PER_NODE = 0.002;
+/** Lookups before the index is considered at all. */
 const PARENT_INDEX_AFTER = 32;
+/**
+ * A module with more top-level statements than this gets the index after PARENT_INDEX_AFTER lookups: tree-sitter finds
+ * a parent by scanning each ancestor's children from the first, so every lookup in a long flat module scans its
+ * top level (measured on the bench's 5,000-line file: lookups one by one cost 25% more CPU than indexing early).
+ */
+const FLAT_MODULE_STATEMENTS = 64;
 
 function buildParentIndex(tree: Tree): Map<number, Node> {
   const index = new Map<number, Node>();
@@ -123,8 +141,15 @@ export function installNodeCache(): void {
       const m = memo.parent;
       p = m.get(this.id);
       if (p === undefined) {
-        if (!memo.parentIndex && ++memo.parentMisses > PARENT_INDEX_AFTER) memo.parentIndex = buildParentIndex(this.tree);
-        p = memo.parentIndex ? (memo.parentIndex.get(this.id) ?? (this.id === this.tree.rootNode.id ? null : parentGet.call(this))) : parentGet.call(this);
+        if (memo.parentIndex) p = memo.parentIndex.get(this.id) ?? (this.id === this.tree.rootNode.id ? null : parentGet.call(this));
+        else {
+          const t0 = performance.now();
+          p = parentGet.call(this);
+          memo.parentMs += performance.now() - t0;
+          if (++memo.parentMisses === PARENT_INDEX_AFTER && this.tree.rootNode.childCount > FLAT_MODULE_STATEMENTS) memo.parentIndexMs = 0;
+          memo.parentIndexMs ??= this.tree.rootNode.descendantCount * PARENT_INDEX_MS_PER_NODE;
+          if (memo.parentMs > memo.parentIndexMs && memo.parentMisses >= PARENT_INDEX_AFTER) memo.parentIndex = buildParentIndex(this.tree);
+        }
         m.set(this.id, p);
       }
       return (this.__parent = p);

@@ -83,6 +83,8 @@ export class Semantics {
   private index(): void {
     // one query runs the walk inside WebAssembly: far fewer boundary crossings than a JS cursor walk
     for (const { name, node } of indexQuery(this.tree).captures(this.root)) {
+      // the capture name is the node's type: remembered on the node, no WebAssembly call when a rule reads `.type`
+      (node as Node & { __type?: string }).__type = name;
       let list = this.byType.get(name);
       if (!list) this.byType.set(name, (list = []));
       list.push(node);
@@ -120,7 +122,10 @@ export class Semantics {
   private readonly identifierMemo = new Map<string, Node[]>();
 
   private collect(type: string): Node[] {
-    return lazyQuery(this.tree, type).captures(this.root).map((c) => c.node);
+    return lazyQuery(this.tree, type).captures(this.root).map((c) => {
+      (c.node as Node & { __type?: string }).__type = type;
+      return c.node;
+    });
   }
 
   // -------------------------------------------------------------------------------------------
