@@ -131,7 +131,7 @@ const rule = defineRule({
           return isDirect(n.namedChildren[0], depth + 1) || isDirect(n.namedChildren[2], depth + 1);
         }
         case 'binary_operator':
-          return sema.isCudaDevice(n);
+          return ctx.model.namesCuda(n);
         case 'call': {
           const callee = sema.callee(n);
           if (callee === 'torch.cuda.current_device') return true;
@@ -140,7 +140,7 @@ const rule = defineRule({
             const first = positional[0] ?? kwValue(keywords.get('type'));
             return isDirect(first, depth + 1) || (positional.length === 1 && isIntDevice(first));
           }
-          return methodName(n) === 'format' && sema.isCudaDevice(n);
+          return methodName(n) === 'format' && ctx.model.namesCuda(n);
         }
         default:
           return false;
@@ -219,7 +219,7 @@ const rule = defineRule({
         }
       } else if (n.type === 'attribute') {
         const attr = n.childForFieldName('attribute')?.text ?? '';
-        if (n.childForFieldName('object')?.type !== 'call' && sema.cudaTaintedAttrs().has(attr)) out = attributeOrigins(attr, depth);
+        if (n.childForFieldName('object')?.type !== 'call' && ctx.model.namesCuda(n)) out = attributeOrigins(attr, depth);
       } else if (n.type === 'call') {
         const callee = sema.callee(n);
         if (callee === 'torch.device') out = origins(callArgs(n).positional[0], depth + 1);
@@ -454,13 +454,17 @@ function externalCudaReturn(ctx: RuleContext, call: Node): Site['external'] | nu
   const r = ctx.project?.resolveCall(call, ctx.sema, ctx.path);
   if (!r || r.kind !== 'function') return null;
   const xs = r.module.sema;
+  // the helper's module answers through its own program model (the project resolver's, shared across files)
+  const t = ctx.model.resolveCall(call);
+  if (!t || t.model === ctx.model || t.def.id !== r.def.id) return null;
+  const xm = t.model;
   let made: Node | null = null;
   for (const ret of xs.within('return_statement', r.def)) {
     if (xs.enclosingFunction(ret)?.id !== r.def.id) continue;
     const v = ret.namedChildren[0];
-    if (!v || !xs.isCudaDevice(v) || xs.inXlaAwareBranch(ret)) continue;
+    if (!v || !xm.namesCuda(v) || xs.inXlaAwareBranch(ret)) continue;
     // `device = torch.device("cuda"); return device`: point at where it is made, in the helper
-    made = v.type === 'identifier' ? xs.bindings(v.text).find((b) => xs.enclosingFunction(b)?.id === r.def.id && xs.isCudaDevice(b)) ?? v : v;
+    made = v.type === 'identifier' ? xs.bindings(v.text).find((b) => xs.enclosingFunction(b)?.id === r.def.id && xm.namesCuda(b)) ?? v : v;
     break;
   }
   if (!made) return null;
@@ -552,7 +556,7 @@ function sourceFix(ctx: RuleContext, site: Site) {
   const stripParens = (x: Node): Node => (x.type === 'parenthesized_expression' && x.namedChildren[0] ? stripParens(x.namedChildren[0]) : x);
   const tern = [n, ...(n.type === 'call' ? callArgs(n).positional.slice(0, 1) : [])].map(stripParens).find((x) => x.type === 'conditional_expression');
   if (tern && !AVAILABILITY.test(tern.namedChildren[1]?.text ?? '')) {
-    const arm = [tern.namedChildren[0], tern.namedChildren[2]].find((a) => !!a && sema.isCudaDevice(a));
+    const arm = [tern.namedChildren[0], tern.namedChildren[2]].find((a) => !!a && ctx.model.namesCuda(a));
     if (!arm) return null;
     target = arm;
     applicability = 'unsafe';
