@@ -85,6 +85,7 @@ const rule = defineRule({
   check(ctx) {
     const sema = ctx.sema;
     const memo = new Map<number, Site[]>();
+    const nameMemo = new Map<string, Site[]>();
 
     /** A right-hand side that is a device or device string, never an int ordinal. */
     const holdsDeviceValue = (v: Node): boolean => {
@@ -184,6 +185,17 @@ const rule = defineRule({
       if (!n || depth > 8) return [];
       const cached = memo.get(n.id);
       if (cached) return cached;
+      // a name's origins depend only on the name and its function (flow-insensitive): every read of `device` in one
+      // function shares one answer
+      const nameKey = n.type === 'identifier' ? `${sema.enclosingFunction(n)?.id ?? -1}\0${n.text}` : null;
+      if (nameKey !== null) {
+        const shared = nameMemo.get(nameKey);
+        if (shared) {
+          memo.set(n.id, shared);
+          return shared;
+        }
+        nameMemo.set(nameKey, []);
+      }
       memo.set(n.id, []);
       let out: Site[] = [];
       if (isDirect(n)) out = [{ node: n, defTime: false }];
@@ -219,7 +231,8 @@ const rule = defineRule({
         }
       } else if (n.type === 'attribute') {
         const attr = n.childForFieldName('attribute')?.text ?? '';
-        if (n.childForFieldName('object')?.type !== 'call' && ctx.model.namesCuda(n)) out = attributeOrigins(attr, depth);
+        // `torch.float16`, `torch.bfloat16`: a torch attribute is never a CUDA device (no model needed)
+        if (n.childForFieldName('object')?.type !== 'call' && !sema.resolve(n)?.startsWith('torch.') && ctx.model.namesCuda(n)) out = attributeOrigins(attr, depth);
       } else if (n.type === 'call') {
         const callee = sema.callee(n);
         if (callee === 'torch.device') out = origins(callArgs(n).positional[0], depth + 1);
@@ -239,9 +252,30 @@ const rule = defineRule({
         }
       }
       memo.set(n.id, out);
+      if (nameKey !== null) nameMemo.set(nameKey, out);
       return out;
     };
 
+    /** `add_argument(..., default=<CUDA device>)` by dest: one pass over the calls, on first need. */
+    let argparseIndex: Map<string, { def: Node; call: Node }[]> | null = null;
+    const cudaArgparseDefaults = () => {
+      if (argparseIndex) return argparseIndex;
+      argparseIndex = new Map();
+      for (const call of sema.nodes('call')) {
+        if (methodName(call) !== 'add_argument') continue;
+        const { positional, keywords } = callArgs(call);
+        const def = kwValue(keywords.get('default'));
+        if (!def || !isDirect(def)) continue;
+        const dest = kwValue(keywords.get('dest'));
+        const flag = positional.find((x) => x.type === 'string' && (stringContent(x) ?? '').startsWith('--'));
+        const name = dest ? stringContent(dest) : flag ? stringContent(flag)!.replace(/^-+/, '').replace(/-/g, '_') : null;
+        if (name === null) continue;
+        let list = argparseIndex.get(name);
+        if (!list) argparseIndex.set(name, (list = []));
+        list.push({ def, call });
+      }
+      return argparseIndex;
+    };
     const attrMemo = new Map<string, Site[]>();
     const attributeOrigins = (attr: string, depth: number): Site[] => {
       const cached = attrMemo.get(attr);
@@ -257,16 +291,7 @@ const rule = defineRule({
           out.push(...origins(right, depth + 1).map((s) => ({ ...s, defTime: true })));
         }
       }
-      for (const call of sema.nodes('call')) {
-        if (methodName(call) !== 'add_argument') continue;
-        const { positional, keywords } = callArgs(call);
-        const def = kwValue(keywords.get('default'));
-        if (!def || !isDirect(def)) continue;
-        const dest = kwValue(keywords.get('dest'));
-        const flag = positional.find((x) => x.type === 'string' && (stringContent(x) ?? '').startsWith('--'));
-        const name = dest ? stringContent(dest) : flag ? stringContent(flag)!.replace(/^-+/, '').replace(/-/g, '_') : null;
-        if (name === attr) out.push({ node: def, defTime: true, argparse: call });
-      }
+      for (const { def, call } of cudaArgparseDefaults().get(attr) ?? []) out.push({ node: def, defTime: true, argparse: call });
       attrMemo.set(attr, out);
       return out;
     };
@@ -293,17 +318,24 @@ const rule = defineRule({
         if (!prev || (prev.kind === 'reach' && kind !== 'reach')) sources.set(site.node.id, { site, sink: call, kind });
       }
     };
+    // one pass over the calls: device sinks, and the Lightning entry points reported below
+    const lightning: Node[] = [];
     for (const call of sema.nodes('call')) {
       const { positional, keywords } = callArgs(call);
       const callee = sema.callee(call);
-      if (methodName(call) === 'to' && receiver(call) && !callee) visitSink(positional[0], call, 'to');
-      if (keywords.has('device')) visitSink(kwValue(keywords.get('device')), call, methodName(call) === 'to' && !callee ? 'to' : 'device-kw');
-      visitSink(kwValue(keywords.get('map_location')), call, 'reach');
-      visitSink(kwValue(keywords.get('output_device')), call, 'reach');
-      const ids = kwValue(keywords.get('device_ids'));
-      if (ids?.type === 'list') for (const el of ids.namedChildren) visitSink(el, call, 'reach');
+      const to = !callee && methodName(call) === 'to';
+      if (to && receiver(call)) visitSink(positional[0], call, 'to');
+      if (keywords.size) {
+        if (keywords.has('device')) visitSink(kwValue(keywords.get('device')), call, to ? 'to' : 'device-kw');
+        visitSink(kwValue(keywords.get('map_location')), call, 'reach');
+        visitSink(kwValue(keywords.get('output_device')), call, 'reach');
+        const ids = kwValue(keywords.get('device_ids'));
+        if (ids?.type === 'list') for (const el of ids.namedChildren) visitSink(el, call, 'reach');
+        if (callee && keywords.has('accelerator') && LIGHTNING.test(callee)) lightning.push(call);
+      }
+      if (!callee || !callee.startsWith('torch.')) continue;
       if (callee === 'torch.cuda.set_device') visitSink(positional[0], call, 'reach');
-      if (/^torch\.(amp\.|cuda\.amp\.)?autocast$/.test(callee ?? '')) visitSink(kwValue(keywords.get('device_type')) ?? positional[0], call, 'reach');
+      else if (/^torch\.(amp\.|cuda\.amp\.)?autocast$/.test(callee)) visitSink(kwValue(keywords.get('device_type')) ?? positional[0], call, 'reach');
     }
 
     // ---- report inline expressions
@@ -388,8 +420,7 @@ const rule = defineRule({
     for (const { at, more, opts } of pendingExternal) ctx.report(at, { ...opts, related: [...opts.related, ...more] });
 
     // ---- Lightning `Trainer(accelerator="gpu")` / `Fabric(accelerator="cuda")`: raises when the Trainer is built on a TPU host
-    for (const call of sema.nodes('call')) {
-      if (!LIGHTNING.test(sema.callee(call) ?? '')) continue;
+    for (const call of lightning) {
       const { keywords } = callArgs(call);
       const acc = kwValue(keywords.get('accelerator'));
       const name = acc ? stringContent(acc)?.toLowerCase() : null;
