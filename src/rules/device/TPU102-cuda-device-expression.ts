@@ -1,6 +1,7 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import { analyze, pythonDocument } from '../../core/engine';
 import { lastName } from '../../model/facts';
+import type { ProgramModel } from '../../model';
 import type { Node } from '../../core/parse';
 import { callArgs, isAncestor, isFString, kwValue, methodName, mentionsXla, receiver, stringContent, type Semantics } from '../../core/semantics';
 import type { Snippet } from '../../core/idioms';
@@ -48,7 +49,7 @@ const rule = defineRule({
       'argument of tensor factories, module constructors and `torch.Generator`, and, through variables, `torch.load(map_location=)`, ' +
       '`DDP(device_ids=)`, `torch.cuda.set_device` and `torch.autocast(device_type=)`. A variable, attribute (`self.device`, `args.device`), ' +
       'parameter default, argparse default, dataclass field or helper return value that holds a CUDA device is reported once, where it is set. ' +
-      'A device picker of another project module (`utils.select_device(...)`, `get_device()`) that returns a CUDA device is reported at the call that reaches the sink, with the helper\'s CUDA expression as a related location (no fix here: change the helper), unless the helper\'s own file already reports that expression. ' +
+      'A device picker of another project module (`utils.select_device(...)`, `get_device()`) that returns a CUDA device is reported at the call that reaches the sink, with the helper\'s CUDA expression as a related location (no fix here: change the helper), unless the helper\'s own file already reports a CUDA device inside the helper, or the helper sets it in an `if torch.cuda.is_available():` branch that does more than choose it (TPU103 reports that check). A CUDA device set in an `if torch.cuda.is_available():` branch that does more than choose the device is left to TPU103, which reports the check. ' +
       'Hard-coded CUDA devices inside an `nn.Module`\'s `forward` or `__init__` are reported with their own message. ' +
       'Also checks Lightning `Trainer(accelerator="gpu"|"cuda")` and `Fabric(accelerator=...)`, which pin the run to CUDA.',
     why:
@@ -374,6 +375,7 @@ const rule = defineRule({
       if (reported.some((r) => r.id === n.id || isAncestor(r, n) || isAncestor(n, r))) continue;
       if (sema.inXlaAwareBranch(n)) continue;
       if (gpuSelfTest(sema, n)) continue;
+      if (guardedAmongOthers(ctx.model, n)) continue;
       reported.push(n);
       const sinkText = short(sink.text, 40);
       if (site.external) {
@@ -505,8 +507,11 @@ function externalCudaReturn(ctx: RuleContext, call: Node): Site['external'] | nu
     a.tree?.delete();
     helperFindings.set(r.module, (own = a.findings.map((f) => ({ start: f.start, end: f.end }))));
   }
-  const m = made;
-  if (own.some((f) => f.start <= m.startIndex && f.end >= m.endIndex) || own.some((f) => m.startIndex <= f.start && m.endIndex >= f.end)) return null;
+  // the helper's own file reports its CUDA device (TPU102), or the helper sets it in an `is_available()` branch that does
+  // more than choose it, which TPU103 reports there: fixing that fixes this call
+  const def = r.def;
+  if (own.some((f) => f.start >= def.startIndex && f.end <= def.endIndex)) return null;
+  if (xs.within('assignment', def).some((a) => !!a.childForFieldName('right') && guardedAmongOthers(xm, a.childForFieldName('right')!))) return null;
   return { path: r.path, made, sema: xs, name: r.def.childForFieldName('name')?.text ?? 'helper' };
 }
 
@@ -636,6 +641,25 @@ function ifPairRewrite(ctx: RuleContext, n: Node, replacement: string): Edit | n
     if (other.length !== 1 || a?.type !== 'assignment' || a.childForFieldName('left')?.text !== left) return null;
   }
   return { start: ifs.startIndex, end: ifs.endIndex, text: `${left} = ${replacement}` };
+}
+
+/**
+ * A CUDA device set inside `if torch.cuda.is_available():` next to other work (`arg = "cuda:0"` after GPU property
+ * logging, as in yolov5's select_device): on a TPU host the branch is not taken, and TPU103 reports the check there
+ * (it leaves only a branch of nothing but CUDA assignments, a device picker, to this rule), so a finding here repeats it.
+ */
+function guardedAmongOthers(model: ProgramModel, n: Node): boolean {
+  const assign = n.parent;
+  if (assign?.type !== 'assignment' || assign.childForFieldName('right')?.id !== n.id) return false;
+  const block = assign.parent?.type === 'expression_statement' ? assign.parent.parent : null;
+  const owner = block?.parent;
+  if (block?.type !== 'block' || (owner?.type !== 'if_statement' && owner?.type !== 'elif_clause') || owner.childForFieldName('consequence')?.id !== block.id) return false;
+  if (!cudaGuarded(n)) return false;
+  const body = block.namedChildren.filter((s): s is Node => !!s && s.type !== 'comment');
+  return !body.every((s) => {
+    const a = s.namedChildren[0];
+    return s.type === 'expression_statement' && a?.type === 'assignment' && model.namesCuda(a.childForFieldName('right'));
+  });
 }
 
 /** `torch.Generator(...)`: no XLA generator exists in torch_xla 2.3-2.9 (see TPU113). */
