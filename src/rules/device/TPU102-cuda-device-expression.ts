@@ -6,7 +6,7 @@ import type { Node } from '../../core/parse';
 import { callArgs, isAncestor, isFString, kwValue, methodName, mentionsXla, receiver, stringContent, type Semantics } from '../../core/semantics';
 import type { Snippet } from '../../core/idioms';
 import type { Edit } from '../../core/types';
-import { cudaGuarded, removeArgument, short, withQuotes } from './cuda-util';
+import { cudaGuarded, gpuSelfTest, removeArgument, short, withQuotes } from './cuda-util';
 
 /** Names that carry an int device ordinal (`model.to(rank)`, `torch.device(local_rank)`). */
 const RANK_NAME = /^(local_?rank|rank|gpu|gpu_?(id|idx|index)|device_?(id|idx|index)|local_?device|dev_?id|cuda_?id|local_?gpu)$/i;
@@ -671,18 +671,6 @@ function isGenerator(sema: RuleContext['sema'], call: Node): boolean {
  * `"cuda" if torch.cuda.is_available() else "cpu"` (bare or inside `torch.device(...)`): on a TPU host nothing
  * raises, the program picks the CPU and runs there (issue 9: say that, not "a TPU host has none").
  */
-/**
- * A GPU self-test of a module that does not train (`def test():` with no parameters, run from the `__main__` block of
- * a monkey-patch or kernel module): it checks the CUDA path on purpose and is not part of a program to migrate.
- */
-function gpuSelfTest(sema: Semantics, n: Node): boolean {
-  const fn = sema.enclosingFunction(n);
-  if (!fn || !/^test(_\w+)?$/.test(fn.childForFieldName('name')?.text ?? '')) return false;
-  if (sema.enclosingFunction(fn) || sema.enclosingClass(fn)) return false;
-  if ((fn.childForFieldName('parameters')?.namedChildCount ?? 0) > 0) return false;
-  return !sema.containsTrainSignal(sema.root);
-}
-
 function cpuFallback(sema: Semantics, n: Node): boolean {
   const stripParens = (x: Node): Node => (x.type === 'parenthesized_expression' && x.namedChildren[0] ? stripParens(x.namedChildren[0]) : x);
   const x = stripParens(n);
