@@ -281,3 +281,39 @@ describe('attributes, argparse and config', () => {
     expect(performance.now() - t0).toBeLessThan(2000);
   });
 });
+
+describe('namesCuda: where a device value lives, from the model (replaces the CUDA name-set heuristics)', () => {
+  const cuda = (src: string, expr: string) => {
+    const { model, node } = at(src, expr);
+    return model.namesCuda(node);
+  };
+  it('a CUDA-or-CPU choice at run time names CUDA; a choice with an XLA arm does not', () => {
+    expect(cuda('import torch\nd = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nx.to(d)\n', 'd')).toBe(true);
+    expect(cuda('import torch\nd = "cuda" if torch.cuda.is_available() else "cpu"\nx.to(d)\n', 'd')).toBe(true);
+    expect(cuda('import torch, torch_xla\nd = torch_xla.device() if use_tpu else torch.device("cuda")\nx.to(d)\n', 'd')).toBe(false);
+    expect(cuda('import torch\nd = torch.device("xla" if use_tpu else "cuda")\nx.to(d)\n', 'd')).toBe(false);
+  });
+  it('formatted CUDA ordinals and torch.cuda.current_device()', () => {
+    expect(cuda('d = "cuda:%d" % rank\nx.to(d)\n', 'd')).toBe(true);
+    expect(cuda('d = "cuda:{}".format(rank)\nx.to(d)\n', 'd')).toBe(true);
+    expect(cuda('d = f"cuda:{rank}"\nx.to(d)\n', 'd')).toBe(true);
+    expect(cuda('d = f"cuda"\nx.to(d)\n', 'd')).toBe(true);
+    expect(cuda('d = "%s:%d" % (kind, rank)\nx.to(d)\n', 'd')).toBe(false);
+    expect(cuda('import torch\nif a:\n    arg = "cuda:0"\nelif b:\n    arg = "mps"\nelse:\n    arg = "cpu"\nd = torch.device(arg)\nx.to(d)\n', 'd')).toBe(true);
+    expect(cuda('import torch\nd = torch.cuda.current_device()\nx.to(d)\n', 'd')).toBe(true);
+    expect(cuda('import torch.distributed as dist\nd = dist.get_rank()\nx.to(d)\n', 'd')).toBe(false);
+  });
+  it('follows the receiver of an attribute and the callers of a parameter, not the spelling of a name', () => {
+    const src = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--device", default="cuda")\nargs = p.parse_args()\nx.to(args.device)\n';
+    expect(cuda(src, 'args.device')).toBe(true);
+    // another class's `self.device` is not this one's
+    const cls = 'class A:\n    def __init__(self):\n        self.device = "cuda"\nclass B:\n    def __init__(self, d):\n        self.device = d\n    def run(self, x):\n        return x.to(self.device)  # <-\nB(torch_xla.device())\n';
+    expect(cuda(cls, 'self.device')).toBe(false);
+    // a CUDA default that every caller overrides with the XLA device
+    const param = 'import torch_xla\ndef train(x, device="cuda"):\n    return x.to(device)  # <-\ntrain(x, torch_xla.device())\n';
+    expect(cuda(param, 'device')).toBe(false);
+    expect(cuda('def train(x, device="cuda"):\n    return x.to(device)  # <-\n', 'device')).toBe(true);
+    // a local helper that returns a CUDA device
+    expect(cuda('import torch\ndef pick():\n    return torch.device("cuda", 0)\nd = pick()\nx.to(d)\n', 'd')).toBe(true);
+  });
+});

@@ -66,9 +66,6 @@ export class Semantics {
   private hotAnchors?: Map<number, HotInfo>;
   private hotFunctionIds?: Map<number, 'train' | 'eval'>;
   private trainSignalMemo = new Map<number, boolean>();
-  private taintedNames?: Set<string>;
-  private taintedAttrs?: Set<string>;
-  private cudaFunctions?: Set<string>;
   private compileWrapped?: Set<string>;
 
   constructor(readonly tree: Tree, readonly text: string) {
@@ -681,7 +678,7 @@ export class Semantics {
   }
 
   // -------------------------------------------------------------------------------------------
-  // CUDA device expressions and taint
+  // CUDA device strings (where a value lives is the program model's: ProgramModel.namesCuda)
 
   /** String literal (or f-string) naming a CUDA device: "cuda", "cuda:0", f"cuda:{rank}". */
   isCudaString(node: Node): boolean {
@@ -690,125 +687,6 @@ export class Semantics {
     if (content === null) return false;
     if (isFString(node)) return /^cuda(:|$|\{)/.test(content);
     return /^cuda(:\d+)?$/.test(content);
-  }
-
-  /** A CUDA device expression (§0.5 CDE), including tainted names and attributes. */
-  isCudaDevice(node: Node | null | undefined, depth = 0): boolean {
-    if (!node || depth > 6) return false;
-    switch (node.type) {
-      case 'string':
-        return this.isCudaString(node);
-      case 'parenthesized_expression':
-        return this.isCudaDevice(node.namedChildren[0], depth + 1);
-      case 'conditional_expression': {
-        // "cuda" if torch.cuda.is_available() else "cpu" — unless another arm is XLA
-        const [a, , b] = node.namedChildren;
-        if (mentionsXla(node.text)) return false;
-        return this.isCudaDevice(a, depth + 1) || this.isCudaDevice(b, depth + 1);
-      }
-      case 'binary_operator': {
-        const left = node.childForFieldName('left');
-        return !!left && left.type === 'string' && /^cuda:?/.test(stringContent(left) ?? '') && /^cuda:?(%d|%s)?$/.test(stringContent(left) ?? '');
-      }
-      case 'call': {
-        const callee = this.callee(node);
-        if (callee === 'torch.device') {
-          const args = node.childForFieldName('arguments');
-          const first = args?.namedChildren[0];
-          if (!first) return false;
-          if (first.type === 'keyword_argument') {
-            const kw = args!.namedChildren.find((a) => a?.type === 'keyword_argument' && a.childForFieldName('name')?.text === 'type');
-            return !!kw && this.isCudaDevice(kw.childForFieldName('value'), depth + 1);
-          }
-          return this.isCudaDevice(first, depth + 1);
-        }
-        if (callee === 'torch.cuda.current_device') return true;
-        const fn = node.childForFieldName('function');
-        // "cuda:{}".format(r)
-        if (fn?.type === 'attribute' && fn.childForFieldName('attribute')?.text === 'format') {
-          const obj = fn.childForFieldName('object');
-          return !!obj && obj.type === 'string' && /^cuda:?\{/.test(stringContent(obj) ?? '');
-        }
-        if (fn?.type === 'identifier' && this.cudaReturningFunctions().has(fn.text)) return true;
-        return false;
-      }
-      case 'identifier':
-        return this.cudaTaintedNames().has(node.text);
-      case 'attribute': {
-        const attr = node.childForFieldName('attribute')?.text ?? '';
-        return this.cudaTaintedAttrs().has(attr) && node.childForFieldName('object')?.type !== 'call';
-      }
-      default:
-        return false;
-    }
-  }
-
-  /** Names assigned a CUDA device expression (variables, config globals, parameters with defaults). */
-  cudaTaintedNames(): Set<string> {
-    if (!this.taintedNames) this.computeTaint();
-    return this.taintedNames!;
-  }
-
-  /** Attribute names carrying a CUDA device (`self.device = "cuda"`, argparse `--device` default, dataclass fields). */
-  cudaTaintedAttrs(): Set<string> {
-    if (!this.taintedAttrs) this.computeTaint();
-    return this.taintedAttrs!;
-  }
-
-  private cudaReturningFunctions(): Set<string> {
-    if (!this.cudaFunctions) this.computeTaint();
-    return this.cudaFunctions!;
-  }
-
-  private computeTaint(): void {
-    this.taintedNames = new Set();
-    this.taintedAttrs = new Set();
-    this.cudaFunctions = new Set();
-    for (let round = 0; round < 3; round++) {
-      const before = this.taintedNames.size + this.taintedAttrs.size + this.cudaFunctions.size;
-      for (const a of this.nodes('assignment')) {
-        const left = a.childForFieldName('left');
-        const right = a.childForFieldName('right');
-        if (!left || !right) continue;
-        if (left.type === 'identifier' && this.cudaTypedField(a)) this.taintedAttrs.add(left.text);
-        if (!this.isCudaDevice(right)) continue;
-        if (left.type === 'identifier') {
-          this.taintedNames.add(left.text);
-          if (this.enclosingClass(a) && !this.enclosingFunction(a)) this.taintedAttrs.add(left.text);
-        } else if (left.type === 'attribute') {
-          const attr = left.childForFieldName('attribute')?.text;
-          if (attr) this.taintedAttrs.add(attr);
-        }
-      }
-      for (const p of [...this.nodes('default_parameter'), ...this.nodes('typed_default_parameter')]) {
-        const name = p.childForFieldName('name');
-        if (name && this.isCudaDevice(p.childForFieldName('value'))) this.taintedNames.add(name.text);
-      }
-      for (const r of this.nodes('return_statement')) {
-        const value = r.namedChildren[0];
-        const fn = this.enclosingFunction(r);
-        const name = fn?.childForFieldName('name')?.text;
-        if (name && value && this.isCudaDevice(value)) this.cudaFunctions.add(name);
-      }
-      // argparse: parser.add_argument('--device', default='cuda') → args.device
-      for (const call of this.nodes('call')) {
-        const fn = call.childForFieldName('function');
-        if (fn?.type !== 'attribute' || fn.childForFieldName('attribute')?.text !== 'add_argument') continue;
-        const args = call.childForFieldName('arguments')?.namedChildren ?? [];
-        const def = args.find((x) => x?.type === 'keyword_argument' && x.childForFieldName('name')?.text === 'default');
-        if (!def || !this.isCudaDevice(def.childForFieldName('value'))) continue;
-        const dest = args.find((x) => x?.type === 'keyword_argument' && x.childForFieldName('name')?.text === 'dest');
-        const flag = args.find((x) => x?.type === 'string' && (stringContent(x) ?? '').startsWith('--'));
-        const destName = dest ? stringContent(dest.childForFieldName('value')!) : flag ? stringContent(flag)!.slice(2).replace(/-/g, '_') : null;
-        if (destName) this.taintedAttrs.add(destName);
-      }
-      if (this.taintedNames.size + this.taintedAttrs.size + this.cudaFunctions.size === before) break;
-    }
-  }
-
-  /** Dataclass-style `device: str = "cuda"` (class-level typed assignment). */
-  private cudaTypedField(a: Node): boolean {
-    return a.childForFieldName('type') !== null && this.enclosingClass(a) !== null && !this.enclosingFunction(a) && this.isCudaDevice(a.childForFieldName('right'));
   }
 
   /** Inside an `if`/ternary that has an XLA or TPU arm or condition: code already made XLA-aware. */

@@ -18,7 +18,7 @@ import type { Node } from '../core/parse';
 import type { Semantics } from '../core/semantics';
 import { callArgs, calleeText, isFString, kwValue, methodName, receiver, stringContent } from '../core/semantics';
 import {
-  DTYPE_ALIASES, UNKNOWN, bool, deviceOf, deviceOfString, deviceTensor, hostTensor, isDeviceTensor, isHostValue, join, none, num, seq, str,
+  DTYPE_ALIASES, UNKNOWN, bool, deviceKinds, deviceOf, deviceOfString, deviceTensor, hostTensor, isDeviceTensor, isHostValue, join, none, num, seq, str,
   type DeviceKind, type Value,
 } from './values';
 
@@ -159,6 +159,19 @@ export class ProgramModel {
     return deviceOf(this.value(node));
   }
 
+  /**
+   * The expression names a CUDA device on some path (`"cuda"`, `torch.device("cuda", i)`, `"cuda:%d" % r`, a name or
+   * attribute bound to one, a helper returning one, `torch.cuda.current_device()`, or a run-time choice with a CUDA arm:
+   * `"cuda" if torch.cuda.is_available() else "cpu"`) and an XLA device on none.
+   */
+  namesCuda(node: Node | null | undefined): boolean {
+    if (!node) return false;
+    const v = this.value(node);
+    const kinds = deviceKinds(v);
+    if (kinds.includes('cuda')) return !kinds.includes('xla');
+    return v.kind === 'number' && v.rank === true && v.origin?.type === 'call' && this.sema.callee(v.origin) === 'torch.cuda.current_device';
+  }
+
   /** The definition a call reaches, through the local resolver and then any plugged-in one. */
   resolveCall(call: Node): CallTarget | null {
     for (const r of this.resolvers) {
@@ -231,7 +244,8 @@ export class ProgramModel {
       case 'string': {
         const c = stringContent(node);
         if (c === null) return str(node, []);
-        if (isFString(node)) return str(node, /^cuda:?\{/.test(c) ? ['cuda:{}'] : []);
+        // an f-string without a replacement field is a literal (`f"cuda"`)
+        if (isFString(node)) return str(node, /^cuda:?\{/.test(c) ? ['cuda:{}'] : c.includes('{') ? [] : [c]);
         return str(node, [c]);
       }
       case 'concatenated_string':
@@ -330,6 +344,8 @@ export class ProgramModel {
     const right = node.childForFieldName('right');
     const op = node.childForFieldName('operator')?.type ?? node.children.find((c) => c && !c.isNamed)?.type ?? '';
     const l = this.value(left);
+    // "cuda:%d" % rank names a CUDA device
+    if (l.kind === 'string' && op === '%' && left?.type === 'string' && /^cuda:(%d|%s)$/.test(stringContent(left) ?? '')) return str(node, ['cuda:%d']);
     if (l.kind === 'string') return str(node, []); // "%f" % t, "a" + b, "-" * 80
     const r = this.value(right);
     if (r.kind === 'string' && op === '+') return str(node, []);
@@ -904,8 +920,10 @@ export class ProgramModel {
     const { positional, keywords } = callArgs(node);
     if (callee === 'torch.device') {
       const first = kwValue(keywords.get('type')) ?? positional[0];
-      const d = first ? deviceOf(this.value(first)) : null;
-      return { kind: 'device', origin: node, device: d ?? (first ? 'runtime' : 'unknown') };
+      const fv = first ? this.value(first) : UNKNOWN;
+      const d = deviceOf(fv);
+      const kinds = deviceKinds(fv);
+      return { kind: 'device', origin: node, device: d ?? (first ? 'runtime' : 'unknown'), kinds: kinds.length > 1 ? kinds : undefined };
     }
     if (XLA_DEVICE_CALLS.test(callee)) return { kind: 'device', origin: node, device: 'xla' };
     if (callee === 'torch.cuda.current_device') return num(node, { rank: true });
@@ -1130,6 +1148,8 @@ export class ProgramModel {
       case 'replace':
       case 'rstrip':
       case 'lstrip':
+        // "cuda:{}".format(rank) names a CUDA device
+        if (meth === 'format' && recv.type === 'string' && /^cuda:\{/.test(stringContent(recv) ?? '')) return str(node, ['cuda:{}']);
         if (this.value(recv).kind === 'string' || recv.type === 'string') return str(node, []);
         break;
       case 'parse_args':

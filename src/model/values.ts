@@ -50,6 +50,8 @@ export interface BoolValue extends Base {
 export interface DeviceValue extends Base {
   readonly kind: 'device';
   readonly device: DeviceKind;
+  /** The devices a run-time choice picks among (`torch.device("cuda" if cuda.is_available() else "cpu")`). */
+  readonly kinds?: readonly DeviceKind[];
 }
 export interface LoaderValue extends Base {
   readonly kind: 'loader';
@@ -125,6 +127,21 @@ export function deviceOf(v: Value): DeviceKind | null {
   return null;
 }
 
+/** The devices a value may name: each arm of a run-time choice (`["cuda", "cpu"]`), or [] when it names none. */
+export function deviceKinds(v: Value): readonly DeviceKind[] {
+  if (v.kind === 'device') return v.kinds ?? [v.device];
+  if (v.kind === 'string') {
+    // a choice among CUDA and another backend (`arg = "cuda:0" … "mps" … "cpu"`) still names CUDA on one path
+    const kinds = v.values.map((s) => deviceOfString(s) ?? (OTHER_DEVICE.test(s) ? 'unknown' : null));
+    if (!kinds.length || kinds.some((k) => k === null)) return [];
+    return [...new Set(kinds as DeviceKind[])];
+  }
+  return [];
+}
+
+/** Device strings of backends the model does not track (Apple MPS, Intel XPU, Habana HPU, meta tensors). */
+const OTHER_DEVICE = /^(mps|xpu|hpu|npu|ipu|meta|vulkan)(:\d+)?$/;
+
 /**
  * The join of two values bound to one name on different paths (may-analysis): unknown and None are ignored,
  * a number or bool joined with a tensor is a tensor (`total = 0; total += loss`), a host and a device tensor
@@ -155,7 +172,7 @@ export function join(a: Value, b: Value): Value {
   if ((a.kind === 'device' || a.kind === 'string') && (b.kind === 'device' || b.kind === 'string')) {
     const da = deviceOf(a);
     const db = deviceOf(b);
-    if (da && db) return { kind: 'device', origin: a.origin, device: joinDevice(da, db) };
+    if (da && db) return { kind: 'device', origin: a.origin, device: joinDevice(da, db), kinds: [...new Set([...deviceKinds(a), ...deviceKinds(b)])] };
     return UNKNOWN;
   }
   if (a.kind === 'loader' && b.kind === 'loader') return a.device === b.device ? a : { ...a, device: joinDevice(a.device, b.device) };

@@ -112,9 +112,9 @@ function short(t: string): string {
 }
 
 function mapsToCuda(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['check']>>[0], v: Node): boolean {
-  if (ctx.sema.isCudaDevice(v)) return true;
+  if (ctx.model.namesCuda(v)) return true;
   if (v.type === 'lambda') return /\.cuda\(|['"]cuda/.test(v.childForFieldName('body')?.text ?? '');
-  if (v.type === 'dictionary') return v.namedChildren.some((p) => p?.type === 'pair' && ctx.sema.isCudaDevice(p.childForFieldName('value')));
+  if (v.type === 'dictionary') return v.namedChildren.some((p) => p?.type === 'pair' && ctx.model.namesCuda(p.childForFieldName('value')));
   return false;
 }
 

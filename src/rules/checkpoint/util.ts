@@ -133,7 +133,7 @@ export function placesOnDevice(ctx: RuleContext): boolean {
   return ctx.sema.xlaAware || referencesCuda(ctx) || ctx.sema.nodes('call').some((c) => {
     if (methodName(c) !== 'to') return false;
     const a = callArgs(c).positional[0] ?? kwValue(callArgs(c).keywords.get('device'));
-    return !!a && (ctx.sema.isCudaDevice(a) || /^(device|dev|self\.device|args\.device)$/.test(a.text));
+    return !!a && (ctx.model.namesCuda(a) || /^(device|dev|self\.device|args\.device)$/.test(a.text));
   });
 }
 

@@ -1,11 +1,12 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import { analyze, pythonDocument } from '../../core/engine';
 import { lastName } from '../../model/facts';
+import type { ProgramModel } from '../../model';
 import type { Node } from '../../core/parse';
 import { callArgs, isAncestor, isFString, kwValue, methodName, mentionsXla, receiver, stringContent, type Semantics } from '../../core/semantics';
 import type { Snippet } from '../../core/idioms';
 import type { Edit } from '../../core/types';
-import { cudaGuarded, removeArgument, short, withQuotes } from './cuda-util';
+import { cudaGuarded, gpuSelfTest, removeArgument, short, withQuotes } from './cuda-util';
 
 /** Names that carry an int device ordinal (`model.to(rank)`, `torch.device(local_rank)`). */
 const RANK_NAME = /^(local_?rank|rank|gpu|gpu_?(id|idx|index)|device_?(id|idx|index)|local_?device|dev_?id|cuda_?id|local_?gpu)$/i;
@@ -48,7 +49,7 @@ const rule = defineRule({
       'argument of tensor factories, module constructors and `torch.Generator`, and, through variables, `torch.load(map_location=)`, ' +
       '`DDP(device_ids=)`, `torch.cuda.set_device` and `torch.autocast(device_type=)`. A variable, attribute (`self.device`, `args.device`), ' +
       'parameter default, argparse default, dataclass field or helper return value that holds a CUDA device is reported once, where it is set. ' +
-      'A device picker of another project module (`utils.select_device(...)`, `get_device()`) that returns a CUDA device is reported at the call that reaches the sink, with the helper\'s CUDA expression as a related location (no fix here: change the helper), unless the helper\'s own file already reports that expression. ' +
+      'A device picker of another project module (`utils.select_device(...)`, `get_device()`) that returns a CUDA device is reported at the call that reaches the sink, with the helper\'s CUDA expression as a related location (no fix here: change the helper), unless the helper\'s own file already reports a CUDA device inside the helper, or the helper sets it in an `if torch.cuda.is_available():` branch that does more than choose it (TPU103 reports that check). A CUDA device set in an `if torch.cuda.is_available():` branch that does more than choose the device is left to TPU103, which reports the check. ' +
       'Hard-coded CUDA devices inside an `nn.Module`\'s `forward` or `__init__` are reported with their own message. ' +
       'Also checks Lightning `Trainer(accelerator="gpu"|"cuda")` and `Fabric(accelerator=...)`, which pin the run to CUDA.',
     why:
@@ -85,6 +86,7 @@ const rule = defineRule({
   check(ctx) {
     const sema = ctx.sema;
     const memo = new Map<number, Site[]>();
+    const nameMemo = new Map<string, Site[]>();
 
     /** A right-hand side that is a device or device string, never an int ordinal. */
     const holdsDeviceValue = (v: Node): boolean => {
@@ -131,7 +133,7 @@ const rule = defineRule({
           return isDirect(n.namedChildren[0], depth + 1) || isDirect(n.namedChildren[2], depth + 1);
         }
         case 'binary_operator':
-          return sema.isCudaDevice(n);
+          return ctx.model.namesCuda(n);
         case 'call': {
           const callee = sema.callee(n);
           if (callee === 'torch.cuda.current_device') return true;
@@ -140,7 +142,7 @@ const rule = defineRule({
             const first = positional[0] ?? kwValue(keywords.get('type'));
             return isDirect(first, depth + 1) || (positional.length === 1 && isIntDevice(first));
           }
-          return methodName(n) === 'format' && sema.isCudaDevice(n);
+          return methodName(n) === 'format' && ctx.model.namesCuda(n);
         }
         default:
           return false;
@@ -184,6 +186,17 @@ const rule = defineRule({
       if (!n || depth > 8) return [];
       const cached = memo.get(n.id);
       if (cached) return cached;
+      // a name's origins depend only on the name and its function (flow-insensitive): every read of `device` in one
+      // function shares one answer
+      const nameKey = n.type === 'identifier' ? `${sema.enclosingFunction(n)?.id ?? -1}\0${n.text}` : null;
+      if (nameKey !== null) {
+        const shared = nameMemo.get(nameKey);
+        if (shared) {
+          memo.set(n.id, shared);
+          return shared;
+        }
+        nameMemo.set(nameKey, []);
+      }
       memo.set(n.id, []);
       let out: Site[] = [];
       if (isDirect(n)) out = [{ node: n, defTime: false }];
@@ -219,7 +232,8 @@ const rule = defineRule({
         }
       } else if (n.type === 'attribute') {
         const attr = n.childForFieldName('attribute')?.text ?? '';
-        if (n.childForFieldName('object')?.type !== 'call' && sema.cudaTaintedAttrs().has(attr)) out = attributeOrigins(attr, depth);
+        // `torch.float16`, `torch.bfloat16`: a torch attribute is never a CUDA device (no model needed)
+        if (n.childForFieldName('object')?.type !== 'call' && !sema.resolve(n)?.startsWith('torch.') && ctx.model.namesCuda(n)) out = attributeOrigins(attr, depth);
       } else if (n.type === 'call') {
         const callee = sema.callee(n);
         if (callee === 'torch.device') out = origins(callArgs(n).positional[0], depth + 1);
@@ -239,9 +253,30 @@ const rule = defineRule({
         }
       }
       memo.set(n.id, out);
+      if (nameKey !== null) nameMemo.set(nameKey, out);
       return out;
     };
 
+    /** `add_argument(..., default=<CUDA device>)` by dest: one pass over the calls, on first need. */
+    let argparseIndex: Map<string, { def: Node; call: Node }[]> | null = null;
+    const cudaArgparseDefaults = () => {
+      if (argparseIndex) return argparseIndex;
+      argparseIndex = new Map();
+      for (const call of sema.nodes('call')) {
+        if (methodName(call) !== 'add_argument') continue;
+        const { positional, keywords } = callArgs(call);
+        const def = kwValue(keywords.get('default'));
+        if (!def || !isDirect(def)) continue;
+        const dest = kwValue(keywords.get('dest'));
+        const flag = positional.find((x) => x.type === 'string' && (stringContent(x) ?? '').startsWith('--'));
+        const name = dest ? stringContent(dest) : flag ? stringContent(flag)!.replace(/^-+/, '').replace(/-/g, '_') : null;
+        if (name === null) continue;
+        let list = argparseIndex.get(name);
+        if (!list) argparseIndex.set(name, (list = []));
+        list.push({ def, call });
+      }
+      return argparseIndex;
+    };
     const attrMemo = new Map<string, Site[]>();
     const attributeOrigins = (attr: string, depth: number): Site[] => {
       const cached = attrMemo.get(attr);
@@ -257,16 +292,7 @@ const rule = defineRule({
           out.push(...origins(right, depth + 1).map((s) => ({ ...s, defTime: true })));
         }
       }
-      for (const call of sema.nodes('call')) {
-        if (methodName(call) !== 'add_argument') continue;
-        const { positional, keywords } = callArgs(call);
-        const def = kwValue(keywords.get('default'));
-        if (!def || !isDirect(def)) continue;
-        const dest = kwValue(keywords.get('dest'));
-        const flag = positional.find((x) => x.type === 'string' && (stringContent(x) ?? '').startsWith('--'));
-        const name = dest ? stringContent(dest) : flag ? stringContent(flag)!.replace(/^-+/, '').replace(/-/g, '_') : null;
-        if (name === attr) out.push({ node: def, defTime: true, argparse: call });
-      }
+      for (const { def, call } of cudaArgparseDefaults().get(attr) ?? []) out.push({ node: def, defTime: true, argparse: call });
       attrMemo.set(attr, out);
       return out;
     };
@@ -293,17 +319,24 @@ const rule = defineRule({
         if (!prev || (prev.kind === 'reach' && kind !== 'reach')) sources.set(site.node.id, { site, sink: call, kind });
       }
     };
+    // one pass over the calls: device sinks, and the Lightning entry points reported below
+    const lightning: Node[] = [];
     for (const call of sema.nodes('call')) {
       const { positional, keywords } = callArgs(call);
       const callee = sema.callee(call);
-      if (methodName(call) === 'to' && receiver(call) && !callee) visitSink(positional[0], call, 'to');
-      if (keywords.has('device')) visitSink(kwValue(keywords.get('device')), call, methodName(call) === 'to' && !callee ? 'to' : 'device-kw');
-      visitSink(kwValue(keywords.get('map_location')), call, 'reach');
-      visitSink(kwValue(keywords.get('output_device')), call, 'reach');
-      const ids = kwValue(keywords.get('device_ids'));
-      if (ids?.type === 'list') for (const el of ids.namedChildren) visitSink(el, call, 'reach');
+      const to = !callee && methodName(call) === 'to';
+      if (to && receiver(call)) visitSink(positional[0], call, 'to');
+      if (keywords.size) {
+        if (keywords.has('device')) visitSink(kwValue(keywords.get('device')), call, to ? 'to' : 'device-kw');
+        visitSink(kwValue(keywords.get('map_location')), call, 'reach');
+        visitSink(kwValue(keywords.get('output_device')), call, 'reach');
+        const ids = kwValue(keywords.get('device_ids'));
+        if (ids?.type === 'list') for (const el of ids.namedChildren) visitSink(el, call, 'reach');
+        if (callee && keywords.has('accelerator') && LIGHTNING.test(callee)) lightning.push(call);
+      }
+      if (!callee || !callee.startsWith('torch.')) continue;
       if (callee === 'torch.cuda.set_device') visitSink(positional[0], call, 'reach');
-      if (/^torch\.(amp\.|cuda\.amp\.)?autocast$/.test(callee ?? '')) visitSink(kwValue(keywords.get('device_type')) ?? positional[0], call, 'reach');
+      else if (/^torch\.(amp\.|cuda\.amp\.)?autocast$/.test(callee)) visitSink(kwValue(keywords.get('device_type')) ?? positional[0], call, 'reach');
     }
 
     // ---- report inline expressions
@@ -342,6 +375,7 @@ const rule = defineRule({
       if (reported.some((r) => r.id === n.id || isAncestor(r, n) || isAncestor(n, r))) continue;
       if (sema.inXlaAwareBranch(n)) continue;
       if (gpuSelfTest(sema, n)) continue;
+      if (guardedAmongOthers(ctx.model, n)) continue;
       reported.push(n);
       const sinkText = short(sink.text, 40);
       if (site.external) {
@@ -388,8 +422,7 @@ const rule = defineRule({
     for (const { at, more, opts } of pendingExternal) ctx.report(at, { ...opts, related: [...opts.related, ...more] });
 
     // ---- Lightning `Trainer(accelerator="gpu")` / `Fabric(accelerator="cuda")`: raises when the Trainer is built on a TPU host
-    for (const call of sema.nodes('call')) {
-      if (!LIGHTNING.test(sema.callee(call) ?? '')) continue;
+    for (const call of lightning) {
       const { keywords } = callArgs(call);
       const acc = kwValue(keywords.get('accelerator'));
       const name = acc ? stringContent(acc)?.toLowerCase() : null;
@@ -454,13 +487,17 @@ function externalCudaReturn(ctx: RuleContext, call: Node): Site['external'] | nu
   const r = ctx.project?.resolveCall(call, ctx.sema, ctx.path);
   if (!r || r.kind !== 'function') return null;
   const xs = r.module.sema;
+  // the helper's module answers through its own program model (the project resolver's, shared across files)
+  const t = ctx.model.resolveCall(call);
+  if (!t || t.model === ctx.model || t.def.id !== r.def.id) return null;
+  const xm = t.model;
   let made: Node | null = null;
   for (const ret of xs.within('return_statement', r.def)) {
     if (xs.enclosingFunction(ret)?.id !== r.def.id) continue;
     const v = ret.namedChildren[0];
-    if (!v || !xs.isCudaDevice(v) || xs.inXlaAwareBranch(ret)) continue;
+    if (!v || !xm.namesCuda(v) || xs.inXlaAwareBranch(ret)) continue;
     // `device = torch.device("cuda"); return device`: point at where it is made, in the helper
-    made = v.type === 'identifier' ? xs.bindings(v.text).find((b) => xs.enclosingFunction(b)?.id === r.def.id && xs.isCudaDevice(b)) ?? v : v;
+    made = v.type === 'identifier' ? xs.bindings(v.text).find((b) => xs.enclosingFunction(b)?.id === r.def.id && xm.namesCuda(b)) ?? v : v;
     break;
   }
   if (!made) return null;
@@ -470,8 +507,11 @@ function externalCudaReturn(ctx: RuleContext, call: Node): Site['external'] | nu
     a.tree?.delete();
     helperFindings.set(r.module, (own = a.findings.map((f) => ({ start: f.start, end: f.end }))));
   }
-  const m = made;
-  if (own.some((f) => f.start <= m.startIndex && f.end >= m.endIndex) || own.some((f) => m.startIndex <= f.start && m.endIndex >= f.end)) return null;
+  // the helper's own file reports its CUDA device (TPU102), or the helper sets it in an `is_available()` branch that does
+  // more than choose it, which TPU103 reports there: fixing that fixes this call
+  const def = r.def;
+  if (own.some((f) => f.start >= def.startIndex && f.end <= def.endIndex)) return null;
+  if (xs.within('assignment', def).some((a) => !!a.childForFieldName('right') && guardedAmongOthers(xm, a.childForFieldName('right')!))) return null;
   return { path: r.path, made, sema: xs, name: r.def.childForFieldName('name')?.text ?? 'helper' };
 }
 
@@ -552,7 +592,7 @@ function sourceFix(ctx: RuleContext, site: Site) {
   const stripParens = (x: Node): Node => (x.type === 'parenthesized_expression' && x.namedChildren[0] ? stripParens(x.namedChildren[0]) : x);
   const tern = [n, ...(n.type === 'call' ? callArgs(n).positional.slice(0, 1) : [])].map(stripParens).find((x) => x.type === 'conditional_expression');
   if (tern && !AVAILABILITY.test(tern.namedChildren[1]?.text ?? '')) {
-    const arm = [tern.namedChildren[0], tern.namedChildren[2]].find((a) => !!a && sema.isCudaDevice(a));
+    const arm = [tern.namedChildren[0], tern.namedChildren[2]].find((a) => !!a && ctx.model.namesCuda(a));
     if (!arm) return null;
     target = arm;
     applicability = 'unsafe';
@@ -603,6 +643,25 @@ function ifPairRewrite(ctx: RuleContext, n: Node, replacement: string): Edit | n
   return { start: ifs.startIndex, end: ifs.endIndex, text: `${left} = ${replacement}` };
 }
 
+/**
+ * A CUDA device set inside `if torch.cuda.is_available():` next to other work (`arg = "cuda:0"` after GPU property
+ * logging, as in yolov5's select_device): on a TPU host the branch is not taken, and TPU103 reports the check there
+ * (it leaves only a branch of nothing but CUDA assignments, a device picker, to this rule), so a finding here repeats it.
+ */
+function guardedAmongOthers(model: ProgramModel, n: Node): boolean {
+  const assign = n.parent;
+  if (assign?.type !== 'assignment' || assign.childForFieldName('right')?.id !== n.id) return false;
+  const block = assign.parent?.type === 'expression_statement' ? assign.parent.parent : null;
+  const owner = block?.parent;
+  if (block?.type !== 'block' || (owner?.type !== 'if_statement' && owner?.type !== 'elif_clause') || owner.childForFieldName('consequence')?.id !== block.id) return false;
+  if (!cudaGuarded(n)) return false;
+  const body = block.namedChildren.filter((s): s is Node => !!s && s.type !== 'comment');
+  return !body.every((s) => {
+    const a = s.namedChildren[0];
+    return s.type === 'expression_statement' && a?.type === 'assignment' && model.namesCuda(a.childForFieldName('right'));
+  });
+}
+
 /** `torch.Generator(...)`: no XLA generator exists in torch_xla 2.3-2.9 (see TPU113). */
 function isGenerator(sema: RuleContext['sema'], call: Node): boolean {
   return sema.callee(call) === 'torch.Generator';
@@ -612,18 +671,6 @@ function isGenerator(sema: RuleContext['sema'], call: Node): boolean {
  * `"cuda" if torch.cuda.is_available() else "cpu"` (bare or inside `torch.device(...)`): on a TPU host nothing
  * raises, the program picks the CPU and runs there (issue 9: say that, not "a TPU host has none").
  */
-/**
- * A GPU self-test of a module that does not train (`def test():` with no parameters, run from the `__main__` block of
- * a monkey-patch or kernel module): it checks the CUDA path on purpose and is not part of a program to migrate.
- */
-function gpuSelfTest(sema: Semantics, n: Node): boolean {
-  const fn = sema.enclosingFunction(n);
-  if (!fn || !/^test(_\w+)?$/.test(fn.childForFieldName('name')?.text ?? '')) return false;
-  if (sema.enclosingFunction(fn) || sema.enclosingClass(fn)) return false;
-  if ((fn.childForFieldName('parameters')?.namedChildCount ?? 0) > 0) return false;
-  return !sema.containsTrainSignal(sema.root);
-}
-
 function cpuFallback(sema: Semantics, n: Node): boolean {
   const stripParens = (x: Node): Node => (x.type === 'parenthesized_expression' && x.namedChildren[0] ? stripParens(x.namedChildren[0]) : x);
   const x = stripParens(n);

@@ -71,7 +71,7 @@ export default defineRule({
         }
         if (xlaArmed(sema, owner) || picker(owner)) continue;
         if (owner.type === 'if_statement' && (optionalCudaArms(sema, owner) || cudaKernelArm(sema, owner) || logFormatArms(sema, owner))) continue;
-        if (owner.type === 'conditional_expression' && (inLogging(sema, owner) || diagnosticTernary(sema, owner) || autocastTernary(sema, owner))) continue;
+        if (owner.type === 'conditional_expression' && (inLogging(sema, owner) || diagnosticTernary(sema, owner) || autocastTernary(ctx, owner))) continue;
         const message =
           callee === 'torch.cuda.is_bf16_supported'
             ? '`torch.cuda.is_bf16_supported()` picks the dtype from CUDA: on a TPU host this does not detect bfloat16 support'
@@ -111,7 +111,7 @@ export default defineRule({
       if (owner?.type === 'if_statement' && !owner.childrenForFieldName('alternative').some(Boolean) && cudaOnlyBlock(sema, owner.childForFieldName('consequence'))) continue;
       if ((owner?.type === 'if_statement' || owner?.type === 'elif_clause') && cudaKernelArm(sema, owner)) continue;
       // `autocast(device_type=...) if device_type == "cuda" else nullcontext()`: TPU301 reports the CUDA autocast
-      if (owner?.type === 'conditional_expression' && autocastTernary(sema, owner)) continue;
+      if (owner?.type === 'conditional_expression' && autocastTernary(ctx, owner)) continue;
       if (!owner && (cmp.parent?.type !== 'assignment' || inLogging(sema, cmp) || onlyFusedFlag(sema, cmp.parent))) continue;
       ctx.report(cmp, {
         message: `\`${short(cmp.text, 40)}\` only recognises CUDA: an XLA device takes the ${owner?.type === 'conditional_expression' ? 'CPU arm' : 'non-CUDA path'}`,
@@ -192,7 +192,8 @@ function diagnosticTernary(sema: RuleContext['sema'], tern: Node): boolean {
 }
 
 /** A ternary whose CUDA arm is an autocast context (TPU301 reports the CUDA autocast there). */
-function autocastTernary(sema: RuleContext['sema'], tern: Node): boolean {
+function autocastTernary(ctx: RuleContext, tern: Node): boolean {
+  const sema = ctx.sema;
   const a = tern.namedChildren[0];
   if (a?.type !== 'call') return false;
   const callee = sema.callee(a) ?? '';
@@ -200,7 +201,7 @@ function autocastTernary(sema: RuleContext['sema'], tern: Node): boolean {
   if (!/^torch\.(amp\.)?autocast$/.test(callee)) return false;
   const { positional, keywords } = callArgs(a);
   const dt = keywords.get('device_type')?.childForFieldName('value') ?? positional[0];
-  return !!dt && (sema.isCudaDevice(dt) || /^cuda$/.test(stringContent(dt) ?? ''));
+  return !!dt && (ctx.model.namesCuda(dt) || /^cuda$/.test(stringContent(dt) ?? ''));
 }
 
 /** Inside the arguments of another `torch.cuda.*` call (which its own rule reports). */
@@ -272,13 +273,13 @@ function isDevicePicker(ctx: RuleContext, owner: Node): boolean {
   const sema = ctx.sema;
   if (owner.type === 'conditional_expression') {
     const [a, , b] = owner.namedChildren;
-    return [a, b].some((x) => !!x && sema.isCudaDevice(x));
+    return [a, b].some((x) => !!x && ctx.model.namesCuda(x));
   }
   if (owner.type === 'if_statement') {
     const body = (owner.childForFieldName('consequence')?.namedChildren ?? []).filter((s): s is Node => !!s && s.type !== 'comment');
     return body.length > 0 && body.every((s) => {
       const a = s.namedChildren[0];
-      return s.type === 'expression_statement' && a?.type === 'assignment' && sema.isCudaDevice(a.childForFieldName('right'));
+      return s.type === 'expression_statement' && a?.type === 'assignment' && ctx.model.namesCuda(a.childForFieldName('right'));
     });
   }
   return false;
@@ -293,7 +294,7 @@ function cudaTypeCheck(ctx: RuleContext, cmp: Node): { operand: Node; op: string
   const deviceish = (n: Node): boolean => {
     if (n.type === 'call' && n.childForFieldName('function')?.text === 'str') return !!callArgs(n).positional[0] && deviceish(callArgs(n).positional[0]);
     if (n.type === 'attribute' && n.childForFieldName('attribute')?.text === 'type') return true;
-    if (n.type === 'identifier' || n.type === 'attribute') return DEVICE_NAME.test(n.text) || ctx.sema.isCudaDevice(n);
+    if (n.type === 'identifier' || n.type === 'attribute') return DEVICE_NAME.test(n.text) || ctx.model.namesCuda(n);
     return false;
   };
   const [l, r] = parts;

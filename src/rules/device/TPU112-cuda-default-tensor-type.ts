@@ -61,7 +61,7 @@ export default defineRule({
       const first = positional[0] ?? null;
       if (callee === 'torch.set_default_tensor_type' && cudaType(first)) {
         report(call, `\`torch.set_default_tensor_type(${first!.text})\` needs CUDA and raises on a TPU host; set the dtype with \`torch.set_default_dtype\` and place tensors on the XLA device explicitly`, first);
-      } else if (callee === 'torch.set_default_device' && sema.isCudaDevice(first ?? kwValue(keywords.get('device')))) {
+      } else if (callee === 'torch.set_default_device' && ctx.model.namesCuda(first ?? kwValue(keywords.get('device')))) {
         report(call, '`torch.set_default_device` with a CUDA device sends every later allocation to CUDA, and a TPU host has no CUDA device: place tensors on the XLA device explicitly (`.to(device)`, `device=`)', null);
       } else if (CUDA_TYPE.test(callee)) {
         const t = callee.replace(/^torch\.cuda\./, '');
@@ -74,7 +74,7 @@ export default defineRule({
     for (const w of sema.nodes('with_statement')) {
       for (const item of w.descendantsOfType('with_item')) {
         const v = item.childForFieldName('value');
-        if (v?.type === 'call' && sema.callee(v) === 'torch.device' && sema.isCudaDevice(v) && item.parent?.parent?.id === w.id) {
+        if (v?.type === 'call' && sema.callee(v) === 'torch.device' && ctx.model.namesCuda(v) && item.parent?.parent?.id === w.id) {
           report(v, '`with torch.device("cuda"):` allocates everything in the block on CUDA, and a TPU host has no CUDA device: place tensors on the XLA device explicitly', null);
         }
       }

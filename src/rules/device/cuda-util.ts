@@ -195,3 +195,15 @@ export function usesCudaOnlyKernel(sema: Semantics, block: Node | null | undefin
   }
   return sema.callsWithin(block).some((c) => CUDA_ONLY_MODULE.test(sema.callee(c) ?? ''));
 }
+
+/**
+ * A GPU self-test of a module that does not train (`def test():` with no parameters, run from the `__main__` block of
+ * a monkey-patch or kernel module): it checks the CUDA path on purpose and is not part of a program to migrate.
+ */
+export function gpuSelfTest(sema: Semantics, n: Node): boolean {
+  const fn = sema.enclosingFunction(n);
+  if (!fn || !/^test(_\w+)?$/.test(fn.childForFieldName('name')?.text ?? '')) return false;
+  if (sema.enclosingFunction(fn) || sema.enclosingClass(fn)) return false;
+  if ((fn.childForFieldName('parameters')?.namedChildCount ?? 0) > 0) return false;
+  return !sema.containsTrainSignal(sema.root);
+}

@@ -7,6 +7,15 @@ import type { Semantics } from '../../core/semantics';
 import { callArgs, isFString, stringContent } from '../../core/semantics';
 import type { RuleContext } from '../../core/rule';
 import type { Edit } from '../../core/types';
+import { ProgramModel } from '../../model';
+
+/** A same-file program model for callers that hold only the file's Semantics (one per file, dropped with it). */
+const localModels = new WeakMap<Semantics, ProgramModel>();
+function localModel(sema: Semantics): ProgramModel {
+  let m = localModels.get(sema);
+  if (!m) localModels.set(sema, (m = new ProgramModel(sema)));
+  return m;
+}
 
 /** Literal content of a plain (non-f) string node, else null. */
 export function literal(node: Node | null | undefined): string | null {
@@ -38,9 +47,9 @@ export function isXlaDevice(sema: Semantics, node: Node | null | undefined, dept
 }
 
 /** A device argument (not a dtype, not the CPU): XLA, CUDA, or a name that reads as a device. */
-export function isDeviceLike(sema: Semantics, node: Node | null | undefined): boolean {
+export function isDeviceLike(sema: Semantics, node: Node | null | undefined, model: ProgramModel = localModel(sema)): boolean {
   if (!node) return false;
-  if (isXlaDevice(sema, node) || sema.isCudaDevice(node)) return true;
+  if (isXlaDevice(sema, node) || model.namesCuda(node)) return true;
   if (node.type === 'string') return false;
   if (node.type === 'call') return /(^|\.)(device|xla_device)$/.test(sema.callee(node) ?? node.childForFieldName('function')?.text ?? '');
   if (node.type === 'identifier' || node.type === 'attribute') {

@@ -192,8 +192,9 @@ export default defineRule({
       const left = a.childForFieldName('left');
       if (left?.type !== 'attribute') continue;
       const q = sema.resolve(left);
-      // a tuning flag set in the same block as a reported `torch.compile` is part of that finding (llm.c)
-      if (q && q.startsWith('torch._inductor.config.') && !reportedCompiles.some((c) => sameBlockOrAncestor(a, c))) {
+      // a tuning flag set in the same block as a reported `torch.compile`, or in a block nested in the compile's
+      // (`if args.compile:` / `if hasattr(config, ...):` then `torch.compile`, llm.c), is part of that finding
+      if (q && q.startsWith('torch._inductor.config.') && !reportedCompiles.some((c) => sameBlockOrAncestor(a, c) || sameBlockOrAncestor(c, a))) {
         ctx.report(left, { severity: 'info', message: `\`${q.replace(/^torch\./, 'torch.')}\` tunes inductor, which does not run on XLA` });
       }
     }

@@ -15,9 +15,9 @@ function isCudaDeviceType(ctx: RuleContext, node: Node | null): boolean {
   if (!node || mentionsXla(node.text)) return false;
   if (node.type === 'string') return /^cuda(:\d+)?$/.test(stringContent(node) ?? '');
   if (node.type === 'attribute' && node.childForFieldName('attribute')?.text === 'type') {
-    return ctx.sema.isCudaDevice(node.childForFieldName('object'));
+    return ctx.model.namesCuda(node.childForFieldName('object'));
   }
-  return ctx.sema.isCudaDevice(node);
+  return ctx.model.namesCuda(node);
 }
 
 function short(text: string): string {

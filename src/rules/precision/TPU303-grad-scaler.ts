@@ -2,7 +2,7 @@ import { defineRule } from '../../core/rule';
 import { deleteStatement, replace } from '../../core/edits';
 import type { Node } from '../../core/parse';
 import type { FixDraft, RuleContext } from '../../core/rule';
-import { callArgs, enclosingStatement, methodName, stringContent } from '../../core/semantics';
+import { callArgs, enclosingStatement, methodName, receiver, stringContent } from '../../core/semantics';
 import { asPrimary, isFloat16 } from './util';
 
 const CUDA_SCALERS = new Set(['torch.cuda.amp.GradScaler', 'torch.cuda.amp.grad_scaler.GradScaler']);
@@ -32,11 +32,13 @@ export default defineRule({
   effort: 1,
   message: 'Loss scaling is not needed with bf16 on TPU',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Remove the GradScaler' },
-  triggers: ['GradScaler'],
+  triggers: ['GradScaler', '["scale"]', "['scale']"],
   docs: {
     what:
       'Checks for `torch.cuda.amp.GradScaler`, `torch.amp.GradScaler`, `torch.GradScaler` and `torch_xla.amp.GradScaler` (through aliases), and for the uses of the scaler ' +
-      'they create: `scaler.scale(loss).backward()`, `scaler.unscale_(opt)`, `scaler.step(opt)`, `scaler.update()`.',
+      'they create: `scaler.scale(loss).backward()`, `scaler.unscale_(opt)`, `scaler.step(opt)`, `scaler.update()`. ' +
+      'Also checks `scaler.state_dict()["scale"]` on a CUDA scaler, or on a class of the project that wraps one and returns its `state_dict()` ' +
+      '(an error: the disabled scaler\'s state is `{}`, so the read raises KeyError; fixed, safely, to `.get("scale", 1.0)`).',
     why:
       'TPUs train in bfloat16, which needs no loss scaling (AMP:51-52). The CUDA scaler warns "torch.cuda.amp.GradScaler is enabled, but CUDA is not available. Disabling." ' +
       'and its `step()` then just calls `optimizer.step()` (PT:torch/amp/grad_scaler.py), so on a TPU host it is dead code. An enabled scaler reads `found_inf` ' +
@@ -53,7 +55,8 @@ export default defineRule({
       'The constructor is only deleted when the scaler has no other use (`state_dict()`, `get_scale()`, passed as an argument, …); those are left for you to remove.',
     sources: [
       'AMP (docs/source/perf/amp.md:51-52): "Since TPU\'s use bfloat16 mixed precision, gradient scaling is not necessary"',
-      'PT:torch/amp/grad_scaler.py (`__init__` disables without CUDA; `step` falls through to `optimizer.step()`; `_maybe_opt_step` calls `.item()`)',
+      'PT:torch/amp/grad_scaler.py (`__init__` disables without CUDA; `step` falls through to `optimizer.step()`; `_maybe_opt_step` calls `.item()`; `state_dict` returns `{}` when disabled, `get_scale` 1.0)',
+      'torch 1.13 torch/cuda/amp/grad_scaler.py:472 `state_dict`: `{...} if self._enabled else {}` (checked: `GradScaler().state_dict() == {}` without CUDA)',
       'pytorch/xla commit 647804c (removed torch_xla.amp.GradScaler in 2.9)',
       'AMP:53-55 (torch_xla.amp.syncfree optimizers take found_inf; unneeded with plain bf16)',
     ],
@@ -146,8 +149,83 @@ export default defineRule({
         ctx.report(call, { severity: syncs ? 'warning' : 'info', message, fix });
       }
     }
+    scaleKeyReads(ctx);
   },
 });
+
+/** A CUDA GradScaler construction (`torch.cuda.amp.GradScaler(...)`, `torch.amp.GradScaler("cuda")`, `torch.amp.GradScaler()`). */
+function cudaScalerCtor(sema: RuleContext['sema'], v: Node | null | undefined): boolean {
+  if (v?.type !== 'call') return false;
+  const q = sema.callee(v) ?? '';
+  if (CUDA_SCALERS.has(q)) return true;
+  if (!AMP_SCALERS.has(q)) return false;
+  const { positional, keywords } = callArgs(v);
+  const dev = keywords.get('device')?.childForFieldName('value') ?? (positional[0]?.type === 'string' ? positional[0] : null);
+  return !dev || /^cuda(:\d+)?$/.test(stringContent(dev) ?? '');
+}
+
+/**
+ * A class (of this file or another project module) that wraps a CUDA GradScaler and hands out its state:
+ * `self._scaler = torch.cuda.amp.GradScaler()` and `def state_dict(self): return self._scaler.state_dict()` (timm's and
+ * Swin's NativeScaler).
+ */
+function wrapsCudaScaler(sema: RuleContext['sema'], cls: Node): boolean {
+  const body = cls.childForFieldName('body');
+  if (!body) return false;
+  const held = new Set<string>();
+  for (const a of sema.within('assignment', body)) {
+    const left = a.childForFieldName('left');
+    if (left?.type === 'attribute' && left.childForFieldName('object')?.text === 'self' && cudaScalerCtor(sema, a.childForFieldName('right'))) held.add(left.text);
+  }
+  if (!held.size) return false;
+  return sema.within('function_definition', body).some((fn) => fn.childForFieldName('name')?.text === 'state_dict' && sema.within('return_statement', fn).some((r) => {
+    const v = r.namedChildren[0];
+    return v?.type === 'call' && methodName(v) === 'state_dict' && held.has(receiver(v)?.text ?? '');
+  }));
+}
+
+/**
+ * `scaler.state_dict()["scale"]`: without CUDA the scaler disables itself, and a disabled scaler's `state_dict()` is `{}`
+ * (PT:torch/amp/grad_scaler.py `state_dict`: `if self._enabled: return {"scale": ...}` … `return {}`; torch 1.13
+ * torch/cuda/amp/grad_scaler.py:472 the same), so the read raises KeyError on a TPU host. `get_scale()` is 1.0 when disabled.
+ */
+function scaleKeyReads(ctx: RuleContext): void {
+  const sema = ctx.sema;
+  const scalerValue = (recv: Node): boolean => {
+    const values = recv.type === 'identifier'
+      ? sema.bindings(recv.text)
+      : recv.type === 'attribute'
+        ? sema.nodes('assignment').filter((a) => a.childForFieldName('left')?.text === recv.text).map((a) => a.childForFieldName('right')!).filter(Boolean)
+        : [];
+    return values.some((v) => {
+      if (cudaScalerCtor(sema, v)) return true;
+      if (v.type !== 'call') return false;
+      const fn = v.childForFieldName('function');
+      const local = fn?.type === 'identifier' ? ctx.model.classesNamed(fn.text) : [];
+      if (local.some((c) => wrapsCudaScaler(sema, c))) return true;
+      const r = ctx.project?.resolveCall(v, sema, ctx.path);
+      return !!r && r.kind === 'class' && wrapsCudaScaler(r.module.sema, r.def);
+    });
+  };
+  for (const sub of sema.nodes('subscript')) {
+    const key = sub.childForFieldName('subscript');
+    if (key?.type !== 'string' || stringContent(key) !== 'scale') continue;
+    const call = sub.childForFieldName('value');
+    if (call?.type !== 'call' || methodName(call) !== 'state_dict' || callArgs(call).list?.namedChildCount) continue;
+    const recv = receiver(call);
+    if (!recv || sema.inXlaAwareBranch(sub) || !scalerValue(recv)) continue;
+    // a write into the dict (`sd["scale"] = ...`) reads nothing
+    if (sub.parent?.type === 'assignment' && sub.parent.childForFieldName('left')?.id === sub.id) continue;
+    const q = key.text[key.text.length - 1];
+    const text = `${call.text}.get(${q}scale${q}, 1.0)`;
+    ctx.report(sub, {
+      severity: 'error',
+      message: `\`${sub.text}\` raises KeyError on a TPU host: the CUDA GradScaler disables itself without CUDA, and a disabled scaler's \`state_dict()\` is \`{}\` (its scale is 1.0)`,
+      // on CUDA the key is there and `.get` returns it; without CUDA the disabled scale, 1.0, instead of the KeyError
+      fix: { title: `Use \`${text}\``, applicability: 'safe', edits: [replace(sub, text)] },
+    });
+  }
+}
 
 /** `GradScaler(enabled=X)` → `GradScaler(enabled=(X) and not accel.is_xla())`; `GradScaler()` → `GradScaler(enabled=not accel.is_xla())`. */
 function disableOnXla(ctx: RuleContext, ctor: Node): FixDraft | null {

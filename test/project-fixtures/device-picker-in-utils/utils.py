@@ -17,5 +17,15 @@ def used_here():
     return dev
 
 
+def pick_device():
+    # more than the choice in the branch: TPU103 reports the check, TPU102 does not repeat it here or at the callers
+    if torch.cuda.is_available():  # expect: TPU103
+        print("using the GPU")
+        arg = "cuda:0"
+    else:
+        arg = "cpu"
+    return torch.device(arg)
+
+
 def xla_device():
     return torch_xla.device()
