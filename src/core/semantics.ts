@@ -45,6 +45,27 @@ export interface HotInfo {
   kind: 'train' | 'eval';
   /** Under `if step % k == 0` (or similar) between the node and the hot anchor. */
   throttled: boolean;
+  /** The anchor is a function of this module that hot loops of other project modules call: those call sites. */
+  via?: readonly HotVia[];
+}
+
+/** A call site in another module of the project that makes a function of this one hot. */
+export interface HotVia {
+  path: string;
+  /** 1-based line of the call. */
+  line: number;
+  kind: 'train' | 'eval';
+  /** The call's span in that module's text (for related locations). */
+  start: number;
+  end: number;
+}
+
+/** What the project scope says about a function of this module: hot loops elsewhere call it. */
+export interface ProjectHot {
+  kind: 'train' | 'eval';
+  /** Every hot call site is under a throttle guard. */
+  throttled: boolean;
+  via: readonly HotVia[];
 }
 
 const EXITS = new Set(['return_statement', 'raise_statement', 'continue_statement', 'break_statement']);
@@ -65,6 +86,9 @@ export class Semantics {
   private readonly functions = new Map<string, Node[]>();
   private hotAnchors?: Map<number, HotInfo>;
   private hotFunctionIds?: Map<number, 'train' | 'eval'>;
+  /** Functions made hot by callers in other project modules (by node id), and the same-file functions they call. */
+  private projectHotFns?: Map<number, ProjectHot>;
+  private projectHotSource?: () => Map<number, ProjectHot> | null;
   private trainSignalMemo = new Map<number, boolean>();
   private taintedNames?: Set<string>;
   private taintedAttrs?: Set<string>;
@@ -497,6 +521,54 @@ export class Semantics {
     return /(^|\.)add_step_closure$/.test(this.callee(call) ?? calleeText(call));
   }
 
+  /**
+   * Project scope: a source of the functions of this module (keyed by the definition's start offset) that hot loops
+   * in other modules call. Asked once, on the first hot query; the functions they call in this file (≤ 2 levels)
+   * are hot too.
+   */
+  useProjectHot(source: () => Map<number, ProjectHot> | null): void {
+    this.projectHotSource = source;
+    this.projectHotFns = undefined;
+  }
+
+  /** Adds functions made hot from other modules (by definition start offset); returns the node ids newly hot. */
+  addProjectHot(defs: Map<number, ProjectHot>): Node[] {
+    const fns = (this.projectHotFns ??= new Map<number, ProjectHot>());
+    const added: Node[] = [];
+    if (!defs.size) return added;
+    const mark = (fn: Node, info: ProjectHot, depth: number) => {
+      const old = fns.get(fn.id);
+      if (old && (old.kind === 'train' || info.kind === 'eval') && (!old.throttled || info.throttled)) return;
+      const merged: ProjectHot = old
+        ? { kind: old.kind === 'train' || info.kind === 'train' ? 'train' : 'eval', throttled: old.throttled && info.throttled, via: [...old.via, ...info.via.filter((v) => !old.via.some((o) => o.path === v.path && o.start === v.start))] }
+        : info;
+      fns.set(fn.id, merged);
+      if (!old) added.push(fn);
+      if (depth === 0) return;
+      const body = fn.childForFieldName('body');
+      if (!body) return;
+      for (const call of this.callsWithin(body)) {
+        if (this.inStepClosureBody(call, body)) continue;
+        for (const g of this.calledFunctions(call)) if (!isAncestor(g, call)) mark(g, merged, depth - 1);
+      }
+    };
+    for (const fn of this.nodes('function_definition')) {
+      const info = defs.get(fn.startIndex);
+      if (info) mark(fn, info, 2);
+    }
+    return added;
+  }
+
+  private projectHotFor(fn: Node): ProjectHot | null {
+    if (this.projectHotSource) {
+      const src = this.projectHotSource;
+      this.projectHotSource = undefined;
+      const defs = src();
+      if (defs) this.addProjectHot(defs);
+    }
+    return this.projectHotFns?.get(fn.id) ?? null;
+  }
+
   /** The hot context of a node, or null when it is not in a hot loop, `forward`, or compiled step. */
   hot(node: Node): HotInfo | null {
     if (!this.hotAnchors) this.computeHot();
@@ -514,6 +586,12 @@ export class Semantics {
         const kind = this.hotFunctionIds!.get(p.id);
         // a helper called from the training loop that runs under `@torch.no_grad()` (nanoGPT's estimate_loss) is eval work
         if (kind) return { anchor: p, kind: kind === 'train' && this.underNoGrad(node, p.parent ?? undefined) ? 'eval' : kind, throttled };
+        // a helper that another module's hot loop calls (project scope)
+        const ext = this.projectHotFns || this.projectHotSource ? this.projectHotFor(p) : null;
+        if (ext) {
+          const k = ext.kind === 'train' && this.underNoGrad(node, p.parent ?? undefined) ? 'eval' : ext.kind;
+          return { anchor: p, kind: k, throttled: throttled || ext.throttled, via: ext.via };
+        }
       }
     }
     return null;

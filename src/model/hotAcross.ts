@@ -1,0 +1,263 @@
+/**
+ * Cross-module hot facts (issue 9): which functions of a project module run inside a hot loop of another module
+ * (reverse edges: the importers' loops call them), resolved through imports, instances of classes from another
+ * module (`logger = utils.MetricLogger()`, `self.trainer = Trainer()`, an instance passed in as a parameter) and
+ * their `__call__`. Built once per project index (ProjectIndex.derived, dropped when a module changes), never per
+ * query: every module of the project is scanned once, its calls in hot scopes resolved once.
+ */
+import type { Node } from '../core/parse';
+import type { HotVia, ProjectHot, Semantics } from '../core/semantics';
+import { callArgs, kwValue } from '../core/semantics';
+import type { ModuleEntry, ProjectView, Resolved } from './project';
+
+/** A call site (in some project module) that reaches a function of another module. */
+export interface CallerRef {
+  module: ModuleEntry;
+  call: Node;
+  target: Resolved;
+}
+
+export interface HotFacts {
+  /** path → definition start offset → how hot (for Semantics.useProjectHot). */
+  hotDefs: Map<string, Map<number, ProjectHot>>;
+  /** path → call start offset → the other module's function a call in a hot scope reaches. */
+  hotCalls: Map<string, Map<number, Resolved>>;
+  /** `${path}:${def start}` → the calls from other modules (any scope) that reach it. */
+  callers: Map<string, CallerRef[]>;
+}
+
+const MAX_HOPS = 3;
+const EMPTY: HotFacts = { hotDefs: new Map(), hotCalls: new Map(), callers: new Map() };
+
+export function defKey(r: { path: string; def: Node }): string {
+  return `${r.path}:${r.def.startIndex}`;
+}
+
+/** The project's cross-module hot facts (built on first use per index state). */
+export function hotFacts(project: ProjectView | null | undefined): HotFacts {
+  if (!project?.derived || !project.projectFiles) return EMPTY;
+  return project.derived('hot-across', () => build(project));
+}
+
+function lineOf(text: string, offset: number): number {
+  let n = 1;
+  for (let i = text.indexOf('\n'); i !== -1 && i < offset; i = text.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
+function build(project: ProjectView): HotFacts {
+  const facts: HotFacts = { hotDefs: new Map(), hotCalls: new Map(), callers: new Map() };
+  const modules: ModuleEntry[] = [];
+  for (const f of project.projectFiles!()) {
+    const text = project.textOf(f);
+    // a module that imports nothing calls no other module
+    if (!text || !/\bimport\b/.test(text)) continue;
+    const m = project.module(f);
+    if (m) modules.push(m);
+  }
+  // pass 1: calls whose callee is an imported name (any scope): the reverse edges
+  for (const m of modules) {
+    for (const call of m.sema.nodes('call')) {
+      const head = headName(call.childForFieldName('function'));
+      if (!head || !m.imports.has(head)) continue;
+      const r = project.resolveCall(call, m.sema, m.path);
+      if (!r || r.path === m.path || (r.kind !== 'function' && r.kind !== 'method' && r.kind !== 'class')) continue;
+      push(facts.callers, defKey(r), { module: m, call, target: r });
+    }
+  }
+  // pass 2: calls in hot scopes (loops, and functions those loops call) that reach another module's function
+  type Work = { module: ModuleEntry; scope: Node | null; hops: number };
+  const todo: Work[] = modules.map((module) => ({ module, scope: null, hops: 0 }));
+  const hotSeen = new Set<string>();
+  while (todo.length) {
+    const { module: m, scope, hops } = todo.shift()!;
+    const calls = scope ? m.sema.callsWithin(scope) : m.sema.nodes('call');
+    const grown = new Map<ModuleEntry, Map<number, ProjectHot>>();
+    for (const call of calls) {
+      const h = m.sema.hot(call);
+      if (!h) continue;
+      // model code (forward) is not a loop: its helpers are layers, not step work
+      if (h.anchor.type === 'function_definition' && h.anchor.childForFieldName('name')?.text === 'forward' && !h.via) continue;
+      const target = resolveCallee(project, facts, m, call, 2);
+      if (!target || target.path === m.path) continue;
+      let calls2 = facts.hotCalls.get(m.path);
+      if (!calls2) facts.hotCalls.set(m.path, (calls2 = new Map()));
+      calls2.set(call.startIndex, target);
+      const via: HotVia = { path: m.path, line: lineOf(m.text, call.startIndex), kind: h.kind, start: call.startIndex, end: call.endIndex };
+      let defs = facts.hotDefs.get(target.path);
+      if (!defs) facts.hotDefs.set(target.path, (defs = new Map()));
+      const old = defs.get(target.def.startIndex);
+      const info: ProjectHot = old
+        ? { kind: old.kind === 'train' || h.kind === 'train' ? 'train' : 'eval', throttled: old.throttled && h.throttled, via: old.via.some((v) => v.path === via.path && v.start === via.start) ? old.via : [...old.via, via] }
+        : { kind: h.kind, throttled: h.throttled, via: [via] };
+      defs.set(target.def.startIndex, info);
+      let g = grown.get(target.module);
+      if (!g) grown.set(target.module, (g = new Map()));
+      g.set(target.def.startIndex, info);
+    }
+    if (hops >= MAX_HOPS) continue;
+    for (const [t, defs] of grown) {
+      for (const fn of t.sema.addProjectHot(defs)) {
+        const key = `${t.path}:${fn.startIndex}`;
+        if (hotSeen.has(key)) continue;
+        hotSeen.add(key);
+        const body = fn.childForFieldName('body');
+        if (body) todo.push({ module: t, scope: body, hops: hops + 1 });
+      }
+    }
+  }
+  return facts;
+}
+
+function push<K, V>(map: Map<K, V[]>, key: K, v: V): void {
+  const list = map.get(key);
+  if (list) list.push(v);
+  else map.set(key, [v]);
+}
+
+function headName(fn: Node | null): string | null {
+  let n = fn;
+  while (n?.type === 'attribute') n = n.childForFieldName('object');
+  return n?.type === 'identifier' ? n.text : null;
+}
+
+/**
+ * The function of another project module a call reaches: an imported function or class method, a method of an
+ * instance whose class is defined in another module (a local binding, a `self.x` attribute, a parameter whose
+ * callers pass one), or that instance's `__call__`.
+ */
+export function resolveCallee(project: ProjectView, facts: HotFacts, m: ModuleEntry, call: Node, depth: number): Resolved | null {
+  const r = project.resolveCall(call, m.sema, m.path);
+  if (r) return r.kind === 'function' || r.kind === 'method' ? r : null;
+  const fn = call.childForFieldName('function');
+  if (!fn) return null;
+  if (fn.type === 'attribute') {
+    const obj = fn.childForFieldName('object');
+    const name = fn.childForFieldName('attribute')?.text;
+    if (!obj || !name || (obj.type === 'identifier' && (obj.text === 'self' || obj.text === 'cls'))) return null;
+    const cls = classOf(project, facts, m, obj, depth);
+    return cls ? methodOf(cls, name) : null;
+  }
+  if (fn.type === 'identifier' && !m.sema.calledFunctions(call).length) {
+    const cls = classOf(project, facts, m, fn, depth);
+    return cls ? methodOf(cls, '__call__') : null;
+  }
+  return null;
+}
+
+interface ClassRef {
+  cls: Node;
+  module: ModuleEntry;
+}
+
+function methodOf(c: ClassRef, name: string): Resolved | null {
+  const body = c.cls.childForFieldName('body');
+  for (const st of body?.namedChildren ?? []) {
+    const d = st?.type === 'decorated_definition' ? st.childForFieldName('definition') : st;
+    if (d?.type === 'function_definition' && d.childForFieldName('name')?.text === name) return { kind: 'method', def: d, path: c.module.path, module: c.module };
+  }
+  return null;
+}
+
+/** The class (of any project module) an expression's value is an instance of, or null. */
+function classOf(project: ProjectView, facts: HotFacts, m: ModuleEntry, expr: Node, depth: number): ClassRef | null {
+  if (depth < 0) return null;
+  const sema = m.sema;
+  if (expr.type === 'call') {
+    const r = project.resolveCall(expr, sema, m.path);
+    if (r?.kind === 'class') return { cls: r.def, module: r.module };
+    const fn = expr.childForFieldName('function');
+    if (fn?.type === 'identifier') {
+      const local = m.classes.get(fn.text);
+      if (local) return { cls: local, module: m };
+    }
+    return null;
+  }
+  if (expr.type === 'identifier') {
+    const scope = sema.enclosingFunction(expr);
+    // a parameter: what the callers pass (this module's call sites, then other modules')
+    const param = scope ? parameterIndex(scope, expr.text) : -1;
+    if (scope && param >= 0) {
+      const method = isMethod(sema, scope);
+      const fromCalls = (callSites: readonly Node[], mod: ModuleEntry) => {
+        for (const c of callSites) {
+          const arg = argumentAt(c, expr.text, param, method);
+          const hit = arg ? classOf(project, facts, mod, arg, depth - 1) : null;
+          if (hit) return hit;
+        }
+        return null;
+      };
+      const local = fromCalls(sema.callSitesOf(scope), m);
+      if (local) return local;
+      for (const ref of facts.callers.get(`${m.path}:${scope.startIndex}`) ?? []) {
+        const hit = fromCalls([ref.call], ref.module);
+        if (hit) return hit;
+      }
+      return null;
+    }
+    for (const rhs of sema.bindings(expr.text)) {
+      const s = sema.enclosingFunction(rhs);
+      if (s?.id !== scope?.id && s !== null) continue;
+      const hit = classOf(project, facts, m, rhs, depth - 1);
+      if (hit) return hit;
+    }
+    return null;
+  }
+  if (expr.type === 'attribute') {
+    const obj = expr.childForFieldName('object');
+    const name = expr.childForFieldName('attribute')?.text;
+    if (obj?.type !== 'identifier' || obj.text !== 'self' || !name) return null;
+    const cls = sema.enclosingClass(expr);
+    for (const a of sema.attributeAssignments(name)) {
+      if (a.childForFieldName('left')?.childForFieldName('object')?.text !== 'self' || sema.enclosingClass(a)?.id !== cls?.id) continue;
+      const rhs = a.childForFieldName('right');
+      const hit = rhs ? classOf(project, facts, m, rhs, depth - 1) : null;
+      if (hit) return hit;
+    }
+  }
+  return null;
+}
+
+function paramNodes(fn: Node): Node[] {
+  return fn.childForFieldName('parameters')?.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment') ?? [];
+}
+
+export function paramName(p: Node): string | null {
+  const n = p.type === 'identifier' ? p : p.childForFieldName('name') ?? (p.type === 'typed_parameter' || /splat/.test(p.type) ? p.namedChildren[0] : null);
+  return n?.type === 'identifier' ? n.text : null;
+}
+
+function parameterIndex(fn: Node, name: string): number {
+  return paramNodes(fn).findIndex((p) => paramName(p) === name);
+}
+
+function isMethod(sema: Semantics, fn: Node): boolean {
+  const first = paramNodes(fn)[0];
+  return !!sema.enclosingClass(fn) && (first?.text === 'self' || first?.text === 'cls');
+}
+
+/** The argument a call passes to parameter `name` at `index` (a method's `self` not counted when called on an object). */
+export function argumentAt(call: Node, name: string, index: number, method: boolean): Node | null {
+  const { positional, keywords } = callArgs(call);
+  const kw = kwValue(keywords.get(name));
+  if (kw) return kw;
+  const shift = method && call.childForFieldName('function')?.type === 'attribute' ? 1 : 0;
+  const i = index - shift;
+  if (i < 0 || positional.slice(0, i).some((x) => x.type === 'list_splat')) return null;
+  const pos = positional[i];
+  return pos && pos.type !== 'list_splat' && pos.type !== 'dictionary_splat' ? pos : null;
+}
+
+/** The other module's function a call of the analysed file reaches from a hot scope (by the call's offsets). */
+export function hotCallTarget(project: ProjectView | null | undefined, path: string, call: Node): Resolved | null {
+  if (!project) return null;
+  const abs = (project as { abs?: (p: string) => string }).abs?.(path) ?? path;
+  return hotFacts(project).hotCalls.get(abs)?.get(call.startIndex) ?? null;
+}
+
+/** The functions of the module at `path` that hot loops of other modules call (for Semantics.useProjectHot). */
+export function hotDefsOf(project: ProjectView | null | undefined, path: string): Map<number, ProjectHot> | null {
+  if (!project) return null;
+  const abs = (project as { abs?: (p: string) => string }).abs?.(path) ?? path;
+  return hotFacts(project).hotDefs.get(abs) ?? null;
+}
