@@ -17,26 +17,30 @@ export interface CallerRef {
   target: Resolved;
 }
 
+/**
+ * Demand-driven, memoized per project index state (ProjectIndex.derived): the facts of a module are built when a
+ * file asks, from the project files whose text names that module (its importers), following at most MAX_HOPS
+ * modules up the reverse edges.
+ */
 export interface HotFacts {
-  /** path → definition start offset → how hot (for Semantics.useProjectHot). */
-  hotDefs: Map<string, Map<number, ProjectHot>>;
-  /** path → call start offset → the other module's function a call in a hot scope reaches. */
-  hotCalls: Map<string, Map<number, Resolved>>;
-  /** `${path}:${def start}` → the calls from other modules (any scope) that reach it. */
-  callers: Map<string, CallerRef[]>;
+  /** The functions of the module at `path` that hot loops of other modules call, by definition start offset. */
+  hotDefs(path: string): Map<number, ProjectHot>;
+  /** The calls of the module at `path` (by start offset) in hot scopes that reach another module's function. */
+  hotCalls(path: string): Map<number, Resolved>;
+  /** The calls of other modules (any scope) that reach the definition `def` of the module at `path`. */
+  callers(path: string, def: Node): CallerRef[];
 }
 
 const MAX_HOPS = 3;
-const EMPTY: HotFacts = { hotDefs: new Map(), hotCalls: new Map(), callers: new Map() };
 
 export function defKey(r: { path: string; def: Node }): string {
   return `${r.path}:${r.def.startIndex}`;
 }
 
-/** The project's cross-module hot facts (built on first use per index state). */
-export function hotFacts(project: ProjectView | null | undefined): HotFacts {
-  if (!project?.derived || !project.projectFiles) return EMPTY;
-  return project.derived('hot-across', () => build(project));
+/** The project's cross-module hot facts (null without a project that can list its files). */
+export function hotFacts(project: ProjectView | null | undefined): HotFacts | null {
+  if (!project?.derived || !project.projectFiles) return null;
+  return project.derived('hot-across', () => new Facts(project));
 }
 
 function lineOf(text: string, offset: number): number {
@@ -45,68 +49,115 @@ function lineOf(text: string, offset: number): number {
   return n;
 }
 
-function build(project: ProjectView): HotFacts {
-  const facts: HotFacts = { hotDefs: new Map(), hotCalls: new Map(), callers: new Map() };
-  const modules: ModuleEntry[] = [];
-  for (const f of project.projectFiles!()) {
-    const text = project.textOf(f);
-    // a module that imports nothing calls no other module
-    if (!text || !/\bimport\b/.test(text)) continue;
-    const m = project.module(f);
-    if (m) modules.push(m);
-  }
-  // pass 1: calls whose callee is an imported name (any scope): the reverse edges
-  for (const m of modules) {
-    for (const call of m.sema.nodes('call')) {
-      const head = headName(call.childForFieldName('function'));
-      if (!head || !m.imports.has(head)) continue;
-      const r = project.resolveCall(call, m.sema, m.path);
-      if (!r || r.path === m.path || (r.kind !== 'function' && r.kind !== 'method' && r.kind !== 'class')) continue;
-      push(facts.callers, defKey(r), { module: m, call, target: r });
+/** The name other modules import a module by: its file stem, or its package folder for `__init__.py`. */
+function stemOf(path: string): string {
+  const parts = path.split('/');
+  const file = parts.pop() ?? '';
+  return file === '__init__.py' ? parts.pop() ?? '' : file.replace(/\.py$/, '');
+}
+
+class Facts implements HotFacts {
+  private readonly defsMemo = new Map<string, Map<number, ProjectHot>>();
+  private readonly callsMemo = new Map<string, Map<number, Resolved>>();
+  private readonly callersMemo = new Map<string, Map<number, CallerRef[]>>();
+  private readonly importersMemo = new Map<string, ModuleEntry[]>();
+  private readonly inProgress = new Set<string>();
+  private hops = 0;
+
+  constructor(private readonly project: ProjectView) {}
+
+  /** Project modules (other than `path`'s) whose text names the module at `path` and imports something. */
+  private importers(path: string): ModuleEntry[] {
+    let hit = this.importersMemo.get(path);
+    if (hit) return hit;
+    hit = [];
+    const stem = stemOf(path);
+    // an import statement that names the module (`import utils`, `from util.misc import f`, `from . import misc`)
+    const re = stem && /^[A-Za-z_]\w*$/.test(stem) ? new RegExp(`^[ \\t]*(from[ \\t]+[\\w.]*\\b${stem}\\b|(from[ \\t]+[\\w.]+[ \\t]+)?import[ \\t][^\\n]*\\b${stem}\\b)`, 'm') : null;
+    if (re) {
+      for (const f of this.project.projectFiles!()) {
+        if (f === path) continue;
+        const text = this.project.textOf(f);
+        if (!text || !re.test(text)) continue;
+        const m = this.project.module(f);
+        if (m) hit.push(m);
+      }
     }
+    this.importersMemo.set(path, hit);
+    return hit;
   }
-  // pass 2: calls in hot scopes (loops, and functions those loops call) that reach another module's function
-  type Work = { module: ModuleEntry; scope: Node | null; hops: number };
-  const todo: Work[] = modules.map((module) => ({ module, scope: null, hops: 0 }));
-  const hotSeen = new Set<string>();
-  while (todo.length) {
-    const { module: m, scope, hops } = todo.shift()!;
-    const calls = scope ? m.sema.callsWithin(scope) : m.sema.nodes('call');
-    const grown = new Map<ModuleEntry, Map<number, ProjectHot>>();
-    for (const call of calls) {
+
+  callers(path: string, def: Node): CallerRef[] {
+    let byDef = this.callersMemo.get(path);
+    if (!byDef) {
+      byDef = new Map();
+      this.callersMemo.set(path, byDef);
+      for (const m of this.importers(path)) {
+        for (const call of m.sema.nodes('call')) {
+          const head = headName(call.childForFieldName('function'));
+          if (!head || !m.imports.has(head)) continue;
+          const r = this.project.resolveCall(call, m.sema, m.path);
+          if (!r || r.path !== path || (r.kind !== 'function' && r.kind !== 'method' && r.kind !== 'class')) continue;
+          push(byDef, r.def.startIndex, { module: m, call, target: r });
+        }
+      }
+    }
+    return byDef.get(def.startIndex) ?? [];
+  }
+
+  hotDefs(path: string): Map<number, ProjectHot> {
+    const hit = this.defsMemo.get(path);
+    if (hit) return hit;
+    const out = new Map<number, ProjectHot>();
+    if (this.inProgress.has(path) || this.hops >= MAX_HOPS) return out;
+    this.inProgress.add(path);
+    this.hops++;
+    try {
+      for (const m of this.importers(path)) {
+        for (const [start, target] of this.hotCalls(m.path)) {
+          if (target.path !== path) continue;
+          const call = m.sema.root.descendantForIndex(start);
+          let c: Node | null = call;
+          while (c && !(c.type === 'call' && c.startIndex === start)) c = c.parent;
+          const h = c ? m.sema.hot(c) : null;
+          if (!c || !h) continue;
+          const via: HotVia = { path: m.path, line: lineOf(m.text, start), kind: h.kind, start, end: c.endIndex };
+          const old = out.get(target.def.startIndex);
+          out.set(
+            target.def.startIndex,
+            old
+              ? { kind: old.kind === 'train' || h.kind === 'train' ? 'train' : 'eval', throttled: old.throttled && h.throttled, via: old.via.some((v) => v.path === via.path && v.start === via.start) ? old.via : [...old.via, via] }
+              : { kind: h.kind, throttled: h.throttled, via: [via] },
+          );
+        }
+      }
+    } finally {
+      this.hops--;
+      this.inProgress.delete(path);
+    }
+    if (this.hops === 0 || out.size) this.defsMemo.set(path, out);
+    return out;
+  }
+
+  hotCalls(path: string): Map<number, Resolved> {
+    const hit = this.callsMemo.get(path);
+    if (hit) return hit;
+    const out = new Map<number, Resolved>();
+    const m = this.project.module(path);
+    if (!m) return out;
+    this.callsMemo.set(path, out);
+    // this module's own functions that other modules' hot loops call are hot scopes too
+    m.sema.addProjectHot(this.hotDefs(path));
+    for (const call of m.sema.nodes('call')) {
       const h = m.sema.hot(call);
       if (!h) continue;
       // model code (forward) is not a loop: its helpers are layers, not step work
-      if (h.anchor.type === 'function_definition' && h.anchor.childForFieldName('name')?.text === 'forward' && !h.via) continue;
-      const target = resolveCallee(project, facts, m, call, 2);
-      if (!target || target.path === m.path) continue;
-      let calls2 = facts.hotCalls.get(m.path);
-      if (!calls2) facts.hotCalls.set(m.path, (calls2 = new Map()));
-      calls2.set(call.startIndex, target);
-      const via: HotVia = { path: m.path, line: lineOf(m.text, call.startIndex), kind: h.kind, start: call.startIndex, end: call.endIndex };
-      let defs = facts.hotDefs.get(target.path);
-      if (!defs) facts.hotDefs.set(target.path, (defs = new Map()));
-      const old = defs.get(target.def.startIndex);
-      const info: ProjectHot = old
-        ? { kind: old.kind === 'train' || h.kind === 'train' ? 'train' : 'eval', throttled: old.throttled && h.throttled, via: old.via.some((v) => v.path === via.path && v.start === via.start) ? old.via : [...old.via, via] }
-        : { kind: h.kind, throttled: h.throttled, via: [via] };
-      defs.set(target.def.startIndex, info);
-      let g = grown.get(target.module);
-      if (!g) grown.set(target.module, (g = new Map()));
-      g.set(target.def.startIndex, info);
+      if (h.anchor.type === 'function_definition' && !h.via && h.anchor.childForFieldName('name')?.text === 'forward') continue;
+      const target = resolveCallee(this.project, this, m, call, 2);
+      if (target && target.path !== m.path) out.set(call.startIndex, target);
     }
-    if (hops >= MAX_HOPS) continue;
-    for (const [t, defs] of grown) {
-      for (const fn of t.sema.addProjectHot(defs)) {
-        const key = `${t.path}:${fn.startIndex}`;
-        if (hotSeen.has(key)) continue;
-        hotSeen.add(key);
-        const body = fn.childForFieldName('body');
-        if (body) todo.push({ module: t, scope: body, hops: hops + 1 });
-      }
-    }
+    return out;
   }
-  return facts;
 }
 
 function push<K, V>(map: Map<K, V[]>, key: K, v: V): void {
@@ -189,7 +240,7 @@ function classOf(project: ProjectView, facts: HotFacts, m: ModuleEntry, expr: No
       };
       const local = fromCalls(sema.callSitesOf(scope), m);
       if (local) return local;
-      for (const ref of facts.callers.get(`${m.path}:${scope.startIndex}`) ?? []) {
+      for (const ref of facts.callers(m.path, scope)) {
         const hit = fromCalls([ref.call], ref.module);
         if (hit) return hit;
       }
@@ -250,14 +301,16 @@ export function argumentAt(call: Node, name: string, index: number, method: bool
 
 /** The other module's function a call of the analysed file reaches from a hot scope (by the call's offsets). */
 export function hotCallTarget(project: ProjectView | null | undefined, path: string, call: Node): Resolved | null {
-  if (!project) return null;
+  const facts = hotFacts(project);
+  if (!facts) return null;
   const abs = (project as { abs?: (p: string) => string }).abs?.(path) ?? path;
-  return hotFacts(project).hotCalls.get(abs)?.get(call.startIndex) ?? null;
+  return facts.hotCalls(abs).get(call.startIndex) ?? null;
 }
 
 /** The functions of the module at `path` that hot loops of other modules call (for Semantics.useProjectHot). */
 export function hotDefsOf(project: ProjectView | null | undefined, path: string): Map<number, ProjectHot> | null {
-  if (!project) return null;
+  const facts = hotFacts(project);
+  if (!facts) return null;
   const abs = (project as { abs?: (p: string) => string }).abs?.(path) ?? path;
-  return hotFacts(project).hotDefs.get(abs) ?? null;
+  return facts.hotDefs(abs);
 }
