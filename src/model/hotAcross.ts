@@ -314,3 +314,51 @@ export function hotDefsOf(project: ProjectView | null | undefined, path: string)
   const abs = (project as { abs?: (p: string) => string }).abs?.(path) ?? path;
   return facts.hotDefs(abs);
 }
+
+/** A call in another module's helper that a predicate accepted. */
+export interface HelperHit {
+  path: string;
+  node: Node;
+  sema: Semantics;
+  /** The helper the analysed file calls. */
+  callee: Resolved;
+}
+
+/**
+ * The first call `pred` accepts inside the other-module functions that `calls` (of the analysed file, in hot scopes)
+ * reach, following the helper's own same-module calls and its further cross-module calls, up to `depth` levels.
+ */
+export function reachesInHelpers(project: ProjectView | null | undefined, path: string, calls: readonly Node[], pred: (sema: Semantics, call: Node) => boolean, depth = 3): HelperHit | null {
+  const facts = hotFacts(project);
+  if (!facts || !project) return null;
+  const seen = new Set<string>();
+  const search = (def: Resolved, top: Resolved, d: number): HelperHit | null => {
+    const key = defKey(def);
+    if (seen.has(key) || d < 0) return null;
+    seen.add(key);
+    const sema = def.module.sema;
+    const own = sema.within('call', def.def).filter((c) => sema.enclosingFunction(c)?.id === def.def.id);
+    for (const c of own) if (pred(sema, c)) return { path: def.path, node: c, sema, callee: top };
+    if (d === 0) return null;
+    const ext = facts.hotCalls(def.path);
+    for (const c of own) {
+      for (const g of sema.calledFunctions(c)) {
+        const hit = search({ kind: 'function', def: g, path: def.path, module: def.module }, top, d - 1);
+        if (hit) return hit;
+      }
+      const t = ext.get(c.startIndex);
+      if (t) {
+        const hit = search(t, top, d - 1);
+        if (hit) return hit;
+      }
+    }
+    return null;
+  };
+  for (const call of calls) {
+    const t = hotCallTarget(project, path, call);
+    if (!t) continue;
+    const hit = search(t, t, depth);
+    if (hit) return hit;
+  }
+  return null;
+}
