@@ -94,7 +94,7 @@ export default defineRule({
       '`.numpy()` of a tensor on the accelerator is an error: it raises. ' +
       'Whether a value is a device tensor or host data comes from the program model (src/model): a CPU tensor built from numbers, a Python float a helper returns, `int()` of a `.cpu()` copy, a step counter and `time.time()` are host values and not flagged. ' +
       'Static metadata (`.shape`, `.size()`, `.dtype`, `.device`, `len(t)`) and values handed to `xm.add_step_closure` are not flagged; ' +
-      'neither is code outside the loop (end of epoch, after training). Under a throttle guard (`if step % k == 0`) or in an eval loop the finding is info.',
+      'neither is code outside the loop (end of epoch, after training). With project scope a helper of another module that a hot loop calls is hot too: its own device reads are reported in the helper (naming the calling line), and a device tensor passed to a helper that reads that argument on the host (`logger.update(acc=acc)` where `update` calls `.item()` on each value) is reported at the call. Under a throttle guard (`if step % k == 0`) or in an eval loop the finding is info.',
     why:
       'torch_xla traces operations lazily and runs the graph at the step barrier. Reading a value before that forces an extra execution of the partial graph ' +
       'and a device-to-host copy: "The `item()` operation explicitly asks to evaluate the result. Don\'t use it unless it\'s necessary" (TS:309-313). ' +
