@@ -437,7 +437,8 @@ export class Semantics {
       if (!train && !loader) continue;
       // an epoch loop (`for epoch in range(n): train_one_epoch(loader)`): every train signal it reaches sits in an
       // inner loop, which is the hot loop; the epoch loop's own code runs once per epoch
-      if (!loader && !this.trainSignalOutsideLoops(body, 2)) continue;
+      // (a loop that pulls its own batch, `batch = next(data)`, is a step loop whose train signals sit in a micro-batch loop)
+      if (!loader && !this.trainSignalOutsideLoops(body, 2) && !this.pullsBatch(body)) continue;
       const kind = this.underNoGrad(loop) ? 'eval' : train ? 'train' : this.bodyUnderNoGrad(body) || afterEvalMode(loop) ? 'eval' : 'train';
       anchors.set(loop.id, { anchor: loop, kind, throttled: false });
       // functions called from the loop body (≤ 2 levels) are hot too
@@ -452,6 +453,24 @@ export class Semantics {
     }
     this.hotAnchors = anchors;
     this.hotFunctionIds = hotFns;
+  }
+
+  /** `x = next(it)` directly in a loop body (not in a nested loop): the loop takes one batch per iteration. */
+  private pullsBatch(body: Node): boolean {
+    for (const call of this.callsWithin(body)) {
+      const fn = call.childForFieldName('function');
+      if (fn?.type !== 'identifier' || fn.text !== 'next' || this.resolve(fn)) continue;
+      if (call.parent?.type !== 'assignment') continue;
+      let nested = false;
+      for (let p: Node | null = call.parent; p && p.id !== body.id; p = p.parent) {
+        if (p.type === 'for_statement' || p.type === 'while_statement' || p.type === 'function_definition') {
+          nested = true;
+          break;
+        }
+      }
+      if (!nested) return true;
+    }
+    return false;
   }
 
   private isWrappedByCompile(name: string | undefined): boolean {
@@ -589,7 +608,11 @@ export class Semantics {
         // a helper that another module's hot loop calls (project scope)
         const ext = this.projectHotFns || this.projectHotSource ? this.projectHotFor(p) : null;
         if (ext) {
-          const k = ext.kind === 'train' && this.underNoGrad(node, p.parent ?? undefined) ? 'eval' : ext.kind;
+          // eval work when the whole helper runs without grad (`@torch.no_grad()`, a body under `with torch.no_grad():`);
+          // a no_grad block around a per-parameter update inside it (norms, clipping, EMA) is still step work
+          const body = p.childForFieldName('body');
+          const noGrad = this.decorators(p).some((d) => /no_grad|inference_mode/.test(d.text)) || (!!body && this.bodyUnderNoGrad(body));
+          const k = ext.kind === 'train' && noGrad ? 'eval' : ext.kind;
           return { anchor: p, kind: k, throttled: throttled || ext.throttled, via: ext.via };
         }
       }

@@ -127,7 +127,7 @@ export default defineRule({
       // a helper's read of its own parameter is reported where the callers pass a device tensor (reportHelperReads)
       if (via && paramReads(hot.anchor, ctx.sema).some((r) => isAncestorOrSelf(r.read, site) || isAncestorOrSelf(site, r.read))) return;
       const where = via
-        ? `in \`${hot.anchor.childForFieldName('name')?.text ?? 'this helper'}()\`, which the ${via.kind === 'eval' ? 'eval' : 'training'} loop at ${baseName(via.path)}:${via.line} calls,`
+        ? `in \`${hot.anchor.childForFieldName('name')?.text ?? 'this helper'}()\`, called from the ${via.kind === 'eval' ? 'eval' : 'training'} loop (${baseName(via.path)}:${via.line}),`
         : `inside the ${hot.kind === 'eval' ? 'eval' : 'training'} ${hot.anchor.type === 'function_definition' ? 'step' : 'loop'}`;
       ctx.report(site, {
         severity: severityIn('warning', hot),
