@@ -123,6 +123,8 @@ export default defineRule({
     const report = (site: Node, hot: HotInfo, what: string) => {
       if (seen.has(site.id)) return;
       seen.add(site.id);
+      // `if torch.min(y) < -1: print(torch.min(y))`: the condition already read that value (TPU202/TPU201 there)
+      if (readByGuard(site, hot.anchor)) return;
       const via = hot.via?.[0];
       // a helper's read of its own parameter is reported where the callers pass a device tensor (reportHelperReads)
       if (via && paramReads(hot.anchor, ctx.sema).some((r) => isAncestorOrSelf(r.read, site) || isAncestorOrSelf(site, r.read))) return;
@@ -240,6 +242,18 @@ export default defineRule({
     reportGenerationReads(ctx); // per-token reads in decode loops outside training (info)
   },
 });
+
+/** An `if`/`elif` between `site` and `anchor` whose condition contains the same expression: its read comes first. */
+function readByGuard(site: Node, anchor: Node): boolean {
+  const text = site.text;
+  if (text.length < 3) return false;
+  for (let p = site.parent, child: Node = site; p && p.id !== anchor.id; child = p, p = p.parent) {
+    if (p.type !== 'if_statement' && p.type !== 'elif_clause') continue;
+    const cond = p.childForFieldName('condition');
+    if (cond && cond.id !== child.id && !isAncestorOrSelf(cond, site) && cond.text.includes(text)) return true;
+  }
+  return false;
+}
 
 function isAncestorOrSelf(a: Node, b: Node): boolean {
   return b.startIndex >= a.startIndex && b.endIndex <= a.endIndex;

@@ -15,6 +15,7 @@ def train_one_epoch(model, loader, optimizer, device):
         utils.clip_gradients(model, 1.0)
         optimizer.step()
         acc = (model(x).argmax(-1) == y).float().mean()
+        utils.check_range(model(x))
         logger.update(lr=optimizer.param_groups[0]["lr"])
         logger.update(acc=acc)  # expect: TPU201
         times.append(0.1)

@@ -28,3 +28,9 @@ def mean_of(values):
 
 def report_eval(loss):
     return float(loss.item())
+
+
+def check_range(y):
+    if torch.min(y) < -1.0:  # expect: TPU202
+        print("min value is", torch.min(y))
+    return y.clamp(-1.0, 1.0)
