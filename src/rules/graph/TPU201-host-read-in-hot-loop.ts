@@ -124,7 +124,8 @@ export default defineRule({
       if (seen.has(site.id)) return;
       seen.add(site.id);
       // `if torch.min(y) < -1: print(torch.min(y))`: the condition already read that value (TPU202/TPU201 there)
-      if (readByGuard(site, hot.anchor)) return;
+      // (an explicit `.item()` there stays: it is a read of its own, as labelled on dino's `print(loss.item())`)
+      if (!(site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '')) && readByGuard(site, hot.anchor)) return;
       const via = hot.via?.[0];
       // a helper's read of its own parameter is reported where the callers pass a device tensor (reportHelperReads)
       if (via && paramReads(hot.anchor, ctx.sema).some((r) => isAncestorOrSelf(r.read, site) || isAncestorOrSelf(site, r.read))) return;
