@@ -14,6 +14,7 @@ import { countErrors, parsePython } from '../src/core/parse';
 import { Semantics } from '../src/core/semantics';
 import { DEFAULT_OPTIONS } from '../src/core/types';
 import { ProjectIndex, normalizePath, type ProjectHost } from '../src/model/project';
+import { listPythonFiles } from '../src/cli/process';
 
 beforeAll(async () => {
   await init();
@@ -148,7 +149,7 @@ function pyFiles(dir: string): string[] {
 }
 
 function diskHost(): ProjectHost {
-  return { readFile: (p) => (fs.existsSync(p) && fs.statSync(p).isFile() ? fs.readFileSync(p, 'utf8') : null) };
+  return { readFile: (p) => (fs.existsSync(p) && fs.statSync(p).isFile() ? fs.readFileSync(p, 'utf8') : null), listPython: (root, max) => listPythonFiles(root, max) };
 }
 
 describe('project fixtures', () => {

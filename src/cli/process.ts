@@ -12,6 +12,7 @@ import { RULES } from '../rules';
 import { isGeneratedAccel } from '../core/accel';
 import { ProjectIndex } from '../model/project';
 import path from 'node:path';
+import fs from 'node:fs';
 import { budgetSkipReason } from '../core/budget';
 import type { AnalyzeOptions, Applicability, Severity, Step, Effort, LocatedRelated, OutputRelated, OutputSpan } from '../core/types';
 
@@ -47,10 +48,36 @@ export function projectIndexFor(spec: { roots: string[]; cwd: string }, maxBytes
         const r = readText(p, maxBytes);
         return r.text === undefined ? null : normalizeLoneCr(r.text.charCodeAt(0) === 0xfeff ? r.text.slice(1) : r.text);
       },
+      listPython: listPythonFiles,
     }, { cwd: spec.cwd });
     indexes.set(key, index);
   }
   return index;
+}
+
+const SKIP_DIRS = /^(\.|node_modules$|__pycache__$|site-packages$|venv$|env$|build$|dist$)/;
+
+/** The .py files under `root` (no hidden, cache, virtualenv or build folders; symlinks not followed), at most `max`. */
+export function listPythonFiles(root: string, max: number): string[] {
+  const out: string[] = [];
+  const walk = (dir: string, depth: number) => {
+    if (depth > 8 || out.length >= max) return;
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const e of entries) {
+      if (out.length >= max) return;
+      if (e.isDirectory()) {
+        if (!SKIP_DIRS.test(e.name)) walk(path.join(dir, e.name), depth + 1);
+      } else if (e.isFile() && e.name.endsWith('.py')) out.push(path.join(dir, e.name).split(path.sep).join('/'));
+    }
+  };
+  walk(root, 0);
+  return out;
 }
 
 /** Drops the thread's project indexes (tests; a long-lived host between runs). */

@@ -16,6 +16,7 @@ import { isSelected, type ReportOptions, type Rule, type RuleContext, type TextC
 import type { AnalyzeOptions, Edit, Finding, ImportSpec, LocatedFinding, LocatedRelated, RelatedLocation, Severity } from './types';
 import type { ProjectView } from '../model/project';
 import { projectResolver } from '../model/crossModule';
+import { hotDefsOf } from '../model/hotAcross';
 import { arm, budgetRule, budgetTick, checkBudget, disarm, BudgetExceeded } from './budget';
 
 export { BudgetExceeded };
@@ -137,6 +138,9 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
   try {
     checkBudget();
     const sema = new Semantics(tree, text);
+    // project scope: functions of this file that other modules' hot loops call are hot here too
+    const project = options.project;
+    if (project && doc.kind === 'python') sema.useProjectHot(() => hotDefsOf(project, doc.path));
     result.tree = tree;
     result.sema = sema;
     runRules(doc, text, tree, sema, active, options, result);

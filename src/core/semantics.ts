@@ -45,6 +45,27 @@ export interface HotInfo {
   kind: 'train' | 'eval';
   /** Under `if step % k == 0` (or similar) between the node and the hot anchor. */
   throttled: boolean;
+  /** The anchor is a function of this module that hot loops of other project modules call: those call sites. */
+  via?: readonly HotVia[];
+}
+
+/** A call site in another module of the project that makes a function of this one hot. */
+export interface HotVia {
+  path: string;
+  /** 1-based line of the call. */
+  line: number;
+  kind: 'train' | 'eval';
+  /** The call's span in that module's text (for related locations). */
+  start: number;
+  end: number;
+}
+
+/** What the project scope says about a function of this module: hot loops elsewhere call it. */
+export interface ProjectHot {
+  kind: 'train' | 'eval';
+  /** Every hot call site is under a throttle guard. */
+  throttled: boolean;
+  via: readonly HotVia[];
 }
 
 const EXITS = new Set(['return_statement', 'raise_statement', 'continue_statement', 'break_statement']);
@@ -65,6 +86,9 @@ export class Semantics {
   private readonly functions = new Map<string, Node[]>();
   private hotAnchors?: Map<number, HotInfo>;
   private hotFunctionIds?: Map<number, 'train' | 'eval'>;
+  /** Functions made hot by callers in other project modules (by node id), and the same-file functions they call. */
+  private projectHotFns?: Map<number, ProjectHot>;
+  private projectHotSource?: () => Map<number, ProjectHot> | null;
   private trainSignalMemo = new Map<number, boolean>();
   private compileWrapped?: Set<string>;
 
@@ -415,7 +439,8 @@ export class Semantics {
       if (!train && !loader) continue;
       // an epoch loop (`for epoch in range(n): train_one_epoch(loader)`): every train signal it reaches sits in an
       // inner loop, which is the hot loop; the epoch loop's own code runs once per epoch
-      if (!loader && !this.trainSignalOutsideLoops(body, 2)) continue;
+      // (a loop that pulls its own batch, `batch = next(data)`, is a step loop whose train signals sit in a micro-batch loop)
+      if (!loader && !this.trainSignalOutsideLoops(body, 2) && !this.pullsBatch(body)) continue;
       const kind = this.underNoGrad(loop) ? 'eval' : train ? 'train' : this.bodyUnderNoGrad(body) || afterEvalMode(loop) ? 'eval' : 'train';
       anchors.set(loop.id, { anchor: loop, kind, throttled: false });
       // functions called from the loop body (≤ 2 levels) are hot too
@@ -430,6 +455,24 @@ export class Semantics {
     }
     this.hotAnchors = anchors;
     this.hotFunctionIds = hotFns;
+  }
+
+  /** `x = next(it)` directly in a loop body (not in a nested loop): the loop takes one batch per iteration. */
+  private pullsBatch(body: Node): boolean {
+    for (const call of this.callsWithin(body)) {
+      const fn = call.childForFieldName('function');
+      if (fn?.type !== 'identifier' || fn.text !== 'next' || this.resolve(fn)) continue;
+      if (call.parent?.type !== 'assignment') continue;
+      let nested = false;
+      for (let p: Node | null = call.parent; p && p.id !== body.id; p = p.parent) {
+        if (p.type === 'for_statement' || p.type === 'while_statement' || p.type === 'function_definition') {
+          nested = true;
+          break;
+        }
+      }
+      if (!nested) return true;
+    }
+    return false;
   }
 
   private isWrappedByCompile(name: string | undefined): boolean {
@@ -499,6 +542,54 @@ export class Semantics {
     return /(^|\.)add_step_closure$/.test(this.callee(call) ?? calleeText(call));
   }
 
+  /**
+   * Project scope: a source of the functions of this module (keyed by the definition's start offset) that hot loops
+   * in other modules call. Asked once, on the first hot query; the functions they call in this file (≤ 2 levels)
+   * are hot too.
+   */
+  useProjectHot(source: () => Map<number, ProjectHot> | null): void {
+    this.projectHotSource = source;
+    this.projectHotFns = undefined;
+  }
+
+  /** Adds functions made hot from other modules (by definition start offset); returns the node ids newly hot. */
+  addProjectHot(defs: Map<number, ProjectHot>): Node[] {
+    const fns = (this.projectHotFns ??= new Map<number, ProjectHot>());
+    const added: Node[] = [];
+    if (!defs.size) return added;
+    const mark = (fn: Node, info: ProjectHot, depth: number) => {
+      const old = fns.get(fn.id);
+      if (old && (old.kind === 'train' || info.kind === 'eval') && (!old.throttled || info.throttled)) return;
+      const merged: ProjectHot = old
+        ? { kind: old.kind === 'train' || info.kind === 'train' ? 'train' : 'eval', throttled: old.throttled && info.throttled, via: [...old.via, ...info.via.filter((v) => !old.via.some((o) => o.path === v.path && o.start === v.start))] }
+        : info;
+      fns.set(fn.id, merged);
+      if (!old) added.push(fn);
+      if (depth === 0) return;
+      const body = fn.childForFieldName('body');
+      if (!body) return;
+      for (const call of this.callsWithin(body)) {
+        if (this.inStepClosureBody(call, body)) continue;
+        for (const g of this.calledFunctions(call)) if (!isAncestor(g, call)) mark(g, merged, depth - 1);
+      }
+    };
+    for (const fn of this.nodes('function_definition')) {
+      const info = defs.get(fn.startIndex);
+      if (info) mark(fn, info, 2);
+    }
+    return added;
+  }
+
+  private projectHotFor(fn: Node): ProjectHot | null {
+    if (this.projectHotSource) {
+      const src = this.projectHotSource;
+      this.projectHotSource = undefined;
+      const defs = src();
+      if (defs) this.addProjectHot(defs);
+    }
+    return this.projectHotFns?.get(fn.id) ?? null;
+  }
+
   /** The hot context of a node, or null when it is not in a hot loop, `forward`, or compiled step. */
   hot(node: Node): HotInfo | null {
     if (!this.hotAnchors) this.computeHot();
@@ -516,6 +607,16 @@ export class Semantics {
         const kind = this.hotFunctionIds!.get(p.id);
         // a helper called from the training loop that runs under `@torch.no_grad()` (nanoGPT's estimate_loss) is eval work
         if (kind) return { anchor: p, kind: kind === 'train' && this.underNoGrad(node, p.parent ?? undefined) ? 'eval' : kind, throttled };
+        // a helper that another module's hot loop calls (project scope)
+        const ext = this.projectHotFns || this.projectHotSource ? this.projectHotFor(p) : null;
+        if (ext) {
+          // eval work when the whole helper runs without grad (`@torch.no_grad()`, a body under `with torch.no_grad():`);
+          // a no_grad block around a per-parameter update inside it (norms, clipping, EMA) is still step work
+          const body = p.childForFieldName('body');
+          const noGrad = this.decorators(p).some((d) => /no_grad|inference_mode/.test(d.text)) || (!!body && this.bodyUnderNoGrad(body));
+          const k = ext.kind === 'train' && noGrad ? 'eval' : ext.kind;
+          return { anchor: p, kind: k, throttled: throttled || ext.throttled, via: ext.via };
+        }
       }
     }
     return null;

@@ -557,7 +557,8 @@ export class ProgramModel {
     // a parameter of a hot function that nothing else explains (`def train_step(x, y)` called from the loop)
     if (!HOT_PARAM_EXCLUDED.some((re) => re.test(name))) {
       const hot = this.sema.hot(p);
-      if (hot && hot.anchor.id === fn.id) return deviceTensor(p, 'unknown', { weak: true });
+      // a helper hot through another module's calls: its callers' arguments say what it gets (TPU201 asks them)
+      if (hot && hot.anchor.id === fn.id && !hot.via) return deviceTensor(p, 'unknown', { weak: true });
     }
     return def ? none(def) : UNKNOWN;
   }

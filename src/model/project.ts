@@ -10,6 +10,12 @@ import { Semantics } from '../core/semantics';
 export interface ProjectHost {
   /** The file's text, or null when it is absent, unreadable, too large or not a regular file. */
   readFile(path: string): string | null;
+  /**
+   * The Python files under a project root (absolute, forward slashes), for facts that flow from importers to the
+   * modules they import (a helper called from another module's training loop). Optional: without it only the
+   * modules reached through imports are known.
+   */
+  listPython?(root: string, max: number): string[];
 }
 
 export interface ProjectLimits {
@@ -70,6 +76,10 @@ export interface ProjectView {
   module(path: string): ModuleEntry | null;
   /** The text of a loaded module (to locate related positions). */
   textOf(path: string): string | null;
+  /** A fact derived from the whole project, built once and kept until a module changes (see ProjectIndex.derived). */
+  derived?<T>(key: string, build: () => T): T;
+  /** The project's Python files (empty when the host cannot list them), bounded by the module limit. */
+  projectFiles?(): string[];
 }
 
 /**
@@ -199,6 +209,9 @@ export class ProjectIndex implements ProjectView {
   private readonly bindingsMemo = new WeakMap<Semantics, Map<string, ImportRef>>();
   /** Files analysed with their own text (an editor's unsaved document): resolution from them uses that text. */
   parsed = 0;
+  /** Project-wide facts (cross-module hot functions, reverse call edges), dropped on any update. */
+  private readonly derivedFacts = new Map<string, unknown>();
+  private files?: string[];
 
   /** Relative paths (the CLI's display paths) are taken from here. */
   private readonly cwd: string;
@@ -253,6 +266,32 @@ export class ProjectIndex implements ProjectView {
     return entry;
   }
 
+  /** A project-wide fact, built once per index state: every `update` drops them all (a change anywhere can move them). */
+  derived<T>(key: string, build: () => T): T {
+    if (this.derivedFacts.has(key)) return this.derivedFacts.get(key) as T;
+    const v = build();
+    this.derivedFacts.set(key, v);
+    return v;
+  }
+
+  /** The Python files under the roots (through the host's lister, once; bounded by the module limit). */
+  projectFiles(): string[] {
+    if (this.files) return this.files;
+    const out = new Set<string>();
+    if (this.host.listPython) {
+      for (const r of this.roots) {
+        let list: string[] = [];
+        try {
+          list = this.host.listPython(r, this.limits.maxModules);
+        } catch {
+          list = [];
+        }
+        for (const f of list) if (out.size < this.limits.maxModules) out.add(this.abs(f));
+      }
+    }
+    return (this.files = [...out].sort());
+  }
+
   textOf(path: string): string | null {
     const p = this.abs(path);
     return this.modules.get(p)?.text ?? this.read(p);
@@ -267,6 +306,8 @@ export class ProjectIndex implements ProjectView {
     const affected = [p, ...this.dependants(p)];
     const old = this.modules.get(p);
     if (old && old.text === text) return [];
+    this.derivedFacts.clear();
+    if (text === null || !this.reads.has(p) || this.reads.get(p) === null) this.files = undefined;
     if (old) {
       old.tree.delete();
       this.modules.delete(p);
@@ -489,6 +530,8 @@ export class ProjectIndex implements ProjectView {
   dispose(): void {
     for (const m of this.modules.values()) m.tree.delete();
     this.modules.clear();
+    this.derivedFacts.clear();
+    this.files = undefined;
     this.reads.clear();
     this.deps.clear();
   }

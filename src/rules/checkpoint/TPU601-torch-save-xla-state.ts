@@ -1,7 +1,12 @@
 import { defineRule, type FixDraft } from '../../core/rule';
 import { replace } from '../../core/edits';
-import { fsdpV1, holdsDeviceState, isMultiProcess, isSpmd, masterGuard, placesOnDevice, projectSaveWrapper, saveArgs, TORCH_SAVE } from './util';
+import { deviceStateCallers, fsdpV1, holdsDeviceState, isMultiProcess, isSpmd, masterGuard, placesOnDevice, projectSaveWrapper, saveArgs, TORCH_SAVE } from './util';
 import { whereIn } from '../../model/facts';
+
+function short(text: string): string {
+  const one = text.replace(/\s+/g, ' ');
+  return one.length > 40 ? `${one.slice(0, 39)}…` : one;
+}
 
 export default defineRule({
   id: 'TPU601',
@@ -15,7 +20,7 @@ export default defineRule({
   triggers: ['save'],
   docs: {
     what:
-      'Checks for `torch.save(obj, path)`, or a save wrapper that forwards its argument to `torch.save` (`save_on_master(*args, **kwargs)`, in this file or in another project module, reported at the call with the wrapper\'s `torch.save` as a related location and no fix), where `obj` holds device state: a `model.state_dict()`, `optimizer.state_dict()` or `scheduler.state_dict()`, a dict holding one, or a tensor, ' +
+      'Checks for `torch.save(obj, path)`, or a save wrapper that forwards its argument to `torch.save` (`save_on_master(*args, **kwargs)`, in this file or in another project module, reported at the call with the wrapper\'s `torch.save` as a related location and no fix; with project scope the wrapper\'s `torch.save` is reported too, related to every caller, of this file or another module, that passes it device state), where `obj` holds device state: a `model.state_dict()`, `optimizer.state_dict()` or `scheduler.state_dict()`, a dict holding one, or a tensor, ' +
       'in a file that uses torch_xla or places work on a CUDA device (the state becomes XLA state on TPU). Explicit CPU copies (`.cpu()`, `.to("cpu")`) are not reported; SPMD/FSDP code is TPU603\'s.',
     why:
       '"Directly saving XLA tensors is possible but not recommended. XLA tensors are always loaded back to the device they were saved from, and if that device is unavailable the load will fail" (DEV:343-348; TS:363-375). ' +
@@ -41,6 +46,28 @@ export default defineRule({
   check(ctx) {
     if (!ctx.sema.usesTorch() || isSpmd(ctx) || fsdpV1(ctx).used) return;
     if (ctx.sema.framework && !ctx.sema.xlaAware) return;
+    // project scope: a save wrapper (`save_on_master(*args, **kwargs)`) is reported at its `torch.save`, related to the
+    // callers (of this file and of other modules) that pass it device state
+    const wrapperSaves = new Set<number>();
+    if (ctx.project) {
+      for (const call of ctx.sema.nodes('call')) {
+        if (ctx.sema.callee(call) !== TORCH_SAVE || ctx.sema.inXlaAwareBranch(call)) continue;
+        const { obj } = saveArgs(call);
+        if (!obj || (obj.type !== 'list_splat' && obj.type !== 'identifier')) continue;
+        const callers = deviceStateCallers(ctx, call);
+        if (!callers?.length) continue;
+        wrapperSaves.add(call.id);
+        const fn = ctx.sema.enclosingFunction(call)?.childForFieldName('name')?.text ?? 'helper';
+        const first = callers[0];
+        const where = `${first.path ? first.path.split('/').pop() : 'line'}${first.path ? ':' : ' '}${first.line}`;
+        ctx.report(call, {
+          message: `\`${short(call.text)}\` in \`${fn}\` saves the device state its callers pass (${where}${callers.length > 1 ? ` and ${callers.length - 1} more` : ''}): it writes device tensors that reload only where ${ctx.idiom.profile === 'torchtpu' ? 'the device exists; save CPU copies' : 'that XLA device exists; save CPU copies (`xm.save`)'}`,
+          // the wrapper forwards whatever it gets (`*args, **kwargs`): rewriting it is for review
+          fix: null,
+          related: callers.slice(0, 5).map((c) => ({ start: c.call.startIndex, end: c.call.endIndex, ...(c.path ? { path: c.path } : {}), message: `a call passing device state to \`${fn}\`` })),
+        });
+      }
+    }
     if (!placesOnDevice(ctx)) return;
     let multi: boolean | undefined;
     for (const call of ctx.sema.nodes('call')) {
@@ -59,6 +86,7 @@ export default defineRule({
         });
         continue;
       }
+      if (wrapperSaves.has(call.id)) continue;
       const { obj, path, extra } = saveArgs(call);
       if (!obj || !path || !holdsDeviceState(ctx, obj)) continue;
       const short = obj.text.length > 40 ? '…' : obj.text;

@@ -4,6 +4,10 @@ import type { RuleContext } from '../../core/rule';
 import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
 import type { Semantics } from '../../core/semantics';
 import { lastName, reachesInProject } from '../../model/facts';
+import { hotFacts } from '../../model/hotAcross';
+import { ProgramModel } from '../../model/index';
+import { projectResolver } from '../../model/crossModule';
+import type { ModuleEntry } from '../../model/project';
 
 export const TORCH_SAVE = 'torch.save';
 export const XM_SAVE = 'torch_xla.core.xla_model.save';
@@ -188,4 +192,62 @@ export function projectSaveWrapper(ctx: RuleContext, call: Node): WrappedSave | 
     if (i >= 0) obj = positional[i - (found.method ? 1 : 0)] ?? kwValue(keywords.get(saved.text));
   }
   return obj ? { obj, save: found.save, def: found.def, path: found.path, sema: found.sema } : null;
+}
+
+/** A caller of a save wrapper whose argument reaching `torch.save` holds device state. */
+export interface WrapperCaller {
+  /** The caller's call of the wrapper. */
+  call: Node;
+  /** Its module's path (absent: this file). */
+  path?: string;
+  line: number;
+}
+
+const callerModels = new WeakMap<ModuleEntry, ProgramModel>();
+
+/** A rule context over another project module (its semantics, text and program model), for judging a caller there. */
+function contextOf(ctx: RuleContext, m: ModuleEntry): RuleContext {
+  let model = callerModels.get(m);
+  if (!model && ctx.project) callerModels.set(m, (model = new ProgramModel(m.sema, m.path, [projectResolver(ctx.project)])));
+  return { ...ctx, path: m.path, text: m.text, root: m.sema.root, sema: m.sema, model: model!, notebook: null, report: () => undefined };
+}
+
+/** The argument of a wrapper call that becomes `torch.save`'s object (`*args` forwarded, or a named parameter). */
+function forwardedArg(call: Node, def: Node, save: Node, method: boolean): Node | null {
+  const saved = callArgs(save).positional[0] ?? null;
+  const params = (def.childForFieldName('parameters')?.namedChildren ?? []).filter((p): p is Node => !!p);
+  const { positional, keywords } = callArgs(call);
+  if (saved?.type === 'list_splat' && params.some((p) => p.type === 'list_splat_pattern' && p.text === saved.text)) return positional[0] ?? null;
+  if (saved?.type === 'identifier') {
+    const i = params.findIndex((p) => (p.type === 'identifier' ? p.text : p.childForFieldName('name')?.text) === saved.text);
+    if (i >= 0) return positional[i - (method && call.childForFieldName('function')?.type === 'attribute' ? 1 : 0)] ?? kwValue(keywords.get(saved.text));
+  }
+  return null;
+}
+
+/**
+ * Project scope, the wrapper's side: `torch.save` inside a function that forwards its argument (`save_on_master(*args,
+ * **kwargs)`), and the callers (this file's and other modules') that pass it device state. Empty when the project cannot
+ * list its files (the callers of other modules are unknown): the call sites are reported instead.
+ */
+export function deviceStateCallers(ctx: RuleContext, save: Node): WrapperCaller[] | null {
+  const facts = hotFacts(ctx.project);
+  if (!facts) return null;
+  const def = ctx.sema.enclosingFunction(save);
+  if (!def) return [];
+  const method = !!ctx.sema.enclosingClass(def);
+  const out: WrapperCaller[] = [];
+  for (const call of ctx.sema.callSitesOf(def)) {
+    const arg = forwardedArg(call, def, save, method);
+    if (arg && placesOnDevice(ctx) && holdsDeviceState(ctx, arg)) out.push({ call, line: ctx.text.slice(0, call.startIndex).split('\n').length });
+  }
+  const abs = (ctx.project as { abs?: (p: string) => string }).abs?.(ctx.path) ?? ctx.path;
+  for (const ref of facts.callers(abs, def)) {
+    const arg = forwardedArg(ref.call, def, save, method);
+    if (!arg) continue;
+    const other = contextOf(ctx, ref.module);
+    if (!placesOnDevice(other) || !holdsDeviceState(other, arg)) continue;
+    out.push({ call: ref.call, path: ref.module.path, line: ref.module.text.slice(0, ref.call.startIndex).split('\n').length });
+  }
+  return out;
 }

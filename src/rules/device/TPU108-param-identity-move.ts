@@ -86,6 +86,48 @@ function tiesOf(sema: Semantics, cls: Node): Tie[] {
   return out;
 }
 
+/** `fabric.setup(model, ...)` / `fabric.setup_module(model)`: Lightning Fabric moves the module to the device. */
+function fabricSetup(ctx: RuleContext, holder: string, after: number, scope: Node | null): Node | null {
+  for (const call of ctx.sema.nodes('call')) {
+    if (call.startIndex < after || (ctx.sema.enclosingFunction(call)?.id ?? null) !== (scope?.id ?? null)) continue;
+    const meth = methodName(call);
+    if (meth !== 'setup' && meth !== 'setup_module') continue;
+    const recv = receiver(call);
+    if (!recv || !(/fabric/i.test(recv.text) || ctx.sema.isBoundTo(recv.text, (v) => /(^|\.)Fabric$/.test(ctx.sema.callee(v) ?? v.childForFieldName('function')?.text ?? '')))) continue;
+    const first = callArgs(call).positional[0];
+    if (first?.text === holder && callArgs(call).keywords.get('move_to_device')?.childForFieldName('value')?.text !== 'False') return call;
+  }
+  return null;
+}
+
+/**
+ * A tie the script makes itself, `m.a.weight = m.b.weight`, before `m` moves to the device (`m.to(dev)`, `m.cuda()`,
+ * Lightning Fabric's `fabric.setup(m)`, whose XLA path copies the parameters: lightning/fabric/fabric.py
+ * `_move_model_to_device`, "XLA makes a copy on the parameters", remaps only the optimizers' references), with no
+ * re-tie after it: on XLA the two weights become independent copies.
+ */
+function reportScriptTies(ctx: RuleContext): void {
+  const sema = ctx.sema;
+  for (const a of sema.nodes('assignment')) {
+    const lm = /^([A-Za-z_]\w*)\.([\w.]+\.weight)$/.exec(a.childForFieldName('left')?.text ?? '');
+    const rm = /^([A-Za-z_]\w*)\.([\w.]+\.weight)$/.exec(a.childForFieldName('right')?.text ?? '');
+    if (!lm || !rm || lm[1] !== rm[1] || lm[1] === 'self' || lm[2] === rm[2]) continue;
+    const holder = lm[1];
+    const scope = sema.enclosingFunction(a);
+    const move = movesOf(ctx, holder, a.endIndex, scope)[0]?.call ?? fabricSetup(ctx, holder, a.endIndex, scope);
+    if (!move) continue;
+    // tied again after the move?
+    const esc = holder.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    if (new RegExp(`\\b${esc}\\.[\\w.]+\\.weight\\s*=\\s*${esc}\\.[\\w.]+\\.weight|\\b${esc}\\.tie_weights\\(`).test(ctx.text.slice(move.endIndex, scope?.endIndex ?? ctx.text.length))) continue;
+    ctx.report(move, {
+      message: `\`${a.text.length > 60 ? `${holder}.${lm[2]} = ${holder}.${rm[2]}` : a.text}\` (line ${line(ctx, a)}) ties the weights before \`${move.text.length > 40 ? `${methodName(move)}(${holder})` : move.text}\` moves the model: on XLA the move copies each parameter, so the two become independent copies (re-tie after the move)`,
+      // where to re-tie (on the wrapper the move returns, before the optimizer is built or set up) is for review
+      fix: null,
+      related: [{ start: a.startIndex, end: a.endIndex, message: 'the tie, lost on the XLA device after the move' }],
+    });
+  }
+}
+
 function line(ctx: RuleContext, node: Node): number {
   return ctx.text.slice(0, node.startIndex).split('\n').length;
 }
@@ -104,7 +146,7 @@ export default defineRule({
     what:
       'Checks for (a) an optimizer or EMA built from `model.parameters()` before `model.to(device)`/`.cuda()` on the same model in the same scope, and ' +
       '(b) weights tied in a module\'s `__init__` (`self.lm_head.weight = self.wte.weight`), or a Hugging Face model loaded with `tie_word_embeddings=True` or tied by `tie_weights()`, ' +
-      'then moved to the device without being tied again. With project scope the class may live in another module (`from model import GPT`): the finding is on the move, with the tie in the constructor (or in a method `__init__` calls, `self.tie_weights()`) as a related location. Code managed by HF `Trainer`, Accelerate or Lightning is skipped: they build the optimizer after the move.',
+      'then moved to the device without being tied again. With project scope the class may live in another module (`from model import GPT`): the finding is on the move, with the tie in the constructor (or in a method `__init__` calls, `self.tie_weights()`) as a related location. Code managed by HF `Trainer`, Accelerate or Lightning is skipped: they build the optimizer after the move. A tie the script makes itself (`model.transformer.wte.weight = model.lm_head.weight`) before the model moves (`.to(device)`, `.cuda()`, or Lightning Fabric\'s `fabric.setup(model)`) with no re-tie after it in the same function is reported at the move, with no fix (where to re-tie depends on the wrapper the move returns).',
     why:
       'Moving a CPU module to an XLA device replaces its Parameter objects, so an optimizer built earlier keeps updating the stale CPU tensors and the model does not train ' +
       '(pytorch/xla#1623, #1764). Tied weights become two independent copies: tying must be done "AFTER the modules are moved to an XLA device. Otherwise two independent copies of the shared tensor will be made" (TS:376-381). ' +
@@ -115,6 +157,7 @@ export default defineRule({
       'Unsafe: it reorders statements (the move goes right before the optimizer) or adds a re-tie line after the move (`m.A.weight = m.B.weight` mirroring the `__init__` tie, or `m.tie_weights()` for HF models). ' +
       'Offered only when the move is a plain statement in the same block and nothing it uses is assigned in between. Moving before building the optimizer is also correct on CUDA, so the fix is the same in every style.',
     sources: [
+      'lightning/fabric/fabric.py Fabric._move_model_to_device: on XLAStrategy `model = self.to_device(model)`, "XLA makes a copy on the parameters", then only the optimizers\' parameter references are remapped (no re-tie; read at Lightning-AI/pytorch-lightning, src/lightning/fabric/fabric.py)',
       'TS: docs/source/learn/troubleshoot.md:376-381 (tie weights after moving to the XLA device)',
       'pytorch/xla#1623 "Sending .to(device) after defining optimizer leads to subtle bug"; pytorch/xla#1764 "Model does not train"',
       'huggingface/accelerate docs, concept guide "Training on TPUs" (re-tie weights after moving to TPU)',
@@ -165,6 +208,9 @@ export default defineRule({
         fix,
       });
     }
+
+    // (c) a script that ties weights itself (`model.transformer.wte.weight = model.lm_head.weight`), then moves the model
+    reportScriptTies(ctx);
 
     // (b) weight tying before the move
     const ties = new Map<string, Tie[]>();

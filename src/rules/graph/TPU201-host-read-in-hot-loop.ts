@@ -1,7 +1,8 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import type { HotInfo } from '../../core/semantics';
-import { callArgs, enclosingStatement, methodName, receiver } from '../../core/semantics';
+import { callArgs, enclosingStatement, kwValue, methodName, receiver } from '../../core/semantics';
+import { argumentAt, hotCallTarget, paramName } from '../../model/hotAcross';
 import { replace } from '../../core/edits';
 import { hostValue, hotAt, severityIn, short, tensorish } from './util';
 import { reportGenerationReads } from './generation-report';
@@ -93,7 +94,7 @@ export default defineRule({
       '`.numpy()` of a tensor on the accelerator is an error: it raises. ' +
       'Whether a value is a device tensor or host data comes from the program model (src/model): a CPU tensor built from numbers, a Python float a helper returns, `int()` of a `.cpu()` copy, a step counter and `time.time()` are host values and not flagged. ' +
       'Static metadata (`.shape`, `.size()`, `.dtype`, `.device`, `len(t)`) and values handed to `xm.add_step_closure` are not flagged; ' +
-      'neither is code outside the loop (end of epoch, after training). Under a throttle guard (`if step % k == 0`) or in an eval loop the finding is info.',
+      'neither is code outside the loop (end of epoch, after training). With project scope a helper of another module that a hot loop calls is hot too: its own device reads are reported in the helper (naming the calling line), and a device tensor passed to a helper that reads that argument on the host (`logger.update(acc=acc)` where `update` calls `.item()` on each value) is reported at the call. Under a throttle guard (`if step % k == 0`) or in an eval loop the finding is info.',
     why:
       'torch_xla traces operations lazily and runs the graph at the step barrier. Reading a value before that forces an extra execution of the partial graph ' +
       'and a device-to-host copy: "The `item()` operation explicitly asks to evaluate the result. Don\'t use it unless it\'s necessary" (TS:309-313). ' +
@@ -122,12 +123,23 @@ export default defineRule({
     const report = (site: Node, hot: HotInfo, what: string) => {
       if (seen.has(site.id)) return;
       seen.add(site.id);
+      // `if torch.min(y) < -1: print(torch.min(y))`: the condition already read that value (TPU202/TPU201 there)
+      // (an explicit `.item()` there stays: it is a read of its own, as labelled on dino's `print(loss.item())`)
+      if (!(site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '')) && readByGuard(site, hot.anchor)) return;
+      const via = hot.via?.[0];
+      // a helper's read of its own parameter is reported where the callers pass a device tensor (reportHelperReads)
+      if (via && paramReads(hot.anchor, ctx.sema).some((r) => isAncestorOrSelf(r.read, site) || isAncestorOrSelf(site, r.read))) return;
+      const where = via
+        ? `in \`${hot.anchor.childForFieldName('name')?.text ?? 'this helper'}()\`, called from the ${via.kind === 'eval' ? 'eval' : 'training'} loop (${baseName(via.path)}:${via.line}),`
+        : `inside the ${hot.kind === 'eval' ? 'eval' : 'training'} ${hot.anchor.type === 'function_definition' ? 'step' : 'loop'}`;
       ctx.report(site, {
         severity: severityIn('warning', hot),
-        message: `${what} inside the ${hot.kind === 'eval' ? 'eval' : 'training'} ${hot.anchor.type === 'function_definition' ? 'step' : 'loop'} forces the pending graph to run and copies the value to the host`,
-        fix: closureFix(ctx, site, hot),
+        message: `${what} ${where} forces the pending graph to run and copies the value to the host`,
+        fix: via ? null : closureFix(ctx, site, hot),
+        ...(hot.via?.length ? { related: hot.via.slice(0, 3).map((v) => ({ start: v.start, end: v.end, path: v.path, message: `the ${v.kind === 'eval' ? 'eval' : 'training'} loop's call` })) } : {}),
       });
     };
+    reportHelperReads(ctx, seen);
 
     for (const call of ctx.sema.nodes('call')) {
       const meth = methodName(call);
@@ -231,6 +243,137 @@ export default defineRule({
     reportGenerationReads(ctx); // per-token reads in decode loops outside training (info)
   },
 });
+
+/** An `if`/`elif` between `site` and `anchor` whose condition contains the same expression: its read comes first. */
+function readByGuard(site: Node, anchor: Node): boolean {
+  const text = site.text;
+  if (text.length < 3) return false;
+  for (let p = site.parent, child: Node = site; p && p.id !== anchor.id; child = p, p = p.parent) {
+    if (p.type !== 'if_statement' && p.type !== 'elif_clause') continue;
+    const cond = p.childForFieldName('condition');
+    if (cond && cond.id !== child.id && !isAncestorOrSelf(cond, site) && cond.text.includes(text)) return true;
+  }
+  return false;
+}
+
+function isAncestorOrSelf(a: Node, b: Node): boolean {
+  return b.startIndex >= a.startIndex && b.endIndex <= a.endIndex;
+}
+
+function baseName(p: string): string {
+  return p.split('/').pop() ?? p;
+}
+
+interface ParamRead {
+  /** The parameter read (null: any keyword gathered by the `**` parameter). */
+  name: string | null;
+  index: number;
+  method: boolean;
+  /** The host read in the helper. */
+  read: Node;
+  what: string;
+}
+
+const paramReadMemo = new WeakMap<Node, ParamRead[]>();
+
+/**
+ * The host reads a helper makes of its own parameters: `.item()`/`.tolist()`/`.cpu()`/`.numpy()`/`float()` of a
+ * parameter, or of each value of its `**kwargs` (`for k, v in kwargs.items(): v.item()`). Whether that syncs depends
+ * on what the caller passes, so the finding is the caller's.
+ */
+function paramReads(def: Node, sema: RuleContext['sema']): ParamRead[] {
+  const hit = paramReadMemo.get(def);
+  if (hit) return hit;
+  const out: ParamRead[] = [];
+  const params = def.childForFieldName('parameters')?.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment') ?? [];
+  const first = params[0];
+  const method = !!sema.enclosingClass(def) && (first?.text === 'self' || first?.text === 'cls');
+  const names = params.map((p) => paramName(p));
+  const kwSplat = params.find((p) => p.type === 'dictionary_splat_pattern');
+  const kwName = kwSplat ? paramName(kwSplat) : null;
+  // loop variables over the `**kwargs` values: `for k, v in kwargs.items()`, `for v in kwargs.values()`
+  const kwValues = new Set<string>();
+  if (kwName) {
+    for (const loop of sema.within('for_statement', def)) {
+      const right = loop.childForFieldName('right');
+      const left = loop.childForFieldName('left');
+      if (right?.type !== 'call' || !left) continue;
+      const callee = right.childForFieldName('function')?.text ?? '';
+      if (callee === `${kwName}.items` && left.namedChildren.length === 2 && left.namedChildren[1]?.type === 'identifier') kwValues.add(left.namedChildren[1]!.text);
+      if (callee === `${kwName}.values` && left.type === 'identifier') kwValues.add(left.text);
+    }
+  }
+  const classify = (recv: Node | null | undefined, read: Node, what: string) => {
+    if (recv?.type !== 'identifier') return;
+    if (kwValues.has(recv.text)) out.push({ name: null, index: -1, method, read, what });
+    else {
+      const i = names.indexOf(recv.text);
+      if (i >= 0 && params[i].type !== 'dictionary_splat_pattern' && params[i].type !== 'list_splat_pattern' && !(method && i === 0)) out.push({ name: recv.text, index: i, method, read, what });
+    }
+  };
+  for (const call of sema.within('call', def)) {
+    if (sema.enclosingFunction(call)?.id !== def.id) continue;
+    const meth = methodName(call);
+    if (meth && MATERIALIZE.has(meth) && !callArgs(call).positional.length) classify(receiver(call), call, `.${meth}()`);
+    const fn = call.childForFieldName('function');
+    if (fn?.type === 'identifier' && (fn.text === 'float' || fn.text === 'int')) {
+      const { positional } = callArgs(call);
+      if (positional.length === 1) classify(positional[0], call, `${fn.text}()`);
+    }
+  }
+  paramReadMemo.set(def, out);
+  return out;
+}
+
+/**
+ * Project scope: a hot call into another module's helper that reads the value of an argument on the host
+ * (`logger.update(acc=acc)` where `MetricLogger.update` calls `.item()` on each value): reported at the argument
+ * when it is a device tensor, with the helper's read as a related location. Host arguments (a Python float, a
+ * learning rate) are no read.
+ */
+function reportHelperReads(ctx: RuleContext, seen: Set<number>): void {
+  if (!ctx.project) return;
+  for (const call of ctx.sema.nodes('call')) {
+    const target = hotCallTarget(ctx.project, ctx.path, call);
+    if (!target) continue;
+    const reads = paramReads(target.def, target.module.sema);
+    if (!reads.length) continue;
+    const hot = hotAt(ctx, call);
+    if (!hot) continue;
+    const { positional, keywords } = callArgs(call);
+    const named = new Set(reads.filter((r) => r.name).map((r) => r.name!));
+    const params = new Set((target.def.childForFieldName('parameters')?.namedChildren ?? []).map((p) => (p ? paramName(p) : null)));
+    for (const r of reads) {
+      const args: Node[] = [];
+      if (r.name) {
+        const a = argumentAt(call, r.name, r.index, r.method);
+        if (a) args.push(a);
+      } else {
+        for (const [k, kw] of keywords) {
+          const v = kwValue(kw);
+          if (v && !params.has(k) && !named.has(k)) args.push(v);
+        }
+        for (const p of positional) if (p.type === 'dictionary_splat' && p.namedChildren[0]) args.push(p.namedChildren[0]!);
+      }
+      for (const a of args) {
+        if (seen.has(a.id)) continue;
+        const v = ctx.model.value(a);
+        const device = (v.kind === 'tensor' && v.where === 'device' && !v.weak) || (v.kind === 'dict' && [...v.entries.values()].some((e) => e.kind === 'tensor' && e.where === 'device' && !e.weak));
+        if (!device) continue;
+        seen.add(a.id);
+        const fname = target.def.childForFieldName('name')?.text ?? 'helper';
+        const cls = target.module.sema.enclosingClass(target.def)?.childForFieldName('name')?.text;
+        const line = target.module.text.slice(0, r.read.startIndex).split('\n').length;
+        ctx.report(a, {
+          severity: severityIn('warning', hot),
+          message: `Passing tensor \`${short(a.text, 30)}\` to \`${cls ? `${cls}.` : ''}${fname}\`, which reads it with \`${r.what}\` (${baseName(target.path)}:${line}), inside the ${hot.kind === 'eval' ? 'eval' : 'training'} loop forces the pending graph to run and copies the value to the host`,
+          fix: null,
+          related: [{ start: r.read.startIndex, end: r.read.endIndex, path: target.path, message: `the host read in \`${fname}\`` }],
+        });
+      }
+    }
+  }
+}
 
 /** A tensor on the accelerator known by value flow (not a naming convention), and not a loader's batch (a tuple or dict of tensors). */
 function deviceOwn(ctx: RuleContext, node: Node): boolean {

@@ -8,7 +8,14 @@ import {
 } from './util';
 import { cudaGuardedPlacement, handMovedLoaders, xlaWrap } from '../data/util';
 import { reportGenerationBarrier } from './generation-report';
+import { reachesInHelpers, type HelperHit } from '../../model/hotAcross';
 
+
+function helperName(h: HelperHit): string {
+  const fn = h.callee.def.childForFieldName('name')?.text ?? 'helper';
+  const cls = h.callee.kind === 'method' ? h.callee.module.sema.enclosingClass(h.callee.def)?.childForFieldName('name')?.text : undefined;
+  return cls ? `${cls}.${fn}` : fn;
+}
 
 function headerEnd(loop: Node): number {
   const colon = loop.children.find((c) => c?.type === ':');
@@ -49,11 +56,12 @@ export default defineRule({
   effort: 1,
   message: 'Training loop has no step barrier: the lazily traced graph grows across iterations',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'End the training iteration with a step barrier' },
-  triggers: ['.backward(', 'optimizer_step', 'range(', 'timesteps'],
+  // 'loader': a loop over a loader whose step lives in another module's helper (project scope)
+  triggers: ['.backward(', 'optimizer_step', 'range(', 'timesteps', 'loader'],
   docs: {
     what:
       'Sampling loops outside training (a loop that calls a model and carries a fixed-shape tensor to the next step: DDPM/DDIM/diffusers denoising) with no barrier, no per-step host read and more than 16 steps (info; the same end-of-step sync fix). ' +
-      'Checks training loops (a `for`/`while` whose iteration runs `backward` and an optimizer step, directly or through two levels of same-file calls) ' +
+      'Checks training loops (a `for`/`while` whose iteration runs `backward` and an optimizer step, directly or through two levels of same-file calls; with project scope also a loop over a loader whose backward and step run in another module\'s helper, e.g. a loss scaler\'s `__call__`) ' +
       'that contain no step barrier: `torch_xla.sync()`, `xm.mark_step()`, `xm.optimizer_step(opt, barrier=True)`, iteration over `pl.MpDeviceLoader` ' +
       'or `ParallelLoader(...).per_device_loader(...)`, a call to a `torch_xla.compile`-wrapped step, or `with torch_xla.step():` / `with torch_xla.compile():`. ' +
       'Loops driven by Accelerate or Lightning Fabric (`accelerator.backward(loss)`, `fabric.backward(loss)`) count as having a barrier. ' +
@@ -115,10 +123,21 @@ export default defineRule({
       const body = loop.childForFieldName('body');
       if (!body) continue;
       const direct = reachableCalls(ctx, body, 2, true);
-      if (!direct.some((c) => isOptimizerStep(ctx, c))) continue;
       const all = reachableCalls(ctx, body, 2, false);
-      if (!all.some((c) => isBackward(c))) continue;
+      // project scope: the backward and the optimizer step may live in a helper of another module (a loss scaler's
+      // `__call__`, a trainer's `run_step`): the loop is a training loop when it reaches them there
+      let helper: HelperHit | null = null;
+      if (!direct.some((c) => isOptimizerStep(ctx, c))) {
+        if (!ctx.project || !(helper = reachesInHelpers(ctx.project, ctx.path, direct, (s, c) => methodName(c) === 'step' && s.isTrainSignal(c)))) continue;
+      }
+      if (!all.some((c) => isBackward(c))) {
+        const back = ctx.project ? reachesInHelpers(ctx.project, ctx.path, all, (_s, c) => isBackward(c)) : null;
+        if (!back) continue;
+        helper ??= back;
+      }
       if (all.some((c) => frameworkBackward(ctx, c) || methodName(c) === 'manual_backward')) continue;
+      // a helper that ends the step itself (`xm.optimizer_step(opt, barrier=True)`, `torch_xla.sync()`)
+      if (helper && reachesInHelpers(ctx.project, ctx.path, all, (s, c) => /(^|\.)(mark_step|sync|optimizer_step)$/.test(s.callee(c) ?? '') && /torch_xla/.test(s.callee(c) ?? ''))) continue;
 
       // (b) barriers in the micro-batch loop, or between forward and backward/step of one iteration
       const bodyCalls = ctx.sema.callsWithin(body);
@@ -152,15 +171,18 @@ export default defineRule({
 
       const usesOptStep = all.find((c) => /(^|\.)optimizer_step$/.test(ctx.sema.callee(c) ?? ''));
       const header = { start: loop.startIndex, end: headerEnd(loop) };
+      const related = helper ? { related: [{ start: helper.node.startIndex, end: helper.node.endIndex, path: helper.path, message: `the step in \`${helperName(helper)}\`` }] } : {};
       const what = usesOptStep
         ? '`optimizer_step` without `barrier=True` does not sync, and this loop has no other step barrier'
-        : 'Training loop has no step barrier';
+        : helper
+          ? `Training loop has no step barrier (its backward/optimizer step run in \`${helperName(helper)}\`, ${helper.path.split('/').pop()}:${helper.sema.text.slice(0, helper.node.startIndex).split('\n').length})`
+          : 'Training loop has no step barrier';
       const message = sync
         ? `${what}: the lazily traced graph grows across iterations; end each iteration with \`${sync.text}\``
         : `${what} (no sync, MpDeviceLoader or compiled step): check how the torchtpu step is compiled; no known barrier API`;
       // a loop the parser could not read completely: report, but rewrite nothing (its barrier may sit in the unparsed part)
       if (loop.hasError) {
-        ctx.report(header, { message });
+        ctx.report(header, { message, ...related });
         continue;
       }
       // a plain DataLoader whose batches the loop moves by hand (TPU401): wrapping it is the barrier (MpDeviceLoader syncs on
@@ -171,6 +193,7 @@ export default defineRule({
       if (hand && wrap) {
         ctx.report(header, {
           message: `${what}: the lazily traced graph grows across iterations; iterate \`${wrap.text}\`, which syncs on every batch`,
+          ...related,
           fix: {
             title: `Iterate \`${wrap.text}\` (it syncs on every batch)`,
             edits: hand.sites.map((l) => replace(l, wrap.text)),
@@ -193,12 +216,14 @@ export default defineRule({
       if (cudaSync && wait) {
         ctx.report(header, {
           message: `${what}: the lazily traced graph grows across iterations; \`${cudaSync.text}\` sits where the barrier belongs: make it \`${wait.text}\``,
+          ...related,
           fix: { title: `Replace \`${cudaSync.text}\` with \`${wait.text}\``, edits: [replace(cudaSync, wait.text)], imports: wait.imports, needsAccel: wait.needsAccel },
         });
         continue;
       }
       ctx.report(header, {
         message,
+        ...related,
         fix: sync ? barrierFix(ctx, loop, body, sync.text, sync.imports, sync.needsAccel) : null,
       });
     }

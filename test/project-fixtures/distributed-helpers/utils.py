@@ -17,8 +17,8 @@ def init_distributed_mode(args):
 
 def save_on_master(*args, **kwargs):
     if is_main_process():
-        torch.save(*args, **kwargs)
+        torch.save(*args, **kwargs)  # expect: TPU601
 
 
 def save_named(state, path):
-    torch.save(state, path)
+    torch.save(state, path)  # expect: TPU601

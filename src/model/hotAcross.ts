@@ -1,0 +1,364 @@
+/**
+ * Cross-module hot facts (issue 9): which functions of a project module run inside a hot loop of another module
+ * (reverse edges: the importers' loops call them), resolved through imports, instances of classes from another
+ * module (`logger = utils.MetricLogger()`, `self.trainer = Trainer()`, an instance passed in as a parameter) and
+ * their `__call__`. Built once per project index (ProjectIndex.derived, dropped when a module changes), never per
+ * query: every module of the project is scanned once, its calls in hot scopes resolved once.
+ */
+import type { Node } from '../core/parse';
+import type { HotVia, ProjectHot, Semantics } from '../core/semantics';
+import { callArgs, kwValue } from '../core/semantics';
+import type { ModuleEntry, ProjectView, Resolved } from './project';
+
+/** A call site (in some project module) that reaches a function of another module. */
+export interface CallerRef {
+  module: ModuleEntry;
+  call: Node;
+  target: Resolved;
+}
+
+/**
+ * Demand-driven, memoized per project index state (ProjectIndex.derived): the facts of a module are built when a
+ * file asks, from the project files whose text names that module (its importers), following at most MAX_HOPS
+ * modules up the reverse edges.
+ */
+export interface HotFacts {
+  /** The functions of the module at `path` that hot loops of other modules call, by definition start offset. */
+  hotDefs(path: string): Map<number, ProjectHot>;
+  /** The calls of the module at `path` (by start offset) in hot scopes that reach another module's function. */
+  hotCalls(path: string): Map<number, Resolved>;
+  /** The calls of other modules (any scope) that reach the definition `def` of the module at `path`. */
+  callers(path: string, def: Node): CallerRef[];
+}
+
+const MAX_HOPS = 3;
+
+export function defKey(r: { path: string; def: Node }): string {
+  return `${r.path}:${r.def.startIndex}`;
+}
+
+/** The project's cross-module hot facts (null without a project that can list its files). */
+export function hotFacts(project: ProjectView | null | undefined): HotFacts | null {
+  if (!project?.derived || !project.projectFiles) return null;
+  return project.derived('hot-across', () => new Facts(project));
+}
+
+function lineOf(text: string, offset: number): number {
+  let n = 1;
+  for (let i = text.indexOf('\n'); i !== -1 && i < offset; i = text.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
+/** The name other modules import a module by: its file stem, or its package folder for `__init__.py`. */
+function stemOf(path: string): string {
+  const parts = path.split('/');
+  const file = parts.pop() ?? '';
+  return file === '__init__.py' ? parts.pop() ?? '' : file.replace(/\.py$/, '');
+}
+
+class Facts implements HotFacts {
+  private readonly defsMemo = new Map<string, Map<number, ProjectHot>>();
+  private readonly callsMemo = new Map<string, Map<number, Resolved>>();
+  private readonly callersMemo = new Map<string, Map<number, CallerRef[]>>();
+  private readonly importersMemo = new Map<string, ModuleEntry[]>();
+  private readonly inProgress = new Set<string>();
+  private hops = 0;
+
+  constructor(private readonly project: ProjectView) {}
+
+  /** Project modules (other than `path`'s) whose text names the module at `path` and imports something. */
+  private importers(path: string): ModuleEntry[] {
+    let hit = this.importersMemo.get(path);
+    if (hit) return hit;
+    hit = [];
+    const stem = stemOf(path);
+    // an import statement that names the module (`import utils`, `from util.misc import f`, `from . import misc`)
+    const re = stem && /^[A-Za-z_]\w*$/.test(stem) ? new RegExp(`^[ \\t]*(from[ \\t]+[\\w.]*\\b${stem}\\b|(from[ \\t]+[\\w.]+[ \\t]+)?import[ \\t][^\\n]*\\b${stem}\\b)`, 'm') : null;
+    if (re) {
+      for (const f of this.project.projectFiles!()) {
+        if (f === path) continue;
+        const text = this.project.textOf(f);
+        if (!text || !re.test(text)) continue;
+        const m = this.project.module(f);
+        if (m) hit.push(m);
+      }
+    }
+    this.importersMemo.set(path, hit);
+    return hit;
+  }
+
+  callers(path: string, def: Node): CallerRef[] {
+    let byDef = this.callersMemo.get(path);
+    if (!byDef) {
+      byDef = new Map();
+      this.callersMemo.set(path, byDef);
+      for (const m of this.importers(path)) {
+        for (const call of m.sema.nodes('call')) {
+          const head = headName(call.childForFieldName('function'));
+          if (!head || !m.imports.has(head)) continue;
+          const r = this.project.resolveCall(call, m.sema, m.path);
+          if (!r || r.path !== path || (r.kind !== 'function' && r.kind !== 'method' && r.kind !== 'class')) continue;
+          push(byDef, r.def.startIndex, { module: m, call, target: r });
+        }
+      }
+    }
+    return byDef.get(def.startIndex) ?? [];
+  }
+
+  hotDefs(path: string): Map<number, ProjectHot> {
+    const hit = this.defsMemo.get(path);
+    if (hit) return hit;
+    const out = new Map<number, ProjectHot>();
+    if (this.inProgress.has(path) || this.hops >= MAX_HOPS) return out;
+    this.inProgress.add(path);
+    this.hops++;
+    try {
+      for (const m of this.importers(path)) {
+        for (const [start, target] of this.hotCalls(m.path)) {
+          if (target.path !== path) continue;
+          const call = m.sema.root.descendantForIndex(start);
+          let c: Node | null = call;
+          while (c && !(c.type === 'call' && c.startIndex === start)) c = c.parent;
+          const h = c ? m.sema.hot(c) : null;
+          if (!c || !h) continue;
+          const via: HotVia = { path: m.path, line: lineOf(m.text, start), kind: h.kind, start, end: c.endIndex };
+          const old = out.get(target.def.startIndex);
+          out.set(
+            target.def.startIndex,
+            old
+              ? { kind: old.kind === 'train' || h.kind === 'train' ? 'train' : 'eval', throttled: old.throttled && h.throttled, via: old.via.some((v) => v.path === via.path && v.start === via.start) ? old.via : [...old.via, via] }
+              : { kind: h.kind, throttled: h.throttled, via: [via] },
+          );
+        }
+      }
+    } finally {
+      this.hops--;
+      this.inProgress.delete(path);
+    }
+    if (this.hops === 0 || out.size) this.defsMemo.set(path, out);
+    return out;
+  }
+
+  hotCalls(path: string): Map<number, Resolved> {
+    const hit = this.callsMemo.get(path);
+    if (hit) return hit;
+    const out = new Map<number, Resolved>();
+    const m = this.project.module(path);
+    if (!m) return out;
+    this.callsMemo.set(path, out);
+    // this module's own functions that other modules' hot loops call are hot scopes too
+    m.sema.addProjectHot(this.hotDefs(path));
+    for (const call of m.sema.nodes('call')) {
+      const h = m.sema.hot(call);
+      if (!h) continue;
+      // model code (forward) is not a loop: its helpers are layers, not step work
+      if (h.anchor.type === 'function_definition' && !h.via && h.anchor.childForFieldName('name')?.text === 'forward') continue;
+      const target = resolveCallee(this.project, this, m, call, 2);
+      if (target && target.path !== m.path) out.set(call.startIndex, target);
+    }
+    return out;
+  }
+}
+
+function push<K, V>(map: Map<K, V[]>, key: K, v: V): void {
+  const list = map.get(key);
+  if (list) list.push(v);
+  else map.set(key, [v]);
+}
+
+function headName(fn: Node | null): string | null {
+  let n = fn;
+  while (n?.type === 'attribute') n = n.childForFieldName('object');
+  return n?.type === 'identifier' ? n.text : null;
+}
+
+/**
+ * The function of another project module a call reaches: an imported function or class method, a method of an
+ * instance whose class is defined in another module (a local binding, a `self.x` attribute, a parameter whose
+ * callers pass one), or that instance's `__call__`.
+ */
+export function resolveCallee(project: ProjectView, facts: HotFacts, m: ModuleEntry, call: Node, depth: number): Resolved | null {
+  const r = project.resolveCall(call, m.sema, m.path);
+  if (r) return r.kind === 'function' || r.kind === 'method' ? r : null;
+  const fn = call.childForFieldName('function');
+  if (!fn) return null;
+  if (fn.type === 'attribute') {
+    const obj = fn.childForFieldName('object');
+    const name = fn.childForFieldName('attribute')?.text;
+    if (!obj || !name || (obj.type === 'identifier' && (obj.text === 'self' || obj.text === 'cls'))) return null;
+    const cls = classOf(project, facts, m, obj, depth);
+    return cls ? methodOf(cls, name) : null;
+  }
+  if (fn.type === 'identifier' && !m.sema.calledFunctions(call).length) {
+    const cls = classOf(project, facts, m, fn, depth);
+    return cls ? methodOf(cls, '__call__') : null;
+  }
+  return null;
+}
+
+interface ClassRef {
+  cls: Node;
+  module: ModuleEntry;
+}
+
+function methodOf(c: ClassRef, name: string): Resolved | null {
+  const body = c.cls.childForFieldName('body');
+  for (const st of body?.namedChildren ?? []) {
+    const d = st?.type === 'decorated_definition' ? st.childForFieldName('definition') : st;
+    if (d?.type === 'function_definition' && d.childForFieldName('name')?.text === name) return { kind: 'method', def: d, path: c.module.path, module: c.module };
+  }
+  return null;
+}
+
+/** The class (of any project module) an expression's value is an instance of, or null. */
+function classOf(project: ProjectView, facts: HotFacts, m: ModuleEntry, expr: Node, depth: number): ClassRef | null {
+  if (depth < 0) return null;
+  const sema = m.sema;
+  if (expr.type === 'call') {
+    const r = project.resolveCall(expr, sema, m.path);
+    if (r?.kind === 'class') return { cls: r.def, module: r.module };
+    const fn = expr.childForFieldName('function');
+    if (fn?.type === 'identifier') {
+      const local = m.classes.get(fn.text);
+      if (local) return { cls: local, module: m };
+    }
+    return null;
+  }
+  if (expr.type === 'identifier') {
+    const scope = sema.enclosingFunction(expr);
+    // a parameter: what the callers pass (this module's call sites, then other modules')
+    const param = scope ? parameterIndex(scope, expr.text) : -1;
+    if (scope && param >= 0) {
+      const method = isMethod(sema, scope);
+      const fromCalls = (callSites: readonly Node[], mod: ModuleEntry) => {
+        for (const c of callSites) {
+          const arg = argumentAt(c, expr.text, param, method);
+          const hit = arg ? classOf(project, facts, mod, arg, depth - 1) : null;
+          if (hit) return hit;
+        }
+        return null;
+      };
+      const local = fromCalls(sema.callSitesOf(scope), m);
+      if (local) return local;
+      for (const ref of facts.callers(m.path, scope)) {
+        const hit = fromCalls([ref.call], ref.module);
+        if (hit) return hit;
+      }
+      return null;
+    }
+    for (const rhs of sema.bindings(expr.text)) {
+      const s = sema.enclosingFunction(rhs);
+      if (s?.id !== scope?.id && s !== null) continue;
+      const hit = classOf(project, facts, m, rhs, depth - 1);
+      if (hit) return hit;
+    }
+    return null;
+  }
+  if (expr.type === 'attribute') {
+    const obj = expr.childForFieldName('object');
+    const name = expr.childForFieldName('attribute')?.text;
+    if (obj?.type !== 'identifier' || obj.text !== 'self' || !name) return null;
+    const cls = sema.enclosingClass(expr);
+    for (const a of sema.attributeAssignments(name)) {
+      if (a.childForFieldName('left')?.childForFieldName('object')?.text !== 'self' || sema.enclosingClass(a)?.id !== cls?.id) continue;
+      const rhs = a.childForFieldName('right');
+      const hit = rhs ? classOf(project, facts, m, rhs, depth - 1) : null;
+      if (hit) return hit;
+    }
+  }
+  return null;
+}
+
+function paramNodes(fn: Node): Node[] {
+  return fn.childForFieldName('parameters')?.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment') ?? [];
+}
+
+export function paramName(p: Node): string | null {
+  const n = p.type === 'identifier' ? p : p.childForFieldName('name') ?? (p.type === 'typed_parameter' || /splat/.test(p.type) ? p.namedChildren[0] : null);
+  return n?.type === 'identifier' ? n.text : null;
+}
+
+function parameterIndex(fn: Node, name: string): number {
+  return paramNodes(fn).findIndex((p) => paramName(p) === name);
+}
+
+function isMethod(sema: Semantics, fn: Node): boolean {
+  const first = paramNodes(fn)[0];
+  return !!sema.enclosingClass(fn) && (first?.text === 'self' || first?.text === 'cls');
+}
+
+/** The argument a call passes to parameter `name` at `index` (a method's `self` not counted when called on an object). */
+export function argumentAt(call: Node, name: string, index: number, method: boolean): Node | null {
+  const { positional, keywords } = callArgs(call);
+  const kw = kwValue(keywords.get(name));
+  if (kw) return kw;
+  const shift = method && call.childForFieldName('function')?.type === 'attribute' ? 1 : 0;
+  const i = index - shift;
+  if (i < 0 || positional.slice(0, i).some((x) => x.type === 'list_splat')) return null;
+  const pos = positional[i];
+  return pos && pos.type !== 'list_splat' && pos.type !== 'dictionary_splat' ? pos : null;
+}
+
+/** The other module's function a call of the analysed file reaches from a hot scope (by the call's offsets). */
+export function hotCallTarget(project: ProjectView | null | undefined, path: string, call: Node): Resolved | null {
+  const facts = hotFacts(project);
+  if (!facts) return null;
+  const abs = (project as { abs?: (p: string) => string }).abs?.(path) ?? path;
+  return facts.hotCalls(abs).get(call.startIndex) ?? null;
+}
+
+/** The functions of the module at `path` that hot loops of other modules call (for Semantics.useProjectHot). */
+export function hotDefsOf(project: ProjectView | null | undefined, path: string): Map<number, ProjectHot> | null {
+  const facts = hotFacts(project);
+  if (!facts) return null;
+  const abs = (project as { abs?: (p: string) => string }).abs?.(path) ?? path;
+  return facts.hotDefs(abs);
+}
+
+/** A call in another module's helper that a predicate accepted. */
+export interface HelperHit {
+  path: string;
+  node: Node;
+  sema: Semantics;
+  /** The helper the analysed file calls. */
+  callee: Resolved;
+}
+
+/**
+ * The first call `pred` accepts inside the other-module functions that `calls` (of the analysed file, in hot scopes)
+ * reach, following the helper's own same-module calls and its further cross-module calls, up to `depth` levels.
+ */
+export function reachesInHelpers(project: ProjectView | null | undefined, path: string, calls: readonly Node[], pred: (sema: Semantics, call: Node) => boolean, depth = 3): HelperHit | null {
+  const facts = hotFacts(project);
+  if (!facts || !project) return null;
+  const seen = new Set<string>();
+  const search = (def: Resolved, top: Resolved, d: number): HelperHit | null => {
+    const key = defKey(def);
+    if (seen.has(key) || d < 0) return null;
+    seen.add(key);
+    const sema = def.module.sema;
+    const own = sema.within('call', def.def).filter((c) => sema.enclosingFunction(c)?.id === def.def.id);
+    for (const c of own) if (pred(sema, c)) return { path: def.path, node: c, sema, callee: top };
+    if (d === 0) return null;
+    const ext = facts.hotCalls(def.path);
+    for (const c of own) {
+      for (const g of sema.calledFunctions(c)) {
+        const hit = search({ kind: 'function', def: g, path: def.path, module: def.module }, top, d - 1);
+        if (hit) return hit;
+      }
+      const t = ext.get(c.startIndex);
+      if (t) {
+        const hit = search(t, top, d - 1);
+        if (hit) return hit;
+      }
+    }
+    return null;
+  };
+  for (const call of calls) {
+    const t = hotCallTarget(project, path, call);
+    if (!t) continue;
+    const hit = search(t, t, depth);
+    if (hit) return hit;
+  }
+  return null;
+}
