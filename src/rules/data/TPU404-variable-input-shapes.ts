@@ -21,18 +21,45 @@ function collateFunctions(ctx: RuleContext): Node[] {
     if (v?.type === 'identifier') names.add(v.text);
     if (v?.type === 'attribute') names.add(v.childForFieldName('attribute')?.text ?? '');
   }
-  return ctx.sema.nodes('function_definition').filter((f) => {
+  const direct = ctx.sema.nodes('function_definition').filter((f) => {
     const n = f.childForFieldName('name')?.text ?? '';
     return names.has(n) || /collate/i.test(n) || n === '__call__' && /collat/i.test(ctx.sema.enclosingClass(f)?.childForFieldName('name')?.text ?? '');
   });
+  // same-file helpers a collate function calls (DETR: `collate_fn` → `nested_tensor_from_tensor_list`), two levels
+  const out = [...direct];
+  const seen = new Set(direct.map((f) => f.id));
+  for (let level = 0, frontier = direct; level < 2; level++) {
+    const next: Node[] = [];
+    for (const f of frontier) {
+      for (const call of ctx.sema.callsWithin(f)) {
+        for (const g of ctx.sema.calledFunctions(call)) {
+          if (seen.has(g.id)) continue;
+          seen.add(g.id);
+          next.push(g);
+        }
+      }
+    }
+    out.push(...next);
+    frontier = next;
+  }
+  return out;
 }
 
-/** `max(len(x) for x in batch)`, `max([x[1].size(1) for x in batch])`: the longest item of the batch. */
+/**
+ * `max(len(x) for x in batch)`, `max([x[1].size(1) for x in batch])`, `_max_by_axis([list(img.shape) for img in images])`:
+ * the longest (largest) item of the batch.
+ */
 function batchMax(call: Node): boolean {
   const args = call.childForFieldName('arguments');
   if (!args) return false;
   const inner = args.type === 'generator_expression' ? args : args.namedChildren.length === 1 && args.namedChildren[0]?.type === 'list_comprehension' ? args.namedChildren[0] : null;
   return !!inner && /\blen\(|\.size\(|\.shape\b/.test(inner.text);
+}
+
+/** A function named for a maximum (`max`, `np.max`, `_max_by_axis`, `get_max_size`). */
+function maxNamed(fnText: string): boolean {
+  const last = fnText.split('.').pop() ?? '';
+  return last === 'max' || last === 'amax' || /(^|_)max(_|$)/i.test(last);
 }
 
 /** An integer `max_length` the file pads or truncates to (`max_length=cutoff_len` with `cutoff_len: int = 256`), else null. */
@@ -49,6 +76,35 @@ function maxLengthHere(ctx: RuleContext): number | null {
     if (b.length === 1 && b[0].type === 'integer') return Number(b[0].text);
   }
   return null;
+}
+
+/** The random draw a size is computed from through local names (`ns` ← `sf` ← `sz = random.randrange(...)`), else null. */
+function randomOrigin(ctx: RuleContext, e: Node, at: Node, depth: number, seen: Set<number>): Node | null {
+  if (depth > 4 || seen.has(e.id)) return null;
+  seen.add(e.id);
+  if (e.type === 'call' && RANDOM.test(ctx.sema.callee(e) ?? '')) return e;
+  for (const c of e.namedChildren) {
+    if (!c) continue;
+    const r = randomOrigin(ctx, c, at, depth, seen);
+    if (r) return r;
+  }
+  if (e.type !== 'identifier') return null;
+  const fn = ctx.sema.enclosingFunction(at)?.id ?? -1;
+  const vals = ctx.sema.bindings(e.text).filter((v) => (ctx.sema.enclosingFunction(v)?.id ?? -1) === fn && v.startIndex < at.startIndex);
+  const last = vals[vals.length - 1];
+  return last ? randomOrigin(ctx, last, at, depth + 1, seen) : null;
+}
+
+/**
+ * `targets = [{k: v.to(device) for k, v in t.items()} for t in targets]`: per-sample dicts of tensors moved one by
+ * one. The collate function kept them as a list instead of stacking them, which it does when their sizes differ
+ * (detection targets: a different number of boxes per image).
+ */
+function perSampleDictsMoved(comp: Node): boolean {
+  if (comp.type !== 'list_comprehension') return false;
+  const body = comp.childForFieldName('body');
+  if (body?.type !== 'dictionary_comprehension' && body?.type !== 'dictionary') return false;
+  return /\.(to|cuda)\(/.test(body.text) && (body.type === 'dictionary' || /\.items\(\)/.test(body.text));
 }
 
 function short(t: string): string {
@@ -99,6 +155,7 @@ export default defineRule({
   },
   check(ctx) {
     const collates = collateFunctions(ctx);
+    const randomReported = new Set<number>();
     // a tokenizer call that pads to a fixed max_length: the collator then sees equal lengths
     const fixedPrepad = ctx.sema.nodes('call').some((c) => {
       if (HF_COLLATORS.test(ctx.sema.callee(c) ?? '')) return false;
@@ -191,6 +248,20 @@ export default defineRule({
           ctx.report(size, { severity: sevAt(call), message: 'A random size per call gives every batch a new shape: pick from a few fixed sizes per run, or resize once in the dataset', fix: null });
           continue;
         }
+        // multi-scale training (YOLO): `sz = random.randrange(lo, hi + gs) // gs * gs` … `ns = [...sz...]` … `interpolate(imgs, size=ns)`
+        const drawn = randomOrigin(ctx, size, call, 0, new Set());
+        if (drawn && !RESIZE.test(q)) {
+          if (randomReported.has(drawn.id)) continue;
+          randomReported.add(drawn.id);
+          const line = ctx.text.slice(0, call.startIndex).split('\n').length;
+          ctx.report(drawn, {
+            severity: sevAt(call),
+            message: `\`${short(drawn.text)}\` draws a new image size and \`interpolate\` (line ${line}) resizes the batch to it: every size drawn is a new input shape and compiles a new graph; on TPU train at one size, or draw from a few fixed sizes and accept one graph each`,
+            related: [{ start: call.startIndex, end: call.endIndex, message: 'the resize to the drawn size' }],
+            fix: null,
+          });
+          continue;
+        }
         if (!RESIZE.test(q) || (size.type !== 'integer' && size.type !== 'identifier')) continue;
         // `size = (size, size)` in the same function (timm/Accelerate image_size): an (H, W) pair is a fixed shape
         if (size.type === 'identifier') {
@@ -214,7 +285,7 @@ export default defineRule({
       if (inside(call, collates)) {
         if (q === 'torch.nn.utils.rnn.pad_sequence') {
           ctx.report(call, { message: '`pad_sequence` in a collate function pads to the longest sequence of each batch: pad to a fixed (or bucketed) length instead', fix: null });
-        } else if (fnText === 'max' && batchMax(call)) {
+        } else if (maxNamed(fnText) && batchMax(call)) {
           // max(len(x) for x in xs): (call arguments: (generator_expression …))
           const t = call.text.replace(/\s+/g, ' ');
           ctx.report(call, { message: `\`${t.length > 40 ? t.slice(0, 37) + '…' : t}\` in a collate function sizes each batch by its longest item: pad to a fixed (or bucketed) length instead`, fix: null });
@@ -288,6 +359,21 @@ export default defineRule({
       ctx.report(sub, {
         severity: sevAt(sub),
         message: `\`${sub.text.length > 40 ? sub.text.slice(0, 37) + '…' : sub.text}\` is cut by \`${cut.length > 50 ? cut.slice(0, 47) + '…' : cut}\`: the last chunk is shorter and its shape compiles another graph; drop the tail or pad it to the full length`,
+        fix: null,
+      });
+    }
+
+    // ragged per-sample targets moved to the device in the step (one finding per loop)
+    const raggedLoops = new Set<number>();
+    for (const clause of ctx.sema.nodes('for_in_clause')) {
+      const comp = clause.parent;
+      if (!comp) continue;
+      const hot = ctx.sema.hot(comp);
+      if (!hot || hot.anchor.type === 'function_definition' || raggedLoops.has(hot.anchor.id) || !perSampleDictsMoved(comp)) continue;
+      raggedLoops.add(hot.anchor.id);
+      ctx.report(comp, {
+        severity: sevAt(comp),
+        message: `\`${short(comp.text)}\` moves per-sample dicts of tensors that the collate function left unstacked because their sizes differ (detection targets: a different number of objects per image): every tensor computed from them changes shape per batch and compiles a new graph; pad each field to a fixed maximum count with a validity mask in the collate function`,
         fix: null,
       });
     }

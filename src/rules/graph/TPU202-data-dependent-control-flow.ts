@@ -2,7 +2,7 @@ import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, kwValue } from '../../core/semantics';
 import { replace, replaceRange } from '../../core/edits';
-import { hotAt, severityIn, short, tensorCondition, tensorish, torchName } from './util';
+import { countSize, hotAt, severityIn, short, tensorCondition, tensorish, torchName } from './util';
 import { torchRandomDraw } from './random-draw';
 
 export default defineRule({
@@ -56,12 +56,46 @@ export default defineRule({
       });
     };
 
+    // `if npr == 0:` / `if nl:` with `npr = pred.shape[0]` of an NMS result or a mask selection: once per loop body
+    const countReported = new Set<number>();
+    const countBranch = (cond: Node, word: string) => {
+      const size = countCondition(ctx, cond);
+      if (!size) return false;
+      const hot = hotAt(ctx, cond);
+      if (!hot) return false;
+      let loop: Node | null = cond.parent;
+      while (loop && loop.type !== 'for_statement' && loop.type !== 'while_statement' && loop.type !== 'function_definition') loop = loop.parent;
+      const key = loop?.id ?? -1;
+      if (countReported.has(key)) return true;
+      countReported.add(key);
+      seen.add(cond.id);
+      ctx.report(cond, {
+        severity: severityIn('warning', hot),
+        message: `\`${word} ${short(cond.text, 30)}\` branches on the size of \`${short(size.of.text, 20)}\` (${size.source}), a count only the data decides: reading it runs the graph early (a host sync) and each branch is a different graph; keep fixed-size padded results with a validity mask, or do this bookkeeping on the host after the step`,
+      });
+      return true;
+    };
+    // `if approx_kl > target_kl: break` in the PPO update-epoch loop, right after its minibatch loop: once per update epoch
+    const epochLevel = (cond: Node, word: string) => {
+      if (!tensorCondition(ctx, cond) || ctx.sema.hot(cond)) return;
+      const loop = stepEnclosingLoop(ctx, cond);
+      if (!loop) return;
+      seen.add(cond.id);
+      ctx.report(cond, {
+        severity: 'info',
+        message: `\`${word} ${short(cond.text, 30)}\` tests a tensor from the training step in the loop around it, once per pass of the inner loop and that loop runs inside another one: each test reads the value to the host (a sync); compare on the host from a value you already log, or keep the check in tensor math`,
+      });
+    };
+
     for (const stmt of ctx.sema.nodes('if_statement')) {
       const cond = stmt.childForFieldName('condition');
+      if (cond && !tensorCondition(ctx, cond)) countBranch(cond, 'if');
+      if (cond && tensorCondition(ctx, cond) && !ctx.sema.hot(cond)) epochLevel(cond, 'if');
       if (cond && tensorCondition(ctx, cond)) flag(cond, `\`if ${short(cond.text, 36)}\``, whereFix(ctx, stmt, cond));
       for (const alt of stmt.childrenForFieldName('alternative')) {
         const c = alt?.type === 'elif_clause' ? alt.childForFieldName('condition') : null;
-        if (c && tensorCondition(ctx, c)) flag(c, `\`elif ${short(c.text, 36)}\``);
+        if (c && !tensorCondition(ctx, c)) countBranch(c, 'elif');
+      if (c && tensorCondition(ctx, c)) flag(c, `\`elif ${short(c.text, 36)}\``);
       }
     }
     for (const stmt of ctx.sema.nodes('while_statement')) {
@@ -110,6 +144,52 @@ export default defineRule({
     }
   },
 });
+
+/** A condition on the size of a data-dependent count (`npr == 0`, `nl`, `not len(sel)`), with that size. */
+function countCondition(ctx: RuleContext, cond: Node): ReturnType<typeof countSize> {
+  if (cond.type === 'parenthesized_expression' || cond.type === 'not_operator') return countCondition(ctx, cond.childForFieldName('argument') ?? cond.namedChildren[0]!);
+  if (cond.type === 'boolean_operator') {
+    for (const c of cond.namedChildren) {
+      const r = c ? countCondition(ctx, c) : null;
+      if (r) return r;
+    }
+    return null;
+  }
+  if (cond.type === 'comparison_operator') {
+    for (const c of cond.namedChildren) {
+      const r = c ? countSize(ctx, c) : null;
+      if (r) return r;
+    }
+    return null;
+  }
+  return countSize(ctx, cond);
+}
+
+/**
+ * The loop a non-hot condition sits in when that loop holds a training loop whose step assigns the tested name and
+ * is itself inside another loop (PPO: `for epoch in range(update_epochs)` inside the iteration loop), else null.
+ * An outermost epoch loop (`for epoch in range(n)`) is not one: its test runs once per pass over the data.
+ */
+function stepEnclosingLoop(ctx: RuleContext, cond: Node): Node | null {
+  let loop: Node | null = cond.parent;
+  while (loop && loop.type !== 'for_statement' && loop.type !== 'while_statement') {
+    if (loop.type === 'function_definition') return null;
+    loop = loop.parent;
+  }
+  if (!loop) return null;
+  let outer: Node | null = loop.parent;
+  while (outer && outer.type !== 'for_statement' && outer.type !== 'while_statement' && outer.type !== 'function_definition') outer = outer.parent;
+  if (!outer || outer.type === 'function_definition') return null;
+  const inner = ctx.sema.hotLoops().filter((h) => h.kind === 'train' && h.anchor.startIndex > loop!.startIndex && h.anchor.endIndex <= loop!.endIndex && h.anchor.endIndex <= cond.startIndex);
+  if (!inner.length) return null;
+  const names = new Set(ctx.sema.within('identifier', cond).map((i) => i.text));
+  if (cond.type === 'identifier') names.add(cond.text);
+  const assignedInStep = ctx.sema.nodes('assignment').some((a) => {
+    const left = a.childForFieldName('left');
+    return !!left && names.has(left.text) && inner.some((h) => a.startIndex > h.anchor.startIndex && a.endIndex <= h.anchor.endIndex);
+  });
+  return assignedInStep ? loop : null;
+}
 
 /** Inside the test of an if/while/assert/ternary (reported there). */
 function insideTest(node: Node): boolean {

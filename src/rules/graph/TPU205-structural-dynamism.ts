@@ -89,6 +89,19 @@ export default defineRule({
       }
     }
 
+    // `while len(outs) < inputs.size(0) - 1:` (teacher-forced decoder): the trip count is the padded length of the batch
+    for (const loop of ctx.sema.nodes('while_statement')) {
+      const cond = loop.childForFieldName('condition');
+      if (!cond || tensorCondition(ctx, cond)) continue; // a tensor test is TPU202
+      const sizes = [...ctx.sema.within('call', cond), ...ctx.sema.within('subscript', cond)].filter((n) => {
+        const why = dynamicBound(ctx, n);
+        return why === 'a per-batch size';
+      });
+      if (sizes.length) {
+        report(cond, `\`while ${short(cond.text, 36)}\` runs as many times as \`${short(sizes[0].text, 24)}\`, a size of this batch: the loop is unrolled into the graph, so each new length compiles a new graph; pad to a fixed length (or loop a fixed number of steps and mask)`);
+      }
+    }
+
     for (const brk of ctx.sema.nodes('break_statement')) {
       let cond: Node | null = null;
       for (let p = brk.parent; p && p.type !== 'for_statement' && p.type !== 'while_statement' && p.type !== 'function_definition'; p = p.parent) {
