@@ -125,15 +125,16 @@ export default defineRule({
   effort: 3,
   message: 'Batches of varying shape recompile the graph for every new shape',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Pad to a fixed or bucketed length' },
-  triggers: ['padding', 'pad_sequence', 'DataCollator', 'group_by_length', 'Resize', 'collate', 'Collate', 'interpolate', 'max(', 'min(', 'speechbrain'],
+  triggers: ['padding', 'pad_sequence', 'DataCollator', 'group_by_length', 'Resize', 'collate', 'Collate', 'interpolate', 'max(', 'min(', 'speechbrain', '.items()'],
   docs: {
     what:
       'Checks for inputs whose shape changes from batch to batch: tokenizer calls with `padding=True`/`"longest"` (and `padding="max_length"` with no `max_length`, info); ' +
-      '`pad_sequence(...)`, `max(len(s) for s in batch)` / `max([x.size(1) for x in batch])` or the first of the lengths sorted descending (`lengths[0]` after `torch.sort(..., descending=True)`) in a `collate_fn`; ' +
+      '`pad_sequence(...)`, `max(len(s) for s in batch)` / `max([x.size(1) for x in batch])` / a max-named helper over the items\' shapes (`_max_by_axis([list(img.shape) for img in images])`, DETR\'s NestedTensor padding) or the first of the lengths sorted descending (`lengths[0]` after `torch.sort(..., descending=True)`) in a `collate_fn` or a same-file helper it calls (two levels); ' +
       'speechbrain PaddedBatch batches (padded to the longest item, `wav_lens` relative; once per file, where `batch.to(self.device)` runs in a `Brain` method) and `DynamicBatchSampler` (once per file); ' +
       'a small `pad_to_multiple_of` (below 64, e.g. 8, info: it still pads per batch, up to max_length/8 shapes); HF `DataCollatorWithPadding`/`DataCollatorForSeq2Seq`/`DataCollatorForLanguageModeling`/`DataCollatorForTokenClassification` ' +
       'without `pad_to_multiple_of`, or with one that is `None` on TPU such as `pad_to_multiple_of=(8 if accelerator.use_fp16 else None)` (unless the script pre-pads to a fixed length); `group_by_length=True`; torchvision `Resize(int)` not followed by a fixed crop in the same `Compose`; ' +
-      'random sizes in `Resize`/`F.interpolate`; per-batch truncation to the longest sequence (`input_ids[:, :lengths.max()]`) in a hot loop or collate function; ' +
+      'random sizes in `Resize`/`F.interpolate`, also through local names (multi-scale training: `sz = random.randrange(...)` … `interpolate(imgs, size=ns)`, reported at the draw); ' +
+      'per-sample dicts of tensors moved to the device one by one in the step (`[{k: v.to(device) for k, v in t.items()} for t in targets]`: the collate function left them unstacked because their sizes differ, as detection targets do; once per loop); per-batch truncation to the longest sequence (`input_ids[:, :lengths.max()]`) in a hot loop or collate function; ' +
       'and chunks cut in hot code with a bound that shrinks at the end of the data (`seq_len = min(bptt, len(source) - 1 - i)`, then `source[i:i+seq_len]`; pytorch/examples word_language_model), once per function.',
     why:
       '"it\'s pretty common that input dataset contains examples with different shapes … Without normalization, it\'ll cause recompilation for every new input shape" (RECOMP #1). ' +
@@ -288,7 +289,9 @@ export default defineRule({
         } else if (maxNamed(fnText) && batchMax(call)) {
           // max(len(x) for x in xs): (call arguments: (generator_expression …))
           const t = call.text.replace(/\s+/g, ' ');
-          ctx.report(call, { message: `\`${t.length > 40 ? t.slice(0, 37) + '…' : t}\` in a collate function sizes each batch by its longest item: pad to a fixed (or bucketed) length instead`, fix: null });
+          const fnName = ctx.sema.enclosingFunction(call)?.childForFieldName('name')?.text ?? '';
+          const where = /collat|__call__/i.test(fnName) || !fnName ? 'in a collate function' : `in \`${fnName}()\`, which the collate function calls,`;
+          ctx.report(call, { message: `\`${t.length > 40 ? t.slice(0, 37) + '…' : t}\` ${where} sizes each batch by its longest item: pad to a fixed (or bucketed) length instead`, fix: null });
         }
       }
     }

@@ -20,12 +20,14 @@ export default defineRule({
       'Checks, in a hot loop or `forward`, for `if`/`elif`/`while`/`assert`/ternary tests and `and`/`or`/`not` operands whose value is a tensor ' +
       '(`if loss > thr:`, `if torch.isnan(loss):`, `while (err > eps).any():`, `assert torch.isfinite(loss)`, `if not torch.isfinite(grad_norm): continue`), ' +
       '`clip_grad_norm_(..., error_if_nonfinite=True)`, and anomaly detection left on (`torch.autograd.set_detect_anomaly(True)`, `detect_anomaly()`). ' +
-      'Tests on Python scalars, configuration, the step counter, `.shape`/`.size()`, or `is None` are not flagged; `.item()` reads are TPU201. ' +
+      'Also branches on the size of a data-dependent count (`npr = pred.shape[0]` of an NMS result, `nl = labels.shape[0]` of a boolean-mask selection, then `if npr == 0:`), once per loop; ' +
+      'and a tensor from the step tested in the loop around the minibatch loop when that loop runs inside another one (PPO: `if approx_kl > target_kl: break` per update epoch), info. ' +
+      'An outermost epoch loop testing the last loss is not flagged. Tests on Python scalars, configuration, the step counter, `.shape`/`.size()`, or `is None` are not flagged; `.item()` reads are TPU201. ' +
       'Eval loops and throttled code get info.',
     why:
       'A Python branch on a tensor needs its value now: "Even if `x[0][0]` was a Tensor, we need to execute/materialize its value for python interpreter to proceed. ' +
       'And different branch choices … means we have a lot of graph to compile" (RECOMP, "#3. From control flow"). The troubleshooting guide recommends ' +
-      '`torch.where` instead (TS:324-346). The torch_xla-patched `clip_grad_norm_` evaluates `total_norm.isnan() or total_norm.isinf()` in Python when ' +
+      '`torch.where` instead (TS:324-346). Reading the real size of a dynamic-shape tensor "forces XLA to cut the graph and evaluate" (RECOMP §2.2, recompilation.md:59-65). The torch_xla-patched `clip_grad_norm_` evaluates `total_norm.isnan() or total_norm.isinf()` in Python when ' +
       '`error_if_nonfinite=True` (PATCH:49-53). Anomaly mode is a debugging aid that inspects every backward result (its sync cost on XLA is unverified).',
     example: 'if loss > max_loss:\n    loss = loss * 0.1',
     useInstead: 'loss = torch.where(loss > max_loss, loss * 0.1, loss)',
@@ -37,6 +39,7 @@ export default defineRule({
     sources: [
       'RECOMP #3 "From control flow" (docs/source/perf/recompilation.md)',
       'TS:324-346 (docs/source/learn/troubleshoot.md: use torch.where instead of control flow)',
+      'RECOMP §2.2 (docs/source/perf/recompilation.md:59-65: querying the size of a dynamic-shape tensor cuts the graph)',
       'PATCH:49-53 (torch_xla/_patched_functions.py, clip_grad_norm_ with error_if_nonfinite)',
     ],
     torchtpu: '`torch.where` is plain PyTorch, so the same rewrite is offered on the torchtpu preview.',

@@ -72,13 +72,17 @@ export default defineRule({
       'Checks, in a hot loop or `forward`, for ops whose output shape depends on tensor values: `torch.nonzero`/`Tensor.nonzero` (also `as_tuple=True`), ' +
       '`torch.argwhere`, one-argument `torch.where(cond)`, `masked_select`, `unique`/`unique_consecutive`, `repeat_interleave` with a tensor of repeats, ' +
       '`bincount`; boolean-mask reads (`y = x[mask]`, `x[x > 0].mean()`); and shapes built from values (`torch.zeros(int(n.max()))`, ' +
-      '`x.view(k.item(), -1)`, `x[:lengths.max()]`). Mask writes (`x[mask] = v`), three-argument `torch.where` and `topk` with a constant `k` are static and not flagged. ' +
+      '`x.view(k.item(), -1)`, `x[:lengths.max()]`; through a local name, `max_len = torch.max(lengths).item()` then `torch.arange(max_len)`, reported at the read with the sized tensor as a related location); ' +
+      'data-dependent counts: non-maximum suppression (`torchvision.ops.nms`/`batched_nms`, a `non_max_suppression` helper), boolean-mask reads with slices beside the mask (`t[t[:, 0] == i, 1:]`), ' +
+      'and one field of per-image detection targets joined along the object dim (`torch.cat([t["boxes"] for t in targets])`, torchvision\'s `List[Dict[str, Tensor]]` convention; once per function). ' +
+      '`unique`/`nonzero` over a CPU tensor of Python ints (`torch.tensor([x.shape[-1] for x in crops])`) never reaches the device and is not flagged. Mask writes (`x[mask] = v`), three-argument `torch.where` and `topk` with a constant `k` are static and not flagged. ' +
       'Loop trip counts from tensor values are TPU205.',
     why:
       '"Direct or indirect uses of `nonzero` introduce dynamic shapes; for example, masked indexing `base[index]` where `index` is a mask tensor" (TS:288-290). ' +
       'XLA compiles for static shapes, so every new output size is a new graph; `nonzero` and `_local_scalar_dense` also appear as `aten::` counters in the ' +
       'metrics report, meaning CPU fallbacks and context switches (TS, "Understand The Metrics Report"). RECOMP §2 describes operator-output dynamism ' +
-      'and `torch.unique`. Bounded dynamic shape (`XLA_EXPERIMENTAL="nonzero:masked_select:masked_scatter"`) is experimental and covers MLP-style models only (DS).',
+      'and `torch.unique`; RECOMP §2.2 (recompilation.md:59-65): reading the real size of such a tensor cuts the graph, and a Python int taken from it and fed to other ops is a dynamic source too. ' +
+      'The number of boxes NMS keeps and the number of objects in a batch of detection targets are such counts. Bounded dynamic shape (`XLA_EXPERIMENTAL="nonzero:masked_select:masked_scatter"`) is experimental and covers MLP-style models only (DS).',
     example: 'm = x[x > 0].mean()\nloss = F.cross_entropy(logits[mask], labels[mask])',
     useInstead:
       'm = torch.where(x > 0, x, 0).sum() / (x > 0).sum().clamp(min=1)\n' +
@@ -91,7 +95,8 @@ export default defineRule({
     sources: [
       'TS:288-290 (docs/source/learn/troubleshoot.md: nonzero and masked indexing introduce dynamic shapes)',
       'TS "Understand The Metrics Report" (aten:: counters mean CPU fallback)',
-      'RECOMP §2 (docs/source/perf/recompilation.md, operator-output dynamism)',
+      'RECOMP §2 (docs/source/perf/recompilation.md, operator-output dynamism), §2.2 (recompilation.md:59-65, querying the real size of a dynamic tensor)',
+      'torchvision detection targets: torchvision/models/detection/generalized_rcnn.py (targets: List[Dict[str, Tensor]], one row per object in `boxes`)',
       'DS (docs/source/learn/dynamic_shape.md, bounded dynamic shape is experimental)',
     ],
     torchtpu: 'The masked-sum rewrite is plain PyTorch and is offered on the torchtpu preview too; static shapes matter there as well (torch.compile(..., dynamic=False)).',
