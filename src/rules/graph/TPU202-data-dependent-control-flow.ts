@@ -54,7 +54,7 @@ export default defineRule({
       seen.add(node.id);
       ctx.report(node, {
         severity: severityIn('warning', hot),
-        message: message ?? `${what} needs the tensor's value on the host: the graph runs early and each branch outcome can compile a new graph`,
+        message: message ?? `${what} needs the tensor's value on the host: the graph runs early and each branch outcome can compile a new graph; keep it in tensor math (\`torch.where\`, \`torch.clamp\`) or check a value you already read on the host`,
         fix,
       });
     };
