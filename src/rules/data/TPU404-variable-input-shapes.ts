@@ -3,7 +3,7 @@ import { downgrade } from '../../core/engine';
 import { replace } from '../../core/edits';
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
-import { callArgs, kwValue, stringContent } from '../../core/semantics';
+import { callArgs, kwValue, methodName, receiver, stringContent, type Semantics } from '../../core/semantics';
 import { appendArg } from './util';
 
 const HF_COLLATORS = /^transformers(\.data\.data_collator)?\.(DataCollatorWithPadding|DataCollatorForSeq2Seq|DataCollatorForLanguageModeling|DataCollatorForTokenClassification)$/;
@@ -107,6 +107,98 @@ function perSampleDictsMoved(comp: Node): boolean {
   return /\.(to|cuda)\(/.test(body.text) && (body.type === 'dictionary' || /\.items\(\)/.test(body.text));
 }
 
+/**
+ * The positions of a collate function's returned tuple that concatenate the batch's per-sample tensors along dim 0
+ * (`return torch.stack(im, 0), torch.cat(label, 0), path, shapes`, YOLO): one row per object, a count per batch.
+ */
+function catPositions(sema: Semantics, fn: Node): number[] {
+  const out: number[] = [];
+  for (const ret of sema.within('return_statement', fn)) {
+    if (sema.enclosingFunction(ret)?.id !== fn.id) continue;
+    const v = ret.namedChildren[0];
+    const items = v?.type === 'expression_list' || v?.type === 'tuple' ? v.namedChildren : [];
+    items.forEach((it, i) => {
+      if (it?.type !== 'call' || !/^torch\.(cat|concat|concatenate)$/.test(sema.callee(it) ?? '')) return;
+      const { positional, keywords } = callArgs(it);
+      const dim = positional[1] ?? kwValue(keywords.get('dim'));
+      if (positional[0]?.type === 'identifier' && (!dim || dim.text === '0')) out.push(i);
+    });
+  }
+  return out;
+}
+
+/** The collate functions (with their module's semantics) named by `collate_fn=` keywords inside `scope`. */
+function collatesNamedIn(sema: Semantics, scope: Node): Node[] {
+  const names = new Set<string>();
+  for (const kw of sema.within('keyword_argument', scope)) {
+    if (kw.childForFieldName('name')?.text !== 'collate_fn') continue;
+    const v = kwValue(kw);
+    for (const n of v ? [v, ...v.descendantsOfType('attribute'), ...v.descendantsOfType('identifier')] : []) {
+      if (!n) continue;
+      if (n.type === 'attribute') names.add(n.childForFieldName('attribute')?.text ?? '');
+      else if (n.type === 'identifier' && n.parent?.type !== 'attribute') names.add(n.text);
+    }
+  }
+  return sema.nodes('function_definition').filter((f) => names.has(f.childForFieldName('name')?.text ?? ''));
+}
+
+/** The loop variable a concatenating collate function fills, with the `torch.cat` call and where it lives. */
+function concatenatedTarget(ctx: RuleContext, loop: Node): { name: string; cat: Node; fnName: string; path: string | null } | null {
+  let left = loop.childForFieldName('left');
+  let it = loop.childForFieldName('right');
+  // follow `pbar = enumerate(train_loader)`, `pbar = tqdm(pbar)` back to the loader name
+  let enumerated = false;
+  for (let k = 0; k < 6 && it; k++) {
+    if (it.type === 'call') {
+      const fn = it.childForFieldName('function')?.text ?? '';
+      if (fn === 'enumerate') enumerated = true;
+      else if (!/tqdm$/i.test(fn)) break;
+      it = callArgs(it).positional[0] ?? null;
+    } else if (it.type === 'identifier') {
+      const vals = ctx.sema.bindings(it.text).filter((v) => v.startIndex < loop.startIndex && v.type === 'call' && /^(enumerate|\w*tqdm|\w*TQDM)$/.test(v.childForFieldName('function')?.text ?? ''));
+      const first = vals.find((v) => v.childForFieldName('function')?.text === 'enumerate') ?? vals[0];
+      if (!first) break;
+      it = first;
+    } else break;
+  }
+  if (it?.type !== 'identifier') return null;
+  if (enumerated) {
+    const parts = left?.type === 'pattern_list' || left?.type === 'tuple_pattern' ? left.namedChildren : [];
+    left = parts.length === 2 ? parts[1] : null;
+  }
+  const targets = left?.type === 'tuple_pattern' || left?.type === 'pattern_list' ? left.namedChildren : [];
+  if (targets.length < 2) return null;
+  // `train_loader, dataset = create_dataloader(...)` or `train_loader = DataLoader(..., collate_fn=...)`
+  const loaderName = it.text;
+  let builder: Node | null = null;
+  for (const a of ctx.sema.nodes('assignment')) {
+    if (a.startIndex > loop.startIndex) break;
+    const l = a.childForFieldName('left');
+    const r = a.childForFieldName('right');
+    if (r?.type !== 'call') continue;
+    const names = l?.type === 'pattern_list' || l?.type === 'tuple_pattern' ? l.namedChildren.slice(0, 1) : [l];
+    if (names.some((n) => n?.text === loaderName)) builder = r;
+  }
+  if (!builder) return null;
+  const candidates: { sema: Semantics; fn: Node; path: string | null }[] = collatesNamedIn(ctx.sema, builder).map((fn) => ({ sema: ctx.sema, fn, path: null }));
+  if (!candidates.length && ctx.project) {
+    const hit = ctx.project.resolveCall(builder, ctx.sema, ctx.path);
+    if (hit && (hit.kind === 'function' || hit.kind === 'method')) {
+      for (const fn of collatesNamedIn(hit.module.sema, hit.def)) candidates.push({ sema: hit.module.sema, fn, path: hit.path });
+    }
+  }
+  for (const c of candidates) {
+    for (const pos of catPositions(c.sema, c.fn)) {
+      const t = targets[pos];
+      if (t?.type !== 'identifier') continue;
+      const ret = c.sema.within('return_statement', c.fn).find((r) => c.sema.enclosingFunction(r)?.id === c.fn.id);
+      const cat = ret?.namedChildren[0]?.namedChildren[pos];
+      if (cat) return { name: t.text, cat, fnName: c.fn.childForFieldName('name')?.text ?? 'collate_fn', path: c.path };
+    }
+  }
+  return null;
+}
+
 function short(t: string): string {
   const one = t.replace(/\s+/g, ' ');
   return one.length > 40 ? one.slice(0, 37) + '…' : one;
@@ -125,7 +217,7 @@ export default defineRule({
   effort: 3,
   message: 'Batches of varying shape recompile the graph for every new shape',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Pad to a fixed or bucketed length' },
-  triggers: ['padding', 'pad_sequence', 'DataCollator', 'group_by_length', 'Resize', 'collate', 'Collate', 'interpolate', 'max(', 'min(', 'speechbrain', '.items()'],
+  triggers: ['padding', 'pad_sequence', 'DataCollator', 'group_by_length', 'Resize', 'collate', 'Collate', 'interpolate', 'max(', 'min(', 'speechbrain', '.items()', '.to(', '.cuda('],
   docs: {
     what:
       'Checks for inputs whose shape changes from batch to batch: tokenizer calls with `padding=True`/`"longest"` (and `padding="max_length"` with no `max_length`, info); ' +
@@ -134,6 +226,7 @@ export default defineRule({
       'a small `pad_to_multiple_of` (below 64, e.g. 8, info: it still pads per batch, up to max_length/8 shapes); HF `DataCollatorWithPadding`/`DataCollatorForSeq2Seq`/`DataCollatorForLanguageModeling`/`DataCollatorForTokenClassification` ' +
       'without `pad_to_multiple_of`, or with one that is `None` on TPU such as `pad_to_multiple_of=(8 if accelerator.use_fp16 else None)` (unless the script pre-pads to a fixed length); `group_by_length=True`; torchvision `Resize(int)` not followed by a fixed crop in the same `Compose`; ' +
       'random sizes in `Resize`/`F.interpolate`, also through local names (multi-scale training: `sz = random.randrange(...)` … `interpolate(imgs, size=ns)`, reported at the draw); ' +
+      'a loop variable filled by `torch.cat(labels, 0)` in the collate function (here, or in the project module whose function builds the loader: YOLO\'s `collate_fn`), reported where the step moves it; ' +
       'per-sample dicts of tensors moved to the device one by one in the step (`[{k: v.to(device) for k, v in t.items()} for t in targets]`: the collate function left them unstacked because their sizes differ, as detection targets do; once per loop); per-batch truncation to the longest sequence (`input_ids[:, :lengths.max()]`) in a hot loop or collate function; ' +
       'and chunks cut in hot code with a bound that shrinks at the end of the data (`seq_len = min(bptt, len(source) - 1 - i)`, then `source[i:i+seq_len]`; pytorch/examples word_language_model), once per function.',
     why:
@@ -362,6 +455,22 @@ export default defineRule({
       ctx.report(sub, {
         severity: sevAt(sub),
         message: `\`${sub.text.length > 40 ? sub.text.slice(0, 37) + '…' : sub.text}\` is cut by \`${cut.length > 50 ? cut.slice(0, 47) + '…' : cut}\`: the last chunk is shorter and its shape compiles another graph; drop the tail or pad it to the full length`,
+        fix: null,
+      });
+    }
+
+    // `for i, (imgs, targets, paths, _) in pbar` over a loader whose collate function returns `torch.cat(label, 0)` at
+    // the position of `targets` (here or in the project module that builds the loader): report where the step moves it
+    for (const info of ctx.sema.hotLoops()) {
+      const loop = info.anchor;
+      if (loop.type !== 'for_statement' || info.kind !== 'train') continue;
+      const found = concatenatedTarget(ctx, loop);
+      if (!found) continue;
+      const move = ctx.sema.within('call', loop.childForFieldName('body') ?? loop).find((c) => /^(to|cuda)$/.test(methodName(c) ?? '') && receiver(c)?.text === found.name);
+      if (!move) continue;
+      ctx.report(move, {
+        message: `\`${found.name}\` is \`${short(found.cat.text)}\` of the batch's per-sample labels (collate function \`${found.fnName}\`): one row per object, so its length changes from batch to batch and every tensor built from it in the loss compiles a new graph; pad the labels to a fixed maximum number of objects per image with a validity mask`,
+        related: [{ start: found.cat.startIndex, end: found.cat.endIndex, ...(found.path ? { path: found.path } : {}), message: 'the concatenation in the collate function' }],
         fix: null,
       });
     }
