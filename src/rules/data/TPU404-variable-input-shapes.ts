@@ -10,6 +10,8 @@ const HF_COLLATORS = /^transformers(\.data\.data_collator)?\.(DataCollatorWithPa
 const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig)$/;
 const RESIZE = /^torchvision\.transforms(\.v2)?\.Resize$/;
 const FIXED_CROP = /^torchvision\.transforms(\.v2)?\.(CenterCrop|RandomCrop|RandomResizedCrop|FiveCrop|TenCrop)$/;
+/** litgpt data modules batched by `get_sft_collate_fn` (litgpt/data/__init__.py); pretraining modules (TinyLlama, OpenWebText, LitData) use fixed blocks. */
+const LITGPT_SFT = /^litgpt\.data(\.\w+)*\.(Alpaca|Alpaca2k|AlpacaGPT4|Deita|Dolly|FLAN|JSON|LIMA|LongForm|SFTDataset|get_sft_collate_fn)$/;
 const RANDOM = /^(random|numpy\.random|torch)\.(choice|randint|uniform|random|rand|randrange|sample)$/;
 
 /** Functions used as a DataLoader `collate_fn` (by name) or named like a collate function. */
@@ -217,7 +219,7 @@ export default defineRule({
   effort: 3,
   message: 'Batches of varying shape recompile the graph for every new shape',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Pad to a fixed or bucketed length' },
-  triggers: ['padding', 'pad_sequence', 'DataCollator', 'group_by_length', 'Resize', 'collate', 'Collate', 'interpolate', 'max(', 'min(', 'speechbrain', '.items()', '.to(', '.cuda('],
+  triggers: ['padding', 'pad_sequence', 'DataCollator', 'group_by_length', 'Resize', 'collate', 'Collate', 'interpolate', 'max(', 'min(', 'speechbrain', '.items()', '.to(', '.cuda(', 'litgpt'],
   docs: {
     what:
       'Checks for inputs whose shape changes from batch to batch: tokenizer calls with `padding=True`/`"longest"` (and `padding="max_length"` with no `max_length`, info); ' +
@@ -226,6 +228,7 @@ export default defineRule({
       'a small `pad_to_multiple_of` (below 64, e.g. 8, info: it still pads per batch, up to max_length/8 shapes); HF `DataCollatorWithPadding`/`DataCollatorForSeq2Seq`/`DataCollatorForLanguageModeling`/`DataCollatorForTokenClassification` ' +
       'without `pad_to_multiple_of`, or with one that is `None` on TPU such as `pad_to_multiple_of=(8 if accelerator.use_fp16 else None)` (unless the script pre-pads to a fixed length); `group_by_length=True`; torchvision `Resize(int)` not followed by a fixed crop in the same `Compose`; ' +
       'random sizes in `Resize`/`F.interpolate`, also through local names (multi-scale training: `sz = random.randrange(...)` … `interpolate(imgs, size=ns)`, reported at the draw); ' +
+      'batches of litgpt\'s instruction-tuning data modules (`from litgpt.data import Alpaca`, …: `get_sft_collate_fn` pads to the longest sample), once per file where the training loop reads `batch["input_ids"]`; ' +
       'a loop variable filled by `torch.cat(labels, 0)` in the collate function (here, or in the project module whose function builds the loader: YOLO\'s `collate_fn`), reported where the step moves it; ' +
       'per-sample dicts of tensors moved to the device one by one in the step (`[{k: v.to(device) for k, v in t.items()} for t in targets]`: the collate function left them unstacked because their sizes differ, as detection targets do; once per loop); per-batch truncation to the longest sequence (`input_ids[:, :lengths.max()]`) in a hot loop or collate function; ' +
       'and chunks cut in hot code with a bound that shrinks at the end of the data (`seq_len = min(bptt, len(source) - 1 - i)`, then `source[i:i+seq_len]`; pytorch/examples word_language_model), once per function.',
@@ -243,6 +246,7 @@ export default defineRule({
       'RECOMP (docs/source/perf/recompilation.md, "#1 dynamic shape from input data")',
       'HF Accelerate TPU guide ("no dynamic padding for NLP tasks"; huggingface/accelerate docs/source/concept_guides/training_tpu.md)',
       'DS (docs/source/learn/dynamic_shape.md)',
+      'litgpt litgpt/data/base.py `_sft_collate_fn` (pad_sequence to the longest sample of the batch, truncated only above max_seq_length)',
       'speechbrain speechbrain/utils/data_utils.py `batch_pad_right` (pads to the batch maximum; relative lengths x / max, as its unit test asserts) used by speechbrain/dataio/batch.py `PaddedBatch`',
     ],
     torchtpu: 'Same detection: the tpu device compiles per shape (`torch.compile(backend="tpu", dynamic=False)`).',
@@ -473,6 +477,23 @@ export default defineRule({
         related: [{ start: found.cat.startIndex, end: found.cat.endIndex, ...(found.path ? { path: found.path } : {}), message: 'the concatenation in the collate function' }],
         fix: null,
       });
+    }
+
+    // litgpt's instruction-tuning data modules (Alpaca, Dolly, JSON, …) batch with `get_sft_collate_fn`, which pads each
+    // batch to its longest sample (litgpt/data/base.py `_sft_collate_fn`: pad_sequence, then truncation to max_seq_length only)
+    const sft = [...ctx.sema.aliases.values()].find((full) => LITGPT_SFT.test(full));
+    if (sft) {
+      const read = ctx.sema.nodes('subscript').find((sub) => {
+        const key = sub.childForFieldName('subscript');
+        const hot = key?.type === 'string' && stringContent(key) === 'input_ids' ? ctx.sema.hot(sub) : null;
+        return !!hot && hot.kind === 'train' && hot.anchor.type !== 'function_definition';
+      });
+      if (read) {
+        ctx.report(read, {
+          message: `\`${short(read.text)}\` comes from a litgpt instruction-tuning data module (\`${sft.split('.').pop()}\`), whose collate function pads each batch to its longest sample: every new length compiles a new graph; pad to a fixed \`max_seq_length\` (or a few length buckets) on TPU`,
+          fix: null,
+        });
+      }
     }
 
     // ragged per-sample targets moved to the device in the step (one finding per loop)
