@@ -5,6 +5,7 @@ import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import { callArgs, kwValue, methodName, receiver, stringContent, type Semantics } from '../../core/semantics';
 import { appendArg } from './util';
+import { localBindings } from '../graph/util';
 
 const HF_COLLATORS = /^transformers(\.data\.data_collator)?\.(DataCollatorWithPadding|DataCollatorForSeq2Seq|DataCollatorForLanguageModeling|DataCollatorForTokenClassification)$/;
 const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig)$/;
@@ -489,8 +490,12 @@ export default defineRule({
         return !!hot && hot.kind === 'train' && hot.anchor.type !== 'function_definition';
       });
       if (read) {
-        ctx.report(read, {
-          message: `\`${short(read.text)}\` comes from a litgpt instruction-tuning data module (\`${sft.split('.').pop()}\`), whose collate function pads each batch to its longest sample: every new length compiles a new graph; pad to a fixed \`max_seq_length\` (or a few length buckets) on TPU`,
+        // `batch = next(train_iterator)` in the loop: report where the padded batch is drawn
+        const base = read.childForFieldName('value');
+        const loop = ctx.sema.hot(read)!.anchor;
+        const drawn = base?.type === 'identifier' ? localBindings(ctx, base.text, read).filter((v) => v.startIndex > loop.startIndex && v.type === 'call' && /^next$/.test(v.childForFieldName('function')?.text ?? '')).pop() : undefined;
+        ctx.report(drawn ?? read, {
+          message: `\`${short(drawn ? `${base!.text} = ${drawn.text}` : read.text)}\` comes from a litgpt instruction-tuning data module (\`${sft.split('.').pop()}\`), whose collate function pads each batch to its longest sample: every new length compiles a new graph; pad to a fixed \`max_seq_length\` (or a few length buckets) on TPU`,
           fix: null,
         });
       }
