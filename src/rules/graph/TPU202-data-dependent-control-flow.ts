@@ -62,10 +62,10 @@ export default defineRule({
     // `if npr == 0:` / `if nl:` with `npr = pred.shape[0]` of an NMS result or a mask selection: once per loop body
     const countReported = new Set<number>();
     const countBranch = (cond: Node, word: string) => {
-      const size = countCondition(ctx, cond);
-      if (!size) return false;
       const hot = hotAt(ctx, cond);
       if (!hot) return false;
+      const size = countCondition(ctx, cond);
+      if (!size) return false;
       let loop: Node | null = cond.parent;
       while (loop && loop.type !== 'for_statement' && loop.type !== 'while_statement' && loop.type !== 'function_definition') loop = loop.parent;
       const key = loop?.id ?? -1;
@@ -185,7 +185,7 @@ function stepEnclosingLoop(ctx: RuleContext, cond: Node): Node | null {
   if (!outer || outer.type === 'function_definition') return null;
   const inner = ctx.sema.hotLoops().filter((h) => h.kind === 'train' && h.anchor.startIndex > loop!.startIndex && h.anchor.endIndex <= loop!.endIndex && h.anchor.endIndex <= cond.startIndex);
   if (!inner.length) return null;
-  const names = new Set(ctx.sema.within('identifier', cond).map((i) => i.text));
+  const names = new Set(cond.descendantsOfType('identifier').map((i) => i?.text ?? ''));
   if (cond.type === 'identifier') names.add(cond.text);
   const assignedInStep = ctx.sema.nodes('assignment').some((a) => {
     const left = a.childForFieldName('left');

@@ -27,15 +27,20 @@ function valueRead(ctx: RuleContext, e: Node | null | undefined, depth = 0): Nod
     }
   }
   // `max_len = lengths.max().item()` … `torch.arange(max_len)`: the last local binding before the use
-  const ids = e.type === 'identifier' ? [e] : e.type === 'binary_operator' ? ctx.sema.within('identifier', e) : [];
+  const ids = e.type === 'identifier' ? [e] : e.type === 'binary_operator' ? e.descendantsOfType('identifier').filter((i): i is Node => !!i) : [];
   for (const id of ids) {
-    const vals = localBindings(ctx, id.text, id);
-    const last = vals[vals.length - 1];
-    const r = last && last.type !== 'identifier' ? valueRead(ctx, last, depth + 1) : null;
+    // a cheap text test first: slices and sizes bound to plain Python ints are the common case
+    const vals = ctx.sema.bindings(id.text);
+    if (!vals.some((v) => READ_TEXT.test(v.text))) continue;
+    const local = localBindings(ctx, id.text, id);
+    const last = local[local.length - 1];
+    const r = last && READ_TEXT.test(last.text) ? valueRead(ctx, last, depth + 1) : null;
     if (r && r.type === 'call') return r;
   }
   return null;
 }
+
+const READ_TEXT = /\.(item|tolist)\(|\b(int|float|round)\(/;
 
 /** Fields of per-image detection targets (torchvision's `List[Dict[str, Tensor]]` convention): one row per object. */
 const DETECTION_FIELDS = /^(boxes|bboxes|bbox|labels|masks|keypoints|classes|gt_boxes|gt_labels|gt_classes|area|iscrowd)$/;
