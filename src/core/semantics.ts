@@ -422,7 +422,15 @@ export class Semantics {
     if (it.type === 'identifier' || it.type === 'attribute') {
       const name = it.text;
       if (LOADER_NAME.test(name.split('.').pop() ?? '')) return true;
-      if (it.type === 'identifier') return this.isBoundTo(name, (v) => LOADER_CTORS.test(this.callee(v) ?? calleeText(v)));
+      if (it.type === 'identifier') {
+        if (this.isBoundTo(name, (v) => LOADER_CTORS.test(this.callee(v) ?? calleeText(v)))) return true;
+        // `pbar = tqdm(dataloader, ...)` then `for i, batch in enumerate(pbar)` (yolov5 val.py: `TQDM(dataloader)`)
+        return this.isBoundTo(name, (v) => {
+          if (v.type !== 'call' || !/(^|\.)tqdm$/i.test(this.callee(v) ?? calleeText(v))) return false;
+          const first = v.childForFieldName('arguments')?.namedChildren[0];
+          return !!first && (first.type === 'identifier' || first.type === 'attribute') && LOADER_NAME.test(first.text.split('.').pop() ?? '');
+        });
+      }
     }
     return false;
   }

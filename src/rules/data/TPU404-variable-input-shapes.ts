@@ -3,13 +3,16 @@ import { downgrade } from '../../core/engine';
 import { replace } from '../../core/edits';
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
-import { callArgs, kwValue, stringContent } from '../../core/semantics';
+import { callArgs, kwValue, methodName, receiver, stringContent, type Semantics } from '../../core/semantics';
 import { appendArg } from './util';
+import { localBindings } from '../graph/util';
 
 const HF_COLLATORS = /^transformers(\.data\.data_collator)?\.(DataCollatorWithPadding|DataCollatorForSeq2Seq|DataCollatorForLanguageModeling|DataCollatorForTokenClassification)$/;
 const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig)$/;
 const RESIZE = /^torchvision\.transforms(\.v2)?\.Resize$/;
 const FIXED_CROP = /^torchvision\.transforms(\.v2)?\.(CenterCrop|RandomCrop|RandomResizedCrop|FiveCrop|TenCrop)$/;
+/** litgpt data modules batched by `get_sft_collate_fn` (litgpt/data/__init__.py); pretraining modules (TinyLlama, OpenWebText, LitData) use fixed blocks. */
+const LITGPT_SFT = /^litgpt\.data(\.\w+)*\.(Alpaca|Alpaca2k|AlpacaGPT4|Deita|Dolly|FLAN|JSON|LIMA|LongForm|SFTDataset|get_sft_collate_fn)$/;
 const RANDOM = /^(random|numpy\.random|torch)\.(choice|randint|uniform|random|rand|randrange|sample)$/;
 
 /** Functions used as a DataLoader `collate_fn` (by name) or named like a collate function. */
@@ -21,18 +24,45 @@ function collateFunctions(ctx: RuleContext): Node[] {
     if (v?.type === 'identifier') names.add(v.text);
     if (v?.type === 'attribute') names.add(v.childForFieldName('attribute')?.text ?? '');
   }
-  return ctx.sema.nodes('function_definition').filter((f) => {
+  const direct = ctx.sema.nodes('function_definition').filter((f) => {
     const n = f.childForFieldName('name')?.text ?? '';
     return names.has(n) || /collate/i.test(n) || n === '__call__' && /collat/i.test(ctx.sema.enclosingClass(f)?.childForFieldName('name')?.text ?? '');
   });
+  // same-file helpers a collate function calls (DETR: `collate_fn` → `nested_tensor_from_tensor_list`), two levels
+  const out = [...direct];
+  const seen = new Set(direct.map((f) => f.id));
+  for (let level = 0, frontier = direct; level < 2; level++) {
+    const next: Node[] = [];
+    for (const f of frontier) {
+      for (const call of ctx.sema.callsWithin(f)) {
+        for (const g of ctx.sema.calledFunctions(call)) {
+          if (seen.has(g.id)) continue;
+          seen.add(g.id);
+          next.push(g);
+        }
+      }
+    }
+    out.push(...next);
+    frontier = next;
+  }
+  return out;
 }
 
-/** `max(len(x) for x in batch)`, `max([x[1].size(1) for x in batch])`: the longest item of the batch. */
+/**
+ * `max(len(x) for x in batch)`, `max([x[1].size(1) for x in batch])`, `_max_by_axis([list(img.shape) for img in images])`:
+ * the longest (largest) item of the batch.
+ */
 function batchMax(call: Node): boolean {
   const args = call.childForFieldName('arguments');
   if (!args) return false;
   const inner = args.type === 'generator_expression' ? args : args.namedChildren.length === 1 && args.namedChildren[0]?.type === 'list_comprehension' ? args.namedChildren[0] : null;
   return !!inner && /\blen\(|\.size\(|\.shape\b/.test(inner.text);
+}
+
+/** A function named for a maximum (`max`, `np.max`, `_max_by_axis`, `get_max_size`). */
+function maxNamed(fnText: string): boolean {
+  const last = fnText.split('.').pop() ?? '';
+  return last === 'max' || last === 'amax' || /(^|_)max(_|$)/i.test(last);
 }
 
 /** An integer `max_length` the file pads or truncates to (`max_length=cutoff_len` with `cutoff_len: int = 256`), else null. */
@@ -47,6 +77,127 @@ function maxLengthHere(ctx: RuleContext): number | null {
     }
     const b = ctx.sema.bindings(v.text);
     if (b.length === 1 && b[0].type === 'integer') return Number(b[0].text);
+  }
+  return null;
+}
+
+/** The random draw a size is computed from through local names (`ns` ← `sf` ← `sz = random.randrange(...)`), else null. */
+function randomOrigin(ctx: RuleContext, e: Node, at: Node, depth: number, seen: Set<number>): Node | null {
+  if (depth > 4 || seen.has(e.id)) return null;
+  seen.add(e.id);
+  if (e.type === 'call' && RANDOM.test(ctx.sema.callee(e) ?? '')) return e;
+  for (const c of e.namedChildren) {
+    if (!c) continue;
+    const r = randomOrigin(ctx, c, at, depth, seen);
+    if (r) return r;
+  }
+  if (e.type !== 'identifier') return null;
+  const fn = ctx.sema.enclosingFunction(at)?.id ?? -1;
+  const vals = ctx.sema.bindings(e.text).filter((v) => (ctx.sema.enclosingFunction(v)?.id ?? -1) === fn && v.startIndex < at.startIndex);
+  const last = vals[vals.length - 1];
+  return last ? randomOrigin(ctx, last, at, depth + 1, seen) : null;
+}
+
+/**
+ * `targets = [{k: v.to(device) for k, v in t.items()} for t in targets]`: per-sample dicts of tensors moved one by
+ * one. The collate function kept them as a list instead of stacking them, which it does when their sizes differ
+ * (detection targets: a different number of boxes per image).
+ */
+function perSampleDictsMoved(comp: Node): boolean {
+  if (comp.type !== 'list_comprehension') return false;
+  const body = comp.childForFieldName('body');
+  if (body?.type !== 'dictionary_comprehension' && body?.type !== 'dictionary') return false;
+  return /\.(to|cuda)\(/.test(body.text) && (body.type === 'dictionary' || /\.items\(\)/.test(body.text));
+}
+
+/**
+ * The positions of a collate function's returned tuple that concatenate the batch's per-sample tensors along dim 0
+ * (`return torch.stack(im, 0), torch.cat(label, 0), path, shapes`, YOLO): one row per object, a count per batch.
+ */
+function catPositions(sema: Semantics, fn: Node): number[] {
+  const out: number[] = [];
+  for (const ret of sema.within('return_statement', fn)) {
+    if (sema.enclosingFunction(ret)?.id !== fn.id) continue;
+    const v = ret.namedChildren[0];
+    const items = v?.type === 'expression_list' || v?.type === 'tuple' ? v.namedChildren : [];
+    items.forEach((it, i) => {
+      if (it?.type !== 'call' || !/^torch\.(cat|concat|concatenate)$/.test(sema.callee(it) ?? '')) return;
+      const { positional, keywords } = callArgs(it);
+      const dim = positional[1] ?? kwValue(keywords.get('dim'));
+      if (positional[0]?.type === 'identifier' && (!dim || dim.text === '0')) out.push(i);
+    });
+  }
+  return out;
+}
+
+/** The collate functions (with their module's semantics) named by `collate_fn=` keywords inside `scope`. */
+function collatesNamedIn(sema: Semantics, scope: Node): Node[] {
+  const names = new Set<string>();
+  for (const kw of sema.within('keyword_argument', scope)) {
+    if (kw.childForFieldName('name')?.text !== 'collate_fn') continue;
+    const v = kwValue(kw);
+    for (const n of v ? [v, ...v.descendantsOfType('attribute'), ...v.descendantsOfType('identifier')] : []) {
+      if (!n) continue;
+      if (n.type === 'attribute') names.add(n.childForFieldName('attribute')?.text ?? '');
+      else if (n.type === 'identifier' && n.parent?.type !== 'attribute') names.add(n.text);
+    }
+  }
+  return sema.nodes('function_definition').filter((f) => names.has(f.childForFieldName('name')?.text ?? ''));
+}
+
+/** The loop variable a concatenating collate function fills, with the `torch.cat` call and where it lives. */
+function concatenatedTarget(ctx: RuleContext, loop: Node): { name: string; cat: Node; fnName: string; path: string | null } | null {
+  let left = loop.childForFieldName('left');
+  let it = loop.childForFieldName('right');
+  // follow `pbar = enumerate(train_loader)`, `pbar = tqdm(pbar)` back to the loader name
+  let enumerated = false;
+  for (let k = 0; k < 6 && it; k++) {
+    if (it.type === 'call') {
+      const fn = it.childForFieldName('function')?.text ?? '';
+      if (fn === 'enumerate') enumerated = true;
+      else if (!/tqdm$/i.test(fn)) break;
+      it = callArgs(it).positional[0] ?? null;
+    } else if (it.type === 'identifier') {
+      const vals = ctx.sema.bindings(it.text).filter((v) => v.startIndex < loop.startIndex && v.type === 'call' && /^(enumerate|\w*tqdm|\w*TQDM)$/.test(v.childForFieldName('function')?.text ?? ''));
+      const first = vals.find((v) => v.childForFieldName('function')?.text === 'enumerate') ?? vals[0];
+      if (!first) break;
+      it = first;
+    } else break;
+  }
+  if (it?.type !== 'identifier') return null;
+  if (enumerated) {
+    const parts = left?.type === 'pattern_list' || left?.type === 'tuple_pattern' ? left.namedChildren : [];
+    left = parts.length === 2 ? parts[1] : null;
+  }
+  const targets = left?.type === 'tuple_pattern' || left?.type === 'pattern_list' ? left.namedChildren : [];
+  if (targets.length < 2) return null;
+  // `train_loader, dataset = create_dataloader(...)` or `train_loader = DataLoader(..., collate_fn=...)`
+  const loaderName = it.text;
+  let builder: Node | null = null;
+  for (const a of ctx.sema.nodes('assignment')) {
+    if (a.startIndex > loop.startIndex) break;
+    const l = a.childForFieldName('left');
+    const r = a.childForFieldName('right');
+    if (r?.type !== 'call') continue;
+    const names = l?.type === 'pattern_list' || l?.type === 'tuple_pattern' ? l.namedChildren.slice(0, 1) : [l];
+    if (names.some((n) => n?.text === loaderName)) builder = r;
+  }
+  if (!builder) return null;
+  const candidates: { sema: Semantics; fn: Node; path: string | null }[] = collatesNamedIn(ctx.sema, builder).map((fn) => ({ sema: ctx.sema, fn, path: null }));
+  if (!candidates.length && ctx.project) {
+    const hit = ctx.project.resolveCall(builder, ctx.sema, ctx.path);
+    if (hit && (hit.kind === 'function' || hit.kind === 'method')) {
+      for (const fn of collatesNamedIn(hit.module.sema, hit.def)) candidates.push({ sema: hit.module.sema, fn, path: hit.path });
+    }
+  }
+  for (const c of candidates) {
+    for (const pos of catPositions(c.sema, c.fn)) {
+      const t = targets[pos];
+      if (t?.type !== 'identifier') continue;
+      const ret = c.sema.within('return_statement', c.fn).find((r) => c.sema.enclosingFunction(r)?.id === c.fn.id);
+      const cat = ret?.namedChildren[0]?.namedChildren[pos];
+      if (cat) return { name: t.text, cat, fnName: c.fn.childForFieldName('name')?.text ?? 'collate_fn', path: c.path };
+    }
   }
   return null;
 }
@@ -69,15 +220,18 @@ export default defineRule({
   effort: 3,
   message: 'Batches of varying shape recompile the graph for every new shape',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Pad to a fixed or bucketed length' },
-  triggers: ['padding', 'pad_sequence', 'DataCollator', 'group_by_length', 'Resize', 'collate', 'Collate', 'interpolate', 'max(', 'min(', 'speechbrain'],
+  triggers: ['padding', 'pad_sequence', 'DataCollator', 'group_by_length', 'Resize', 'collate', 'Collate', 'interpolate', 'max(', 'min(', 'speechbrain', '.items()', '.to(', '.cuda(', 'litgpt'],
   docs: {
     what:
       'Checks for inputs whose shape changes from batch to batch: tokenizer calls with `padding=True`/`"longest"` (and `padding="max_length"` with no `max_length`, info); ' +
-      '`pad_sequence(...)`, `max(len(s) for s in batch)` / `max([x.size(1) for x in batch])` or the first of the lengths sorted descending (`lengths[0]` after `torch.sort(..., descending=True)`) in a `collate_fn`; ' +
+      '`pad_sequence(...)`, `max(len(s) for s in batch)` / `max([x.size(1) for x in batch])` / a max-named helper over the items\' shapes (`_max_by_axis([list(img.shape) for img in images])`, DETR\'s NestedTensor padding) or the first of the lengths sorted descending (`lengths[0]` after `torch.sort(..., descending=True)`) in a `collate_fn` or a same-file helper it calls (two levels); ' +
       'speechbrain PaddedBatch batches (padded to the longest item, `wav_lens` relative; once per file, where `batch.to(self.device)` runs in a `Brain` method) and `DynamicBatchSampler` (once per file); ' +
       'a small `pad_to_multiple_of` (below 64, e.g. 8, info: it still pads per batch, up to max_length/8 shapes); HF `DataCollatorWithPadding`/`DataCollatorForSeq2Seq`/`DataCollatorForLanguageModeling`/`DataCollatorForTokenClassification` ' +
       'without `pad_to_multiple_of`, or with one that is `None` on TPU such as `pad_to_multiple_of=(8 if accelerator.use_fp16 else None)` (unless the script pre-pads to a fixed length); `group_by_length=True`; torchvision `Resize(int)` not followed by a fixed crop in the same `Compose`; ' +
-      'random sizes in `Resize`/`F.interpolate`; per-batch truncation to the longest sequence (`input_ids[:, :lengths.max()]`) in a hot loop or collate function; ' +
+      'random sizes in `Resize`/`F.interpolate`, also through local names (multi-scale training: `sz = random.randrange(...)` … `interpolate(imgs, size=ns)`, reported at the draw); ' +
+      'batches of litgpt\'s instruction-tuning data modules (`from litgpt.data import Alpaca`, …: `get_sft_collate_fn` pads to the longest sample), once per file where the training loop reads `batch["input_ids"]`; ' +
+      'a loop variable filled by `torch.cat(labels, 0)` in the collate function (here, or in the project module whose function builds the loader: YOLO\'s `collate_fn`), reported where the step moves it; ' +
+      'per-sample dicts of tensors moved to the device one by one in the step (`[{k: v.to(device) for k, v in t.items()} for t in targets]`: the collate function left them unstacked because their sizes differ, as detection targets do; once per loop); per-batch truncation to the longest sequence (`input_ids[:, :lengths.max()]`) in a hot loop or collate function; ' +
       'and chunks cut in hot code with a bound that shrinks at the end of the data (`seq_len = min(bptt, len(source) - 1 - i)`, then `source[i:i+seq_len]`; pytorch/examples word_language_model), once per function.',
     why:
       '"it\'s pretty common that input dataset contains examples with different shapes … Without normalization, it\'ll cause recompilation for every new input shape" (RECOMP #1). ' +
@@ -93,12 +247,14 @@ export default defineRule({
       'RECOMP (docs/source/perf/recompilation.md, "#1 dynamic shape from input data")',
       'HF Accelerate TPU guide ("no dynamic padding for NLP tasks"; huggingface/accelerate docs/source/concept_guides/training_tpu.md)',
       'DS (docs/source/learn/dynamic_shape.md)',
+      'litgpt litgpt/data/base.py `_sft_collate_fn` (pad_sequence to the longest sample of the batch, truncated only above max_seq_length)',
       'speechbrain speechbrain/utils/data_utils.py `batch_pad_right` (pads to the batch maximum; relative lengths x / max, as its unit test asserts) used by speechbrain/dataio/batch.py `PaddedBatch`',
     ],
     torchtpu: 'Same detection: the tpu device compiles per shape (`torch.compile(backend="tpu", dynamic=False)`).',
   },
   check(ctx) {
     const collates = collateFunctions(ctx);
+    const randomReported = new Set<number>();
     // a tokenizer call that pads to a fixed max_length: the collator then sees equal lengths
     const fixedPrepad = ctx.sema.nodes('call').some((c) => {
       if (HF_COLLATORS.test(ctx.sema.callee(c) ?? '')) return false;
@@ -191,6 +347,20 @@ export default defineRule({
           ctx.report(size, { severity: sevAt(call), message: 'A random size per call gives every batch a new shape: pick from a few fixed sizes per run, or resize once in the dataset', fix: null });
           continue;
         }
+        // multi-scale training (YOLO): `sz = random.randrange(lo, hi + gs) // gs * gs` … `ns = [...sz...]` … `interpolate(imgs, size=ns)`
+        const drawn = randomOrigin(ctx, size, call, 0, new Set());
+        if (drawn && !RESIZE.test(q)) {
+          if (randomReported.has(drawn.id)) continue;
+          randomReported.add(drawn.id);
+          const line = ctx.text.slice(0, call.startIndex).split('\n').length;
+          ctx.report(drawn, {
+            severity: sevAt(call),
+            message: `\`${short(drawn.text)}\` draws a new image size and \`interpolate\` (line ${line}) resizes the batch to it: every size drawn is a new input shape and compiles a new graph; on TPU train at one size, or draw from a few fixed sizes and accept one graph each`,
+            related: [{ start: call.startIndex, end: call.endIndex, message: 'the resize to the drawn size' }],
+            fix: null,
+          });
+          continue;
+        }
         if (!RESIZE.test(q) || (size.type !== 'integer' && size.type !== 'identifier')) continue;
         // `size = (size, size)` in the same function (timm/Accelerate image_size): an (H, W) pair is a fixed shape
         if (size.type === 'identifier') {
@@ -214,10 +384,12 @@ export default defineRule({
       if (inside(call, collates)) {
         if (q === 'torch.nn.utils.rnn.pad_sequence') {
           ctx.report(call, { message: '`pad_sequence` in a collate function pads to the longest sequence of each batch: pad to a fixed (or bucketed) length instead', fix: null });
-        } else if (fnText === 'max' && batchMax(call)) {
+        } else if (maxNamed(fnText) && batchMax(call)) {
           // max(len(x) for x in xs): (call arguments: (generator_expression …))
           const t = call.text.replace(/\s+/g, ' ');
-          ctx.report(call, { message: `\`${t.length > 40 ? t.slice(0, 37) + '…' : t}\` in a collate function sizes each batch by its longest item: pad to a fixed (or bucketed) length instead`, fix: null });
+          const fnName = ctx.sema.enclosingFunction(call)?.childForFieldName('name')?.text ?? '';
+          const where = /collat|__call__/i.test(fnName) || !fnName ? 'in a collate function' : `in \`${fnName}()\`, which the collate function calls,`;
+          ctx.report(call, { message: `\`${t.length > 40 ? t.slice(0, 37) + '…' : t}\` ${where} sizes each batch by its longest item: pad to a fixed (or bucketed) length instead`, fix: null });
         }
       }
     }
@@ -288,6 +460,58 @@ export default defineRule({
       ctx.report(sub, {
         severity: sevAt(sub),
         message: `\`${sub.text.length > 40 ? sub.text.slice(0, 37) + '…' : sub.text}\` is cut by \`${cut.length > 50 ? cut.slice(0, 47) + '…' : cut}\`: the last chunk is shorter and its shape compiles another graph; drop the tail or pad it to the full length`,
+        fix: null,
+      });
+    }
+
+    // `for i, (imgs, targets, paths, _) in pbar` over a loader whose collate function returns `torch.cat(label, 0)` at
+    // the position of `targets` (here or in the project module that builds the loader): report where the step moves it
+    for (const info of ctx.sema.hotLoops()) {
+      const loop = info.anchor;
+      if (loop.type !== 'for_statement' || info.kind !== 'train') continue;
+      const found = concatenatedTarget(ctx, loop);
+      if (!found) continue;
+      const move = ctx.sema.within('call', loop.childForFieldName('body') ?? loop).find((c) => /^(to|cuda)$/.test(methodName(c) ?? '') && receiver(c)?.text === found.name);
+      if (!move) continue;
+      ctx.report(move, {
+        message: `\`${found.name}\` is \`${short(found.cat.text)}\` of the batch's per-sample labels (collate function \`${found.fnName}\`): one row per object, so its length changes from batch to batch and every tensor built from it in the loss compiles a new graph; pad the labels to a fixed maximum number of objects per image with a validity mask`,
+        related: [{ start: found.cat.startIndex, end: found.cat.endIndex, ...(found.path ? { path: found.path } : {}), message: 'the concatenation in the collate function' }],
+        fix: null,
+      });
+    }
+
+    // litgpt's instruction-tuning data modules (Alpaca, Dolly, JSON, …) batch with `get_sft_collate_fn`, which pads each
+    // batch to its longest sample (litgpt/data/base.py `_sft_collate_fn`: pad_sequence, then truncation to max_seq_length only)
+    const sft = [...ctx.sema.aliases.values()].find((full) => LITGPT_SFT.test(full));
+    if (sft) {
+      const read = ctx.sema.nodes('subscript').find((sub) => {
+        const key = sub.childForFieldName('subscript');
+        const hot = key?.type === 'string' && stringContent(key) === 'input_ids' ? ctx.sema.hot(sub) : null;
+        return !!hot && hot.kind === 'train' && hot.anchor.type !== 'function_definition';
+      });
+      if (read) {
+        // `batch = next(train_iterator)` in the loop: report where the padded batch is drawn
+        const base = read.childForFieldName('value');
+        const loop = ctx.sema.hot(read)!.anchor;
+        const drawn = base?.type === 'identifier' ? localBindings(ctx, base.text, read).filter((v) => v.startIndex > loop.startIndex && v.type === 'call' && /^next$/.test(v.childForFieldName('function')?.text ?? '')).pop() : undefined;
+        ctx.report(drawn ?? read, {
+          message: `\`${short(drawn ? `${base!.text} = ${drawn.text}` : read.text)}\` comes from a litgpt instruction-tuning data module (\`${sft.split('.').pop()}\`), whose collate function pads each batch to its longest sample: every new length compiles a new graph; pad to a fixed \`max_seq_length\` (or a few length buckets) on TPU`,
+          fix: null,
+        });
+      }
+    }
+
+    // ragged per-sample targets moved to the device in the step (one finding per loop)
+    const raggedLoops = new Set<number>();
+    for (const clause of ctx.sema.nodes('for_in_clause')) {
+      const comp = clause.parent;
+      if (!comp) continue;
+      const hot = ctx.sema.hot(comp);
+      if (!hot || hot.anchor.type === 'function_definition' || raggedLoops.has(hot.anchor.id) || !perSampleDictsMoved(comp)) continue;
+      raggedLoops.add(hot.anchor.id);
+      ctx.report(comp, {
+        severity: sevAt(comp),
+        message: `\`${short(comp.text)}\` moves per-sample dicts of tensors that the collate function left unstacked because their sizes differ (detection targets: a different number of objects per image): every tensor computed from them changes shape per batch and compiles a new graph; pad each field to a fixed maximum count with a validity mask in the collate function`,
         fix: null,
       });
     }

@@ -2,7 +2,7 @@ import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, kwValue } from '../../core/semantics';
 import { replace, replaceRange } from '../../core/edits';
-import { hotAt, severityIn, short, tensorCondition, tensorish, torchName } from './util';
+import { countSize, hotAt, severityIn, short, tensorCondition, tensorish, torchName } from './util';
 import { torchRandomDraw } from './random-draw';
 
 export default defineRule({
@@ -20,12 +20,14 @@ export default defineRule({
       'Checks, in a hot loop or `forward`, for `if`/`elif`/`while`/`assert`/ternary tests and `and`/`or`/`not` operands whose value is a tensor ' +
       '(`if loss > thr:`, `if torch.isnan(loss):`, `while (err > eps).any():`, `assert torch.isfinite(loss)`, `if not torch.isfinite(grad_norm): continue`), ' +
       '`clip_grad_norm_(..., error_if_nonfinite=True)`, and anomaly detection left on (`torch.autograd.set_detect_anomaly(True)`, `detect_anomaly()`). ' +
-      'Tests on Python scalars, configuration, the step counter, `.shape`/`.size()`, or `is None` are not flagged; `.item()` reads are TPU201. ' +
+      'Also branches on the size of a data-dependent count (`npr = pred.shape[0]` of an NMS result, `nl = labels.shape[0]` of a boolean-mask selection, then `if npr == 0:`), once per loop; ' +
+      'and a tensor from the step tested in the loop around the minibatch loop when that loop runs inside another one (PPO: `if approx_kl > target_kl: break` per update epoch), info. ' +
+      'An outermost epoch loop testing the last loss is not flagged. Tests on Python scalars, configuration, the step counter, `.shape`/`.size()`, or `is None` are not flagged; `.item()` reads are TPU201. ' +
       'Eval loops and throttled code get info.',
     why:
       'A Python branch on a tensor needs its value now: "Even if `x[0][0]` was a Tensor, we need to execute/materialize its value for python interpreter to proceed. ' +
       'And different branch choices … means we have a lot of graph to compile" (RECOMP, "#3. From control flow"). The troubleshooting guide recommends ' +
-      '`torch.where` instead (TS:324-346). The torch_xla-patched `clip_grad_norm_` evaluates `total_norm.isnan() or total_norm.isinf()` in Python when ' +
+      '`torch.where` instead (TS:324-346). Reading the real size of a dynamic-shape tensor "forces XLA to cut the graph and evaluate" (RECOMP §2.2, recompilation.md:59-65). The torch_xla-patched `clip_grad_norm_` evaluates `total_norm.isnan() or total_norm.isinf()` in Python when ' +
       '`error_if_nonfinite=True` (PATCH:49-53). Anomaly mode is a debugging aid that inspects every backward result (its sync cost on XLA is unverified).',
     example: 'if loss > max_loss:\n    loss = loss * 0.1',
     useInstead: 'loss = torch.where(loss > max_loss, loss * 0.1, loss)',
@@ -37,6 +39,7 @@ export default defineRule({
     sources: [
       'RECOMP #3 "From control flow" (docs/source/perf/recompilation.md)',
       'TS:324-346 (docs/source/learn/troubleshoot.md: use torch.where instead of control flow)',
+      'RECOMP §2.2 (docs/source/perf/recompilation.md:59-65: querying the size of a dynamic-shape tensor cuts the graph)',
       'PATCH:49-53 (torch_xla/_patched_functions.py, clip_grad_norm_ with error_if_nonfinite)',
     ],
     torchtpu: '`torch.where` is plain PyTorch, so the same rewrite is offered on the torchtpu preview.',
@@ -51,17 +54,51 @@ export default defineRule({
       seen.add(node.id);
       ctx.report(node, {
         severity: severityIn('warning', hot),
-        message: message ?? `${what} needs the tensor's value on the host: the graph runs early and each branch outcome can compile a new graph`,
+        message: message ?? `${what} needs the tensor's value on the host: the graph runs early and each branch outcome can compile a new graph; keep it in tensor math (\`torch.where\`, \`torch.clamp\`) or check a value you already read on the host`,
         fix,
+      });
+    };
+
+    // `if npr == 0:` / `if nl:` with `npr = pred.shape[0]` of an NMS result or a mask selection: once per loop body
+    const countReported = new Set<number>();
+    const countBranch = (cond: Node, word: string) => {
+      const hot = hotAt(ctx, cond);
+      if (!hot) return false;
+      const size = countCondition(ctx, cond);
+      if (!size) return false;
+      let loop: Node | null = cond.parent;
+      while (loop && loop.type !== 'for_statement' && loop.type !== 'while_statement' && loop.type !== 'function_definition') loop = loop.parent;
+      const key = loop?.id ?? -1;
+      if (countReported.has(key)) return true;
+      countReported.add(key);
+      seen.add(cond.id);
+      ctx.report(cond, {
+        severity: severityIn('warning', hot),
+        message: `\`${word} ${short(cond.text, 30)}\` branches on the size of \`${short(size.of.text, 20)}\` (${size.source}), a count only the data decides: reading it runs the graph early (a host sync) and each branch is a different graph; keep fixed-size padded results with a validity mask, or do this bookkeeping on the host after the step`,
+      });
+      return true;
+    };
+    // `if approx_kl > target_kl: break` in the PPO update-epoch loop, right after its minibatch loop: once per update epoch
+    const epochLevel = (cond: Node, word: string) => {
+      if (!tensorCondition(ctx, cond) || ctx.sema.hot(cond)) return;
+      const loop = stepEnclosingLoop(ctx, cond);
+      if (!loop) return;
+      seen.add(cond.id);
+      ctx.report(cond, {
+        severity: 'info',
+        message: `\`${word} ${short(cond.text, 30)}\` tests a tensor from the training step in the loop around it, once per pass of the inner loop and that loop runs inside another one: each test reads the value to the host (a sync); compare on the host from a value you already log, or keep the check in tensor math`,
       });
     };
 
     for (const stmt of ctx.sema.nodes('if_statement')) {
       const cond = stmt.childForFieldName('condition');
+      if (cond && !tensorCondition(ctx, cond)) countBranch(cond, 'if');
+      if (cond && tensorCondition(ctx, cond) && !ctx.sema.hot(cond)) epochLevel(cond, 'if');
       if (cond && tensorCondition(ctx, cond)) flag(cond, `\`if ${short(cond.text, 36)}\``, whereFix(ctx, stmt, cond));
       for (const alt of stmt.childrenForFieldName('alternative')) {
         const c = alt?.type === 'elif_clause' ? alt.childForFieldName('condition') : null;
-        if (c && tensorCondition(ctx, c)) flag(c, `\`elif ${short(c.text, 36)}\``);
+        if (c && !tensorCondition(ctx, c)) countBranch(c, 'elif');
+      if (c && tensorCondition(ctx, c)) flag(c, `\`elif ${short(c.text, 36)}\``);
       }
     }
     for (const stmt of ctx.sema.nodes('while_statement')) {
@@ -110,6 +147,52 @@ export default defineRule({
     }
   },
 });
+
+/** A condition on the size of a data-dependent count (`npr == 0`, `nl`, `not len(sel)`), with that size. */
+function countCondition(ctx: RuleContext, cond: Node): ReturnType<typeof countSize> {
+  if (cond.type === 'parenthesized_expression' || cond.type === 'not_operator') return countCondition(ctx, cond.childForFieldName('argument') ?? cond.namedChildren[0]!);
+  if (cond.type === 'boolean_operator') {
+    for (const c of cond.namedChildren) {
+      const r = c ? countCondition(ctx, c) : null;
+      if (r) return r;
+    }
+    return null;
+  }
+  if (cond.type === 'comparison_operator') {
+    for (const c of cond.namedChildren) {
+      const r = c ? countSize(ctx, c) : null;
+      if (r) return r;
+    }
+    return null;
+  }
+  return countSize(ctx, cond);
+}
+
+/**
+ * The loop a non-hot condition sits in when that loop holds a training loop whose step assigns the tested name and
+ * is itself inside another loop (PPO: `for epoch in range(update_epochs)` inside the iteration loop), else null.
+ * An outermost epoch loop (`for epoch in range(n)`) is not one: its test runs once per pass over the data.
+ */
+function stepEnclosingLoop(ctx: RuleContext, cond: Node): Node | null {
+  let loop: Node | null = cond.parent;
+  while (loop && loop.type !== 'for_statement' && loop.type !== 'while_statement') {
+    if (loop.type === 'function_definition') return null;
+    loop = loop.parent;
+  }
+  if (!loop) return null;
+  let outer: Node | null = loop.parent;
+  while (outer && outer.type !== 'for_statement' && outer.type !== 'while_statement' && outer.type !== 'function_definition') outer = outer.parent;
+  if (!outer || outer.type === 'function_definition') return null;
+  const inner = ctx.sema.hotLoops().filter((h) => h.kind === 'train' && h.anchor.startIndex > loop!.startIndex && h.anchor.endIndex <= loop!.endIndex && h.anchor.endIndex <= cond.startIndex);
+  if (!inner.length) return null;
+  const names = new Set(cond.descendantsOfType('identifier').map((i) => i?.text ?? ''));
+  if (cond.type === 'identifier') names.add(cond.text);
+  const assignedInStep = ctx.sema.nodes('assignment').some((a) => {
+    const left = a.childForFieldName('left');
+    return !!left && names.has(left.text) && inner.some((h) => a.startIndex > h.anchor.startIndex && a.endIndex <= h.anchor.endIndex);
+  });
+  return assignedInStep ? loop : null;
+}
 
 /** Inside the test of an if/while/assert/ternary (reported there). */
 function insideTest(node: Node): boolean {

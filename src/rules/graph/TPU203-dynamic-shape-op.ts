@@ -2,63 +2,64 @@ import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, methodName, receiver } from '../../core/semantics';
 import { replace } from '../../core/edits';
-import { hostValue, hotAt, severityIn, short, tensorish, torchName } from './util';
+import { hostValue, hotAt, isNmsCall, localBindings, maskIndex, severityIn, short, tensorish, torchName } from './util';
 
 const DYNAMIC_FNS = new Set(['nonzero', 'argwhere', 'masked_select', 'unique', 'unique_consecutive', 'bincount', 'repeat_interleave']);
 const FACTORIES = /^torch\.(zeros|ones|empty|full|rand|randn|randint|arange|randperm)$/;
 const SHAPE_METHODS = new Set(['view', 'reshape', 'expand', 'narrow', 'new_zeros', 'new_ones', 'new_empty', 'new_full', 'repeat', 'split']);
-const BOOL_METHODS = /^(bool|isnan|isinf|isfinite|eq|ne|gt|lt|ge|le|logical_and|logical_or|logical_not|logical_xor)$/;
-
-/** A boolean tensor expression usable as a mask. `self` is the indexed value (`x[x > 0]`). */
-function boolMask(ctx: RuleContext, e: Node | null | undefined, indexed: Node | null, depth = 0): boolean {
-  if (!e || depth > 4) return false;
-  switch (e.type) {
-    case 'parenthesized_expression':
-      return boolMask(ctx, e.namedChildren[0], indexed, depth + 1);
-    case 'comparison_operator': {
-      const ops = e.children.filter((c) => c && !c.isNamed).map((c) => c!.type);
-      if (ops.some((o) => /^(is|in|not|is not|not in)$/.test(o))) return false;
-      return e.namedChildren.some((c) => !!c && (tensorish(ctx, c, false) || (!!indexed && c.text === indexed.text)));
-    }
-    case 'unary_operator':
-      return e.text.startsWith('~') && boolMask(ctx, e.namedChildren[0], indexed, depth + 1);
-    case 'binary_operator': {
-      const op = e.children.find((c) => c && !c.isNamed)?.type;
-      return (op === '&' || op === '|' || op === '^') && boolMask(ctx, e.childForFieldName('left'), indexed, depth + 1);
-    }
-    case 'call': {
-      const callee = ctx.sema.callee(e) ?? '';
-      if (/^torch\.(isnan|isinf|isfinite|logical_\w+|isin|eq|ne|gt|lt|ge|le)$/.test(callee)) return true;
-      const m = methodName(e);
-      const recv = receiver(e);
-      return !!m && BOOL_METHODS.test(m) && !!recv && !hostValue(ctx, recv) && (tensorish(ctx, recv, false) || (!!indexed && recv.text === indexed.text) || /mask/i.test(recv.text));
-    }
-    case 'identifier': {
-      const vals = ctx.sema.bindings(e.text).filter((v) => v.id !== e.id);
-      return vals.length > 0 && vals.every((v) => boolMask(ctx, v, indexed, depth + 1));
-    }
-    default:
-      return false;
-  }
-}
-
-/** A Python number read from a tensor's value: `n.item()`, `int(n.max())`, or the tensor itself used as a size/bound. */
-function valueDerived(ctx: RuleContext, e: Node | null | undefined): boolean {
-  if (!e) return false;
-  if (e.type === 'integer' || e.type === 'identifier' && /^[A-Z_0-9]+$/.test(e.text)) return false;
-  if (tensorish(ctx, e, false)) return true;
+/**
+ * A Python number read from a tensor's value: `n.item()`, `int(n.max())`, or the tensor itself used as a size/bound;
+ * through a local name (`max_len = torch.max(lengths).item()` then `arange(max_len)`). Returns the read, else null.
+ */
+function valueRead(ctx: RuleContext, e: Node | null | undefined, depth = 0): Node | null {
+  if (!e || depth > 3) return null;
+  if (e.type === 'integer' || e.type === 'identifier' && /^[A-Z_0-9]+$/.test(e.text)) return null;
+  if (tensorish(ctx, e, false)) return e;
   for (const call of [e, ...ctx.sema.within('call', e)]) {
     if (call.type !== 'call') continue;
     const m = methodName(call);
     const recv = receiver(call);
-    if ((m === 'item' || m === 'tolist') && recv && !hostValue(ctx, recv) && tensorish(ctx, recv, false)) return true;
+    if ((m === 'item' || m === 'tolist') && recv && !hostValue(ctx, recv) && tensorish(ctx, recv, false)) return call;
     const fn = call.childForFieldName('function');
     if (fn?.type === 'identifier' && /^(int|float|round)$/.test(fn.text)) {
       const a = callArgs(call).positional[0];
-      if (a && tensorish(ctx, a, false)) return true;
+      if (a && tensorish(ctx, a, false)) return call;
     }
   }
-  return false;
+  // `max_len = lengths.max().item()` … `torch.arange(max_len)`: the last local binding before the use
+  const ids = e.type === 'identifier' ? [e] : e.type === 'binary_operator' ? e.descendantsOfType('identifier').filter((i): i is Node => !!i) : [];
+  for (const id of ids) {
+    // a cheap text test first: slices and sizes bound to plain Python ints are the common case
+    const vals = ctx.sema.bindings(id.text);
+    if (!vals.some((v) => READ_TEXT.test(v.text))) continue;
+    const local = localBindings(ctx, id.text, id);
+    const last = local[local.length - 1];
+    const r = last && READ_TEXT.test(last.text) ? valueRead(ctx, last, depth + 1) : null;
+    if (r && r.type === 'call') return r;
+  }
+  return null;
+}
+
+const READ_TEXT = /\.(item|tolist)\(|\b(int|float|round)\(/;
+
+/** Fields of per-image detection targets (torchvision's `List[Dict[str, Tensor]]` convention): one row per object. */
+const DETECTION_FIELDS = /^(boxes|bboxes|bbox|labels|masks|keypoints|classes|gt_boxes|gt_labels|gt_classes|area|iscrowd)$/;
+
+/** `torch.cat([v["boxes"] for v in targets])`: one field of every image's targets, concatenated along the object dim. */
+function catOfTargetField(ctx: RuleContext, call: Node): string | null {
+  if (!/^torch\.(cat|concat|concatenate)$/.test(ctx.sema.callee(call) ?? '')) return null;
+  const { positional, keywords } = callArgs(call);
+  const dim = positional[1] ?? keywords.get('dim')?.childForFieldName('value');
+  if (dim && dim.text !== '0') return null;
+  const comp = positional[0];
+  if (comp?.type !== 'list_comprehension' && comp?.type !== 'generator_expression') return null;
+  const body = comp.childForFieldName('body');
+  const clause = comp.namedChildren.find((c) => c?.type === 'for_in_clause');
+  const loopVar = clause?.childForFieldName('left');
+  if (body?.type !== 'subscript' || loopVar?.type !== 'identifier' || body.childForFieldName('value')?.text !== loopVar.text) return null;
+  const key = body.childForFieldName('subscript');
+  const field = key?.type === 'string' ? key.text.slice(1, -1) : null;
+  return field && DETECTION_FIELDS.test(field) ? field : null;
 }
 
 export default defineRule({
@@ -76,13 +77,17 @@ export default defineRule({
       'Checks, in a hot loop or `forward`, for ops whose output shape depends on tensor values: `torch.nonzero`/`Tensor.nonzero` (also `as_tuple=True`), ' +
       '`torch.argwhere`, one-argument `torch.where(cond)`, `masked_select`, `unique`/`unique_consecutive`, `repeat_interleave` with a tensor of repeats, ' +
       '`bincount`; boolean-mask reads (`y = x[mask]`, `x[x > 0].mean()`); and shapes built from values (`torch.zeros(int(n.max()))`, ' +
-      '`x.view(k.item(), -1)`, `x[:lengths.max()]`). Mask writes (`x[mask] = v`), three-argument `torch.where` and `topk` with a constant `k` are static and not flagged. ' +
+      '`x.view(k.item(), -1)`, `x[:lengths.max()]`; through a local name, `max_len = torch.max(lengths).item()` then `torch.arange(max_len)`, reported at the read with the sized tensor as a related location); ' +
+      'data-dependent counts: non-maximum suppression (`torchvision.ops.nms`/`batched_nms`, a `non_max_suppression` helper), boolean-mask reads with slices beside the mask (`t[t[:, 0] == i, 1:]`), ' +
+      'and one field of per-image detection targets joined along the object dim (`torch.cat([t["boxes"] for t in targets])`, torchvision\'s `List[Dict[str, Tensor]]` convention; once per function). ' +
+      '`unique`/`nonzero` over a CPU tensor of Python ints (`torch.tensor([x.shape[-1] for x in crops])`) never reaches the device and is not flagged. Mask writes (`x[mask] = v`), three-argument `torch.where` and `topk` with a constant `k` are static and not flagged. ' +
       'Loop trip counts from tensor values are TPU205.',
     why:
       '"Direct or indirect uses of `nonzero` introduce dynamic shapes; for example, masked indexing `base[index]` where `index` is a mask tensor" (TS:288-290). ' +
       'XLA compiles for static shapes, so every new output size is a new graph; `nonzero` and `_local_scalar_dense` also appear as `aten::` counters in the ' +
       'metrics report, meaning CPU fallbacks and context switches (TS, "Understand The Metrics Report"). RECOMP §2 describes operator-output dynamism ' +
-      'and `torch.unique`. Bounded dynamic shape (`XLA_EXPERIMENTAL="nonzero:masked_select:masked_scatter"`) is experimental and covers MLP-style models only (DS).',
+      'and `torch.unique`; RECOMP §2.2 (recompilation.md:59-65): reading the real size of such a tensor cuts the graph, and a Python int taken from it and fed to other ops is a dynamic source too. ' +
+      'The number of boxes NMS keeps and the number of objects in a batch of detection targets are such counts. Bounded dynamic shape (`XLA_EXPERIMENTAL="nonzero:masked_select:masked_scatter"`) is experimental and covers MLP-style models only (DS).',
     example: 'm = x[x > 0].mean()\nloss = F.cross_entropy(logits[mask], labels[mask])',
     useInstead:
       'm = torch.where(x > 0, x, 0).sum() / (x > 0).sum().clamp(min=1)\n' +
@@ -95,12 +100,15 @@ export default defineRule({
     sources: [
       'TS:288-290 (docs/source/learn/troubleshoot.md: nonzero and masked indexing introduce dynamic shapes)',
       'TS "Understand The Metrics Report" (aten:: counters mean CPU fallback)',
-      'RECOMP §2 (docs/source/perf/recompilation.md, operator-output dynamism)',
+      'RECOMP §2 (docs/source/perf/recompilation.md, operator-output dynamism), §2.2 (recompilation.md:59-65, querying the real size of a dynamic tensor)',
+      'torchvision detection targets: torchvision/models/detection/generalized_rcnn.py (targets: List[Dict[str, Tensor]], one row per object in `boxes`)',
       'DS (docs/source/learn/dynamic_shape.md, bounded dynamic shape is experimental)',
     ],
     torchtpu: 'The masked-sum rewrite is plain PyTorch and is offered on the torchtpu preview too; static shapes matter there as well (torch.compile(..., dynamic=False)).',
   },
   check(ctx) {
+    const catReported = new Set<number>();
+    const readReported = new Set<number>();
     const report = (at: Node, what: string, fix: FixDraft | null = null) => {
       const hot = hotAt(ctx, at);
       if (!hot) return;
@@ -119,6 +127,8 @@ export default defineRule({
       const fnName = callee.startsWith('torch.') ? callee.slice(6) : null;
       if (fnName && DYNAMIC_FNS.has(fnName)) {
         if (fnName === 'repeat_interleave' && !(positional[1] && tensorish(ctx, positional[1], false))) continue;
+        // `torch.unique_consecutive(torch.tensor([x.shape[-1] for x in crops]))`: a CPU tensor of Python ints, never on the device
+        if (positional[0] && hostValue(ctx, positional[0])) continue;
         report(call, `\`${short(call.text, 40)}\``);
         continue;
       }
@@ -133,10 +143,48 @@ export default defineRule({
         report(call, `\`${short(call.text, 40)}\``);
         continue;
       }
+      if (isNmsCall(ctx, call)) {
+        const hot = hotAt(ctx, call);
+        if (hot) {
+          ctx.report(call, {
+            severity: severityIn('warning', hot),
+            message: `Non-maximum suppression \`${short(call.text, 36)}\` keeps a data-dependent number of boxes: every tensor built from its output gets a new shape per batch and compiles a new graph; keep a fixed number of top-scoring boxes (\`topk\` with a constant k) with a validity mask, or run NMS on the host after the step`,
+          });
+        }
+        continue;
+      }
+      const field = catOfTargetField(ctx, call);
+      if (field) {
+        const fn = ctx.sema.enclosingFunction(call)?.id ?? -1;
+        if (catReported.has(fn)) continue;
+        const hot = hotAt(ctx, call);
+        if (!hot) continue;
+        catReported.add(fn);
+        ctx.report(call, {
+          severity: severityIn('warning', hot),
+          message: `\`${short(call.text, 40)}\` joins every image's \`${field}\`: its length is the batch's total number of objects, which changes from batch to batch, so each tensor built from it (cost matrix, losses) compiles a new graph; pad the targets to a fixed maximum number of objects per image with a validity mask`,
+        });
+        continue;
+      }
       // torch.zeros(int(n.max())), x.view(k.item(), -1)
       const sizeArgs = sizeArguments(FACTORIES.test(callee) ? callee.slice(6) : !callee && meth && SHAPE_METHODS.has(meth) && tensorish(ctx, receiver(call), false) ? meth : null, positional);
-      const derived = sizeArgs.find((a) => valueDerived(ctx, a));
-      if (derived) report(call, `\`${short(call.text, 40)}\` takes its size from \`${short(derived.text, 24)}\``);
+      let read: Node | null = null;
+      const derived = sizeArgs.find((a) => (read = valueRead(ctx, a)));
+      if (!derived || !read) continue;
+      const r = read as Node;
+      const line = ctx.text.slice(0, call.startIndex).split('\n').length;
+      if (r.startIndex >= call.startIndex && r.endIndex <= call.endIndex) report(call, `\`${short(call.text, 40)}\` takes its size from \`${short(derived.text, 24)}\``);
+      else {
+        // the read happens earlier (`max_len = torch.max(lengths).item()`): report it there, where the fixed size belongs
+        const hot = hotAt(ctx, r);
+        if (!hot || readReported.has(r.id)) continue;
+        readReported.add(r.id);
+        ctx.report(r, {
+          severity: severityIn('warning', hot),
+          message: `\`${short(r.text, 36)}\` reads a tensor value to the host (the graph runs early) and \`${short(call.text, 36)}\` (line ${line}) takes its size from it: every new value is a new shape and compiles a new graph; size it with a fixed maximum (pad to it) and mask`,
+          related: [{ start: call.startIndex, end: call.endIndex, message: 'the tensor sized by the value read' }],
+        });
+      }
     }
 
     for (const sub of ctx.sema.nodes('subscript')) {
@@ -144,13 +192,14 @@ export default defineRule({
       const indexes = sub.childrenForFieldName('subscript').filter((n): n is Node => !!n);
       if (!value || !indexes.length || isWriteTarget(sub)) continue;
       // x[:lengths.max()], x[:, :n.item()]
-      const slice = indexes.flatMap((i) => (i.type === 'slice' ? i.namedChildren.filter((c): c is Node => !!c) : [])).find((b) => valueDerived(ctx, b));
+      const slice = indexes.flatMap((i) => (i.type === 'slice' ? i.namedChildren.filter((c): c is Node => !!c) : [])).find((b) => valueRead(ctx, b));
       if (slice && tensorish(ctx, value, false)) {
         report(sub, `Slice \`${short(sub.text, 40)}\` ends at a tensor value`);
         continue;
       }
-      if (indexes.length !== 1 || !boolMask(ctx, indexes[0], value)) continue;
-      report(sub, `Boolean-mask read \`${short(sub.text, 40)}\``, maskedReduceFix(ctx, sub, value, indexes[0]));
+      const mask = maskIndex(ctx, sub);
+      if (!mask) continue;
+      report(sub, `Boolean-mask read \`${short(sub.text, 40)}\``, indexes.length === 1 ? maskedReduceFix(ctx, sub, value, mask) : null);
     }
   },
 });

@@ -38,13 +38,13 @@ export default defineRule({
   effort: 5,
   message: 'The traced graph\'s structure changes from step to step: each variant compiles a new graph',
   fix: { availability: 'none' },
-  triggers: ['range(', 'break', 'random', 'cat(', 'pack_padded_sequence', 'pad_packed_sequence'],
+  triggers: ['range(', 'break', 'random', 'cat(', 'pack_padded_sequence', 'pad_packed_sequence', 'while '],
   docs: {
     what:
       'Autoregressive decode loops outside training (see graph/generation.ts): a generated sequence grown with `torch.cat` every step and a `break` on a device value (`if (nxt == eos).all(): break`), info; ' +
       'branches on a fresh torch draw (`if torch.rand(1) < p:`) are random branches reported here, not as TPU202 value checks. ' +
       'Checks, in `forward` or a hot loop, for Python structure that changes between steps: `for t in range(...)` whose trip count comes from a tensor value ' +
-      '(`n.item()`, `int(lengths.max())`) or a per-batch size (`len(x)`, `x.size(1)`, `x.shape[1]`); `break` under a tensor-valued condition; branches chosen by ' +
+      '(`n.item()`, `int(lengths.max())`) or a per-batch size (`len(x)`, `x.size(1)`, `x.shape[1]`); `while` loops bounded by a per-batch size (a teacher-forced decoder: `while len(outs) < inputs.size(0) - 1`); `break` under a tensor-valued condition; branches chosen by ' +
       'Python or NumPy randomness (`if self.training and random.random() < p: return x`, LayerDrop, stochastic depth); and ' +
       '`pack_padded_sequence`/`pad_packed_sequence`. Loops over constants or configuration (`range(self.n_layers)`) are not flagged. ' +
       'Variable-length decode loops and beam search are only caught through these shapes.',
@@ -86,6 +86,19 @@ export default defineRule({
           report(it, `\`${short(it.text, 40)}\` takes its trip count from ${why}: the loop is unrolled into the graph, so each new count compiles a new graph`);
           break;
         }
+      }
+    }
+
+    // `while len(outs) < inputs.size(0) - 1:` (teacher-forced decoder): the trip count is the padded length of the batch
+    for (const loop of ctx.sema.nodes('while_statement')) {
+      const cond = loop.childForFieldName('condition');
+      if (!cond || tensorCondition(ctx, cond)) continue; // a tensor test is TPU202
+      const sizes = [...ctx.sema.within('call', cond), ...ctx.sema.within('subscript', cond)].filter((n) => {
+        const why = dynamicBound(ctx, n);
+        return why === 'a per-batch size';
+      });
+      if (sizes.length) {
+        report(cond, `\`while ${short(cond.text, 36)}\` runs as many times as \`${short(sizes[0].text, 24)}\`, a size of this batch: the loop is unrolled into the graph, so each new length compiles a new graph; pad to a fixed length (or loop a fixed number of steps and mask)`);
       }
     }
 

@@ -241,3 +241,149 @@ export function endOfBodyEdit(ctx: RuleContext, loop: Node, last: Node, body: No
   if (oneLine) return JUMP_STATEMENTS.has(last.type) ? null : insertAt(last.endIndex, `; ${text}`);
   return JUMP_STATEMENTS.has(last.type) ? insertLineBefore(ctx.text, last, text) : insertLineAfter(ctx.text, last, text);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Data-dependent counts (TPU202, TPU203): tensors whose leading dim is a count the data decides
+
+const MASK_BOOL_METHODS = /^(bool|isnan|isinf|isfinite|eq|ne|gt|lt|ge|le|logical_and|logical_or|logical_not|logical_xor)$/;
+
+/** A boolean tensor expression usable as a mask. `indexed` is the indexed value (`x[x > 0]`, `t[t[:, 0] == i]`). */
+export function boolMask(ctx: RuleContext, e: Node | null | undefined, indexed: Node | null, depth = 0): boolean {
+  if (!e || depth > 4) return false;
+  const sameBase = (c: Node) => !!indexed && (c.text === indexed.text || (c.type === 'subscript' && c.childForFieldName('value')?.text === indexed.text));
+  switch (e.type) {
+    case 'parenthesized_expression':
+      return boolMask(ctx, e.namedChildren[0], indexed, depth + 1);
+    case 'comparison_operator': {
+      const ops = e.children.filter((c) => c && !c.isNamed).map((c) => c!.type);
+      if (ops.some((o) => /^(is|in|not|is not|not in)$/.test(o))) return false;
+      return e.namedChildren.some((c) => !!c && (tensorish(ctx, c, false) || sameBase(c)));
+    }
+    case 'unary_operator':
+      return e.text.startsWith('~') && boolMask(ctx, e.namedChildren[0], indexed, depth + 1);
+    case 'binary_operator': {
+      const op = e.children.find((c) => c && !c.isNamed)?.type;
+      return (op === '&' || op === '|' || op === '^') && boolMask(ctx, e.childForFieldName('left'), indexed, depth + 1);
+    }
+    case 'call': {
+      const callee = ctx.sema.callee(e) ?? '';
+      if (/^torch\.(isnan|isinf|isfinite|logical_\w+|isin|eq|ne|gt|lt|ge|le)$/.test(callee)) return true;
+      const m = methodName(e);
+      const recv = receiver(e);
+      return !!m && MASK_BOOL_METHODS.test(m) && !!recv && !hostValue(ctx, recv) && (tensorish(ctx, recv, false) || sameBase(recv) || /mask/i.test(recv.text));
+    }
+    case 'identifier': {
+      const vals = ctx.sema.bindings(e.text).filter((v) => v.id !== e.id);
+      return vals.length > 0 && vals.every((v) => boolMask(ctx, v, indexed, depth + 1));
+    }
+    default:
+      return false;
+  }
+}
+
+/** The index of a boolean-mask read `x[mask]` / `t[t[:, 0] == i, 1:]` (the mask, with slices or ints beside it), else null. */
+export function maskIndex(ctx: RuleContext, sub: Node): Node | null {
+  const value = sub.childForFieldName('value');
+  const indexes = sub.childrenForFieldName('subscript').filter((n): n is Node => !!n);
+  if (!value || !indexes.length) return null;
+  if (indexes.length === 1) return boolMask(ctx, indexes[0], value) ? indexes[0] : null;
+  const masks = indexes.filter((i) => i.type !== 'slice' && i.type !== 'integer' && i.type !== 'ellipsis' && i.text !== 'None');
+  return masks.length === 1 && boolMask(ctx, masks[0], value) ? masks[0] : null;
+}
+
+/** The assignments of `name` in the function that holds `at` (module level: the module's own). */
+export function localBindings(ctx: RuleContext, name: string, at: Node): Node[] {
+  const fn = ctx.sema.enclosingFunction(at)?.id ?? -1;
+  return ctx.sema.bindings(name).filter((v) => (ctx.sema.enclosingFunction(v)?.id ?? -1) === fn && v.startIndex < at.startIndex);
+}
+
+/** A use of a loop variable (`for x in xs`, `for i, x in enumerate(xs)`, `for x, y in zip(xs, ys)`): the sequence it is drawn from. */
+export function loopSource(id: Node): Node | null {
+  for (let p = id.parent, c: Node = id; p; c = p, p = p.parent) {
+    if (p.type === 'function_definition' || p.type === 'class_definition') return null;
+    if (p.type !== 'for_statement' || p.childForFieldName('body')?.id !== c.id) continue;
+    const left = p.childForFieldName('left');
+    const targets = left?.type === 'pattern_list' || left?.type === 'tuple_pattern' ? left.namedChildren : [left];
+    const pos = targets.findIndex((t) => t?.type === 'identifier' && t.text === id.text);
+    if (pos < 0) continue;
+    let it = p.childForFieldName('right');
+    const fn = it?.type === 'call' ? it.childForFieldName('function')?.text : null;
+    if (it?.type === 'call' && fn === 'enumerate') return pos === 1 ? callArgs(it).positional[0] ?? null : null;
+    if (it?.type === 'call' && fn === 'zip') return callArgs(it).positional[pos] ?? null;
+    if (it?.type === 'call' && /tqdm$/.test(fn ?? '')) it = callArgs(it).positional[0] ?? null;
+    return targets.length === 1 ? it : null;
+  }
+  return null;
+}
+
+const NMS = /^torchvision\.ops(\.boxes)?\.(nms|batched_nms)$/;
+
+/** Non-maximum suppression: `torchvision.ops.nms`, `batched_nms`, or a helper named `non_max_suppression`/`nms` (YOLO utils). */
+export function isNmsCall(ctx: RuleContext, call: Node): boolean {
+  if (call.type !== 'call') return false;
+  const q = ctx.sema.callee(call) ?? '';
+  if (NMS.test(q)) return true;
+  const fn = call.childForFieldName('function');
+  const last = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text : fn?.type === 'identifier' ? fn.text : '';
+  return /^(non_max_suppression|batched_nms|nms)$/.test(last ?? '') && !/^(numpy|cv2)\./.test(q);
+}
+
+const COUNT_FNS = /^torch\.(nonzero|argwhere|masked_select|unique|unique_consecutive)$/;
+
+/**
+ * Where `e`'s leading dim comes from a count the data decides: an NMS result (or one image's part of it), a
+ * boolean-mask selection, `nonzero`/`masked_select`/`unique`. Returns a short description, else null.
+ */
+export function countSource(ctx: RuleContext, e: Node | null | undefined, depth = 0): string | null {
+  if (!e || depth > 4) return null;
+  switch (e.type) {
+    case 'parenthesized_expression':
+      return countSource(ctx, e.namedChildren[0], depth + 1);
+    case 'call': {
+      if (isNmsCall(ctx, e)) return 'the NMS output';
+      if (COUNT_FNS.test(ctx.sema.callee(e) ?? '')) return `\`${(ctx.sema.callee(e) ?? '').slice(6)}\``;
+      const m = methodName(e);
+      const recv = receiver(e);
+      if (m && /^(nonzero|unique|masked_select)$/.test(m) && recv && tensorish(ctx, recv, false)) return `\`${m}()\``;
+      // `sel.clone()`, `sel.float()`: same rows
+      if (m && /^(clone|detach|float|half|long|int|to|cpu|contiguous)$/.test(m) && recv) return countSource(ctx, recv, depth + 1);
+      return null;
+    }
+    case 'subscript': {
+      if (maskIndex(ctx, e)) return 'a boolean-mask selection';
+      // one image's detections: `preds[i]`, `out[si][:, :4]`
+      return countSource(ctx, e.childForFieldName('value'), depth + 1) ? countSource(ctx, e.childForFieldName('value'), depth + 1) : null;
+    }
+    case 'identifier': {
+      const vals = localBindings(ctx, e.text, e);
+      const last = vals[vals.length - 1];
+      if (last) return countSource(ctx, last, depth + 1);
+      const src = loopSource(e);
+      return src ? countSource(ctx, src, depth + 1) : null;
+    }
+    default:
+      return null;
+  }
+}
+
+/** `x.shape[0]`, `x.size(0)`, `len(x)`, `x.numel()` (or a name bound to one) where `x` has a data-dependent count: its source, else null. */
+export function countSize(ctx: RuleContext, e: Node | null | undefined, depth = 0): { of: Node; source: string } | null {
+  if (!e || depth > 3) return null;
+  let of: Node | null = null;
+  if (e.type === 'subscript') {
+    const v = e.childForFieldName('value');
+    if (v?.type === 'attribute' && v.childForFieldName('attribute')?.text === 'shape' && e.childForFieldName('subscript')?.text === '0') of = v.childForFieldName('object');
+  } else if (e.type === 'call') {
+    const m = methodName(e);
+    const fn = e.childForFieldName('function');
+    if ((m === 'size' && callArgs(e).positional[0]?.text === '0') || m === 'numel' || (m === '__len__')) of = receiver(e);
+    else if (fn?.type === 'identifier' && fn.text === 'len' && !ctx.sema.resolve(fn)) of = callArgs(e).positional[0] ?? null;
+  } else if (e.type === 'identifier') {
+    const vals = localBindings(ctx, e.text, e);
+    const last = vals[vals.length - 1];
+    return last ? countSize(ctx, last, depth + 1) : null;
+  }
+  if (!of) return null;
+  const source = countSource(ctx, of);
+  return source ? { of, source } : null;
+}
