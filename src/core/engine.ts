@@ -16,6 +16,7 @@ import { isSelected, type ReportOptions, type Rule, type RuleContext, type TextC
 import type { AnalyzeOptions, Edit, Finding, ImportSpec, LocatedFinding, LocatedRelated, RelatedLocation, Severity } from './types';
 import type { ProjectView } from '../model/project';
 import { projectResolver } from '../model/crossModule';
+import { registerSemantics } from '../model/guards';
 import { arm, budgetRule, budgetTick, checkBudget, disarm, BudgetExceeded } from './budget';
 
 export { BudgetExceeded };
@@ -159,6 +160,9 @@ function runRules(doc: PythonDocument | NotebookDocument, text: string, tree: Tr
   const seen = new Set<string>();
   // the program model is built on first use, once per file: files whose rules never ask pay nothing
   let model: ProgramModel | undefined;
+  const modelOf = () => (model ??= new ProgramModel(sema, doc.path, options.project ? [projectResolver(options.project)] : []));
+  // the CUDA guards (src/model/guards.ts) answer a bare node: they find this file's index, project and model here
+  registerSemantics(sema, options.project ?? null, modelOf);
   for (const rule of active) {
     const ctx: RuleContext = {
       path: doc.path,
@@ -166,7 +170,7 @@ function runRules(doc: PythonDocument | NotebookDocument, text: string, tree: Tr
       root: tree.rootNode,
       sema,
       get model() {
-        return (model ??= new ProgramModel(sema, doc.path, options.project ? [projectResolver(options.project)] : []));
+        return modelOf();
       },
       options,
       notebook: doc.kind === 'notebook' ? doc.program : null,
