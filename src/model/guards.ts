@@ -424,3 +424,56 @@ function callSitesGuarded(fn: Node, model: ProgramModel): boolean {
 export function mpsOnly(node: Node, model: ProgramModel | null = modelOfNode(node)): boolean {
   return cudaOnly(node, model, { facts: 'mps', guess: false, functions: false });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Guards that only gate CUDA extras
+
+/** CUDA bookkeeping a TPU run does not need: memory statistics, caches, RNG state, device names, synchronisation, MPS twins. */
+const CUDA_EXTRA_CALL = /^torch\.(cuda\.(\w*memory\w*|reset_\w+|empty_cache|mem_get_info|get_device_name|get_device_properties|utilization|synchronize|(get|set)_rng_state(_all)?|manual_seed(_all)?|seed(_all)?|initial_seed|ipc_collect)|mps\.\w+|backends\.\w+)$|^(print|warnings\.warn|logging\.\w+)$|^\w*(log|logger|LOGGER)\.\w+$/;
+/** What makes a guard a decision rather than bookkeeping: placement, process groups, AMP, compilation. */
+const DECISION = /(\.(cuda|to)\(|init_process_group|autocast|GradScaler|DataParallel|set_device|torch\.compile)/;
+
+/** Every call under `node` is CUDA bookkeeping, logging or a builtin, and nothing places, launches or casts. */
+function bookkeeping(sema: Semantics, node: Node): boolean {
+  if (DECISION.test(node.text)) return false;
+  const calls = node.type === 'call' ? [node, ...sema.callsWithin(node)] : sema.callsWithin(node);
+  return calls.length > 0 && calls.every((c) => {
+    const q = sema.callee(c) ?? c.childForFieldName('function')?.text ?? '';
+    return CUDA_EXTRA_CALL.test(q) || /^(round|int|float|str|len|max|min|dict|list|getattr|isinstance)$/.test(q);
+  });
+}
+
+const CONSTANT = new Set(['none', 'integer', 'float', 'string', 'true', 'false']);
+
+/**
+ * A CUDA check that only gates bookkeeping (src/model/guards.ts decides what a TPU host runs):
+ * - `torch.cuda.get_rng_state() if torch.cuda.is_available() else None`: the CUDA arm is bookkeeping, the other a constant;
+ * - `if torch.cuda.is_available(): <bookkeeping, nested ifs of it>` with no other arm, or an `else` of bookkeeping;
+ * - `if not torch.cuda.is_available(): return None` when what the early return skips is bookkeeping (peak memory).
+ * The TPU host takes the other path, and nothing it needs is decided there.
+ */
+export function guardsCudaExtrasOnly(sema: Semantics, owner: Node, model: ProgramModel | null = modelOfNode(owner)): boolean {
+  if (owner.type === 'conditional_expression') {
+    const [a, cond, b] = owner.namedChildren;
+    if (!a || !cond || !b) return false;
+    const t = tpuTruth(cond, model);
+    if (t === null) return false;
+    const cudaArm = t ? b : a;
+    const tpuArm = t ? a : b;
+    return CONSTANT.has(tpuArm.type) && bookkeeping(sema, cudaArm);
+  }
+  if (owner.type !== 'if_statement') return false;
+  const alts = owner.childrenForFieldName('alternative').filter((x): x is Node => !!x);
+  if (alts.some((x) => x.type === 'elif_clause')) return false;
+  const t = tpuTruth(owner.childForFieldName('condition')!, model);
+  if (t === null) return false;
+  const body = owner.childForFieldName('consequence');
+  const other = alts[0]?.childForFieldName('body') ?? null;
+  if (t === false) return !!body && bookkeeping(sema, body) && (!other || bookkeeping(sema, other));
+  // early exit on a TPU host: `return` / `return None`, then bookkeeping to the end of the block
+  const exit = stmts(body).pop();
+  if (alts.length || stmts(body).length !== 1 || exit?.type !== 'return_statement' || (exit.namedChildren[0] && exit.namedChildren[0].type !== 'none')) return false;
+  const block = owner.parent;
+  const rest = stmts(block).filter((s) => s.startIndex > owner.startIndex);
+  return rest.length > 0 && rest.every((s) => s.type === 'return_statement' || !DECISION.test(s.text)) && rest.some((s) => bookkeeping(sema, s) || sema.callsWithin(s).some((c) => /^torch\.cuda\./.test(sema.callee(c) ?? '') && CUDA_EXTRA_CALL.test(sema.callee(c) ?? '')));
+}
