@@ -17,6 +17,7 @@ import type { AnalyzeOptions, Edit, Finding, ImportSpec, LocatedFinding, Located
 import type { ProjectView } from '../model/project';
 import { projectResolver } from '../model/crossModule';
 import { hotDefsOf } from '../model/hotAcross';
+import { registerSemantics } from '../model/guards';
 import { arm, budgetRule, budgetTick, checkBudget, disarm, BudgetExceeded } from './budget';
 
 export { BudgetExceeded };
@@ -163,6 +164,9 @@ function runRules(doc: PythonDocument | NotebookDocument, text: string, tree: Tr
   const seen = new Set<string>();
   // the program model is built on first use, once per file: files whose rules never ask pay nothing
   let model: ProgramModel | undefined;
+  const modelOf = () => (model ??= new ProgramModel(sema, doc.path, options.project ? [projectResolver(options.project)] : []));
+  // the CUDA guards (src/model/guards.ts) answer a bare node: they find this file's index, project and model here
+  registerSemantics(sema, options.project ?? null, modelOf);
   for (const rule of active) {
     const ctx: RuleContext = {
       path: doc.path,
@@ -170,7 +174,7 @@ function runRules(doc: PythonDocument | NotebookDocument, text: string, tree: Tr
       root: tree.rootNode,
       sema,
       get model() {
-        return (model ??= new ProgramModel(sema, doc.path, options.project ? [projectResolver(options.project)] : []));
+        return modelOf();
       },
       options,
       notebook: doc.kind === 'notebook' ? doc.program : null,

@@ -73,6 +73,12 @@ const TRAIN_CALL_ATTRS = new Set(['backward']);
 const OPTIMIZER_CTORS = /^(torch\.optim\.[A-Za-z]\w*|.*(Adam|AdamW|SGD|Adafactor|Lion|LAMB|Lamb|RMSprop|Adagrad|Optimizer))$/;
 const LOADER_CTORS = /(^|\.)(DataLoader|MpDeviceLoader|ParallelLoader|per_device_loader|StatefulDataLoader)$/;
 const LOADER_NAME = /(^|_)(loader|dataloader|data_loader|dl|train_dl|batches)$|loader$/i;
+const semanticsByTree = new WeakMap<Tree, Semantics>();
+/** The latest index built for a tree (the CUDA guards of src/model/guards.ts answer a bare node through it). */
+export function semanticsOf(tree: Tree): Semantics | undefined {
+  return semanticsByTree.get(tree);
+}
+
 export class Semantics {
   readonly root: Node;
   private readonly byType = new Map<string, Node[]>();
@@ -93,6 +99,7 @@ export class Semantics {
   private compileWrapped?: Set<string>;
 
   constructor(readonly tree: Tree, readonly text: string) {
+    semanticsByTree.set(tree, this);
     this.root = tree.rootNode;
     this.index();
     this.collectImports();

@@ -23,6 +23,7 @@ import {
 } from './values';
 
 export * from './values';
+import { registerModel } from './guards';
 
 /** A call's target: a function or class definition, in this file's model or another module's. */
 export interface CallTarget {
@@ -111,6 +112,7 @@ export class ProgramModel {
 
   constructor(readonly sema: Semantics, readonly path = '', resolvers: CallResolver[] = []) {
     this.resolvers = [localResolver, ...resolvers];
+    registerModel(this);
   }
 
   /** Plugs in another resolver (the project scope's cross-module resolver), tried after the local one. */
@@ -137,6 +139,26 @@ export class ProgramModel {
     }
     this.memo.set(node.id, v);
     return v;
+  }
+
+  /**
+   * The expressions a name may hold where `node` reads it: the right-hand side of each binding that reaches it (only
+   * the dominating one in straight-line code); null for a binding with no single expression (a parameter, tuple
+   * unpacking, a loop target, `+=`); [] for a name with no known binding (imports, builtins). The CUDA guards read
+   * flags through it (`use_cuda = torch.cuda.is_available()`).
+   */
+  bindingExpressions(node: Node): (Node | null)[] {
+    if (node.type !== 'identifier' || this.sema.resolve(node)) return [];
+    const bindings = this.visibleBindings(node);
+    const only = this.dominating(node, bindings);
+    return (only ? [only] : bindings).filter((b) => b.param || !contains(b.stmt, node)).map((b) => {
+      if (b.param || b.aug || b.within) return null;
+      const a = b.stmt.type === 'expression_statement' ? b.stmt.namedChildren[0] : null;
+      if (a?.type !== 'assignment' || a.childForFieldName('left')?.type !== 'identifier') return null;
+      let right = a.childForFieldName('right');
+      while (right?.type === 'assignment') right = right.childForFieldName('right'); // `a = b = x`
+      return right ?? null;
+    });
   }
 
   /** A tensor on the accelerator (or one a loader yields). `strong`: known from value flow, not from a naming convention. */
@@ -272,7 +294,8 @@ export class ProgramModel {
       case 'boolean_operator': {
         const l = this.value(node.childForFieldName('left'));
         const r = this.value(node.childForFieldName('right'));
-        return isDeviceTensor(l) || isDeviceTensor(r) ? join(l, r) : l.kind === 'bool' && r.kind === 'bool' ? l : join(l, r);
+        // two bools: a bool of this expression (the guards re-read `a and b` from the origin)
+        return isDeviceTensor(l) || isDeviceTensor(r) ? join(l, r) : l.kind === 'bool' && r.kind === 'bool' ? bool(node) : join(l, r);
       }
       case 'comparison_operator': {
         const ops = node.children.filter((c) => c && !c.isNamed).map((c) => c!.type);
@@ -291,7 +314,10 @@ export class ProgramModel {
         if (cond?.type === 'call' && cond.childForFieldName('function')?.text === 'isinstance' && /Tensor/.test(callArgs(cond).positional[1]?.text ?? '') && b?.text === callArgs(cond).positional[0]?.text) {
           return this.value(a);
         }
-        return join(this.value(a), this.value(b));
+        const va = this.value(a);
+        const vb = this.value(b);
+        // two bools: a bool of this expression (the guards re-read `x if c else y` from the origin)
+        return va.kind === 'bool' && vb.kind === 'bool' ? bool(node) : join(va, vb);
       }
       case 'tuple':
       case 'list':

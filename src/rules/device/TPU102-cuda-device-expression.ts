@@ -412,7 +412,7 @@ const rule = defineRule({
         continue;
       }
       ctx.report(n, {
-        message: cpuFallback(sema, n)
+        message: cpuFallback(sema, n) || cudaGuarded(n)
           ? `${holder ? `\`${holder}\` ${holder.endsWith(')') ? 'returns' : 'is'}` : 'this is'} CUDA or else the CPU (\`${short(n.text, 40)}\`) and reaches \`${sinkText}\`: on a TPU host \`torch.cuda.is_available()\` is False, so the program silently runs on the CPU`
           : `${holder ? `\`${holder}\` ${holder.endsWith(')') ? 'returns' : 'is set to'}` : 'this is'} a CUDA device (\`${short(n.text, 40)}\`) and reaches \`${sinkText}\`; a TPU host has none`,
         // a device that reaches a torch.Generator would make an XLA generator, which raises (TPU113)

@@ -1,6 +1,7 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, mentionsXla, stringContent } from '../../core/semantics';
+import { guardsCudaExtrasOnly } from '../../model/guards';
 import { chainOf, conditionOwner, cudaGuarded, cudaOnlyBlock, short, usesCudaOnlyKernel, xlaArmed } from './cuda-util';
 
 /** A device-ish operand: `device`, `args.device`, `x.device.type`, `str(device)`, `device_type`. */
@@ -69,7 +70,7 @@ export default defineRule({
           ctx.report(call, { message: `\`${a.childForFieldName('left')?.text}\` is False on a TPU host: code keyed on it takes the non-TPU path` });
           continue;
         }
-        if (xlaArmed(sema, owner) || picker(owner)) continue;
+        if (xlaArmed(sema, owner) || picker(owner) || guardsCudaExtrasOnly(sema, owner, ctx.model)) continue;
         if (owner.type === 'if_statement' && (optionalCudaArms(sema, owner) || cudaKernelArm(sema, owner) || logFormatArms(sema, owner))) continue;
         if (owner.type === 'conditional_expression' && (inLogging(sema, owner) || diagnosticTernary(sema, owner) || autocastTernary(ctx, owner))) continue;
         const message =

@@ -2,7 +2,7 @@ import { defineRule } from '../../core/rule';
 import { callArgs } from '../../core/semantics';
 import { insertLineAfter } from '../../core/edits';
 import { Idioms, type Snippet } from '../../core/idioms';
-import { directlyIn, scopeOf, short, statementOf } from './cuda-util';
+import { cudaGuarded, directlyIn, scopeOf, short, statementOf } from './cuda-util';
 
 const SEED = new Set(['manual_seed', 'manual_seed_all']);
 const STATE = new Set(['get_rng_state', 'get_rng_state_all', 'set_rng_state', 'set_rng_state_all']);
@@ -94,6 +94,7 @@ export default defineRule({
           }
         }
       } else if (fn === 'get_rng_state' || fn === 'set_rng_state' || fn === 'initial_seed') {
+        if (fn !== 'set_rng_state' && cudaGuarded(call)) continue; // `… if torch.cuda.is_available() else None`: never called on a TPU host
         message =
           fn === 'set_rng_state'
             ? `\`${label}\` is ignored without CUDA: the TPU device RNG state is not restored`

@@ -88,9 +88,8 @@ export default defineRule({
       const m = /^torch\.backends\.(cudnn|cuda\.matmul)\.(\w+)$/.exec(fq);
       if (!m) continue;
       const [, group, flag] = m;
+      if (cudaGuarded(a)) continue; // `if torch.cuda.is_available(): torch.backends.cuda.matmul.allow_tf32 = True`: a CUDA-only extra
       if (group === 'cudnn' && CUDNN_FLAGS.has(flag)) {
-        // `if using_cuda: cudnn.deterministic = True` (stable-baselines3): the cuDNN arm is never reached on a TPU host
-        if (cudaGuarded(a)) continue;
         const relied = (flag === 'deterministic' && val === 'True') || (flag === 'allow_tf32' && val === 'False' && !xlaPrecisionSet);
         const stmt = enclosingStatement(a);
         const simple = stmt.type === 'expression_statement' && stmt.namedChildren.length === 1 && stmt.namedChildren[0]?.id === a.id;

@@ -2,86 +2,18 @@
 import type { Node } from '../../core/parse';
 import type { Semantics } from '../../core/semantics';
 import { mentionsXla } from '../../core/semantics';
+import { cudaOnly } from '../../model/guards';
 import type { Snippet } from '../../core/idioms';
 import type { Edit } from '../../core/types';
 
 /**
- * A condition that is true only on CUDA (`torch.cuda.is_available()`, `device.type == "cuda"`, `use_cuda`, `args.gpu`),
- * also as one conjunct of an `and` (`not cpu and torch.cuda.is_available()`, `flash_ok and q.device.type == "cuda"`).
- */
-function positiveCudaCondition(cond: Node): boolean {
-  if (cond.type === 'parenthesized_expression' && cond.namedChildren.length === 1) return positiveCudaCondition(cond.namedChildren[0]!);
-  if (cond.type === 'not_operator') {
-    const arg = cond.childForFieldName('argument');
-    return !!arg && negativeCudaCondition(arg);
-  }
-  if (cond.type === 'boolean_operator') {
-    const l = cond.childForFieldName('left');
-    const r = cond.childForFieldName('right');
-    const op = cond.childForFieldName('operator')?.text ?? cond.children.find((c) => c && !c.isNamed)?.text;
-    if (!l || !r) return false;
-    return op === 'and' ? positiveCudaCondition(l) || positiveCudaCondition(r) : positiveCudaCondition(l) && positiveCudaCondition(r);
-  }
-  const t = cond.text;
-  if (!/cuda|gpu|nvidia/i.test(t)) return false;
-  if (cond.type === 'identifier' && notCpuFlag(cond)) return false;
-  return !/^\s*not\b/.test(t) && !/!=|\bnot\s+in\b/.test(t);
-}
-
-const notCpuMemo = new WeakMap<object, Map<string, boolean>>();
-/** `cuda = device.type != "cpu"` (YOLOv5): a flag that is True on an XLA device as well, not a CUDA-only condition. */
-function notCpuFlag(id: Node): boolean {
-  const root = id.tree.rootNode;
-  let memo = notCpuMemo.get(id.tree);
-  if (!memo) notCpuMemo.set(id.tree, (memo = new Map()));
-  let r = memo.get(id.text);
-  if (r === undefined) {
-    r = new RegExp(`(^|\\n)[ \\t]*${id.text}\\s*=[^=\\n][^\\n]*(!=\\s*["']cpu["']|["']cpu["']\\s*!=)`).test(root.text);
-    memo.set(id.text, r);
-  }
-  return r;
-}
-
-/** A condition that is true only off CUDA (`not torch.cuda.is_available()`, `device.type != "cuda"`). */
-function negativeCudaCondition(cond: Node): boolean {
-  if (cond.type === 'parenthesized_expression' && cond.namedChildren.length === 1) return negativeCudaCondition(cond.namedChildren[0]!);
-  if (cond.type === 'not_operator') {
-    const arg = cond.childForFieldName('argument');
-    return !!arg && positiveCudaCondition(arg);
-  }
-  if (cond.type === 'boolean_operator') {
-    // `not a or not b` is true off CUDA only when every disjunct is
-    const l = cond.childForFieldName('left');
-    const r = cond.childForFieldName('right');
-    const op = cond.childForFieldName('operator')?.text ?? cond.children.find((c) => c && !c.isNamed)?.text;
-    if (!l || !r) return false;
-    return op === 'and' ? negativeCudaCondition(l) || negativeCudaCondition(r) : negativeCudaCondition(l) && negativeCudaCondition(r);
-  }
-  const t = cond.text;
-  return /cuda|gpu/i.test(t) && (/^\s*not\b/.test(t) || /!=|\bnot\s+in\b/.test(t));
-}
-
-/**
- * Whether `node` only runs when CUDA is present: inside the body of `if torch.cuda.is_available():`
- * (or a similar CUDA-only condition), the else of a negated one, or the CUDA arm of a ternary.
+ * Whether `node` only runs when CUDA (or MPS) is present: the one model of that question, src/model/guards.ts
+ * (CUDA-only `if`/`elif`/`else` arms and ternary arms, `and`/`or` short-circuits, early exits such as
+ * `if not torch.cuda.is_available(): return None`, MPS-only branches, flags whose value the program model knows,
+ * functions called only under such a guard).
  */
 export function cudaGuarded(node: Node): boolean {
-  for (let child: Node = node, p = node.parent; p; child = p, p = p.parent) {
-    if (p.type === 'function_definition' || p.type === 'class_definition') return false;
-    if (p.type === 'if_statement' || p.type === 'elif_clause') {
-      const cond = p.childForFieldName('condition');
-      if (cond && child.id === p.childForFieldName('consequence')?.id && positiveCudaCondition(cond)) return true;
-    }
-    if (p.type === 'else_clause' && p.parent?.type === 'if_statement') {
-      const cond = p.parent.childForFieldName('condition');
-      if (cond && negativeCudaCondition(cond) && !p.parent.childrenForFieldName('alternative').some((a) => a?.type === 'elif_clause')) return true;
-    }
-    if (p.type === 'conditional_expression') {
-      const [a, cond] = p.namedChildren;
-      if (a && cond && child.id === a.id && positiveCudaCondition(cond)) return true;
-    }
-  }
-  return false;
+  return cudaOnly(node);
 }
 
 /** The `if` statement whose condition holds `node` (through `and`/`or`/`not`/parentheses), else null. */

@@ -4,6 +4,7 @@ import { deleteStatement } from '../../core/edits';
 import type { Node } from '../../core/parse';
 import type { Edit, ImportSpec } from '../../core/types';
 import { INIT_PG, callsTo, editArgs, envWrites, replaceStringContent, spmdEnabled, stringSource } from './util';
+import { mpsOnly } from '../../model/guards';
 
 const XLA_BACKEND: ImportSpec = { module: 'torch_xla.distributed.xla_backend' };
 const NCCL = /(^|[,:]\s*)nccl\s*$|^nccl\b|[,:]\s*nccl\b/;
@@ -154,7 +155,7 @@ export default defineRule({
     if (!cudaGroups) return;
     for (const name of ['MASTER_ADDR', 'MASTER_PORT']) {
       for (const w of envWrites(ctx, name)) {
-        if (ctx.sema.inXlaAwareBranch(w.node)) continue;
+        if (ctx.sema.inXlaAwareBranch(w.node) || mpsOnly(w.node)) continue; // an MPS-only branch: never runs on a TPU host
         const stmtOk = w.stmt.type === 'expression_statement';
         ctx.report(w.node, {
           severity: 'warning',

@@ -4,6 +4,7 @@ import type { Snippet } from '../../core/idioms';
 import { Idioms } from '../../core/idioms';
 import type { Node } from '../../core/parse';
 import { INIT_PG, callsTo, envRead, isXlaLauncher, launchedFunctions, projectProcessGroups, withCallees } from './util';
+import { mpsOnly } from '../../model/guards';
 
 type Kind = 'rank' | 'local' | 'world';
 const ENV_KIND: Record<string, Kind> = { RANK: 'rank', LOCAL_RANK: 'local', WORLD_SIZE: 'world' };
@@ -114,7 +115,7 @@ export default defineRule({
     for (const node of managed ? [] : [...ctx.sema.nodes('subscript'), ...ctx.sema.nodes('call')]) {
       const read = envRead(ctx, node);
       if (!read || !(read.name in ENV_KIND)) continue;
-      if (ctx.sema.inXlaAwareBranch(node) || xlaFunction(node)) continue;
+      if (ctx.sema.inXlaAwareBranch(node) || xlaFunction(node) || mpsOnly(node)) continue;
       const kind = ENV_KIND[read.name];
       const wrapper = node.parent?.type === 'argument_list' && node.parent.parent?.type === 'call' && node.parent.parent.childForFieldName('function')?.text === 'int' && node.parent.namedChildren.length === 1
         ? node.parent.parent

@@ -4,6 +4,7 @@ import type { RuleContext } from '../../core/rule';
 import type { Snippet } from '../../core/idioms';
 import type { Edit, ImportSpec } from '../../core/types';
 import { callArgs, kwValue, stringContent } from '../../core/semantics';
+import { cudaOnly, tpuTruth } from '../../model/guards';
 
 const CUDA_AUTOCAST = new Set(['torch.cuda.amp.autocast', 'torch.cuda.amp.autocast_mode.autocast']);
 const TORCH_AUTOCAST = new Set(['torch.autocast', 'torch.amp.autocast', 'torch.amp.autocast_mode.autocast']);
@@ -167,65 +168,17 @@ export function inDecorator(node: Node): boolean {
 // ---------------------------------------------------------------------------------------------
 // Conditions keyed on CUDA
 
-const CUDA_PROBES = /^torch\.cuda\.(is_available|is_bf16_supported|device_count|get_device_capability|get_device_name|get_device_properties)$/;
-
-/** Whether an expression contains a CUDA probe call (`torch.cuda.is_available()` and friends). */
-function hasCudaProbe(ctx: RuleContext, node: Node): boolean {
-  if (node.type === 'call' && CUDA_PROBES.test(ctx.sema.callee(node) ?? '')) return true;
-  return node.namedChildren.some((c) => !!c && hasCudaProbe(ctx, c));
-}
-
 /**
- * The value a condition keyed on CUDA takes on a TPU host (no CUDA): false for
- * `torch.cuda.is_available()`, `torch.cuda.is_bf16_supported()`, `device_count() > 0`,
- * `get_device_capability()[0] >= 8`, their `and`; negated through `not`. Null when unknown.
+ * The value a condition keyed on CUDA takes on a TPU host (no CUDA): false for `torch.cuda.is_available()`,
+ * `torch.cuda.is_bf16_supported()`, `device_count() > 0`, `get_device_capability()[0] >= 8`, MPS probes, CUDA
+ * device-type tests and flags the program model knows to hold one of those; negated through `not`. Null when unknown.
+ * Answered by src/model/guards.ts.
  */
 export function evalsOnTpu(ctx: RuleContext, node: Node): boolean | null {
-  switch (node.type) {
-    case 'parenthesized_expression':
-      return node.namedChildren[0] ? evalsOnTpu(ctx, node.namedChildren[0]) : null;
-    case 'not_operator': {
-      const v = node.childForFieldName('argument');
-      const r = v ? evalsOnTpu(ctx, v) : null;
-      return r === null ? null : !r;
-    }
-    case 'call': {
-      const q = ctx.sema.callee(node) ?? '';
-      return /^torch\.cuda\.(is_available|is_bf16_supported)$/.test(q) ? false : null;
-    }
-    case 'boolean_operator': {
-      const l = node.childForFieldName('left');
-      const r = node.childForFieldName('right');
-      const op = node.childForFieldName('operator')?.text ?? node.children.find((c) => c?.type === 'and' || c?.type === 'or')?.text;
-      const a = l ? evalsOnTpu(ctx, l) : null;
-      const b = r ? evalsOnTpu(ctx, r) : null;
-      if (op === 'and') return a === false || b === false ? false : null;
-      if (op === 'or') return a === false && b === false ? false : a === true || b === true ? true : null;
-      return null;
-    }
-    case 'comparison_operator': {
-      const ops = node.children.filter((c) => !!c && !c.isNamed).map((c) => c!.text);
-      if (ops.length === 1 && (ops[0] === '>' || ops[0] === '>=') && node.namedChildren[0] && hasCudaProbe(ctx, node.namedChildren[0])) return false;
-      return null;
-    }
-    default:
-      return null;
-  }
+  return tpuTruth(node, ctx.model, { facts: 'probes' });
 }
 
-/** Inside the CUDA arm of `if torch.cuda.is_available():` (or a ternary keyed on it): code a TPU host never runs. */
+/** Code a TPU host never runs: a CUDA-only arm, after a CUDA-only early exit, … (src/model/guards.ts). */
 export function underCudaOnlyBranch(ctx: RuleContext, node: Node): boolean {
-  for (let p = node.parent, child: Node = node; p; child = p, p = p.parent) {
-    if (p.type === 'if_statement') {
-      const cond = p.childForFieldName('condition');
-      const cons = p.childForFieldName('consequence');
-      if (cond && cons && cons.id === child.id && evalsOnTpu(ctx, cond) === false) return true;
-    }
-    if (p.type === 'conditional_expression') {
-      const [yes, test] = p.namedChildren;
-      if (yes && test && yes.id === child.id && evalsOnTpu(ctx, test) === false) return true;
-    }
-    if (p.type === 'function_definition' || p.type === 'module') break;
-  }
-  return false;
+  return cudaOnly(node, ctx.model, { facts: 'probes', guess: false });
 }
