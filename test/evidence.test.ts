@@ -246,7 +246,7 @@ describe('step time', () => {
     expect(ev.acceleratorType).toBe('v5litepod-8');
     expect(ev.blocks.every((b) => b.process === '' && b.time !== null)).toBe(true); // the stamp is no process prefix
     const t = stepTiming(ev)!;
-    expect(t).toMatchObject({ steadySteps: 5, compiledSteps: 1, logLine: 15 }); // the first barrier's block (after step 1's compilation)
+    expect(t).toMatchObject({ steadySteps: 5, compiledSteps: 2, logLine: 15 }); // steps 1 and 2 compiled; // the first barrier's block (after step 1's compilation)
     expect(t.seconds).toBeCloseTo(0.41, 9);
     expect(t.min).toBeCloseTo(0.4, 9);
     expect(t.max).toBeCloseTo(0.9, 9);
@@ -279,6 +279,18 @@ describe('step time', () => {
     expect(e.mfuSource).toBe('measured');
     expect(e.tokensPerSecond).toBeCloseTo(perChip * e.chips, 6);
     expect(m.estimates.find((x) => x.hardware === 'v6e')!.mfuSource).toBe('model');
+  });
+
+  it('keeps a tokens-per-second the user set for that TPU, and says so', async () => {
+    const { estimateFromFiles } = await import('../src/cost');
+    const { measuredThroughput } = await import('../src/cost/measured');
+    const cfg = (p: string) => ({ path: p, text: fs.readFileSync(path.join(ROOT, p), 'utf8') });
+    const configs = [cfg('test/cost-fixtures/hf/training_args.json'), cfg('test/cost-fixtures/hf/config.json')];
+    const step = { seconds: 0.5, steady: 5, compiled: 1, where: 'runs/a.log:3', slice: { id: 'v5e' as const, chips: 8, name: 'v5litepod-8' } };
+    const own = estimateFromFiles({ configs, today: '2026-11-29', assumptionFiles: [{ path: '.tpu-ready/cost.toml', text: '[tokens-per-second]\nv5e = 1000\n' }] });
+    expect(measuredThroughput(step, own)).toBe('step time 0.5 s measured (runs/a.log:3) on v5e-8, but tokens-per-second.v5e is set (.tpu-ready/cost.toml:2): your value is kept');
+    const plain = measuredThroughput(step, estimateFromFiles({ configs, today: '2026-11-29' }));
+    expect(typeof plain === 'string' ? plain : plain.hw).toBe('v5e');
   });
 });
 
@@ -325,7 +337,7 @@ describe('collecting runs', () => {
     expect(ev.acceleratorType).toBe('v6e-8');
     const t = stepTiming(ev)!;
     expect(t.steadySteps).toBe(5);
-    expect(t.compiledSteps).toBe(0);
+    expect(t.compiledSteps).toBe(1); // the first step compiled before its barrier
     expect(t.seconds).toBeGreaterThan(0.05);
     expect(t.seconds).toBeLessThan(1);
   });

@@ -7,7 +7,11 @@ import { stepTiming, type RunEvidence } from '../evidence';
 import type { CostReport } from './estimate';
 import { HARDWARE, parseHardware, sliceName, type HardwareId } from './prices';
 import { sig } from './format';
-import type { Sourced } from './types';
+import type { Source, Sourced } from './types';
+
+function describe(s: Source): string {
+  return s.kind === 'assumption' || s.kind === 'config' ? `${s.file}:${s.line}` : s.kind === 'flag' ? s.flag : s.kind;
+}
 
 export interface MeasuredStep {
   seconds: number;
@@ -45,6 +49,8 @@ export function measuredThroughput(m: MeasuredStep | string, r: CostReport): { h
   if (!f.globalBatch || !f.seqLen) return `step time ${sig(m.seconds)} s measured (${m.where}), but the config gives no global batch and sequence length to turn it into tokens/s`;
   const shown = sliceName(HARDWARE[slice.id], slice.chips);
   if (!r.estimates.some((e) => e.hardware === slice.id)) return `step time measured on ${shown}, which is not among the estimated hardware (add it to the hardware list)`;
+  const own = r.assumptions.tokensPerSecondPerChip[slice.id];
+  if (own && own.source.kind !== 'derived') return `step time ${sig(m.seconds)} s measured (${m.where}) on ${shown}, but tokens-per-second.${slice.id} is set (${describe(own.source)}): your value is kept`;
   const tokens = f.globalBatch.value * f.seqLen.value;
   const formula = `measured in the run (${m.where}): median step ${sig(m.seconds)} s over ${m.steady} steps that compiled nothing (${m.compiled} compiling steps left out) on ${shown}; ${f.globalBatch.value} × ${f.seqLen.value} tokens per step ÷ ${slice.chips} chips (assumes the profiled run used this config's global batch)`;
   return { hw: slice.id, value: { value: tokens / m.seconds / slice.chips, source: { kind: 'derived', formula } } };

@@ -16,7 +16,7 @@ export interface StepTiming {
   seconds: number;
   /** Steady steps the median is taken over. */
   steadySteps: number;
-  /** Steps whose interval held a compilation (left out). */
+  /** Steps that compiled a graph (left out): the first step when a compilation precedes its barrier, and every interval holding one. */
   compiledSteps: number;
   min: number;
   max: number;
@@ -52,7 +52,8 @@ function timingOf(blocks: AnalysisBlock[]): StepTiming | null {
   const barriers = blocks.filter((b) => b.kind === 'execution' && b.causeKind === 'step-barrier');
   const compiles = blocks.filter((b) => b.kind === 'compilation').map((b) => b.time!);
   const steady: number[] = [];
-  let compiled = 0;
+  // the first step compiles before its barrier: it has no interval, but it is a compiling step
+  let compiled = barriers.length && compiles.some((c) => c <= barriers[0].time!) ? 1 : 0;
   for (let i = 1; i < barriers.length; i++) {
     const from = barriers[i - 1].time!;
     const to = barriers[i].time!;
