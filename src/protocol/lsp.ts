@@ -71,6 +71,13 @@ export interface WorkspaceScanResult {
   cancelled: boolean;
 }
 
+export interface ScanWorkspaceParams {
+  /** A progress token the client created (`$/progress` reports go to it). */
+  workDoneToken?: string | number;
+  /** Only these files (uris), when given: a closed file goes back to its text on disk. */
+  uris?: string[];
+}
+
 /** `tpuReady/scanWorkspace`: analyses every candidate file of the workspace folders (with progress and cancellation). */
 export const ScanWorkspaceRequest = { method: 'tpuReady/scanWorkspace' } as const;
 

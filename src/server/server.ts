@@ -54,7 +54,7 @@ import { collectFiles, isCandidate } from '../cli/walk';
 import { diffText } from '../core/textDiff';
 import {
   FindingsRequest, FIX_ALL_KIND, LSP_SOURCE, ScanWorkspaceRequest, ServerCommand,
-  type ClientSettings, type DiagnosticData, type FindingsParams, type FindingsResult, type ScannedFile, type WorkspaceScanResult,
+  type ClientSettings, type DiagnosticData, type FindingsParams, type FindingsResult, type ScannedFile, type ScanWorkspaceParams, type WorkspaceScanResult,
 } from '../protocol/lsp';
 import { effectiveSettings, isConfigFile, Projects, type EffectiveSettings } from './projects';
 import { readModule, WorkspaceIndex } from './workspaceIndex';
@@ -261,7 +261,12 @@ export class TpuReadyServer {
     c.languages.diagnostics.on(async (p) => ({ kind: DocumentDiagnosticReportKind.Full, items: await this.pulledDiagnostics(p.textDocument.uri) }));
     c.languages.diagnostics.onWorkspace(async (_p, token, progress) => ({ items: (await this.scanWorkspace(token, progress, true)).reports }));
     c.onRequest(FindingsRequest.method, (p: FindingsParams) => this.findingsOf(p.uri));
-    c.onRequest(ScanWorkspaceRequest.method, async (_p: unknown, token: CancellationToken) => (await this.scanWorkspace(token, undefined, false)).result);
+    c.onRequest(ScanWorkspaceRequest.method, async (p: ScanWorkspaceParams | null, token: CancellationToken) => {
+      // a client-made progress token: the client shows the progress (VS Code: a cancellable notification)
+      const progress = p?.workDoneToken !== undefined ? c.window.attachWorkDoneProgress(p.workDoneToken) : undefined;
+      const only = Array.isArray(p?.uris) ? p.uris.filter((u): u is string => typeof u === 'string') : undefined;
+      return (await this.scanWorkspace(token, progress, false, only)).result;
+    });
     c.onShutdown(() => this.dispose());
     this.documents.listen(c);
     this.notebooks.listen(c);
@@ -940,10 +945,11 @@ export class TpuReadyServer {
     token: CancellationToken,
     progress: WorkDoneProgressReporter | undefined,
     pull: boolean,
+    only?: string[],
   ): Promise<{ reports: WorkspaceDocumentDiagnosticReport[]; result: WorkspaceScanResult }> {
     await this.ensureParser();
     let reporter = progress;
-    if (!reporter && this.capabilities.window?.workDoneProgress) {
+    if (!reporter && !only && this.capabilities.window?.workDoneProgress) {
       try {
         reporter = await this.connection.window.createWorkDoneProgress();
       } catch {
@@ -951,8 +957,16 @@ export class TpuReadyServer {
       }
     }
     const files: string[] = [];
-    for (const folder of this.projects.getFolders()) {
-      for (const f of collectFiles([folder], folder, undefined, true).files) if (isCandidate(f) && files.length < MAX_SCAN_FILES) files.push(f);
+    if (only) {
+      // these files only (a closed file the last scan reported on goes back to its text on disk)
+      for (const u of only) {
+        const f = fsPath(u);
+        if (f && isCandidate(f) && this.projects.folderOf(f) && fs.existsSync(f)) files.push(f);
+      }
+    } else {
+      for (const folder of this.projects.getFolders()) {
+        for (const f of collectFiles([folder], folder, undefined, true).files) if (isCandidate(f) && files.length < MAX_SCAN_FILES) files.push(f);
+      }
     }
     files.sort();
     reporter?.begin('TPU readiness: scanning the workspace', 0, `0/${files.length} files`, true);
@@ -986,7 +1000,7 @@ export class TpuReadyServer {
       }
     }
     reporter?.done();
-    for (const s of this.states.values()) if (s.unit) scanned.push({ uri: s.unit.key, findings: s.unit.findings, relevant: s.unit.relevant });
+    if (!only) for (const s of this.states.values()) if (s.unit) scanned.push({ uri: s.unit.key, findings: s.unit.findings, relevant: s.unit.relevant });
     return { reports, result: { files: scanned, done, score: workspaceScore(scanned), cancelled } };
   }
 
