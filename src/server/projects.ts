@@ -29,6 +29,12 @@ export interface EffectiveSettings {
   memoryBudgetMb: number;
 }
 
+/**
+ * Default time budget of one live analysis: the server runs in its own process, so a long analysis holds up no
+ * editor; the budget keeps one pathological file from holding up the others.
+ */
+export const DEFAULT_LIVE_BUDGET_MS = 5000;
+
 const clamp = (v: unknown, min: number, max: number, dflt: number) => (typeof v === 'number' && Number.isFinite(v) ? Math.min(max, Math.max(min, v)) : dflt);
 
 const strings = (v: unknown): string[] | undefined => (Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v as string[]) : undefined);
@@ -45,7 +51,7 @@ export function effectiveSettings(raw: ClientSettings | null | undefined): Effec
     run: s.run === 'onSave' ? 'onSave' : 'onType',
     maxFileSize: typeof s.maxFileSize === 'number' && s.maxFileSize >= 0 ? s.maxFileSize : 1_000_000,
     // nested as VS Code answers `workspace/configuration` ({analysis: {fileBudgetMs}}), or dotted from a hand-written config
-    fileBudgetMs: clamp(analysis.fileBudgetMs ?? s['analysis.fileBudgetMs'], 100, 60_000, 1500),
+    fileBudgetMs: clamp(analysis.fileBudgetMs ?? s["analysis.fileBudgetMs"], 100, 60_000, DEFAULT_LIVE_BUDGET_MS),
     memoryBudgetMb: clamp(analysis.memoryBudgetMb ?? s['analysis.memoryBudgetMb'], 16, 65_536, 512),
   };
 }

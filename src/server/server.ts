@@ -56,7 +56,7 @@ import {
   FindingsRequest, FIX_ALL_KIND, LSP_SOURCE, ScanWorkspaceRequest, ServerCommand,
   type ClientSettings, type DiagnosticData, type FindingsParams, type FindingsResult, type ScannedFile, type ScanWorkspaceParams, type WorkspaceScanResult,
 } from '../protocol/lsp';
-import { effectiveSettings, isConfigFile, Projects, type EffectiveSettings } from './projects';
+import { DEFAULT_LIVE_BUDGET_MS, effectiveSettings, isConfigFile, Projects, type EffectiveSettings } from './projects';
 import { readModule, WorkspaceIndex } from './workspaceIndex';
 import type { ProjectView } from '../model/project';
 import { accelDecision } from '../core/accelGate';
@@ -66,7 +66,7 @@ import {
 } from '../protocol/lsp';
 
 /** Time budget of one live analysis (each edit re-analyses the file), unless tpuReady.analysis.fileBudgetMs says otherwise. */
-export const LIVE_FILE_BUDGET_MS = 1500;
+export const LIVE_FILE_BUDGET_MS = DEFAULT_LIVE_BUDGET_MS;
 
 /** JS heap plus external memory (tree-sitter's WebAssembly heap is an external ArrayBuffer). */
 function memoryInUse(): number {
