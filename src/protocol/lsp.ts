@@ -120,6 +120,7 @@ export interface InitializationOptions {
 /** `tpuReady/didAnalyse` (server → client): an open file or notebook was analysed (`findings` null: cleared or not analysed). */
 export interface AnalysedParams {
   uri: string;
+  /** The findings, each fix without its edits and imports (code actions carry those). */
   findings: LocatedFinding[] | null;
   relevant: boolean;
 }

@@ -126,6 +126,12 @@ interface DocState {
   analyzer: DocumentAnalyzer;
   unit: Unit | null;
   published: string[];
+  /**
+   * What was last sent per uri (diagnostics without their version stamp; findings without their offsets): an
+   * analysis that finds the same (an edit in a comment, a re-analysis after a settings change that changed nothing)
+   * sends nothing, so the client's thread has nothing to decode.
+   */
+  sent: Map<string, string>;
   /** The text last given to the project model. */
   lastText?: string;
 }
@@ -384,7 +390,7 @@ export class TpuReadyServer {
 
   private state(key: string): DocState {
     let s = this.states.get(key);
-    if (!s) this.states.set(key, (s = { generation: 0, timer: undefined, analyzer: new DocumentAnalyzer(), unit: null, published: [] }));
+    if (!s) this.states.set(key, (s = { generation: 0, timer: undefined, analyzer: new DocumentAnalyzer(), unit: null, published: [], sent: new Map() }));
     return s;
   }
 
@@ -606,7 +612,7 @@ export class TpuReadyServer {
 
   private publish(state: DocState, unit: Unit | null, a: Analysable, skipped?: string): void {
     state.unit = unit;
-    this.notifyAnalysed(a.uri, unit);
+    this.notifyAnalysed(a.uri, unit, state);
     if (this.pullMode) return;
     const byUri = unit ? this.diagnosticsOf(unit) : new Map<string, Diagnostic[]>();
     if (!unit) for (const u of a.kind === 'notebook' ? a.nb.cells.map((c) => c.document) : [a.uri]) byUri.set(u, []);
@@ -620,14 +626,28 @@ export class TpuReadyServer {
     // the notebook file may hold diagnostics from a workspace scan: its cells' live ones replace them
     if (a.kind === 'notebook' && this.scanned.delete(a.uri)) void this.connection.sendDiagnostics({ uri: a.uri, diagnostics: [] });
     if (a.kind === 'file') this.scanned.delete(a.uri);
-    for (const [uri, diagnostics] of byUri) void this.connection.sendDiagnostics({ uri, diagnostics });
+    for (const old of state.sent.keys()) if (old && !byUri.has(old)) state.sent.delete(old);
+    for (const [uri, diagnostics] of byUri) {
+      const key = JSON.stringify(diagnostics, (k, v) => (k === 'stamp' ? undefined : v));
+      if (state.sent.get(uri) === key) continue;
+      state.sent.set(uri, key);
+      void this.connection.sendDiagnostics({ uri, diagnostics });
+    }
     state.published = [...byUri.keys()];
   }
 
   /** `tpuReady/didAnalyse`, for clients that asked for it (the extension's checklist, status bar and tree). */
-  private notifyAnalysed(uri: string, unit: Unit | null): void {
+  private notifyAnalysed(uri: string, unit: Unit | null, state?: DocState): void {
     if (!this.init.findingsNotifications) return;
-    const p: AnalysedParams = { uri, findings: unit ? unit.findings : null, relevant: unit?.relevant ?? false };
+    if (state) {
+      // the client reads lines and columns, not offsets: findings that moved only in offsets are not sent again
+      const key = unit ? `${unit.relevant}:${JSON.stringify(unit.findings, (k, v) => (k === 'start' || k === 'end' || k === 'edits' || k === 'imports' ? undefined : v))}` : 'null';
+      if (state.sent.get('') === key) return;
+      state.sent.set('', key);
+    }
+    // without the fixes' edits (the client asks for code actions to apply them): a smaller message to decode on its thread
+    const findings = unit ? unit.findings.map((f) => (f.fix ? { ...f, fix: { ...f.fix, edits: [], imports: [] } } : f)) : null;
+    const p: AnalysedParams = { uri, findings, relevant: unit?.relevant ?? false };
     void this.connection.sendNotification(AnalysedNotification.method, p);
   }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import * as vscode from 'vscode';
-import { closeAll, open, report, sleep, waitDiagnostics, withCode, wsPath, wsUri } from './helpers';
+import { closeAll, open, report, setSetting, sleep, waitDiagnostics, withCode, wsPath, wsUri } from './helpers';
 
 /** A 5,000-line training file: a `.cuda()` step function per ten lines (as the benchmark's torch-dense shape). */
 function bigTrainingFile(): string {
@@ -34,6 +34,8 @@ describe('the extension host stays responsive (issue 13)', () => {
     fs.writeFileSync(wsPath('responsive_train.py'), bigTrainingFile());
     const uri = wsUri('responsive_train.py');
     const ping = vscode.commands.registerCommand(PING, () => 'pong');
+    // every analysis runs to its end, however loaded the machine (the default budget would skip the file there)
+    await setSetting('analysis.fileBudgetMs', 60_000);
     const editor = await open(uri);
     try {
       await waitDiagnostics(uri, (d) => withCode(uri, 'TPU101').length >= 500, 'the first analysis of responsive_train.py', 180_000);
@@ -43,7 +45,7 @@ describe('the extension host stays responsive (issue 13)', () => {
       });
       // The probe: a ping every 20 ms; its latency counts from when it was due, so a host thread held up by
       // anything (an analysis on it, or a ping stuck behind one) shows as a late answer.
-      const latencies: number[] = [];
+      let latencies: number[] = [];
       let probing = true;
       const probe = (async () => {
         const PERIOD = 20;
@@ -57,11 +59,17 @@ describe('the extension host stays responsive (issue 13)', () => {
           latencies.push(performance.now() - due);
         }
       })();
-      // typing: one character every 250 ms into a comment (debounce 200 ms: the server re-analyses after each)
-      const line = 3; // "    # step 0"
+      // the machine's own noise first: the same probe for 3 s with nothing analysed
+      await sleep(3000);
+      const idle = [...latencies].sort((a, b) => a - b);
+      const idleP95 = idle[Math.floor(0.95 * idle.length)] ?? 0;
+      latencies = [];
+      // typing: a character every 250 ms into `x.cuda()` on line 6 (debounce 200 ms): each analysis moves a finding
+      const line = 5; // "    x = x.cuda(non_blocking=True)"
+      assert.equal(editor.document.lineAt(line).text, '    x = x.cuda(non_blocking=True)');
       const t0 = Date.now();
       for (let i = 0; i < 24; i++) {
-        await editor.edit((b) => b.insert(new vscode.Position(line, editor.document.lineAt(line).text.length), 'x'));
+        await editor.edit((b) => b.insert(new vscode.Position(line, 8), 'a'));
         await sleep(250);
       }
       // the last edit is analysed too: the window closes after its diagnostics arrive
@@ -75,12 +83,17 @@ describe('the extension host stays responsive (issue 13)', () => {
       report(`command latency while typing into a 5,000-line file (${latencies.length} pings, ${analyses} analyses in ${Date.now() - t0} ms): p50`, p(0.5));
       report('command latency while typing into a 5,000-line file: p95', p(0.95));
       report('command latency while typing into a 5,000-line file: max', sorted[sorted.length - 1]);
+      report(`command latency with nothing analysed (${idle.length} pings): p95`, idleP95);
       assert.ok(analyses >= 2, `the server analysed the file while the probe ran (${analyses} analyses)`);
       assert.ok(latencies.length >= 100, `the probe ran (${latencies.length} pings)`);
-      // p95, not the max: on a shared machine the OS may deschedule the whole extension host now and then
-      assert.ok(p(0.95) <= BUDGET_MS, `95% of the commands answered within ${BUDGET_MS} ms (p95 ${Math.round(p(0.95))} ms, max ${Math.round(sorted[sorted.length - 1])} ms)`);
+      assert.ok(withCode(uri, 'TPU101').some((d) => d.range.start.line === line && d.message.startsWith('`' + 'a'.repeat(24) + 'x.cuda()`')), 'the last keystroke was analysed');
+      // p95, not the max: on a machine shared with other jobs the OS deschedules the whole extension host now and
+      // then; what the machine's load adds when nothing is analysed (idle p95) is not the extension's doing
+      const limit = BUDGET_MS + idleP95;
+      assert.ok(p(0.95) <= limit, `95% of the commands answered within ${BUDGET_MS} ms (+${Math.round(idleP95)} ms idle noise): p95 ${Math.round(p(0.95))} ms, max ${Math.round(sorted[sorted.length - 1])} ms`);
     } finally {
       ping.dispose();
+      await setSetting('analysis.fileBudgetMs', undefined);
       await vscode.commands.executeCommand('workbench.action.files.revert');
       await closeAll();
     }
