@@ -72,9 +72,9 @@ describe('the extension host stays responsive (issue 13)', () => {
         await editor.edit((b) => b.insert(new vscode.Position(line, 8), 'a'));
         await sleep(250);
       }
-      // the last edit is analysed too: the window closes after its diagnostics arrive
-      const seen = analyses;
-      await waitDiagnostics(uri, () => analyses > seen, 'the analysis after the last keystroke', 60_000);
+      // the last edit is analysed too: the window closes when its diagnostics arrive
+      const last = '`' + 'a'.repeat(24) + 'x.cuda()`';
+      await waitDiagnostics(uri, () => withCode(uri, 'TPU101').some((d) => d.range.start.line === line && d.message.startsWith(last)), 'the analysis of the last keystroke', 120_000);
       probing = false;
       await probe;
       sub.dispose();
@@ -86,7 +86,6 @@ describe('the extension host stays responsive (issue 13)', () => {
       report(`command latency with nothing analysed (${idle.length} pings): p95`, idleP95);
       assert.ok(analyses >= 2, `the server analysed the file while the probe ran (${analyses} analyses)`);
       assert.ok(latencies.length >= 100, `the probe ran (${latencies.length} pings)`);
-      assert.ok(withCode(uri, 'TPU101').some((d) => d.range.start.line === line && d.message.startsWith('`' + 'a'.repeat(24) + 'x.cuda()`')), 'the last keystroke was analysed');
       // p95, not the max: on a machine shared with other jobs the OS deschedules the whole extension host now and
       // then; what the machine's load adds when nothing is analysed (idle p95) is not the extension's doing
       const limit = BUDGET_MS + idleP95;
