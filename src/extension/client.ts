@@ -53,7 +53,8 @@ export class Analysis implements vscode.Disposable {
         { scheme: 'untitled', language: 'python' },
         { scheme: 'file', pattern: '**/*.py' },
         { scheme: 'file', pattern: TEXT_FILES },
-        { notebook: NOTEBOOK_TYPE, language: 'python' },
+        // every cell: VS Code asks notebook-wide fix-all (notebook.codeActionsOnSave) on the first cell, often markdown
+        { notebook: NOTEBOOK_TYPE },
       ],
       diagnosticCollectionName: SOURCE,
       outputChannel: log,

@@ -307,7 +307,8 @@ export class TpuReadyServer {
     return {
       capabilities: {
         textDocumentSync: { openClose: true, change: TextDocumentSyncKind.Incremental, save: { includeText: false } },
-        notebookDocumentSync: { notebookSelector: [{ notebook: '*', cells: [{ language: 'python' }] }], save: true },
+        // every cell, markdown too: cell indices count every cell (as the CLI's), and VS Code asks notebook-wide actions on the first cell
+        notebookDocumentSync: { notebookSelector: [{ notebook: '*' }], save: true },
         codeActionProvider: {
           codeActionKinds: [CodeActionKind.QuickFix, FIX_ALL_KIND, NOTEBOOK_FIX_ALL_KIND],
           // "Fix all TPUnnn in this file" computes its edit when picked (clients that can resolve edits)
