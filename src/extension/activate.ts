@@ -126,6 +126,7 @@ export function activate(context: vscode.ExtensionContext): void {
   // profiling runs in .tpu-ready/runs/: runtime diagnostics, and step 9's evidence in the checklist
   const staticRules = (uri: vscode.Uri, line: number) => analysis.findingsAt(uri, line).map((f) => f.rule);
   const runs = registerRunEvidence(context, log, () => checklist.currentTarget, staticRules);
+  analysis.useConfirmations((uri) => runs.confirmationsOf(uri), runs.onDidChangeConfirmations);
   context.subscriptions.push(runs.onDidChange((run) => checklist.setRun(run)), results.onDidChange(() => runs.republish()));
   void analysis.start().catch((e) => log.error(`the TPU Readiness language server did not start: ${(e as Error)?.message ?? e}`));
   configProblems.start();

@@ -19,6 +19,7 @@ import { CommandId } from './commands';
 import { SECTION } from './config';
 import { SOURCE } from './convert';
 import { NOTEBOOK_TYPE } from './notebooks';
+import type { Confirmation } from './evidence';
 import type { Results, Summary } from './results';
 
 /** Project text files the engine reads (src/core/engine.ts textFileKind), synced to the server when open. */
@@ -36,6 +37,9 @@ export class Analysis implements vscode.Disposable {
   /** Files the last workspace scan reported on: when one of them is closed, its text on disk is scanned again. */
   private readonly scanned = new Set<string>();
   private readonly disposables: vscode.Disposable[] = [];
+  /** The server's diagnostics per uri as published, before the runtime confirmations are added. */
+  private readonly raw = new Map<string, [vscode.Uri, vscode.Diagnostic[]]>();
+  private confirmations: (uri: vscode.Uri) => Confirmation[] = () => [];
 
   constructor(
     context: vscode.ExtensionContext,
@@ -67,6 +71,11 @@ export class Analysis implements vscode.Disposable {
         accelRefusalCommand: CommandId.UpdateAccelModule,
       }),
       middleware: {
+        // a static finding the latest profiling run confirms says so in its own message (issue 12)
+        handleDiagnostics: (uri, diagnostics, next) => {
+          this.raw.set(uri.toString(), [uri, diagnostics]);
+          next(uri, this.decorate(uri, diagnostics));
+        },
         // "Learn about TPUnnn" after each "Ignore TPUnnn on this line": it opens the rule's page (a command of this extension)
         provideCodeActions: async (document, range, ctx, token, next) => {
           const actions = await next(document, range, ctx, token);
@@ -89,6 +98,36 @@ export class Analysis implements vscode.Disposable {
     this.disposables.push(
       this.client.onNotification(AnalysedNotification.method, (p: AnalysedParams) => this.analysed(p)),
     );
+  }
+
+  /**
+   * Where the runtime confirmations come from (the profiling runs, evidence.ts), and when they change: the static
+   * diagnostics are decorated again ("… (seen in the run: 3 compilations, 2 s)").
+   */
+  useConfirmations(of: (uri: vscode.Uri) => Confirmation[], changed: vscode.Event<void>): void {
+    this.confirmations = of;
+    this.disposables.push(
+      changed(() => {
+        for (const [uri, ds] of this.raw.values()) this.client.diagnostics?.set(uri, this.decorate(uri, ds));
+      }),
+    );
+  }
+
+  private decorate(uri: vscode.Uri, ds: vscode.Diagnostic[]): vscode.Diagnostic[] {
+    if (!ds.length) this.raw.delete(uri.toString());
+    const confirmed = this.confirmations(uri);
+    if (!confirmed.length) return ds;
+    return ds.map((d) => {
+      const rule = typeof d.code === 'object' ? String(d.code.value) : String(d.code);
+      const c = confirmed.find((x) => x.line === d.range.start.line && x.rules.includes(rule));
+      if (!c) return d;
+      const out = new vscode.Diagnostic(d.range, `${d.message} (seen in the run: ${c.text})`, d.severity);
+      out.source = d.source;
+      out.code = d.code;
+      out.relatedInformation = d.relatedInformation;
+      out.tags = d.tags;
+      return out;
+    });
   }
 
   /** Starts the server (once); resolves when it is initialized. */

@@ -39,11 +39,18 @@ export class RunEvidence implements vscode.Disposable {
   /** Last published status and texts (re-published when the static findings change). */
   private published: { root: vscode.Uri; texts: Map<string, string> } | null = null;
 
+  /** Static findings the latest run confirms, by file uri: shown in their own message, not as a second diagnostic. */
+  private confirmed = new Map<string, Confirmation[]>();
+  private readonly confirmedChanged = new vscode.EventEmitter<void>();
+  /** Fires when the confirmations changed (the static diagnostics are decorated again). */
+  readonly onDidChangeConfirmations = this.confirmedChanged.event;
+
   /**
    * `staticRules(uri, line0)`: the rules of the static findings at a 0-based line (the results store), so that
    * a runtime finding on such a line shows as the confirmation of that finding, not as a second one.
    */
   constructor(private readonly log: vscode.LogOutputChannel, private readonly staticRules: (uri: vscode.Uri, line: number) => string[] = () => []) {
+    this.disposables.push(this.confirmedChanged);
     const watcher = vscode.workspace.createFileSystemWatcher(`**/${RUNS_DIR}/**`);
     const kick = () => this.schedule();
     this.disposables.push(watcher, watcher.onDidCreate(kick), watcher.onDidChange(kick), watcher.onDidDelete(kick));
@@ -153,10 +160,21 @@ export class RunEvidence implements vscode.Disposable {
     if (this.published) this.publish(this.published.root, this.status, this.published.texts);
   }
 
+  /** What the latest run confirms of the static findings of `uri` (0-based lines). */
+  confirmationsOf(uri: vscode.Uri): Confirmation[] {
+    return this.confirmed.get(uri.toString()) ?? [];
+  }
+
   private publish(root: vscode.Uri, status: RunStatus | null, texts: Map<string, string>): void {
     this.published = { root, texts };
     this.diagnostics.clear();
-    if (!status) return;
+    const confirmed = new Map<string, Confirmation[]>();
+    const done = () => {
+      const changed = JSON.stringify([...confirmed]) !== JSON.stringify([...this.confirmed]);
+      this.confirmed = confirmed;
+      if (changed) this.confirmedChanged.fire();
+    };
+    if (!status) return done();
     const byUri = new Map<string, { uri: vscode.Uri; ds: vscode.Diagnostic[] }>();
     for (const f of status.findings) {
       const uri = vscode.Uri.joinPath(root, ...f.path.split('/'));
@@ -164,16 +182,26 @@ export class RunEvidence implements vscode.Disposable {
       const material = RUNTIME_RULES_BY_ID.get(f.rule)?.material ?? [];
       const confirms = f.inWorkspace ? this.staticRules(uri, f.line - 1).filter((r) => material.includes(r)) : [];
       if (confirms.length) {
-        // the run confirms the static finding on this line: said as such, as a hint beside it
-        d.message = `Seen in the run, confirming ${confirms.join(', ')}: ${confirmation(f)}`;
-        d.severity = vscode.DiagnosticSeverity.Hint;
+        // the run confirms the static finding on this line (issue 12): its own message says so, no second diagnostic
+        const list = confirmed.get(uri.toString()) ?? [];
+        list.push({ line: f.line - 1, rules: confirms, text: confirmation(f) });
+        confirmed.set(uri.toString(), list);
+        continue;
       }
       const e = byUri.get(uri.toString()) ?? { uri, ds: [] };
       e.ds.push(d);
       byUri.set(uri.toString(), e);
     }
     for (const { uri, ds } of byUri.values()) this.diagnostics.set(uri, ds);
+    done();
   }
+}
+
+/** A static finding the run confirms: its rule(s) at a 0-based line, and what the run saw ("3 compilations, 2 s"). */
+export interface Confirmation {
+  line: number;
+  rules: string[];
+  text: string;
 }
 
 /** The newest run's key (`<dir>/<stamp>`), or null. */
