@@ -138,7 +138,13 @@ export class Analysis implements vscode.Disposable {
   private analysed(p: AnalysedParams): void {
     const uri = vscode.Uri.parse(p.uri);
     if (p.findings) {
-      this.results.set({ uri, findings: p.findings, relevant: p.relevant, origin: 'live' });
+      let findings = p.findings;
+      if (typeof p.keepHead === 'number' && typeof p.keepTail === 'number') {
+        // only what changed since the last message: around the unchanged head and tail of what we have
+        const prev = (this.results.get(uri)?.findings ?? []) as LocatedFinding[];
+        findings = [...prev.slice(0, p.keepHead), ...p.findings, ...(p.keepTail ? prev.slice(prev.length - p.keepTail) : [])];
+      }
+      this.results.set({ uri, findings, relevant: p.relevant, origin: 'live' });
       return;
     }
     this.results.delete(uri);

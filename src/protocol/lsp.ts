@@ -120,9 +120,15 @@ export interface InitializationOptions {
 /** `tpuReady/didAnalyse` (server → client): an open file or notebook was analysed (`findings` null: cleared or not analysed). */
 export interface AnalysedParams {
   uri: string;
-  /** The findings, each fix without its edits and imports (code actions carry those). */
+  /**
+   * The findings, each fix without its edits and imports (code actions carry those). With `keepHead`/`keepTail`:
+   * only the changed ones; the file's findings are then the first `keepHead` and the last `keepTail` of those
+   * received before (whose offsets may be stale: lines and columns are current) around these.
+   */
   findings: LocatedFinding[] | null;
   relevant: boolean;
+  keepHead?: number;
+  keepTail?: number;
 }
 
 export const AnalysedNotification = { method: 'tpuReady/didAnalyse' } as const;

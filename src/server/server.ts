@@ -132,6 +132,8 @@ interface DocState {
    * sends nothing, so the client's thread has nothing to decode.
    */
   sent: Map<string, string>;
+  /** The findings last sent in `tpuReady/didAnalyse` (one key each, without offsets). */
+  sentFindings?: { keys: string[]; relevant: boolean };
   /** The text last given to the project model. */
   lastText?: string;
 }
@@ -640,15 +642,31 @@ export class TpuReadyServer {
   /** `tpuReady/didAnalyse`, for clients that asked for it (the extension's checklist, status bar and tree). */
   private notifyAnalysed(uri: string, unit: Unit | null, state?: DocState): void {
     if (!this.init.findingsNotifications) return;
-    if (state) {
-      // the client reads lines and columns, not offsets: findings that moved only in offsets are not sent again
-      const key = unit ? `${unit.relevant}:${JSON.stringify(unit.findings, (k, v) => (k === 'start' || k === 'end' || k === 'edits' || k === 'imports' ? undefined : v))}` : 'null';
-      if (state.sent.get('') === key) return;
-      state.sent.set('', key);
-    }
     // without the fixes' edits (the client asks for code actions to apply them): a smaller message to decode on its thread
-    const findings = unit ? unit.findings.map((f) => (f.fix ? { ...f, fix: { ...f.fix, edits: [], imports: [] } } : f)) : null;
-    const p: AnalysedParams = { uri, findings, relevant: unit?.relevant ?? false };
+    const strip = (f: LocatedFinding) => (f.fix ? { ...f, fix: { ...f.fix, edits: [], imports: [] } } : f);
+    if (!unit || !state) {
+      if (state) state.sentFindings = undefined;
+      const p: AnalysedParams = { uri, findings: unit ? unit.findings.map(strip) : null, relevant: unit?.relevant ?? false };
+      void this.connection.sendNotification(AnalysedNotification.method, p);
+      return;
+    }
+    // The client reads lines and columns, not offsets: a finding that moved only in offsets is the same. After an
+    // edit only the findings between the unchanged head and tail are sent (typing on a line: that line's findings).
+    const keys = unit.findings.map((f) => JSON.stringify(f, (k, v) => (k === 'start' || k === 'end' || k === 'edits' || k === 'imports' ? undefined : v)));
+    const old = state.sentFindings;
+    if (!old || old.relevant !== unit.relevant) {
+      state.sentFindings = { keys, relevant: unit.relevant };
+      const p: AnalysedParams = { uri, findings: unit.findings.map(strip), relevant: unit.relevant };
+      void this.connection.sendNotification(AnalysedNotification.method, p);
+      return;
+    }
+    let head = 0;
+    while (head < keys.length && head < old.keys.length && keys[head] === old.keys[head]) head++;
+    let tail = 0;
+    while (tail < keys.length - head && tail < old.keys.length - head && keys[keys.length - 1 - tail] === old.keys[old.keys.length - 1 - tail]) tail++;
+    if (head === keys.length && head === old.keys.length) return;
+    state.sentFindings = { keys, relevant: unit.relevant };
+    const p: AnalysedParams = { uri, findings: unit.findings.slice(head, keys.length - tail).map(strip), relevant: unit.relevant, keepHead: head, keepTail: tail };
     void this.connection.sendNotification(AnalysedNotification.method, p);
   }
 
