@@ -48,8 +48,9 @@ export class Analysis implements vscode.Disposable {
   ) {
     const module = context.asAbsolutePath('dist/server.js');
     const serverOptions: ServerOptions = {
-      run: { module, transport: TransportKind.ipc },
-      debug: { module, transport: TransportKind.ipc, options: { execArgv: ['--nolazy'] } },
+      // --background: the server runs at a lower CPU priority, so the editor stays first on a busy machine
+      run: { module, transport: TransportKind.ipc, args: ['--background'] },
+      debug: { module, transport: TransportKind.ipc, args: ['--background'], options: { execArgv: ['--nolazy'] } },
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [
