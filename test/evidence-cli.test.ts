@@ -127,3 +127,63 @@ describe('tpu-ready report with a profiling run', () => {
     expect(step9(run(['report', '--format', 'md'], ws).out)).toContain('- [ ] A profiling run newer than the code was read');
   });
 });
+
+describe('tpu-ready cost --evidence', () => {
+  const EQ = '='.repeat(80);
+  const DASH = '-'.repeat(80);
+  /** A step barrier's execution block (debug_util.cpp l. 313-414 at v2.9.0), stamped as profile-run.sh stamps lines. */
+  const barrier = (t: number, kind = 'Execution') => ['', `${kind} Analysis: ${EQ}`, `${kind} Analysis: ${kind} Cause`, `${kind} Analysis:   user torch_xla.sync`, `${kind} Analysis: Graph Info: `, `${kind} Analysis:   Graph Hash: ${kind === 'Execution' ? 'h' : `c${t}`}`, `${kind} Analysis: Python Frame Triggered Execution: `, `${kind} Analysis:   train (/vm/proj/train.py:20)`, `${kind} Analysis: ${DASH}`, `${kind} Analysis: ${EQ}`].map((l) => `[tpu-ready ${t.toFixed(3)}] ${l}`);
+  function runLog(dir: string, accelerator: string | null): string {
+    const lines = [...(accelerator ? [`[tpu-ready 0.001] tpu-ready: accelerator-type ${accelerator}`] : []), ...barrier(9.99, 'Compilation'), ...[10, 10.5, 11, 11.5, 12, 12.5].flatMap((t) => barrier(t))];
+    const p = path.join(dir, 'run.log');
+    fs.writeFileSync(p, lines.join('\n') + '\n');
+    return p;
+  }
+  const hfConfig = ['cost', ...['test/cost-fixtures/hf/training_args.json', 'test/cost-fixtures/hf/config.json'].map((p) => path.join(ROOT, p))];
+
+  it('the measured step time replaces the modelled throughput on the TPU the run names, with the log as the source', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpu-ready-cost-ev-'));
+    const log = runLog(dir, 'v5litepod-8');
+    const p0 = run([...hfConfig, '--hardware', 'v5e,v6e', '--chips', '8', '--format', 'json', '--today', '2026-11-29'], dir);
+    expect(p0.code, p0.err).toBe(0);
+    const plain = JSON.parse(p0.out);
+    const r = run([...hfConfig, '--hardware', 'v5e,v6e', '--chips', '8', '--format', 'json', '--today', '2026-11-29', '--evidence', log], dir);
+    expect(r.code, r.err).toBe(0);
+    const json = JSON.parse(r.out);
+    const est = (j: { estimates: { hardware: string; pricing: string; mfuSource: string; mfuFormula: string; tokensPerSecond: number }[] }, hw: string) => j.estimates.find((e) => e.hardware === hw && e.pricing === 'on-demand')!;
+    const v5e = est(json, 'v5e');
+    expect(v5e.mfuSource).toBe('measured');
+    const fields = json.config?.fields ?? {};
+    const tokensPerStep = (fields.globalBatch?.value ?? 0) * (fields.seqLen?.value ?? 0);
+    expect(tokensPerStep).toBe(512 * 2048);
+    expect(v5e.tokensPerSecond).toBeCloseTo(tokensPerStep / 0.5, 3); // 0.5 s per step on all 8 chips
+    expect(JSON.stringify(json)).toContain('measured in the run (run.log:');
+    expect(JSON.stringify(json)).toContain('median step 0.5 s over 5 steps');
+    expect(est(json, 'v6e').mfuSource).toBe('assumption'); // measured on v5e only (the fixture's cost.toml sets an MFU)
+    expect(est(plain, 'v5e').mfuSource).toBe('assumption');
+    expect(est(plain, 'v5e').tokensPerSecond).not.toBeCloseTo(v5e.tokensPerSecond, 0);
+  });
+
+  it('says why a step time cannot be used, and --measured-on names the TPU when the log does not', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpu-ready-cost-ev-'));
+    const log = runLog(dir, null);
+    const r = run([...hfConfig, '--hardware', 'v5e', '--format', 'json', '--evidence', log], dir);
+    expect(r.code).toBe(0);
+    oneLine(r.err);
+    expect(r.err).toContain('tpu-ready cost: --evidence: step time 0.5 s measured (run.log:');
+    expect(r.err).toContain('pass --measured-on');
+    expect(JSON.parse(r.out).estimates[0].mfuSource).toBe('assumption');
+    const named = run([...hfConfig, '--hardware', 'v5e', '--format', 'json', '--evidence', log, '--measured-on', 'v5litepod-8'], dir);
+    expect(named.err).toBe('');
+    expect(JSON.parse(named.out).estimates[0].mfuSource).toBe('measured');
+    const elsewhere = run([...hfConfig, '--hardware', 'v6e', '--format', 'json', '--evidence', log, '--measured-on', 'v5litepod-8'], dir);
+    expect(elsewhere.err).toContain('which is not among the estimated hardware');
+    const bad = run([...hfConfig, '--measured-on', 'v5e', '--evidence', log], dir);
+    expect(bad.code).toBe(2);
+    oneLine(bad.err);
+    expect(bad.err).toContain('--measured-on needs a slice name with its size');
+    expect(run([...hfConfig, '--measured-on', 'v5e-8'], dir).err).toContain('--measured-on needs --evidence');
+    fs.writeFileSync(path.join(dir, 'plain.log'), 'hello\n');
+    expect(run([...hfConfig, '--evidence', path.join(dir, 'plain.log')], dir).err).toContain('no step time in plain.log');
+  });
+});

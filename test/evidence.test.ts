@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { classifyCause, findOpCall, indexPaths, joinWithStatic, mapFrames, mapPath, parseMetricTime, readRunLogs, runtimeFindings, type StaticRow, type WorkspaceFile } from '../src/evidence';
+import { classifyCause, findOpCall, indexPaths, joinWithStatic, mapFrames, mapPath, parseMetricTime, readRunLogs, runtimeFindings, stepTiming, type StaticRow, type WorkspaceFile } from '../src/evidence';
 import { RUNTIME_RULES } from '../src/rules/runtime';
 import { RULES_BY_ID } from '../src/rules';
 import { ROOT } from './setup';
@@ -230,12 +230,64 @@ describe('into the estimate', () => {
   });
 });
 
+describe('step time', () => {
+  /** A stamped log as profile-run.sh writes it: `[tpu-ready <s>] ` before every line. */
+  const stamped = (entries: [number, string[]][], prefix = '') => entries.flatMap(([t, lines]) => lines.map((l) => `[tpu-ready ${t.toFixed(3)}] ${prefix}${l}`));
+  const step = (t: number, compile = false): [number, string[]][] => [
+    ...(compile ? [[t - 0.01, block('', 'user torch_xla.sync', `c${t}`, [['train', '/p/train.py', 20]], 'Compilation')] as [number, string[]]] : []),
+    [t, block('', 'user torch_xla.sync', 'h', [['train', '/p/train.py', 20]])],
+  ];
+
+  it('is the median interval between step-barrier executions, leaving out the steps that compiled', () => {
+    // step 1 compiles (not an interval), step 2 compiles a second graph (left out), then 0.40, 0.42, 0.41, 0.90 (a slow one), 0.40
+    const times = [5, 17, 17.4, 17.82, 18.23, 19.13, 19.53];
+    const lines = ['[tpu-ready 0.000] tpu-ready: accelerator-type v5litepod-8', ...stamped(times.flatMap((t, i) => step(t, i < 2)))];
+    const ev = readRunLogs([{ name: 'runs/a.log', text: lines.join('\r\n') }]);
+    expect(ev.acceleratorType).toBe('v5litepod-8');
+    expect(ev.blocks.every((b) => b.process === '' && b.time !== null)).toBe(true); // the stamp is no process prefix
+    const t = stepTiming(ev)!;
+    expect(t).toMatchObject({ steadySteps: 5, compiledSteps: 1, logLine: 15 }); // the first barrier's block (after step 1's compilation)
+    expect(t.seconds).toBeCloseTo(0.41, 9);
+    expect(t.min).toBeCloseTo(0.4, 9);
+    expect(t.max).toBeCloseTo(0.9, 9);
+  });
+
+  it('is unknown without stamps, with fewer than 3 steady steps, and read per process', () => {
+    const plain = readRunLogs([{ name: 'a.log', text: [0, 1, 2, 3, 4].flatMap(() => block('', 'user torch_xla.sync', 'h', [['train', '/p/train.py', 20]])).join('\n') }]);
+    expect(plain.blocks).toHaveLength(5);
+    expect(stepTiming(plain)).toBeNull();
+    expect(plain.acceleratorType).toBeNull();
+    const short = readRunLogs([{ name: 'a.log', text: stamped([1, 2, 3].flatMap((t) => step(t))).join('\n') }]);
+    expect(stepTiming(short)).toBeNull();
+    // two launcher-prefixed processes: each its own series (0.5 s and 0.25 s); the one with more steady steps counts
+    const a = stamped([1, 1.5, 2, 2.5, 3].flatMap((t) => step(t)), '[worker-0] ');
+    const b = stamped([1, 1.25, 1.5, 1.75, 2, 2.25].flatMap((t) => step(t)), '[worker-1] ');
+    const mixed = readRunLogs([{ name: 'a.log', text: [...a, ...b].join('\n') }]);
+    expect(stepTiming(mixed)).toMatchObject({ seconds: 0.25, steadySteps: 5, process: '[worker-1]' });
+  });
+
+  it('turns into measured tokens/s per chip on the TPU the run used, the log named as the source', async () => {
+    const { estimateFromFiles } = await import('../src/cost');
+    const cfg = (p: string) => ({ path: p, text: fs.readFileSync(path.join(ROOT, p), 'utf8') });
+    const configs = [cfg('test/cost-fixtures/hf/training_args.json'), cfg('test/cost-fixtures/hf/config.json')];
+    const r = estimateFromFiles({ configs, today: '2026-11-29' });
+    const f = r.config.fields;
+    expect(f.globalBatch && f.seqLen).toBeTruthy();
+    const perChip = (f.globalBatch!.value * f.seqLen!.value) / 0.5 / 8;
+    const m = estimateFromFiles({ configs, today: '2026-11-29', overrides: { tokensPerSecondPerChip: { v5e: { value: perChip, source: { kind: 'derived', formula: 'measured in the run (runs/a.log:2)' } } } } });
+    const e = m.estimates.find((x) => x.hardware === 'v5e' && x.pricing === 'on-demand')!;
+    expect(e.mfuSource).toBe('measured');
+    expect(e.tokensPerSecond).toBeCloseTo(perChip * e.chips, 6);
+    expect(m.estimates.find((x) => x.hardware === 'v6e')!.mfuSource).toBe('model');
+  });
+});
+
 describe('collecting runs', () => {
   it('the launcher sets the debug variables, tees to .tpu-ready/runs and prints the report at exit; bash parses it', async () => {
     const { profilingRun } = await import('../src/checklist');
     const f = profilingRun({ profile: 'torch_xla', version: '2.9' })!;
     expect(f.path).toBe('.tpu-ready/profile-run.sh');
-    for (const s of ['export PT_XLA_DEBUG_LEVEL=2', 'export PT_XLA_DEBUG=1', 'export XLA_METRICS_FILE="$runs/$stamp.metrics"', 'runs="$root/.tpu-ready/runs"', '| tee "$log"', 'met.metrics_report()', 'runpy.run_path(sys.argv[0], run_name="__main__")']) expect(f.text).toContain(s);
+    for (const s of ['export PT_XLA_DEBUG_LEVEL=2', 'export PT_XLA_DEBUG=1', 'export XLA_METRICS_FILE="$runs/$stamp.metrics"', 'runs="$root/.tpu-ready/runs"', 'met.metrics_report()', 'runpy.run_path(sys.argv[0], run_name="__main__")']) expect(f.text).toContain(s);
     expect(profilingRun({ profile: 'torchtpu', version: 'preview' })).toBeNull();
     const { spawnSync } = await import('node:child_process');
     const dir = fs.mkdtempSync(path.join((await import('node:os')).tmpdir(), 'tpu-ready-run-'));
@@ -243,9 +295,24 @@ describe('collecting runs', () => {
     fs.writeFileSync(path.join(dir, '.tpu-ready/profile-run.sh'), f.text);
     expect(spawnSync('bash', ['-n', path.join(dir, '.tpu-ready/profile-run.sh')]).status).toBe(0);
     // run it on a script that prints what torch_xla would (no torch_xla here: the report at exit says so)
-    fs.writeFileSync(path.join(dir, 'fake.py'), 'import os, sys\nprint("PT_XLA_DEBUG_LEVEL=" + os.environ["PT_XLA_DEBUG_LEVEL"], sys.argv[1:])\nsys.stderr.write("pt-xla-profiler: CompileTime too frequent: 21 counts during 11 steps\\n")\n');
-    const r = spawnSync('bash', ['.tpu-ready/profile-run.sh', 'fake.py', '--lr', '1'], { cwd: dir, encoding: 'utf8', env: { ...process.env, PYTHON: fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3' } });
-    expect(r.status).toBe(0);
+    // ... and the step barriers torch_xla would print, 60 ms apart after a compiling first step (debug_util.cpp format)
+    const compile = JSON.stringify(block('', 'user torch_xla.sync', 'c', [['train', '/p/fake.py', 9]], 'Compilation').join('\n'));
+    const exec = JSON.stringify(block('', 'user torch_xla.sync', 'h', [['train', '/p/fake.py', 9]]).join('\n'));
+    fs.writeFileSync(path.join(dir, 'fake.py'), [
+      'import os, sys, time',
+      'print("PT_XLA_DEBUG_LEVEL=" + os.environ["PT_XLA_DEBUG_LEVEL"], sys.argv[1:])',
+      'sys.stderr.write("pt-xla-profiler: CompileTime too frequent: 21 counts during 11 steps\\n")',
+      `C, E = ${compile}, ${exec}`,
+      'for i in range(6):',
+      '    sys.stderr.write((C + "\\n" if i == 0 else "") + E + "\\n")',
+      '    sys.stderr.flush()',
+      '    time.sleep(0.06)',
+      'sys.exit(3)',
+    ].join('\n') + '\n');
+    const r = spawnSync('bash', ['.tpu-ready/profile-run.sh', 'fake.py', '--lr', '1'], { cwd: dir, encoding: 'utf8', env: { ...process.env, TPU_ACCELERATOR_TYPE: 'v6e-8', PYTHON: fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3' } });
+    expect(r.status).toBe(3); // the program's own exit status
+    expect(r.stdout).toContain("PT_XLA_DEBUG_LEVEL=2 ['--lr', '1']"); // the terminal gets the lines as printed
+    expect(r.stdout).not.toContain('[tpu-ready ');
     const logs = fs.readdirSync(path.join(dir, '.tpu-ready/runs'));
     expect(logs).toHaveLength(1);
     expect(logs[0]).toMatch(/^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ\.log$/);
@@ -253,6 +320,14 @@ describe('collecting runs', () => {
     expect(text).toContain("PT_XLA_DEBUG_LEVEL=2 ['--lr', '1']");
     expect(text).toContain('pt-xla-profiler: CompileTime too frequent: 21 counts during 11 steps'); // stderr is in the log
     expect(text).toContain('tpu-ready: no metrics report');
+    expect(text.split('\n').filter(Boolean).every((l) => /^\[tpu-ready \d+\.\d{3}\] /.test(l))).toBe(true);
+    const ev = readRunLogs([{ name: logs[0], text }]);
+    expect(ev.acceleratorType).toBe('v6e-8');
+    const t = stepTiming(ev)!;
+    expect(t.steadySteps).toBe(5);
+    expect(t.compiledSteps).toBe(0);
+    expect(t.seconds).toBeGreaterThan(0.05);
+    expect(t.seconds).toBeLessThan(1);
   });
 
   it('the newest run counts for step 9 when it is newer than the code and has no runtime finding', async () => {

@@ -287,6 +287,10 @@ export const PROFILING_RUN_MARKER = 'tpu-ready: profiling run';
  *   analyses, where PT_XLA_DEBUG=1 alone would mean level 100.
  * - XLA_METRICS_FILE: the report after every step, `<file>.<ordinal>` per process when there are several
  *   (torch_xla/debug/metrics_saver.py l. 19-50).
+ * - Every line written to the log is stamped with the seconds since launch ("[tpu-ready 12.345] ", the
+ *   terminal gets the line as printed): the step barriers' execution blocks then give the step time
+ *   (src/evidence/steps.ts). The TPU type is recorded first, from `TPU_ACCELERATOR_TYPE` or the VM's `tpu-env`
+ *   metadata, as torch_xla reads it (torch_xla/_internal/tpu.py l. 89-94 and 166-185 at v2.9.0).
  */
 export function profilingRun(target: Target): GeneratedFile | null {
   if (target.profile !== 'torch_xla') return null;
@@ -316,7 +320,15 @@ export function profilingRun(target: Target): GeneratedFile | null {
     'export XLA_METRICS_FILE="$runs/$stamp.metrics"',
     'export PYTHONUNBUFFERED=1',
     '',
+    '# the TPU type, for the measured step time in `tpu-ready cost --evidence` (a Cloud TPU VM\'s tpu-env metadata)',
+    'acc="${TPU_ACCELERATOR_TYPE:-}"',
+    'if [ -z "$acc" ] && command -v curl >/dev/null 2>&1; then',
+    '  acc="$(curl -s -m 2 -H "Metadata-Flavor: Google" http://metadata.google.internal/computeMetadata/v1/instance/attributes/tpu-env 2>/dev/null | sed -n "s/^ACCELERATOR_TYPE: *[\'\\"]\\{0,1\\}\\([A-Za-z0-9-]*\\).*/\\1/p" | head -n 1 || true)"',
+    'fi',
+    '',
     'echo "tpu-ready: writing $log" >&2',
+    '{',
+    'echo "tpu-ready: accelerator-type ${acc:-unknown}"',
     '# the metrics report is printed at exit as well (the counters of CPU fallbacks are in it)',
     '"${PYTHON:-python3}" -c \'',
     'import atexit, runpy, sys',
@@ -329,7 +341,18 @@ export function profilingRun(target: Target): GeneratedFile | null {
     'atexit.register(_report)',
     'sys.argv = sys.argv[1:]',
     'runpy.run_path(sys.argv[0], run_name="__main__")',
-    '\' "$@" 2>&1 | tee "$log"',
+    '\' "$@" 2>&1',
+    '# every line to the terminal as printed, and to the log stamped with the seconds since launch',
+    '} | "${PYTHON:-python3}" -u -c \'',
+    'import sys, time',
+    't0 = time.monotonic()',
+    'with open(sys.argv[1], "a", encoding="utf-8", errors="replace") as log:',
+    '    for line in sys.stdin.buffer:',
+    '        sys.stdout.buffer.write(line)',
+    '        sys.stdout.buffer.flush()',
+    '        log.write("[tpu-ready %.3f] " % (time.monotonic() - t0) + line.decode("utf-8", "replace"))',
+    '        log.flush()',
+    '\' "$log"',
     'status="${PIPESTATUS[0]}"',
     'echo "tpu-ready: run log in $log (read it with: npx tpu-ready evidence $runs)" >&2',
     'exit "$status"',

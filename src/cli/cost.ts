@@ -11,6 +11,8 @@ import {
 import { MAX_CONFIG_CHARS } from '../cost/readers/limits';
 import { DEFAULT_OPTIONS } from '../core/types';
 import { evidenceFindings, mergeEvidence, readLogs } from './evidence';
+import { readRunLogs, stepTiming } from '../evidence';
+import { HARDWARE, parseHardware, sliceName, type HardwareId } from '../cost/prices';
 import type { OutFinding } from './process';
 import { priceFindings, moneyShort, type PricedFinding } from '../cost';
 import { processFile } from './process';
@@ -43,8 +45,11 @@ Options:
   --format F             text (default), json or markdown
   --findings PATHS       also scan these files (comma-separated) and price their hot-loop findings
                          (host syncs, recompilations, step barrier, autocast) on the first estimate
-  --evidence LOGS        with --findings: a PyTorch/XLA run's logs (comma-separated); measured host-read
-                         and compile seconds, reads per step and distinct graphs replace the defaults
+  --evidence LOGS        a PyTorch/XLA run's logs (comma-separated; from .tpu-ready/profile-run.sh): its
+                         measured step time replaces the modelled throughput on the TPU it ran on; with
+                         --findings, measured host-read and compile seconds, reads per step and distinct
+                         graphs replace the priced findings' defaults
+  --measured-on SLICE    the TPU the --evidence run used (v5litepod-8, v6e-8), when its log does not say
   --today YYYY-MM-DD     date for price staleness (default: today)
 `;
 
@@ -55,12 +60,14 @@ export interface CostArgs {
   today: string;
   overrides: Partial<Assumptions>;
   findings: string[];
-  /** Run logs whose measurements replace the priced findings' default assumptions (with --findings). */
+  /** Run logs whose measurements replace the modelled throughput and the priced findings' default assumptions. */
   evidence: string[];
+  /** The slice the evidence run used, when its log does not name it. */
+  measuredOn: { id: HardwareId; chips?: number; name: string } | null;
 }
 
 export function parseCostArgs(argv: string[], today: string): CostArgs {
-  const a: CostArgs = { paths: [], format: 'text', today, overrides: {}, findings: [], evidence: [] };
+  const a: CostArgs = { paths: [], format: 'text', today, overrides: {}, findings: [], evidence: [], measuredOn: null };
   let price: number | undefined;
   let pricingGiven = false;
   eachArg(argv, (arg) => {
@@ -115,6 +122,13 @@ export function parseCostArgs(argv: string[], today: string): CostArgs {
       case '--evidence':
         a.evidence.push(...value().split(',').map((x) => x.trim()).filter(Boolean));
         break;
+      case '--measured-on': {
+        const v = value();
+        const hw = parseHardwareSlices(v, '--measured-on')[0];
+        if (!hw.chips) throw new UsageError(`--measured-on needs a slice name with its size (v5litepod-8, v6e-8, v5p-8), not "${v}"`);
+        a.measuredOn = { ...hw, name: v };
+        break;
+      }
       case '--findings':
         a.findings.push(...value().split(',').map((x) => x.trim()).filter(Boolean));
         break;
@@ -128,7 +142,7 @@ export function parseCostArgs(argv: string[], today: string): CostArgs {
         a.paths.push(arg.positional('see tpu-ready cost --help'));
     }
   });
-  if (a.evidence.length && !a.findings.length) throw new UsageError('--evidence needs --findings (the files whose findings the run measured)');
+  if (a.measuredOn && !a.evidence.length) throw new UsageError('--measured-on needs --evidence (the run it describes)');
   if (price !== undefined) {
     const hw = a.overrides.hardware?.value;
     if (!hw || hw.length !== 1) throw new UsageError('--price needs exactly one --hardware (the price is per chip-hour of that hardware)');
@@ -239,6 +253,42 @@ async function pricedFindingsOf(paths: string[], r: CostReport, cwd: string, was
   if (evidence.length) found = mergeEvidence(found, evidenceFindings(readLogs(evidence, '--evidence '), root, undefined, files).findings).findings;
   const basis = r.estimates.find((e) => e.pricing === 'on-demand' && e.cost !== null) ?? r.estimates[0];
   return priceFindings(found, r, basis);
+}
+
+interface MeasuredStep {
+  seconds: number;
+  steady: number;
+  compiled: number;
+  where: string;
+  /** The slice, or why it is unknown. */
+  slice: { id: HardwareId; chips: number; name: string } | string;
+}
+
+/** The run's measured step time and the slice it ran on, from the --evidence logs (null: nothing measured, said on stderr by the caller). */
+function measuredStep(parsed: CostArgs, cwd: string): MeasuredStep | string {
+  const logs = readLogs(parsed.evidence.map((p) => path.resolve(cwd, p)), '--evidence ');
+  const ev = readRunLogs(logs);
+  const t = stepTiming(ev);
+  if (!t) return `no step time in ${logs.length === 1 ? rel(cwd, logs[0].abs) : `${logs.length} logs`}: it needs a log of .tpu-ready/profile-run.sh (stamped lines, PT_XLA_DEBUG_LEVEL=2) with at least 3 steps that compiled nothing`;
+  const named = parsed.measuredOn ?? (ev.acceleratorType ? { ...(parseHardware(ev.acceleratorType) ?? { id: null }), name: ev.acceleratorType } : null);
+  const where = `${rel(cwd, logs[t.log].abs)}:${t.logLine}`;
+  const base = { seconds: t.seconds, steady: t.steadySteps, compiled: t.compiledSteps, where };
+  if (!named) return { ...base, slice: 'the log does not say which TPU it ran on (pass --measured-on, e.g. --measured-on v5litepod-8)' };
+  if (!named.id || !named.chips) return { ...base, slice: `"${named.name}" is not a slice name with a size (pass --measured-on, e.g. --measured-on v5litepod-8)` };
+  return { ...base, slice: { id: named.id, chips: named.chips, name: named.name } };
+}
+
+/** The measured step time as tokens/s per chip on the run's hardware, or why it cannot be used for this job. */
+function measuredThroughput(m: MeasuredStep | string, r: CostReport): { hw: HardwareId; value: { value: number; source: { kind: 'derived'; formula: string } } } | string {
+  if (typeof m === 'string') return m;
+  if (typeof m.slice === 'string') return `step time ${sig(m.seconds)} s measured (${m.where}), but ${m.slice}`;
+  const f = r.config.fields;
+  if (!f.globalBatch || !f.seqLen) return `step time ${sig(m.seconds)} s measured (${m.where}), but the config gives no global batch and sequence length to turn it into tokens/s`;
+  if (!r.estimates.some((e) => e.hardware === (m.slice as { id: HardwareId }).id)) return `step time measured on ${sliceName(HARDWARE[m.slice.id], m.slice.chips)}, which is not among the estimated hardware (add it to --hardware)`;
+  const tokens = f.globalBatch.value * f.seqLen.value;
+  const perChip = tokens / m.seconds / m.slice.chips;
+  const formula = `measured in the run (${m.where}): median step ${sig(m.seconds)} s over ${m.steady} steps that compiled nothing (${m.compiled} compiling steps left out) on ${sliceName(HARDWARE[m.slice.id], m.slice.chips)}; ${f.globalBatch.value} × ${f.seqLen.value} tokens per step ÷ ${m.slice.chips} chips (assumes the profiled run used this config's global batch)`;
+  return { hw: m.slice.id, value: { value: perChip, source: { kind: 'derived', formula } } };
 }
 
 export function formatFindings(priced: PricedFinding[]): string {
@@ -400,7 +450,16 @@ export async function runCost(argv: string[], io: Io, wasmDir: string): Promise<
           return 2;
         }
       }
-      for (const job of jobs) reports.push(await reportOf(job, parsed, cwd, wasmDir));
+      const measured = parsed.evidence.length ? measuredStep(parsed, cwd) : null;
+      for (const job of jobs) {
+        let r = await reportOf(job, parsed, cwd, wasmDir);
+        if (measured) {
+          const m = measuredThroughput(measured, r);
+          if (typeof m === 'string') io.err(`tpu-ready cost: --evidence: ${m}\n`);
+          else r = await reportOf(job, { ...parsed, overrides: { ...parsed.overrides, tokensPerSecondPerChip: { ...parsed.overrides.tokensPerSecondPerChip, [m.hw]: m.value } } }, cwd, wasmDir);
+        }
+        reports.push(r);
+      }
       if (parsed.findings.length) for (const r of reports) priced.push(await pricedFindingsOf(parsed.findings.map((p) => path.resolve(cwd, p)), r, cwd, wasmDir, io, parsed.evidence.map((p) => path.resolve(cwd, p))));
     }
   } catch (e) {

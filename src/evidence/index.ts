@@ -3,3 +3,4 @@ export * from './read';
 export * from './map';
 export * from './findings';
 export * from './runs';
+export * from './steps';

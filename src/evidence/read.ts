@@ -73,6 +73,8 @@ export interface AnalysisBlock {
   logLine: number;
   /** The text before the marker on the block's lines (a launcher's process prefix), '' when none. */
   process: string;
+  /** Seconds since the run started when the block opened, from the line stamps of `.tpu-ready/profile-run.sh`; null without them. */
+  time: number | null;
 }
 
 export interface PostCompilation {
@@ -129,7 +131,17 @@ export interface RunEvidence {
   /** Something of the debug formats was seen (else the log is probably not a torch_xla run). */
   recognized: boolean;
   truncatedBlocks: number;
+  /** The TPU the run says it ran on (`tpu-ready: accelerator-type v5litepod-8`, written by profile-run.sh), else null. */
+  acceleratorType: string | null;
 }
+
+/**
+ * The line stamp `.tpu-ready/profile-run.sh` puts before every line it writes to the log: seconds since the
+ * launch, "[tpu-ready 12.345] ". Stripped before any other format is read, so stamped logs read as plain ones.
+ */
+export const LINE_STAMP = /^\[tpu-ready (\d+(?:\.\d+)?)\] /;
+/** The launcher's record of the TPU type (from `TPU_ACCELERATOR_TYPE` or the VM's `tpu-env` metadata). */
+const ACCELERATOR = /^tpu-ready: accelerator-type (\S+)\s*$/;
 
 const ANSI = /\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07/g;
 const ANALYSIS = /(Unexpected Execution Analysis|Compilation Analysis|Execution Analysis): (.*)$/;
@@ -187,7 +199,7 @@ interface OpenBlock {
 
 /** Reads one or more logs (stdout/stderr captures, PT_XLA_DEBUG_FILE, XLA_METRICS_FILE) into run evidence. */
 export function readRunLogs(logs: { name: string; text: string }[]): RunEvidence {
-  const ev: RunEvidence = { blocks: [], post: [], checks: [], metrics: [], logs: logs.map((l) => l.name), recognized: false, truncatedBlocks: 0 };
+  const ev: RunEvidence = { blocks: [], post: [], checks: [], metrics: [], logs: logs.map((l) => l.name), recognized: false, truncatedBlocks: 0, acceleratorType: null };
   logs.forEach((log, li) => readOne(log.text, li, ev));
   ev.truncatedBlocks = ev.blocks.filter((b) => b.truncated).length;
   return ev;
@@ -212,8 +224,19 @@ function readOne(text: string, li: number, ev: RunEvidence): void {
   };
 
   for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i];
+    let raw = lines[i];
     const lineNo = i + 1;
+    let time: number | null = null;
+    const stamp = LINE_STAMP.exec(raw);
+    if (stamp) {
+      time = Number(stamp[1]);
+      raw = raw.slice(stamp[0].length);
+    }
+    const acc = ACCELERATOR.exec(raw);
+    if (acc) {
+      if (acc[1] !== 'unknown') ev.acceleratorType = acc[1];
+      continue;
+    }
 
     const md = METRICS_DATA.exec(raw);
     if (md) {
@@ -264,13 +287,13 @@ function readOne(text: string, li: number, ev: RunEvidence): void {
         if (o && o.stage === 'closing') finish(key, false);
         else {
           if (o) finish(key, true);
-          open.set(key, { stage: 'head', block: { kind, cause: '', causeKind: 'other', graphHash: null, graphName: null, inputs: null, outputs: null, frames: [], moreFrames: false, truncated: false, log: li, logLine: lineNo, process: processKey(prefix) } });
+          open.set(key, { stage: 'head', block: { kind, cause: '', causeKind: 'other', graphHash: null, graphName: null, inputs: null, outputs: null, frames: [], moreFrames: false, truncated: false, log: li, logLine: lineNo, process: processKey(prefix), time } });
         }
         continue;
       }
       if (!o) {
         // a block whose opening line was lost (truncated head or interleaving): start one here
-        o = { stage: 'head', block: { kind, cause: '', causeKind: 'other', graphHash: null, graphName: null, inputs: null, outputs: null, frames: [], moreFrames: false, truncated: true, log: li, logLine: lineNo, process: processKey(prefix) } };
+        o = { stage: 'head', block: { kind, cause: '', causeKind: 'other', graphHash: null, graphName: null, inputs: null, outputs: null, frames: [], moreFrames: false, truncated: true, log: li, logLine: lineNo, process: processKey(prefix), time } };
         open.set(key, o);
       }
       const b = o.block;
