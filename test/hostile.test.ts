@@ -132,9 +132,24 @@ describe('cost.toml with odd types', () => {
     expect(bad('distinct-shapes = 1e400\n')).toBe('.tpu-ready/cost.toml:1: `distinct-shapes` must be a number, not inf');
   });
 
+  it('a quoted number is a string, as TOML types it (was accepted silently)', () => {
+    expect(bad('chips = "8"\n')).toBe('.tpu-ready/cost.toml:1: `chips` must be a number, not the string "8" (write it without quotes)');
+    expect(bad('mfu = "0.4"\n')).toBe('.tpu-ready/cost.toml:1: `mfu` must be a number, not the string "0.4" (write it without quotes)');
+    expect(bad('chips = 8\n')).toBe('accepted');
+  });
+
   it('a table where a list of names goes is named a table (was "[object Object]")', () => {
     expect(bad('pricing = { a = 1 }\n')).not.toContain('[object Object]');
     expect(bad('pricing = { a = 1 }\n')).toMatch(/pricing must be on-demand or spot, not a table$/);
     expect(bad('hardware = [{ a = 1 }]\n')).toMatch(/hardware must be names such as v5e, not a table$/);
+  });
+});
+
+describe('a reader that closes the pipe', () => {
+  it('`check | head` ends the output quietly: no EPIPE stack trace, the exit status is the scan\'s', () => {
+    const ws = project(Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`t${i}.py`, FIXABLE.repeat(40)])));
+    const r = spawnSync('bash', ['-c', `"${process.execPath}" "${CLI}" check . 2>err.txt | head -c 10 >/dev/null; echo "\${PIPESTATUS[0]}"`], { cwd: ws, encoding: 'utf8', timeout: 60_000 });
+    expect(fs.readFileSync(path.join(ws, 'err.txt'), 'utf8')).toBe('');
+    expect(r.stdout.trim()).toBe('1'); // findings: 1, as with a reader that read everything
   });
 });

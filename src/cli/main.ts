@@ -4,7 +4,7 @@ import { runCheck, type CheckArgs } from './check';
 import { runReport } from './report';
 import { runCost } from './cost';
 import { runEvidence } from './evidence';
-import { processIo, type Io } from './io';
+import { processIo, quietOnClosedStdout, type Io } from './io';
 import { checkRuleSelectors, eachArg, FIX_STYLES, InputError, TARGET_VERSIONS, TARGETS, UsageError } from './args';
 import { RULES } from '../rules';
 import { VERSION } from './version';
@@ -159,6 +159,7 @@ function oneLine(e: unknown): string {
 }
 
 if (require.main === module) {
+  if (process.argv[2] !== 'server') quietOnClosedStdout();
   main(process.argv.slice(2)).then(
     (code) => {
       process.exitCode = code;

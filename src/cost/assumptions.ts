@@ -175,8 +175,9 @@ export function parseAssumptionsFile(file: string, text: string): Partial<Assump
     throw new CostConfigError(`${file}:${e.line}: \`${key}\` ${why}`, file, e.line, key);
   };
   const number = (key: string, e: Entry, lo: number, hi: number): number => {
-    const n = num(e.value);
-    if (n === undefined) bad(key, e, `must be a number, not ${shownValue(e.value)}`);
+    // TOML is typed: a quoted "8" is a string, as every TOML reader (tomllib, Cargo) takes it
+    const n = typeof e.value === 'string' ? undefined : num(e.value);
+    if (n === undefined) bad(key, e, `must be a number, not ${typeof e.value === 'string' ? `the string ${shownValue(e.value)} (write it without quotes)` : shownValue(e.value)}`);
     if (n! < lo || n! > hi) bad(key, e, `must be between ${lo} and ${hi}, not ${n}`);
     return n!;
   };
