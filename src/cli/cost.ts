@@ -11,8 +11,9 @@ import {
 import { MAX_CONFIG_CHARS } from '../cost/readers/limits';
 import { DEFAULT_OPTIONS } from '../core/types';
 import { evidenceFindings, mergeEvidence, readLogs } from './evidence';
-import { readRunLogs, stepTiming } from '../evidence';
-import { HARDWARE, parseHardware, sliceName, type HardwareId } from '../cost/prices';
+import { readRunLogs } from '../evidence';
+import { measuredStepOf, measuredThroughput, type MeasuredStep } from '../cost/measured';
+import type { HardwareId } from '../cost/prices';
 import type { OutFinding } from './process';
 import { priceFindings, moneyShort, type PricedFinding } from '../cost';
 import { processFile } from './process';
@@ -255,40 +256,10 @@ async function pricedFindingsOf(paths: string[], r: CostReport, cwd: string, was
   return priceFindings(found, r, basis);
 }
 
-interface MeasuredStep {
-  seconds: number;
-  steady: number;
-  compiled: number;
-  where: string;
-  /** The slice, or why it is unknown. */
-  slice: { id: HardwareId; chips: number; name: string } | string;
-}
-
-/** The run's measured step time and the slice it ran on, from the --evidence logs (null: nothing measured, said on stderr by the caller). */
+/** The run's measured step time and the slice it ran on, from the --evidence logs. */
 function measuredStep(parsed: CostArgs, cwd: string): MeasuredStep | string {
   const logs = readLogs(parsed.evidence.map((p) => path.resolve(cwd, p)), '--evidence ');
-  const ev = readRunLogs(logs);
-  const t = stepTiming(ev);
-  if (!t) return `no step time in ${logs.length === 1 ? rel(cwd, logs[0].abs) : `${logs.length} logs`}: it needs a log of .tpu-ready/profile-run.sh (stamped lines, PT_XLA_DEBUG_LEVEL=2) with at least 3 steps that compiled nothing`;
-  const named = parsed.measuredOn ?? (ev.acceleratorType ? { ...(parseHardware(ev.acceleratorType) ?? { id: null }), name: ev.acceleratorType } : null);
-  const where = `${rel(cwd, logs[t.log].abs)}:${t.logLine}`;
-  const base = { seconds: t.seconds, steady: t.steadySteps, compiled: t.compiledSteps, where };
-  if (!named) return { ...base, slice: 'the log does not say which TPU it ran on (pass --measured-on, e.g. --measured-on v5litepod-8)' };
-  if (!named.id || !named.chips) return { ...base, slice: `"${named.name}" is not a slice name with a size (pass --measured-on, e.g. --measured-on v5litepod-8)` };
-  return { ...base, slice: { id: named.id, chips: named.chips, name: named.name } };
-}
-
-/** The measured step time as tokens/s per chip on the run's hardware, or why it cannot be used for this job. */
-function measuredThroughput(m: MeasuredStep | string, r: CostReport): { hw: HardwareId; value: { value: number; source: { kind: 'derived'; formula: string } } } | string {
-  if (typeof m === 'string') return m;
-  if (typeof m.slice === 'string') return `step time ${sig(m.seconds)} s measured (${m.where}), but ${m.slice}`;
-  const f = r.config.fields;
-  if (!f.globalBatch || !f.seqLen) return `step time ${sig(m.seconds)} s measured (${m.where}), but the config gives no global batch and sequence length to turn it into tokens/s`;
-  if (!r.estimates.some((e) => e.hardware === (m.slice as { id: HardwareId }).id)) return `step time measured on ${sliceName(HARDWARE[m.slice.id], m.slice.chips)}, which is not among the estimated hardware (add it to --hardware)`;
-  const tokens = f.globalBatch.value * f.seqLen.value;
-  const perChip = tokens / m.seconds / m.slice.chips;
-  const formula = `measured in the run (${m.where}): median step ${sig(m.seconds)} s over ${m.steady} steps that compiled nothing (${m.compiled} compiling steps left out) on ${sliceName(HARDWARE[m.slice.id], m.slice.chips)}; ${f.globalBatch.value} × ${f.seqLen.value} tokens per step ÷ ${m.slice.chips} chips (assumes the profiled run used this config's global batch)`;
-  return { hw: m.slice.id, value: { value: perChip, source: { kind: 'derived', formula } } };
+  return measuredStepOf(readRunLogs(logs), logs.map((l) => rel(cwd, l.abs)), parsed.measuredOn);
 }
 
 export function formatFindings(priced: PricedFinding[]): string {
