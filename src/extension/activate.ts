@@ -127,6 +127,8 @@ export function activate(context: vscode.ExtensionContext): void {
   const staticRules = (uri: vscode.Uri, line: number) => analysis.findingsAt(uri, line).map((f) => f.rule);
   const runs = registerRunEvidence(context, log, () => checklist.currentTarget, staticRules);
   analysis.useConfirmations((uri) => runs.confirmationsOf(uri), runs.onDidChangeConfirmations);
+  // the newest run's measured step time is the cost views' throughput on the TPU it ran on
+  context.subscriptions.push(cost.useMeasuredStep(() => runs.measuredStep, runs.onDidChangeMeasuredStep));
   context.subscriptions.push(runs.onDidChange((run) => checklist.setRun(run)), results.onDidChange(() => runs.republish()));
   void analysis.start().catch((e) => log.error(`the TPU Readiness language server did not start: ${(e as Error)?.message ?? e}`));
   configProblems.start();
