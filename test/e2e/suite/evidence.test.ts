@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { codeOf, waitFor, wsPath, wsUri } from './helpers';
+import { EXTENSION_ID, codeOf, waitFor, wsPath, wsUri } from './helpers';
 
 const RUNTIME = 'tpu-ready runtime';
 const EQ = '='.repeat(80);
@@ -28,6 +28,10 @@ const runtimeOf = (uri: vscode.Uri) => vscode.languages.getDiagnostics(uri).filt
 
 describe('runtime evidence from .tpu-ready/runs/', () => {
   const runs = () => wsPath('.tpu-ready', 'runs');
+  // run alone (E2E_GREP), nothing else has activated the extension: no Python file is opened here
+  before(async () => {
+    await vscode.extensions.getExtension(EXTENSION_ID)?.activate();
+  });
   after(() => {
     fs.rmSync(wsPath('.tpu-ready', 'runs'), { recursive: true, force: true });
     fs.rmSync(wsPath('.tpu-ready', 'profile-run.sh'), { force: true });
@@ -82,6 +86,8 @@ describe('runtime evidence from .tpu-ready/runs/', () => {
     assert.ok(uri);
     const text = fs.readFileSync(wsPath('.tpu-ready', 'profile-run.sh'), 'utf8');
     assert.match(text, /export PT_XLA_DEBUG_LEVEL=2/);
-    assert.match(text, /tee "\$log"/);
+    // every line goes to the terminal and, stamped with the seconds since launch, to the log (the step time)
+    assert.match(text, /log\.write\("\[tpu-ready %\.3f\] "/);
+    assert.match(text, /echo "tpu-ready: accelerator-type \$\{acc:-unknown\}"/);
   });
 });
