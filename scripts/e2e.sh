@@ -114,10 +114,10 @@ VSIX="$RUN/tpu-ready.vsix"
   --baseContentUrl https://github.com/tpu-ready/tpu-ready/blob/main --baseImagesUrl https://github.com/tpu-ready/tpu-ready/raw/main \
   -o "$VSIX") >"$OUT/vsce.log" 2>&1 || { cat "$OUT/vsce.log" >&2; exit 1; }
 listing=$(unzip -l "$VSIX")
-for f in extension/dist/extension.js extension/dist/web-tree-sitter.wasm extension/dist/tree-sitter-python.wasm extension/package.json; do
+for f in extension/dist/extension.js extension/dist/server.js extension/dist/web-tree-sitter.wasm extension/dist/tree-sitter-python.wasm extension/package.json; do
   grep -q " $f\$" <<<"$listing" || { echo "the VSIX lacks $f:" >&2; echo "$listing" >&2; exit 1; }
 done
-say "VSIX $(du -k "$VSIX" | cut -f1) KB: extension.js and both wasm files ship"
+say "VSIX $(du -k "$VSIX" | cut -f1) KB: extension.js, server.js and both wasm files ship"
 
 # --- 3. code-server per phase ---------------------------------------------------------------------------
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }

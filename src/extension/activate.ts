@@ -1,59 +1,53 @@
 /**
- * Entry point of the extension (bundled to dist/extension.js). Activation only wires things up: the
- * grammar loads on the first analysis, and the workspace is scanned only on request.
+ * Entry point of the extension (bundled to dist/extension.js). Activation only wires things up: the language
+ * server (dist/server.js, its own process) does every analysis; the workspace is scanned only on request.
  */
 import * as vscode from 'vscode';
 import { RULES } from '../rules';
 import { registerChecklist } from './checklist';
-import { CodeActions } from './codeActions';
+import { Analysis } from './client';
 import { CommandId } from './commands';
 import { registerCost } from './cost';
 import { registerRunEvidence } from './evidence';
 import { ConfigService } from './config';
 import { ConfigDiagnostics } from './configDiagnostics';
 import { docsUri } from './convert';
-import { Linter, type Analysable } from './diagnostics';
-import { addCreateAccel, explainAccelRefusal, fixAllEdit, missingAccelModule, updateAccelModule, watchAccelModules } from './fixes';
+import { addCreateAccel, explainAccelRefusal, missingAccelModule, updateAccelModule, watchAccelModules } from './fixes';
 import { NOTEBOOK_TYPE } from './notebooks';
 import { Results } from './results';
-import { Scanner } from './scan';
 import { ReadinessStatus } from './statusBar';
 
+/** A file or notebook uri from a command argument (a Uri, or a uri string from the language server). */
+function uriArg(arg: unknown): vscode.Uri | undefined {
+  if (arg instanceof vscode.Uri) return arg;
+  if (typeof arg === 'string' && /^[a-z][\w+.-]*:/i.test(arg)) return vscode.Uri.parse(arg);
+  return undefined;
+}
+
 export function activate(context: vscode.ExtensionContext): void {
-  const wasmDir = vscode.Uri.joinPath(context.extensionUri, 'dist').fsPath;
   const log = vscode.window.createOutputChannel('TPU Readiness', { log: true });
   const config = new ConfigService();
   const results = new Results();
-  const linter = new Linter(wasmDir, config, results, log);
-  const scanner = new Scanner(wasmDir, linter, config, results, log);
+  const analysis = new Analysis(context, results, log);
   const status = new ReadinessStatus(results);
-  const codeActions = new CodeActions(linter, config);
   // problems in [tool.tpu-ready] as diagnostics on pyproject.toml
   const configProblems = new ConfigDiagnostics(log);
-  context.subscriptions.push(log, config, results, linter, scanner, status, configProblems, watchAccelModules());
-
-  context.subscriptions.push(
-    vscode.languages.registerCodeActionsProvider(
-      [{ language: 'python' }, { notebookType: NOTEBOOK_TYPE }, { scheme: 'file' }, { scheme: 'untitled' }],
-      codeActions,
-      CodeActions.metadata,
-    ),
-  );
+  context.subscriptions.push(log, config, results, analysis, status, configProblems, watchAccelModules());
 
   /** The file or notebook a command acts on: its argument, else the active notebook or editor. */
-  const activeAnalysable = (uri?: vscode.Uri): Analysable | null => {
-    if (uri instanceof vscode.Uri) return linter.analysableOf(uri);
+  const activeTarget = (arg?: unknown): vscode.Uri | undefined => {
+    const uri = uriArg(arg);
+    if (uri) return uri;
     const editor = vscode.window.activeTextEditor;
     const nb = vscode.window.activeNotebookEditor?.notebook;
-    if (nb && (!editor || editor.document.uri.scheme === 'vscode-notebook-cell')) return { kind: 'notebook', nb };
-    return editor ? linter.analysableOf(editor.document.uri) : null;
+    if (nb && nb.notebookType === NOTEBOOK_TYPE && (!editor || editor.document.uri.scheme === 'vscode-notebook-cell')) return nb.uri;
+    return editor?.document.uri;
   };
-  const fileOf = (a: Analysable) => (a.kind === 'file' ? a.doc.uri : a.nb.uri);
 
   const register = (id: CommandId, fn: (...args: never[]) => unknown) => context.subscriptions.push(vscode.commands.registerCommand(id, fn));
 
   register(CommandId.ScanWorkspace, async () => {
-    const summary = await scanner.run();
+    const summary = await analysis.scan();
     void vscode.window.showInformationMessage(
       `TPU readiness ${summary.score}/100: ${summary.findings} finding${summary.findings === 1 ? '' : 's'} in ${summary.files} file${summary.files === 1 ? '' : 's'}` +
         (summary.cancelled ? ' (scan cancelled)' : ''),
@@ -61,24 +55,22 @@ export function activate(context: vscode.ExtensionContext): void {
     return summary;
   });
 
-  register(CommandId.FixAllInFile, async (uri?: vscode.Uri) => {
-    const a = activeAnalysable(uri);
-    if (!a) {
+  register(CommandId.FixAllInFile, async (arg?: unknown) => {
+    const file = activeTarget(arg);
+    if (!file || file.scheme === 'vscode-notebook-cell') {
       void vscode.window.showWarningMessage('TPU Readiness: open a Python file or a notebook to fix.');
       return { applied: 0 };
     }
-    const { options } = await config.optionsFor(fileOf(a));
-    const result = options && (await fixAllEdit(a, options, { rule: null, createAccel: true }));
-    if (result?.refused) explainAccelRefusal(result.refused);
-    if (!result || !result.applied) return { applied: 0 };
+    const result = await analysis.fixEdit(file, { rule: null, createAccel: true });
+    if (result.refused) explainAccelRefusal(file, result.refused);
+    if (!result.edit || !result.applied) return { applied: 0 };
     const ok = await vscode.workspace.applyEdit(result.edit, { isRefactoring: false });
     return { applied: ok ? result.applied : 0 };
   });
 
-  register(CommandId.CreateAccelModule, async (uri?: vscode.Uri) => {
-    const a = activeAnalysable(uri);
-    const file = a ? fileOf(a) : uri instanceof vscode.Uri ? uri : undefined;
-    if (!file) {
+  register(CommandId.CreateAccelModule, async (arg?: unknown) => {
+    const file = activeTarget(arg);
+    if (!file || file.scheme === 'vscode-notebook-cell') {
       void vscode.window.showWarningMessage('TPU Readiness: open the file the module should sit beside.');
       return undefined;
     }
@@ -96,13 +88,14 @@ export function activate(context: vscode.ExtensionContext): void {
     return target;
   });
 
-  register(CommandId.UpdateAccelModule, async (uri?: vscode.Uri, reason?: string) => {
-    const a = activeAnalysable(uri);
-    const file = a ? fileOf(a) : uri instanceof vscode.Uri ? uri : undefined;
-    if (!file) {
+  // also the command of a fix the server refused (args: the file's uri string, why, and whether to say it once only)
+  register(CommandId.UpdateAccelModule, async (arg?: unknown, reason?: string, quiet?: boolean) => {
+    const file = activeTarget(arg);
+    if (!file || file.scheme === 'vscode-notebook-cell') {
       void vscode.window.showWarningMessage('TPU Readiness: open a file that uses the device-abstraction module.');
       return false;
     }
+    if (typeof reason === 'string' && quiet === true && !firstTime(file, reason)) return false;
     const { options, settings } = await config.optionsFor(file);
     return updateAccelModule(file, options?.accelModule ?? settings.accelModule, typeof reason === 'string' ? reason : undefined);
   });
@@ -129,16 +122,27 @@ export function activate(context: vscode.ExtensionContext): void {
   });
 
   const cost = registerCost(context);
-  const checklist = registerChecklist(context, { results, linter, scanner, config, cost });
+  const checklist = registerChecklist(context, { results, analysis, config, cost });
   // profiling runs in .tpu-ready/runs/: runtime diagnostics, and step 9's evidence in the checklist
-  const staticRules = (uri: vscode.Uri, line: number) =>
-    (results.get(uri)?.findings ?? []).filter((f) => 'startPos' in f && (f as { startPos: { line: number } }).startPos.line === line).map((f) => f.rule);
+  const staticRules = (uri: vscode.Uri, line: number) => analysis.findingsAt(uri, line).map((f) => f.rule);
   const runs = registerRunEvidence(context, log, () => checklist.currentTarget, staticRules);
+  analysis.useConfirmations((uri) => runs.confirmationsOf(uri), runs.onDidChangeConfirmations);
+  // the newest run's measured step time is the cost views' throughput on the TPU it ran on
+  context.subscriptions.push(cost.useMeasuredStep(() => runs.measuredStep, runs.onDidChangeMeasuredStep));
   context.subscriptions.push(runs.onDidChange((run) => checklist.setRun(run)), results.onDidChange(() => runs.republish()));
-  linter.start();
+  void analysis.start().catch((e) => log.error(`the TPU Readiness language server did not start: ${(e as Error)?.message ?? e}`));
   configProblems.start();
 }
 
+/** Fix-all on save explains a refusal once per module and reason, not on every save. */
+const explained = new Set<string>();
+function firstTime(file: vscode.Uri, reason: string): boolean {
+  const key = `${vscode.workspace.getWorkspaceFolder(file)?.uri.toString() ?? ''}\n${reason}`;
+  if (explained.has(key)) return false;
+  explained.add(key);
+  return true;
+}
+
 export function deactivate(): void {
-  // everything is disposed through context.subscriptions
+  // everything is disposed through context.subscriptions (the language client stops with them)
 }

@@ -7,30 +7,26 @@ import * as vscode from 'vscode';
 import {
   ciWorkflow, findModel, insertCompileCache, renderHtml, renderMarkdown, resumeScaffold, setNote, setTick, smokeTest, isStep, type GeneratedFile,
 } from '../checklist';
-import { fixDocument } from '../core/engine';
-import type { Finding, Step } from '../core/types';
+import type { Step } from '../core/types';
 import type { FindingVM } from '../protocol/checklist';
 import type { CostVM } from '../protocol/cost';
 import type { StepActionId, ToHostMessage } from '../protocol/messages';
-import { RULES } from '../rules';
 import { ChecklistService } from './checklistService';
 import { ChecklistTreeProvider, FindingsTreeProvider, type ChecklistNode } from './checklistTree';
 import { writeProfilingRun } from './evidence';
 import { CommandId } from './commands';
 import type { ConfigService } from './config';
 import type { CostService } from './cost';
-import { addDocumentEdits } from './convert';
-import { sourceOf, targetOf, type Linter } from './diagnostics';
-import { accelRefusal, addCreateAccel, missingAccelModule } from './fixes';
+import type { Analysis } from './client';
+import { addCreateAccel } from './fixes';
 import { ChecklistPanel, PANEL_VIEW_TYPE } from './panel';
 import type { Results } from './results';
-import type { Scanner } from './scan';
 import { writeRefusal } from './files';
 
 export interface ChecklistDeps {
   results: Results;
-  linter: Linter;
-  scanner: Scanner;
+  /** The language server's client: scans and fix edits. */
+  analysis: Analysis;
   config: ConfigService;
   /** The cost module: prices the open hot-loop findings for the panel. */
   cost?: CostService;
@@ -77,7 +73,7 @@ export function registerChecklist(context: vscode.ExtensionContext, deps: Checkl
   const ensureScanned = async () => {
     await service.ready();
     if (!scanning && service.hasPython) {
-      scanning = deps.scanner.run().then(async () => {
+      scanning = deps.analysis.scan().then(async () => {
         service.markScanned();
         await service.recordSnapshot();
       });
@@ -86,7 +82,7 @@ export function registerChecklist(context: vscode.ExtensionContext, deps: Checkl
   };
   const rescan = async () => {
     await service.ready();
-    await deps.scanner.run();
+    await deps.analysis.scan();
     service.markScanned();
     await service.recordSnapshot();
   };
@@ -247,22 +243,21 @@ export function registerChecklist(context: vscode.ExtensionContext, deps: Checkl
       const uri = vscode.Uri.parse(u);
       if (uri.path.endsWith('.ipynb')) await vscode.workspace.openNotebookDocument(uri);
       else await vscode.workspace.openTextDocument(uri);
-      const a = deps.linter.analysableOf(uri);
-      const source = a && sourceOf(a);
-      const { options } = await deps.config.optionsFor(uri);
-      if (!a || !source || !options) continue;
-      const result = fixDocument(source, RULES, options, { unsafe: false, only: (f: Finding) => f.step === step });
-      if (!result.applied) continue;
-      const accel = result.needsAccel ? await missingAccelModule(uri, options.accelModule) : null;
+      // the server computes the step's safe fixes on the document's current text
+      const result = await deps.analysis.fixEdit(uri, { rule: null, step, createAccel: false });
       // an existing accel module that cannot serve the fixes: this file stays unfixed, and the panel says why
-      const refused = result.needsAccel && !accel ? await accelRefusal(uri, result.doc, options) : null;
-      if (refused) {
-        refusals.push(`${vscode.workspace.asRelativePath(uri)}: ${refused.decision.message}`);
+      if (result.refused) {
+        refusals.push(`${vscode.workspace.asRelativePath(uri)}: ${result.refused.message}`);
         continue;
       }
-      addDocumentEdits(edit, targetOf(a), source, result.doc);
+      if (!result.edit || !result.applied) continue;
+      for (const [u, edits] of result.edit.entries()) for (const e of edits) edit.replace(u, e.range, e.newText);
       applied += result.applied;
-      if (accel && !edit.has(accel)) addCreateAccel(edit, accel, options.accelModule);
+      const accel = result.accelToCreate;
+      if (accel && !edit.has(accel)) {
+        const { options, settings } = await deps.config.optionsFor(uri);
+        addCreateAccel(edit, accel, options?.accelModule ?? settings.accelModule);
+      }
     }
     for (const r of refusals) ChecklistPanel.current?.post('notice', { level: 'error', text: r });
     if (!applied) {

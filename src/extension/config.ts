@@ -32,7 +32,7 @@ export interface ExtensionSettings {
 }
 
 /** Default editor budget per file: keeps the extension host responsive on every edit. */
-export const DEFAULT_EDITOR_FILE_BUDGET_MS = 1500;
+export const DEFAULT_EDITOR_FILE_BUDGET_MS = 5000;
 export const DEFAULT_EDITOR_MEMORY_BUDGET_MB = 512;
 
 /** A numeric setting within [min, max]; the default for a non-number (a hand-edited settings.json). */

@@ -14,6 +14,7 @@ import type { PricedFindingsVM } from '../protocol/cost';
 import { PricedFindingHover } from './costHover';
 import { CommandId } from './commands';
 import { CostLensProvider } from './costLens';
+import { measuredThroughput, type MeasuredStep } from '../cost/measured';
 
 const MAX_CHARS = 1_000_000;
 const NOT_CONFIGS = /(^|\/)(pyproject\.toml|package(-lock)?\.json|tsconfig\.json|cost\.toml|settings\.json|launch\.json|tasks\.json|extensions\.json|\.?[\w-]*lock[\w-]*\.(json|yaml))$/;
@@ -44,6 +45,8 @@ export interface WorkspaceEstimate {
 export class CostService implements vscode.Disposable {
   readonly lens: CostLensProvider;
   private readonly known = new Set<string>();
+  /** The newest profiling run's measured step time, or why it has none; null without a run (set by activate.ts). */
+  private measured: () => MeasuredStep | string | null = () => null;
 
   constructor(private readonly wasmDir: string) {
     this.lens = new CostLensProvider((doc) => this.vmOfDocument(doc));
@@ -109,7 +112,23 @@ export class CostService implements vscode.Disposable {
       return null;
     }
     this.known.add(key);
-    return estimateFromFiles({ configs: [file], folder: ctx.folder, assumptionFiles: ctx.assumptionFiles, overrides, today: today(), datasetMeta: await datasetMeta(doc.uri, file.text) });
+    const req = { configs: [file], folder: ctx.folder, assumptionFiles: ctx.assumptionFiles, overrides, today: today(), datasetMeta: await datasetMeta(doc.uri, file.text) };
+    const report = estimateFromFiles(req);
+    const step = this.measured();
+    if (!step) return report;
+    // the newest run's step time on its TPU replaces the modelled throughput there, as `cost --evidence` does
+    const m = measuredThroughput(step, report);
+    if (typeof m === 'string') return { ...report, warnings: [...report.warnings, `Profiling run not used: ${m}`] };
+    return estimateFromFiles({ ...req, overrides: { ...overrides, tokensPerSecondPerChip: { ...overrides?.tokensPerSecondPerChip, [m.hw]: m.value } } });
+  }
+
+  /** The cost views use the newest profiling run's step time from now on: estimates again as it changes. */
+  useMeasuredStep(source: () => MeasuredStep | string | null, onChange: vscode.Event<void>): vscode.Disposable {
+    this.measured = source;
+    return onChange(() => {
+      this.invalidate();
+      this.lens.refresh();
+    });
   }
 
   private readonly workspaceEstimates = new Map<string, Promise<WorkspaceEstimate | null>>();

@@ -24,7 +24,11 @@ export class CostLensProvider implements vscode.CodeLensProvider, vscode.Disposa
     this.disposables.push(vscode.workspace.onDidCloseTextDocument((d) => this.cache.delete(d.uri.toString())));
   }
 
+  /** Bumped by refresh(): a view model computed before it is not cached (it may predate a new run or assumptions). */
+  private generation = 0;
+
   refresh(): void {
+    this.generation++;
     this.cache.clear();
     this.changed.fire();
   }
@@ -38,10 +42,11 @@ export class CostLensProvider implements vscode.CodeLensProvider, vscode.Disposa
     const key = doc.uri.toString();
     let hit = this.cache.get(key);
     if (!hit || hit.version !== doc.version) {
+      const generation = this.generation;
       const vm = await this.vmOf(doc);
       if (token.isCancellationRequested) return [];
       hit = { version: doc.version, vm };
-      this.cache.set(key, hit);
+      if (generation === this.generation) this.cache.set(key, hit);
     }
     const vm = hit.vm;
     if (!vm?.lens) return [];

@@ -12,12 +12,15 @@ import { docsUri } from './convert';
 import { CommandId } from './commands';
 import { RUNTIME_RULES_BY_ID } from '../rules/runtime';
 import { exists, writeRefusal } from './files';
+import { measuredStepOf, type MeasuredStep } from '../cost/measured';
 
 export const RUNTIME_SOURCE = 'tpu-ready runtime';
 const SKIP = '**/{.git,node_modules,__pycache__,.venv,venv,.tox,.nox,site-packages,.ipynb_checkpoints,.tpu-ready}/**';
 const MAX_WORKSPACE_FILES = 3000;
 /** A run's files larger than this are read up to it (the head of a long debug log has the causes). */
 const MAX_RUN_BYTES = 64 * 1024 * 1024;
+/** How the editor's user names the TPU of a run whose log does not (there is no --measured-on flag here). */
+const HOW_TO_NAME = 'run it with .tpu-ready/profile-run.sh, which writes the line "tpu-ready: accelerator-type v5litepod-8", or add that line to the log';
 
 /** What the checklist takes from the latest run. */
 export interface RunForChecklist {
@@ -35,16 +38,29 @@ export class RunEvidence implements vscode.Disposable {
   private status: RunStatus | null = null;
   private running: Promise<void> | null = null;
   private again = false;
+  /** The newest run's measured step time (or why it has none); null without a run. */
+  private step: MeasuredStep | string | null = null;
+  private readonly stepChanged = new vscode.EventEmitter<void>();
+  /** Fires when the newest run's measured step time changed (the cost views estimate again). */
+  readonly onDidChangeMeasuredStep = this.stepChanged.event;
 
   /** Last published status and texts (re-published when the static findings change). */
   private published: { root: vscode.Uri; texts: Map<string, string> } | null = null;
+
+  /** Static findings the latest run confirms, by file uri: shown in their own message, not as a second diagnostic. */
+  private confirmed = new Map<string, Confirmation[]>();
+  private readonly confirmedChanged = new vscode.EventEmitter<void>();
+  /** Fires when the confirmations changed (the static diagnostics are decorated again). */
+  readonly onDidChangeConfirmations = this.confirmedChanged.event;
 
   /**
    * `staticRules(uri, line0)`: the rules of the static findings at a 0-based line (the results store), so that
    * a runtime finding on such a line shows as the confirmation of that finding, not as a second one.
    */
   constructor(private readonly log: vscode.LogOutputChannel, private readonly staticRules: (uri: vscode.Uri, line: number) => string[] = () => []) {
-    const watcher = vscode.workspace.createFileSystemWatcher(`**/${RUNS_DIR}/**`);
+    this.disposables.push(this.confirmedChanged, this.stepChanged);
+    // the folders too: a `.tpu-ready/runs/` created with its first log at once is reported as the folder alone
+    const watcher = vscode.workspace.createFileSystemWatcher(`{**/${RUNS_DIR.split('/')[0]},**/${RUNS_DIR},**/${RUNS_DIR}/**}`);
     const kick = () => this.schedule();
     this.disposables.push(watcher, watcher.onDidCreate(kick), watcher.onDidChange(kick), watcher.onDidDelete(kick));
     // the code changed: the run may no longer be newer than it (step 9)
@@ -58,6 +74,11 @@ export class RunEvidence implements vscode.Disposable {
 
   get root(): vscode.Uri | undefined {
     return vscode.workspace.workspaceFolders?.[0]?.uri;
+  }
+
+  /** The newest run's step time and the TPU it ran on (src/cost/measured.ts), or why not; null without a run. */
+  get measuredStep(): MeasuredStep | string | null {
+    return this.step;
   }
 
   /** The latest import, for the checklist. */
@@ -129,6 +150,12 @@ export class RunEvidence implements vscode.Disposable {
     this.status = latestRun(toRead, files, newestCode);
     this.publish(root, this.status, new Map(files.map((f) => [f.path, f.text])));
     if (this.status) this.log.info(`runtime evidence: ${this.status.files.join(', ')}: ${this.status.findings.length} finding(s); ${this.status.summary}${this.status.fresh ? '' : ' (older than the code)'}`);
+    const step = this.status ? measuredStepOf(this.status.evidence, this.status.files, null, HOW_TO_NAME) : null;
+    if (JSON.stringify(step) !== JSON.stringify(this.step)) {
+      this.step = step;
+      this.log.info(`runtime evidence: step time: ${typeof step === 'string' ? step : JSON.stringify(step)}`);
+      this.stepChanged.fire();
+    }
     this.changed.fire(this.forChecklist());
   }
 
@@ -153,10 +180,21 @@ export class RunEvidence implements vscode.Disposable {
     if (this.published) this.publish(this.published.root, this.status, this.published.texts);
   }
 
+  /** What the latest run confirms of the static findings of `uri` (0-based lines). */
+  confirmationsOf(uri: vscode.Uri): Confirmation[] {
+    return this.confirmed.get(uri.toString()) ?? [];
+  }
+
   private publish(root: vscode.Uri, status: RunStatus | null, texts: Map<string, string>): void {
     this.published = { root, texts };
     this.diagnostics.clear();
-    if (!status) return;
+    const confirmed = new Map<string, Confirmation[]>();
+    const done = () => {
+      const changed = JSON.stringify([...confirmed]) !== JSON.stringify([...this.confirmed]);
+      this.confirmed = confirmed;
+      if (changed) this.confirmedChanged.fire();
+    };
+    if (!status) return done();
     const byUri = new Map<string, { uri: vscode.Uri; ds: vscode.Diagnostic[] }>();
     for (const f of status.findings) {
       const uri = vscode.Uri.joinPath(root, ...f.path.split('/'));
@@ -164,16 +202,26 @@ export class RunEvidence implements vscode.Disposable {
       const material = RUNTIME_RULES_BY_ID.get(f.rule)?.material ?? [];
       const confirms = f.inWorkspace ? this.staticRules(uri, f.line - 1).filter((r) => material.includes(r)) : [];
       if (confirms.length) {
-        // the run confirms the static finding on this line: said as such, as a hint beside it
-        d.message = `Seen in the run, confirming ${confirms.join(', ')}: ${confirmation(f)}`;
-        d.severity = vscode.DiagnosticSeverity.Hint;
+        // the run confirms the static finding on this line (issue 12): its own message says so, no second diagnostic
+        const list = confirmed.get(uri.toString()) ?? [];
+        list.push({ line: f.line - 1, rules: confirms, text: confirmation(f) });
+        confirmed.set(uri.toString(), list);
+        continue;
       }
       const e = byUri.get(uri.toString()) ?? { uri, ds: [] };
       e.ds.push(d);
       byUri.set(uri.toString(), e);
     }
     for (const { uri, ds } of byUri.values()) this.diagnostics.set(uri, ds);
+    done();
   }
+}
+
+/** A static finding the run confirms: its rule(s) at a 0-based line, and what the run saw ("3 compilations, 2 s"). */
+export interface Confirmation {
+  line: number;
+  rules: string[];
+  text: string;
 }
 
 /** The newest run's key (`<dir>/<stamp>`), or null. */

@@ -1,20 +1,14 @@
 /**
- * Turns engine fixes into WorkspaceEdits: one fix, a suppression comment, or fix-all (the engine's
- * convergent `fixDocument`), each one undo step, with the device-abstraction module created in the
- * same edit when a dual-path fix calls it and it is not there yet.
+ * The device-abstraction module (accel.py) in the editor: where the fixes' `import accel` finds it, creating it,
+ * and "Update accel.py" (with why fixes were not written when the language server refused them: the existing
+ * module lacks what they call). The fixes themselves come from the language server (src/server).
  */
 import * as vscode from 'vscode';
 import { exists, writeRefusal } from './files';
 import { accelModuleSource } from '../core/accel';
-import { accelDecision, accelUpdate, isGeneratedModule, ModuleTextCache, type AccelDecision } from '../core/accelGate';
+import { accelUpdate, isGeneratedModule, ModuleTextCache } from '../core/accelGate';
 import { CommandId } from './commands';
-import { analysedText, applyFixBatch, applyToDocument, cellOf, fixDocument, type SourceDocument } from '../core/engine';
-import { parsePython } from '../core/parse';
-import { suppressionEdit } from '../core/suppress';
-import type { AnalyzeOptions, Finding } from '../core/types';
-import { RULES } from '../rules';
-import { addDocumentEdits, type DocumentTarget } from './convert';
-import { sourceOf, targetOf, type Analysable, type FindingRef } from './diagnostics';
+import type { AccelRefusal } from '../protocol/lsp';
 
 /**
  * The directory `import x` resolves from for a module at `file`: its folder, or, inside a package (a folder
@@ -50,19 +44,6 @@ export function addCreateAccel(edit: vscode.WorkspaceEdit, uri: vscode.Uri, name
   // sent from the extension host ("Could not revive data transfer file")
   edit.createFile(uri, { ignoreIfExists: true });
   edit.insert(uri, new vscode.Position(0, 0), accelModuleSource(name));
-}
-
-export interface FixOutcome {
-  edit: vscode.WorkspaceEdit;
-  /** Fixes applied (fix-all counts each one). */
-  applied: number;
-  /** The device-abstraction module the fixes call and that does not exist yet. */
-  accelToCreate: vscode.Uri | null;
-  /**
-   * The existing module cannot serve the fixes (it lacks a called function, or is an older generated format):
-   * `edit` is empty and `applied` 0, as the CLI leaves such a file unfixed. Show it with `explainAccelRefusal`.
-   */
-  refused?: { module: vscode.Uri; file: vscode.Uri; decision: Extract<AccelDecision, { kind: 'refuse' }> };
 }
 
 /**
@@ -102,49 +83,9 @@ async function moduleText(uri: vscode.Uri, wait: boolean): Promise<string | null
   return known !== undefined && !wait ? known : accelTexts.read(uri.toString());
 }
 
-async function outcome(
-  target: DocumentTarget,
-  before: SourceDocument,
-  after: SourceDocument,
-  applied: number,
-  needsAccel: boolean,
-  options: AnalyzeOptions,
-  createAccel: boolean,
-): Promise<FixOutcome> {
-  const edit = new vscode.WorkspaceEdit();
-  const accelToCreate = needsAccel ? await missingAccelModule(target.uri, options.accelModule) : null;
-  const refused = needsAccel && !accelToCreate ? await accelRefusal(target.uri, after, options, !createAccel) : null;
-  if (refused) return { edit, applied: 0, accelToCreate: null, refused };
-  addDocumentEdits(edit, target, before, after);
-  if (accelToCreate && createAccel) addCreateAccel(edit, accelToCreate, options.accelModule);
-  return { edit, applied, accelToCreate };
-}
-
-/**
- * Why fixed code of `file` that calls the module must not be written: the module there lacks what it calls (the
- * CLI's check, src/cli/check.ts). Null when it serves, or when there is none (the caller creates it).
- * `cached`: decide from the cache when it knows the module (fix-all on save: nothing interleaves).
- */
-export async function accelRefusal(file: vscode.Uri, after: SourceDocument, options: AnalyzeOptions, cached = false): Promise<FixOutcome['refused'] | null> {
-  const module = await accelModuleUri(file, options.accelModule);
-  const existing = module ? await moduleText(module, !cached) : null;
-  if (!module || existing === null) return null;
-  const decision = accelDecision(true, existing, analysedText(after), options.accelModule, vscode.workspace.asRelativePath(module));
-  return decision.kind === 'refuse' ? { module, file, decision } : null;
-}
-
-/** A command that says why the fixes were not written, offering "Update <module>" for a generated module. */
-export function accelRefusalCommand(refused: NonNullable<FixOutcome['refused']>): vscode.Command {
-  return { command: CommandId.UpdateAccelModule, title: 'Why not fixed', arguments: [refused.file, refused.decision.message] };
-}
-
-/** Shows why (once per module and reason when `quiet`, as fix-all on save does on every save). */
-const shown = new Set<string>();
-export function explainAccelRefusal(refused: NonNullable<FixOutcome['refused']>, quiet = false): void {
-  const key = `${refused.module.toString()}\n${refused.decision.message}`;
-  if (quiet && shown.has(key)) return;
-  shown.add(key);
-  void vscode.commands.executeCommand(CommandId.UpdateAccelModule, refused.file, refused.decision.message);
+/** Says why fixes were not written (the server refused them) and offers "Update <module>" for a generated module. */
+export function explainAccelRefusal(file: vscode.Uri, refused: AccelRefusal): void {
+  void vscode.commands.executeCommand(CommandId.UpdateAccelModule, file, refused.message);
 }
 
 /**
@@ -179,55 +120,4 @@ export async function updateAccelModule(file: vscode.Uri, name: string, reason?:
   await doc.save();
   accelTexts.invalidate(module.toString());
   return true;
-}
-
-/** The edit of one finding's fix, against the text it was found in. */
-export function fixEdit(ref: FindingRef): Promise<FixOutcome> | null {
-  const fix = ref.finding.fix;
-  if (!fix) return null;
-  const { unit } = ref;
-  const batch = applyFixBatch(unit.source, [fix]);
-  if (!batch.applied.length) return null;
-  return outcome(unit.target, unit.source, batch.doc, 1, fix.needsAccel, unit.options, true);
-}
-
-/** The edit adding `# tpu-ready: ignore[RULE]` for a finding. */
-export function ignoreEdit(ref: FindingRef): vscode.WorkspaceEdit {
-  const { unit, finding } = ref;
-  const text = analysedText(unit.source);
-  const tree = parsePython(text);
-  try {
-    const node = tree.rootNode.descendantForIndex(finding.start, Math.max(finding.start, finding.end - 1)) ?? tree.rootNode;
-    const after = applyToDocument(unit.source, [suppressionEdit(text, node, finding.rule)]);
-    const edit = new vscode.WorkspaceEdit();
-    addDocumentEdits(edit, unit.target, unit.source, after);
-    return edit;
-  } finally {
-    tree.delete();
-  }
-}
-
-export interface FixAllRequest {
-  /** Only this rule's findings (its unsafe fixes too); null: every safe fix. */
-  rule: string | null;
-  /** Create the device-abstraction module inside the edit (false for fix-all on save, which must touch one resource). */
-  createAccel: boolean;
-  /**
-   * Only the findings in this notebook cell (index counting every cell). The imports those fixes need
-   * still go where the engine puts them (the notebook's import cell) when they are not there yet.
-   */
-  cell?: number;
-}
-
-/** Fix-all on the current text of a file or notebook: the engine applies fixes until they converge. */
-export function fixAllEdit(a: Analysable, options: AnalyzeOptions, req: FixAllRequest): Promise<FixOutcome> | null {
-  const source = sourceOf(a);
-  if (!source) return null;
-  const cell = req.cell;
-  const only =
-    req.rule === null && cell === undefined
-      ? undefined
-      : (f: Finding, current: SourceDocument) => (req.rule === null || f.rule === req.rule) && (cell === undefined || cellOf(current, f.start) === cell);
-  const result = fixDocument(source, RULES, options, { unsafe: req.rule !== null, only });
-  return outcome(targetOf(a), source, result.doc, result.applied, result.needsAccel, options, req.createAccel);
 }

@@ -4,6 +4,7 @@
  * client) send for what LSP has no method for. Pure types and constants: imported by the server and by
  * clients (no `vscode`, no `vscode-languageserver` import, so the webview and tests can use it too).
  */
+import type { WorkspaceEdit } from 'vscode-languageserver-types';
 import type { LocatedFinding } from '../core/types';
 
 /** `source` of every diagnostic the server publishes. */
@@ -63,9 +64,18 @@ export interface ScannedFile {
 
 export interface WorkspaceScanResult {
   files: ScannedFile[];
+  /** Candidate files gone through (the open ones included: they keep their live analysis). */
+  done: number;
   /** 0–100, as `src/core/score.ts` computes it over the scanned and the open files. */
   score: number;
   cancelled: boolean;
+}
+
+export interface ScanWorkspaceParams {
+  /** A progress token the client created (`$/progress` reports go to it). */
+  workDoneToken?: string | number;
+  /** Only these files (uris), when given: a closed file goes back to its text on disk. */
+  uris?: string[];
 }
 
 /** `tpuReady/scanWorkspace`: analyses every candidate file of the workspace folders (with progress and cancellation). */
@@ -85,4 +95,69 @@ export interface ClientSettings {
   ignore?: string[];
   run?: 'onType' | 'onSave';
   maxFileSize?: number;
+  analysis?: { fileBudgetMs?: number; memoryBudgetMb?: number };
 }
+
+/**
+ * `initializationOptions` the server reads besides the settings (`settings`, `tpuReady`, or the settings
+ * themselves, see the README). The VS Code extension sends every field; other editors need none.
+ */
+export interface InitializationOptions {
+  settings?: ClientSettings;
+  /** 'push': publish diagnostics even when the client could pull them (the extension keeps one diagnostic stream). */
+  diagnosticMode?: 'push' | 'pull';
+  /** false: no `[tool.tpu-ready]` problems on open pyproject.toml files (the client reports them itself). */
+  configDiagnostics?: boolean;
+  /** true: send {@link AnalysedNotification} after each analysis (the extension's checklist, status bar and tree read it). */
+  findingsNotifications?: boolean;
+  /**
+   * A client command that explains why fixes that call the device-abstraction module were not written and offers
+   * to update it: args [fileUri: string, message: string, quiet: boolean]. Without it such a fix is not offered.
+   */
+  accelRefusalCommand?: string;
+}
+
+/** `tpuReady/didAnalyse` (server → client): an open file or notebook was analysed (`findings` null: cleared or not analysed). */
+export interface AnalysedParams {
+  uri: string;
+  /**
+   * The findings, each fix without its edits and imports (code actions carry those). With `keepHead`/`keepTail`:
+   * only the changed ones; the file's findings are then the first `keepHead` and the last `keepTail` of those
+   * received before (whose offsets may be stale: lines and columns are current) around these.
+   */
+  findings: LocatedFinding[] | null;
+  relevant: boolean;
+  keepHead?: number;
+  keepTail?: number;
+}
+
+export const AnalysedNotification = { method: 'tpuReady/didAnalyse' } as const;
+
+/** Why fixed code was not written: the existing device-abstraction module lacks what the fixes call. */
+export interface AccelRefusal {
+  /** The module's uri. */
+  module: string;
+  message: string;
+}
+
+/**
+ * `tpuReady/fixEdit`: the edit of fix-all on an open file or notebook (its current text), not applied: every safe
+ * fix, or one rule's fixes (its unsafe ones too), or only the safe fixes of one checklist step.
+ */
+export interface FixEditParams {
+  uri: string;
+  rule: string | null;
+  step?: number;
+  /** Create the missing device-abstraction module in the same edit. */
+  createAccel: boolean;
+}
+
+export interface FixEditResult {
+  edit: WorkspaceEdit | null;
+  applied: number;
+  /** The module the fixes call is missing (and was not created in `edit`). */
+  accelToCreate: string | null;
+  refused: AccelRefusal | null;
+}
+
+export const FixEditRequest = { method: 'tpuReady/fixEdit' } as const;

@@ -24,12 +24,24 @@ export interface EffectiveSettings {
   core: Settings;
   run: 'onType' | 'onSave';
   maxFileSize: number;
+  /** `analysis.fileBudgetMs` / `analysis.memoryBudgetMb`: what one live analysis may spend (clamped as in package.json). */
+  fileBudgetMs: number;
+  memoryBudgetMb: number;
 }
+
+/**
+ * Default time budget of one live analysis: the server runs in its own process, so a long analysis holds up no
+ * editor; the budget keeps one pathological file from holding up the others.
+ */
+export const DEFAULT_LIVE_BUDGET_MS = 5000;
+
+const clamp = (v: unknown, min: number, max: number, dflt: number) => (typeof v === 'number' && Number.isFinite(v) ? Math.min(max, Math.max(min, v)) : dflt);
 
 const strings = (v: unknown): string[] | undefined => (Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v as string[]) : undefined);
 
 export function effectiveSettings(raw: ClientSettings | null | undefined): EffectiveSettings {
   const s = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
+  const analysis = (s.analysis && typeof s.analysis === 'object' ? s.analysis : {}) as Record<string, unknown>;
   const target = s.target === 'torch_xla' || s.target === 'torchtpu' ? s.target : undefined;
   const version = typeof s.targetVersion === 'string' && s.targetVersion !== 'auto' ? normalizeVersion(s.targetVersion) ?? undefined : undefined;
   const fixStyle = s.fixStyle === 'dual-path' || s.fixStyle === 'tpu-only' ? s.fixStyle : undefined;
@@ -38,6 +50,9 @@ export function effectiveSettings(raw: ClientSettings | null | undefined): Effec
     core: { target, targetVersion: version, fixStyle, accelModule, select: strings(s.select), ignore: strings(s.ignore) },
     run: s.run === 'onSave' ? 'onSave' : 'onType',
     maxFileSize: typeof s.maxFileSize === 'number' && s.maxFileSize >= 0 ? s.maxFileSize : 1_000_000,
+    // nested as VS Code answers `workspace/configuration` ({analysis: {fileBudgetMs}}), or dotted from a hand-written config
+    fileBudgetMs: clamp(analysis.fileBudgetMs ?? s["analysis.fileBudgetMs"], 100, 60_000, DEFAULT_LIVE_BUDGET_MS),
+    memoryBudgetMb: clamp(analysis.memoryBudgetMb ?? s['analysis.memoryBudgetMb'], 16, 65_536, 512),
   };
 }
 

@@ -20,6 +20,8 @@
  * `ProjectIndex` will live: `update(path, text)` on every analysed text, `dependants(path)` re-analysed after it.
  */
 import fs from 'node:fs';
+import v8 from 'node:v8';
+import { budgetSkipReason } from '../core/budget';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
@@ -52,12 +54,25 @@ import { collectFiles, isCandidate } from '../cli/walk';
 import { diffText } from '../core/textDiff';
 import {
   FindingsRequest, FIX_ALL_KIND, LSP_SOURCE, ScanWorkspaceRequest, ServerCommand,
-  type ClientSettings, type DiagnosticData, type FindingsParams, type FindingsResult, type ScannedFile, type WorkspaceScanResult,
+  type ClientSettings, type DiagnosticData, type FindingsParams, type FindingsResult, type ScannedFile, type ScanWorkspaceParams, type WorkspaceScanResult,
 } from '../protocol/lsp';
-import { effectiveSettings, isConfigFile, Projects, type EffectiveSettings } from './projects';
+import { DEFAULT_LIVE_BUDGET_MS, effectiveSettings, isConfigFile, Projects, type EffectiveSettings } from './projects';
+import { readModule, WorkspaceIndex } from './workspaceIndex';
+import type { ProjectView } from '../model/project';
+import { accelDecision } from '../core/accelGate';
+import {
+  AnalysedNotification, FixEditRequest,
+  type AccelRefusal, type AnalysedParams, type FixEditParams, type FixEditResult, type InitializationOptions,
+} from '../protocol/lsp';
 
-/** Time budget of one live analysis (each edit re-analyses the file), as the extension had. */
-export const LIVE_FILE_BUDGET_MS = 1500;
+/** Time budget of one live analysis (each edit re-analyses the file), unless tpuReady.analysis.fileBudgetMs says otherwise. */
+export const LIVE_FILE_BUDGET_MS = DEFAULT_LIVE_BUDGET_MS;
+
+/** JS heap plus external memory (tree-sitter's WebAssembly heap is an external ArrayBuffer). */
+function memoryInUse(): number {
+  const h = v8.getHeapStatistics();
+  return h.used_heap_size + h.external_memory;
+}
 /** Time budget per file of the workspace scan and of fix-all (as the CLI's default). */
 export const SCAN_FILE_BUDGET_MS = 10_000;
 /** Delay between the last change and the analysis when diagnostics are pushed. */
@@ -76,9 +91,9 @@ export interface ProjectModel {
   /** A file's text changed (null: deleted); returns the files whose analysis may change (itself and its dependants). */
   update(path: string, text: string | null): string[];
   dependants(path: string): string[];
+  /** The project view the rules of `path` resolve other modules through (after `update` gave it the text). */
+  viewFor?(path: string): ProjectView | null;
 }
-
-const NO_PROJECT_MODEL: ProjectModel = { update: () => [], dependants: () => [] };
 
 /** A file or a notebook: the unit the engine analyses. */
 type Analysable =
@@ -98,12 +113,27 @@ interface Unit {
   relevant: boolean;
 }
 
+/** `CodeAction.data` of a fix-all quick-fix whose edit is computed on resolve. */
+interface FixAllData {
+  type: 'fixAll';
+  uri: string;
+  rule: string | null;
+}
+
 interface DocState {
   generation: number;
   timer: NodeJS.Timeout | undefined;
   analyzer: DocumentAnalyzer;
   unit: Unit | null;
   published: string[];
+  /**
+   * What was last sent per uri (diagnostics without their version stamp; findings without their offsets): an
+   * analysis that finds the same (an edit in a comment, a re-analysis after a settings change that changed nothing)
+   * sends nothing, so the client's thread has nothing to decode.
+   */
+  sent: Map<string, string>;
+  /** The findings last sent in `tpuReady/didAnalyse` (one key each, without offsets). */
+  sentFindings?: { keys: string[]; relevant: boolean };
   /** The text last given to the project model. */
   lastText?: string;
 }
@@ -164,12 +194,28 @@ export class TpuReadyServer {
   private parserReady: Promise<unknown> | null = null;
   /** The version each text document was opened with (its first content event is the open itself). */
   private readonly openedVersions = new Map<string, number>();
+  private init: InitializationOptions = {};
 
   constructor(
     private readonly connection: Connection,
     private readonly opts: ServerOptions,
   ) {
-    this.projectModel = opts.projectModel ?? NO_PROJECT_MODEL;
+    this.projectModel = opts.projectModel ?? new WorkspaceIndex(() => this.projects.getFolders(), (p) => this.openTextAt(p));
+  }
+
+  /** The text of the open document at a normalized file path, else null (project scope reads the disk then). */
+  private openTextAt(file: string): string | null {
+    for (const d of this.documents.all()) if (fsPath(d.uri) === file) return d.getText();
+    return null;
+  }
+
+  /** Open Python files among `files` (absolute paths), re-analysed after a module they import changed. */
+  private relintFiles(files: string[], except?: string): void {
+    for (const dep of files) {
+      if (dep === except) continue;
+      const depUri = pathToFileURL(dep).toString();
+      if (this.states.has(depUri) || this.documents.get(depUri)) this.schedule(depUri, DEBOUNCE_MS);
+    }
   }
 
   listen(): void {
@@ -190,6 +236,9 @@ export class TpuReadyServer {
     this.documents.onDidClose((e) => {
       this.openedVersions.delete(e.document.uri);
       this.forget(e.document.uri);
+      // a closed module falls back to its text on disk for the files importing it
+      const file = fsPath(e.document.uri);
+      if (file?.endsWith('.py')) this.relintFiles(this.projectModel.update(file, readModule(file)), file);
     });
     this.notebooks.onDidOpen((nb) => this.opened(nb.uri));
     this.notebooks.onDidChange((e) => void this.changed(e.notebookDocument.uri, false));
@@ -206,13 +255,26 @@ export class TpuReadyServer {
         this.projects.clear();
         this.relintAll();
       }
+      // a module changed on disk (not open: an open one is its editor's text): the open files importing it
+      for (const ch of p.changes) {
+        const file = fsPath(ch.uri);
+        if (!file?.endsWith('.py') || this.documents.get(ch.uri)) continue;
+        this.relintFiles(this.projectModel.update(file, ch.type === 3 ? null : readModule(file)), file);
+      }
     });
     c.onCodeAction((p, token) => this.codeActions(p, token));
+    c.onCodeActionResolve((a, token) => this.resolveCodeAction(a, token));
+    c.onRequest(FixEditRequest.method, (p: FixEditParams, token: CancellationToken) => this.fixEdit(p, token));
     c.onExecuteCommand((p, token) => this.executeCommand(p.command, p.arguments ?? [], token));
     c.languages.diagnostics.on(async (p) => ({ kind: DocumentDiagnosticReportKind.Full, items: await this.pulledDiagnostics(p.textDocument.uri) }));
     c.languages.diagnostics.onWorkspace(async (_p, token, progress) => ({ items: (await this.scanWorkspace(token, progress, true)).reports }));
     c.onRequest(FindingsRequest.method, (p: FindingsParams) => this.findingsOf(p.uri));
-    c.onRequest(ScanWorkspaceRequest.method, async (_p: unknown, token: CancellationToken) => (await this.scanWorkspace(token, undefined, false)).result);
+    c.onRequest(ScanWorkspaceRequest.method, async (p: ScanWorkspaceParams | null, token: CancellationToken) => {
+      // a client-made progress token: the client shows the progress (VS Code: a cancellable notification)
+      const progress = p?.workDoneToken !== undefined ? c.window.attachWorkDoneProgress(p.workDoneToken) : undefined;
+      const only = Array.isArray(p?.uris) ? p.uris.filter((u): u is string => typeof u === 'string') : undefined;
+      return (await this.scanWorkspace(token, progress, false, only)).result;
+    });
     c.onShutdown(() => this.dispose());
     this.documents.listen(c);
     this.notebooks.listen(c);
@@ -223,8 +285,15 @@ export class TpuReadyServer {
     this.pullMode = !!p.capabilities.textDocument?.diagnostic;
     this.configurationRequests = !!p.capabilities.workspace?.configuration;
     // `{settings: {...}}` (documented), `{tpuReady: {...}}`, or the settings themselves (Helix's `config = {...}`)
-    const init = p.initializationOptions as (ClientSettings & { settings?: ClientSettings; tpuReady?: ClientSettings }) | null | undefined;
+    const init = p.initializationOptions as (ClientSettings & InitializationOptions & { tpuReady?: ClientSettings }) | null | undefined;
     if (init && typeof init === 'object') {
+      this.init = {
+        diagnosticMode: init.diagnosticMode === 'push' ? 'push' : undefined,
+        configDiagnostics: init.configDiagnostics !== false,
+        findingsNotifications: init.findingsNotifications === true,
+        accelRefusalCommand: typeof init.accelRefusalCommand === 'string' ? init.accelRefusalCommand : undefined,
+      };
+      if (this.init.diagnosticMode === 'push') this.pullMode = false;
       const known = ['target', 'targetVersion', 'fixStyle', 'accelModule', 'select', 'ignore', 'run', 'maxFileSize'];
       if (init.settings && typeof init.settings === 'object') this.globalSettings = init.settings;
       else if (init.tpuReady && typeof init.tpuReady === 'object') this.globalSettings = init.tpuReady;
@@ -240,10 +309,12 @@ export class TpuReadyServer {
     return {
       capabilities: {
         textDocumentSync: { openClose: true, change: TextDocumentSyncKind.Incremental, save: { includeText: false } },
-        notebookDocumentSync: { notebookSelector: [{ notebook: '*', cells: [{ language: 'python' }] }], save: true },
+        // every cell, markdown too: cell indices count every cell (as the CLI's), and VS Code asks notebook-wide actions on the first cell
+        notebookDocumentSync: { notebookSelector: [{ notebook: '*' }], save: true },
         codeActionProvider: {
           codeActionKinds: [CodeActionKind.QuickFix, FIX_ALL_KIND, NOTEBOOK_FIX_ALL_KIND],
-          resolveProvider: false,
+          // "Fix all TPUnnn in this file" computes its edit when picked (clients that can resolve edits)
+          resolveProvider: this.resolvesEdits(),
         },
         executeCommandProvider: { commands: Object.values(ServerCommand) },
         ...(this.pullMode ? { diagnosticProvider: { identifier: LSP_SOURCE, interFileDependencies: true, workspaceDiagnostics: true } } : {}),
@@ -257,13 +328,14 @@ export class TpuReadyServer {
     const ws = this.capabilities.workspace;
     if (ws?.didChangeWatchedFiles?.dynamicRegistration) {
       void this.connection.client.register(DidChangeWatchedFilesNotification.type, {
-        watchers: [{ globPattern: '**/pyproject.toml' }, { globPattern: '**/requirements*.{txt,in}' }],
+        watchers: [{ globPattern: '**/pyproject.toml' }, { globPattern: '**/requirements*.{txt,in}' }, { globPattern: '**/*.py' }],
       });
     }
     if (ws?.workspaceFolders) {
       this.connection.workspace.onDidChangeWorkspaceFolders(async () => {
         const folders = (await this.connection.workspace.getWorkspaceFolders()) ?? [];
         this.projects.setFolders(folders.map((f) => fsPath(f.uri)).filter((x): x is string => !!x));
+        if (this.projectModel instanceof WorkspaceIndex) this.projectModel.reset();
         this.relintAll();
       });
     }
@@ -321,7 +393,7 @@ export class TpuReadyServer {
 
   private state(key: string): DocState {
     let s = this.states.get(key);
-    if (!s) this.states.set(key, (s = { generation: 0, timer: undefined, analyzer: new DocumentAnalyzer(), unit: null, published: [] }));
+    if (!s) this.states.set(key, (s = { generation: 0, timer: undefined, analyzer: new DocumentAnalyzer(), unit: null, published: [], sent: new Map() }));
     return s;
   }
 
@@ -383,6 +455,7 @@ export class TpuReadyServer {
     state.generation++;
     if (state.timer) clearTimeout(state.timer);
     if (!this.pullMode) for (const u of state.published) void this.connection.sendDiagnostics({ uri: u, diagnostics: [] });
+    this.notifyAnalysed(uri, null);
     state.analyzer.dispose();
     this.states.delete(uri);
   }
@@ -433,14 +506,26 @@ export class TpuReadyServer {
       return null;
     }
     const stamp = this.stampOf(a);
+    // project scope: the module index gets this text first, so that the rules follow calls into the other modules
+    const file = fsPath(a.uri);
+    let affected: string[] = [];
+    if (file && source.kind === 'python' && state.lastText !== text) {
+      state.lastText = text;
+      affected = this.projectModel.update(file, text);
+    }
+    const project = file && source.kind === 'python' ? this.projectModel.viewFor?.(file) ?? null : null;
     let analysis;
+    const t0 = performance.now();
     try {
       // a pathological file (deep nesting, a 200 KB expression) must not hold up the server on every edit
-      analysis = state.analyzer.analyze(source, RULES, { ...options, deadline: performance.now() + LIVE_FILE_BUDGET_MS });
+      const memory = { maxBytes: settings.memoryBudgetMb * 1024 * 1024, usage: memoryInUse };
+      analysis = state.analyzer.analyze(source, RULES, { ...options, project, deadline: t0 + settings.fileBudgetMs, memory });
     } catch (e) {
       if (!(e instanceof BudgetExceeded)) throw e;
-      this.connection.console.warn(`${this.enginePath(a.uri)}: not analysed: ${e.message} of ${LIVE_FILE_BUDGET_MS} ms`);
-      this.publish(state, null, a);
+      const reason = budgetSkipReason(e, { ms: settings.fileBudgetMs, bytes: settings.memoryBudgetMb * 1024 * 1024 }, performance.now() - t0,
+        { time: 'the setting tpuReady.analysis.fileBudgetMs', memory: 'the setting tpuReady.analysis.memoryBudgetMb' });
+      this.connection.console.warn(`${this.enginePath(a.uri)}: not analysed: ${reason}`);
+      this.publish(state, null, a, reason);
       return null;
     }
     for (const e of analysis.ruleErrors) this.connection.console.error(`${e.rule} failed on ${this.enginePath(a.uri)}: ${e.error}`);
@@ -459,15 +544,8 @@ export class TpuReadyServer {
     };
     unit.relevant = (mayMatch(text) && !isGeneratedAccel(text)) || unit.findings.length > 0;
     this.publish(state, unit, a);
-    const file = fsPath(a.uri);
-    if (file && source.kind !== 'text' && state.lastText !== text) {
-      state.lastText = text;
-      // files that import this one may find otherwise now (project scope): re-analyse those that are open
-      for (const dep of this.projectModel.update(file, text)) {
-        const depUri = pathToFileURL(dep).toString();
-        if (dep !== file && this.states.has(depUri)) this.schedule(depUri, DEBOUNCE_MS);
-      }
-    }
+    // files that import this one may find otherwise now (project scope): re-analyse those that are open
+    if (file) this.relintFiles(affected, file);
     return unit;
   }
 
@@ -493,7 +571,7 @@ export class TpuReadyServer {
       if (uri) byUri.get(uri)?.push(this.toDiagnostic(f, uri, unit, locator));
     }
     // problems in [tool.tpu-ready] of an open pyproject.toml, as the extension shows them
-    if (unit.source.kind === 'text' && unit.source.fileKind === 'pyproject') byUri.get(unit.key)?.push(...configDiagnostics(unit.source.text));
+    if (unit.source.kind === 'text' && unit.source.fileKind === 'pyproject' && this.init.configDiagnostics !== false) byUri.get(unit.key)?.push(...configDiagnostics(unit.source.text));
     return byUri;
   }
 
@@ -535,17 +613,61 @@ export class TpuReadyServer {
     return { uri: at, range: { start: placed.startPos, end: placed.endPos } };
   }
 
-  private publish(state: DocState, unit: Unit | null, a: Analysable): void {
+  private publish(state: DocState, unit: Unit | null, a: Analysable, skipped?: string): void {
     state.unit = unit;
+    this.notifyAnalysed(a.uri, unit, state);
     if (this.pullMode) return;
     const byUri = unit ? this.diagnosticsOf(unit) : new Map<string, Diagnostic[]>();
     if (!unit) for (const u of a.kind === 'notebook' ? a.nb.cells.map((c) => c.document) : [a.uri]) byUri.set(u, []);
+    // a file not analysed (over its budget) says so where a linter user looks: one information diagnostic on its first line
+    const first = a.kind === 'notebook' ? a.nb.cells[0]?.document : a.uri;
+    if (skipped && first) {
+      const at = { line: 0, character: 0 };
+      byUri.set(first, [{ range: { start: at, end: at }, severity: DiagnosticSeverity.Information, source: LSP_SOURCE, code: 'skipped', message: `TPU Ready did not analyse this file: ${skipped}` }]);
+    }
     for (const old of state.published) if (!byUri.has(old)) void this.connection.sendDiagnostics({ uri: old, diagnostics: [] });
     // the notebook file may hold diagnostics from a workspace scan: its cells' live ones replace them
     if (a.kind === 'notebook' && this.scanned.delete(a.uri)) void this.connection.sendDiagnostics({ uri: a.uri, diagnostics: [] });
     if (a.kind === 'file') this.scanned.delete(a.uri);
-    for (const [uri, diagnostics] of byUri) void this.connection.sendDiagnostics({ uri, diagnostics });
+    for (const old of state.sent.keys()) if (old && !byUri.has(old)) state.sent.delete(old);
+    for (const [uri, diagnostics] of byUri) {
+      const key = JSON.stringify(diagnostics, (k, v) => (k === 'stamp' ? undefined : v));
+      if (state.sent.get(uri) === key) continue;
+      state.sent.set(uri, key);
+      void this.connection.sendDiagnostics({ uri, diagnostics });
+    }
     state.published = [...byUri.keys()];
+  }
+
+  /** `tpuReady/didAnalyse`, for clients that asked for it (the extension's checklist, status bar and tree). */
+  private notifyAnalysed(uri: string, unit: Unit | null, state?: DocState): void {
+    if (!this.init.findingsNotifications) return;
+    // without the fixes' edits (the client asks for code actions to apply them): a smaller message to decode on its thread
+    const strip = (f: LocatedFinding) => (f.fix ? { ...f, fix: { ...f.fix, edits: [], imports: [] } } : f);
+    if (!unit || !state) {
+      if (state) state.sentFindings = undefined;
+      const p: AnalysedParams = { uri, findings: unit ? unit.findings.map(strip) : null, relevant: unit?.relevant ?? false };
+      void this.connection.sendNotification(AnalysedNotification.method, p);
+      return;
+    }
+    // The client reads lines and columns, not offsets: a finding that moved only in offsets is the same. After an
+    // edit only the findings between the unchanged head and tail are sent (typing on a line: that line's findings).
+    const keys = unit.findings.map((f) => JSON.stringify(f, (k, v) => (k === 'start' || k === 'end' || k === 'edits' || k === 'imports' ? undefined : v)));
+    const old = state.sentFindings;
+    if (!old || old.relevant !== unit.relevant) {
+      state.sentFindings = { keys, relevant: unit.relevant };
+      const p: AnalysedParams = { uri, findings: unit.findings.map(strip), relevant: unit.relevant };
+      void this.connection.sendNotification(AnalysedNotification.method, p);
+      return;
+    }
+    let head = 0;
+    while (head < keys.length && head < old.keys.length && keys[head] === old.keys[head]) head++;
+    let tail = 0;
+    while (tail < keys.length - head && tail < old.keys.length - head && keys[keys.length - 1 - tail] === old.keys[old.keys.length - 1 - tail]) tail++;
+    if (head === keys.length && head === old.keys.length) return;
+    state.sentFindings = { keys, relevant: unit.relevant };
+    const p: AnalysedParams = { uri, findings: unit.findings.slice(head, keys.length - tail).map(strip), relevant: unit.relevant, keepHead: head, keepTail: tail };
+    void this.connection.sendNotification(AnalysedNotification.method, p);
   }
 
   private async pulledDiagnostics(uri: string): Promise<Diagnostic[]> {
@@ -617,11 +739,12 @@ export class TpuReadyServer {
   }
 
   /** Fix-all on the unit's text: the engine applies fixes until they converge. */
-  private fixAll(unit: Unit, rule: string | null, cell?: number): { after: SourceDocument; applied: number; needsAccel: boolean } | null {
+  private fixAll(unit: Unit, rule: string | null, cell?: number, step?: number): { after: SourceDocument; applied: number; needsAccel: boolean } | null {
     const only =
-      rule === null && cell === undefined
+      rule === null && cell === undefined && step === undefined
         ? undefined
-        : (f: Finding, doc: SourceDocument) => (rule === null || f.rule === rule) && (cell === undefined || cellOf(doc, f.start) === cell);
+        : (f: Finding, doc: SourceDocument) =>
+            (rule === null || f.rule === rule) && (cell === undefined || cellOf(doc, f.start) === cell) && (step === undefined || f.step === step);
     try {
       const r = fixDocument(unit.source, RULES, { ...unit.options, deadline: performance.now() + SCAN_FILE_BUDGET_MS }, { unsafe: rule !== null, only });
       return r.applied ? { after: r.doc, applied: r.applied, needsAccel: r.needsAccel } : null;
@@ -686,9 +809,16 @@ export class TpuReadyServer {
             const safe = fix.applicability === 'safe';
             const action: CodeAction = { title: safe ? fix.title : `${fix.title} (unsafe)`, kind: CodeActionKind.QuickFix, diagnostics: [d], isPreferred: safe };
             const accel = fix.needsAccel ? this.missingAccel(unit) : null;
-            action.edit = this.workspaceEdit(unit, batch.doc, accel);
-            if (accel && !this.supportsCreate()) action.command = { title: 'Create the device-abstraction module', command: ServerCommand.CreateAccelModule, arguments: [unit.key] };
-            actions.push(action);
+            // an existing module that cannot serve the fix: nothing written, the client says why (or no fix offered)
+            const refused = fix.needsAccel && !accel ? this.accelRefusal(unit, batch.doc) : null;
+            if (refused) {
+              const explain = this.refusalCommand(unit, refused, false);
+              if (explain) actions.push({ ...action, command: explain });
+            } else {
+              action.edit = this.workspaceEdit(unit, batch.doc, accel);
+              if (accel && !this.supportsCreate()) action.command = { title: 'Create the device-abstraction module', command: ServerCommand.CreateAccelModule, arguments: [unit.key] };
+              actions.push(action);
+            }
           }
         }
         let ignore: Edit;
@@ -710,17 +840,85 @@ export class TpuReadyServer {
       if (own.length < 2) continue;
       const unsafe = own.some((f) => f.fix!.applicability !== 'safe');
       const title = `Fix all ${rule} in this file${unsafe ? ' (unsafe)' : ''}`;
-      actions.push({ title, kind: CodeActionKind.QuickFix, command: { title, command: ServerCommand.FixAll, arguments: [unit.key, rule] } });
+      actions.push(this.fixAllAction(unit, title, rule));
     }
-    if (rules.size && fixable.filter((f) => f.fix!.applicability === 'safe').length >= 2) {
-      actions.push({ title: FIX_ALL_TITLE, kind: CodeActionKind.QuickFix, command: { title: FIX_ALL_TITLE, command: ServerCommand.FixAll, arguments: [unit.key, null] } });
-    }
+    if (rules.size && fixable.filter((f) => f.fix!.applicability === 'safe').length >= 2) actions.push(this.fixAllAction(unit, FIX_ALL_TITLE, null));
     return actions;
+  }
+
+  private resolvesEdits(): boolean {
+    return !!this.capabilities.textDocument?.codeAction?.resolveSupport?.properties.includes('edit') && !!this.capabilities.textDocument?.codeAction?.dataSupport;
+  }
+
+  /** A quick-fix running fix-all: its edit computed when picked (resolve), else a command that applies it. */
+  private fixAllAction(unit: Unit, title: string, rule: string | null): CodeAction {
+    if (this.resolvesEdits()) return { title, kind: CodeActionKind.QuickFix, data: { type: 'fixAll', uri: unit.key, rule } satisfies FixAllData };
+    return { title, kind: CodeActionKind.QuickFix, command: { title, command: ServerCommand.FixAll, arguments: [unit.key, rule] } };
+  }
+
+  private async resolveCodeAction(action: CodeAction, token: CancellationToken): Promise<CodeAction> {
+    const data = action.data as Partial<FixAllData> | undefined;
+    if (data?.type !== 'fixAll' || typeof data.uri !== 'string') return action;
+    const unit = await this.current(data.uri);
+    if (!unit || token.isCancellationRequested) return action;
+    const r = this.fixAll(unit, typeof data.rule === 'string' ? data.rule : null);
+    if (!r) return action;
+    const accel = r.needsAccel ? this.missingAccel(unit) : null;
+    const refused = r.needsAccel && !accel ? this.accelRefusal(unit, r.after) : null;
+    if (refused) {
+      const explain = this.refusalCommand(unit, refused, false);
+      return explain ? { ...action, command: explain } : action;
+    }
+    const resolved: CodeAction = { ...action, edit: this.workspaceEdit(unit, r.after, this.supportsCreate() ? accel : null) };
+    if (accel && !this.supportsCreate()) resolved.command = { title: 'Create the device-abstraction module', command: ServerCommand.CreateAccelModule, arguments: [unit.key] };
+    return resolved;
+  }
+
+  /** `tpuReady/fixEdit`: fix-all's edit on the document's current text, for the client to apply (with other files' edits). */
+  private async fixEdit(p: FixEditParams, token: CancellationToken): Promise<FixEditResult> {
+    const none: FixEditResult = { edit: null, applied: 0, accelToCreate: null, refused: null };
+    const unit = p && typeof p.uri === 'string' ? await this.current(p.uri) : null;
+    if (!unit || token.isCancellationRequested) return none;
+    const r = this.fixAll(unit, typeof p.rule === 'string' ? p.rule : null, undefined, typeof p.step === 'number' ? p.step : undefined);
+    if (!r) return none;
+    const accel = r.needsAccel ? this.missingAccel(unit) : null;
+    const refused = r.needsAccel && !accel ? this.accelRefusal(unit, r.after) : null;
+    if (refused) return { ...none, refused };
+    const create = p.createAccel && this.supportsCreate() ? accel : null;
+    return { edit: this.workspaceEdit(unit, r.after, create), applied: r.applied, accelToCreate: create ? null : accel && pathToFileURL(accel).toString(), refused: null };
+  }
+
+  /**
+   * Why the fixed text must not be written: the existing device-abstraction module lacks what the fixes call, or is
+   * an older generated format (src/core/accelGate.ts, as the CLI decides). Null when it serves or is missing.
+   */
+  private accelRefusal(unit: Unit, after: SourceDocument): AccelRefusal | null {
+    const file = fsPath(unit.key);
+    if (!file) return null;
+    const target = accelModulePath(file, unit.options.accelModule);
+    const existing = this.openTextAt(target) ?? readModule(target);
+    if (existing === null) return null;
+    const folder = this.projects.folderOf(target);
+    const label = folder ? path.relative(folder, target).split(path.sep).join('/') : target;
+    const d = accelDecision(true, existing, analysedText(after), unit.options.accelModule, label);
+    return d.kind === 'refuse' ? { module: pathToFileURL(target).toString(), message: d.message } : null;
+  }
+
+  /** The client's command that explains a refusal (and offers the update), when it named one. */
+  private refusalCommand(unit: Unit, refused: AccelRefusal, quiet: boolean): { title: string; command: string; arguments: unknown[] } | null {
+    const command = this.init.accelRefusalCommand;
+    return command ? { title: 'Why not fixed', command, arguments: [unit.key, refused.message, quiet] } : null;
   }
 
   private sourceFixAll(unit: Unit, kind: string, cell: number | undefined): CodeAction | null {
     const r = this.fixAll(unit, null, cell);
     if (!r) return null;
+    // the existing module cannot serve these fixes: write nothing, say why (once per module and reason, as on every save)
+    const refused = r.needsAccel && !this.missingAccel(unit) ? this.accelRefusal(unit, r.after) : null;
+    if (refused) {
+      const explain = this.refusalCommand(unit, refused, true);
+      return explain ? { title: cell === undefined ? FIX_ALL_TITLE : FIX_CELL_TITLE, kind, command: explain } : null;
+    }
     // one resource only (on save VS Code drops actions touching other files): the module comes from a command
     const action: CodeAction = { title: cell === undefined ? FIX_ALL_TITLE : FIX_CELL_TITLE, kind, edit: this.workspaceEdit(unit, r.after, null) };
     if (r.needsAccel && this.missingAccel(unit)) action.command = { title: 'Create the device-abstraction module', command: ServerCommand.CreateAccelModule, arguments: [unit.key] };
@@ -736,6 +934,11 @@ export class TpuReadyServer {
         const r = this.fixAll(unit, typeof rule === 'string' ? rule : null);
         if (!r) return { applied: 0 };
         const accel = r.needsAccel ? this.missingAccel(unit) : null;
+        const refused = r.needsAccel && !accel ? this.accelRefusal(unit, r.after) : null;
+        if (refused) {
+          void this.connection.window.showWarningMessage(`tpu-ready: ${refused.message}`);
+          return { applied: 0, refused };
+        }
         const res = await this.connection.workspace.applyEdit({ label: rule ? `Fix all ${rule}` : FIX_ALL_TITLE, edit: this.workspaceEdit(unit, r.after, accel) });
         if (res.applied && accel && !this.supportsCreate()) this.writeAccel(accel, unit.options.accelModule);
         return { applied: res.applied ? r.applied : 0 };
@@ -781,10 +984,11 @@ export class TpuReadyServer {
     token: CancellationToken,
     progress: WorkDoneProgressReporter | undefined,
     pull: boolean,
+    only?: string[],
   ): Promise<{ reports: WorkspaceDocumentDiagnosticReport[]; result: WorkspaceScanResult }> {
     await this.ensureParser();
     let reporter = progress;
-    if (!reporter && this.capabilities.window?.workDoneProgress) {
+    if (!reporter && !only && this.capabilities.window?.workDoneProgress) {
       try {
         reporter = await this.connection.window.createWorkDoneProgress();
       } catch {
@@ -792,8 +996,16 @@ export class TpuReadyServer {
       }
     }
     const files: string[] = [];
-    for (const folder of this.projects.getFolders()) {
-      for (const f of collectFiles([folder], folder, undefined, true).files) if (isCandidate(f) && files.length < MAX_SCAN_FILES) files.push(f);
+    if (only) {
+      // these files only (a closed file the last scan reported on goes back to its text on disk)
+      for (const u of only) {
+        const f = fsPath(u);
+        if (f && isCandidate(f) && this.projects.folderOf(f) && fs.existsSync(f)) files.push(f);
+      }
+    } else {
+      for (const folder of this.projects.getFolders()) {
+        for (const f of collectFiles([folder], folder, undefined, true).files) if (isCandidate(f) && files.length < MAX_SCAN_FILES) files.push(f);
+      }
     }
     files.sort();
     reporter?.begin('TPU readiness: scanning the workspace', 0, `0/${files.length} files`, true);
@@ -827,8 +1039,8 @@ export class TpuReadyServer {
       }
     }
     reporter?.done();
-    for (const s of this.states.values()) if (s.unit) scanned.push({ uri: s.unit.key, findings: s.unit.findings, relevant: s.unit.relevant });
-    return { reports, result: { files: scanned, score: workspaceScore(scanned), cancelled } };
+    if (!only) for (const s of this.states.values()) if (s.unit) scanned.push({ uri: s.unit.key, findings: s.unit.findings, relevant: s.unit.relevant });
+    return { reports, result: { files: scanned, done, score: workspaceScore(scanned), cancelled } };
   }
 
   private async scanFile(file: string, uri: string): Promise<{ file: ScannedFile; diagnostics: Diagnostic[] } | null> {

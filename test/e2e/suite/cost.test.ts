@@ -1,6 +1,25 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import * as vscode from 'vscode';
-import { EXTENSION_ID, closeAll, open, waitFor, wsUri } from './helpers';
+import { EXTENSION_ID, closeAll, open, waitFor, wsPath, wsUri } from './helpers';
+
+const EQ = '='.repeat(80);
+const DASH = '-'.repeat(80);
+/** A step barrier's block (debug_util.cpp l. 313-414 at v2.9.0), each line stamped as .tpu-ready/profile-run.sh stamps it. */
+const barrier = (t: number, kind = 'Execution') =>
+  ['', `${kind} Analysis: ${EQ}`, `${kind} Analysis: ${kind} Cause`, `${kind} Analysis:   user torch_xla.sync`, `${kind} Analysis: Graph Info: `, `${kind} Analysis:   Graph Hash: ${kind === 'Execution' ? 'h' : `c${t}`}`,
+    `${kind} Analysis: Python Frame Triggered Execution: `, `${kind} Analysis:   train (/vm/proj/train.py:20)`, `${kind} Analysis: ${DASH}`, `${kind} Analysis: ${EQ}`].map((l) => `[tpu-ready ${t.toFixed(3)}] ${l}`);
+/** A profiling run's log: one compiling step, then six steps 0.5 s apart; on `accelerator` when given. */
+const stampedLog = (accelerator: string | null) =>
+  [...(accelerator ? [`[tpu-ready 0.001] tpu-ready: accelerator-type ${accelerator}`] : []), ...barrier(9.99, 'Compilation'), ...[10, 10.5, 11, 11.5, 12, 12.5].flatMap((t) => barrier(t))].join('\n') + '\n';
+
+interface VM {
+  status: string;
+  estimates: { hardware: string; pricing: string; display: { mfu: string } }[];
+  assumptions: { key: string; source: { text: string } }[];
+  warnings: string[];
+}
 
 /** Lenses VS Code collects for `uri` from every provider, ours filtered by their command. */
 async function costLenses(uri: vscode.Uri): Promise<vscode.CodeLens[]> {
@@ -86,5 +105,42 @@ describe('cost estimator', () => {
     assert.match(text, /≈ \+/, 'gives the added time (and cost)');
     assert.match(text, /Assumptions/, 'shows the editable assumptions');
     assert.match(text, /estimate, not a measurement/);
+  });
+
+  describe('with a profiling run in .tpu-ready/runs/', () => {
+    const runs = () => wsPath('.tpu-ready', 'runs');
+    after(() => fs.rmSync(runs(), { recursive: true, force: true }));
+
+    it('the newest run\'s measured step time is the estimate on the TPU it ran on; a run that cannot be used says why', async function () {
+      this.timeout(120_000);
+      const uri = wsUri('cost', 'config.yaml');
+      await open(uri);
+      const tooltip = async () => (await costLenses(uri))[0]?.command?.tooltip ?? '';
+      await waitFor(async () => /MFU [\d.]+% on /.test(await tooltip()), 'the modelled lens first');
+      fs.mkdirSync(runs(), { recursive: true });
+      const first = path.join(runs(), '2026-12-01T10-00-00Z.log');
+      fs.writeFileSync(first, stampedLog('v5litepod-8'));
+      await waitFor(async () => (await tooltip()).includes('measured tokens/s'), 'the lens to use the measured step time', 45_000).catch(async (e: Error) => {
+        const now = await vscode.commands.executeCommand<VM>('tpuReady.estimateCost', uri, { ask: false });
+        throw new Error(`${e.message}; lens: ${await tooltip()}; notes: ${JSON.stringify(now?.warnings)}; runs: ${fs.readdirSync(runs()).join(', ')}`);
+      });
+      const vm = await vscode.commands.executeCommand<VM>('tpuReady.estimateCost', uri, { ask: false });
+      assert.equal(vm.status, 'ok');
+      const v5e = vm.estimates.filter((e) => e.hardware === 'v5e');
+      assert.ok(v5e.length, 'a v5e row');
+      assert.ok(v5e.every((e) => e.display.mfu === 'measured tokens/s'), JSON.stringify(v5e.map((e) => e.display)));
+      assert.ok(vm.estimates.filter((e) => e.hardware !== 'v5e').every((e) => e.display.mfu !== 'measured tokens/s'), 'only the TPU the run used');
+      const measured = vm.assumptions.find((a) => a.key === 'tokens-per-second.v5e');
+      assert.match(measured?.source.text ?? '', /measured in the run \(\.tpu-ready\/runs\/2026-12-01T10-00-00Z\.log:\d+\): median step 0\.5 s over 5 steps .* on v5e-8; 480 × 1024 tokens per step ÷ 8 chips/);
+      // a newer run that does not say its TPU: modelled again, and the notes say why
+      const second = path.join(runs(), '2026-12-01T11-00-00Z.log');
+      fs.writeFileSync(second, stampedLog(null));
+      const later = new Date(Date.now() + 5000);
+      fs.utimesSync(second, later, later);
+      await waitFor(async () => /MFU [\d.]+% on /.test(await tooltip()), 'the lens to model the throughput again', 45_000);
+      const again = await vscode.commands.executeCommand<VM>('tpuReady.estimateCost', uri, { ask: false });
+      assert.ok(again.estimates.every((e) => e.display.mfu !== 'measured tokens/s'));
+      assert.ok(again.warnings.some((w) => /^Profiling run not used: step time 0\.5 s measured \(\.tpu-ready\/runs\/2026-12-01T11-00-00Z\.log:\d+\), but the log does not say which TPU it ran on/.test(w)), JSON.stringify(again.warnings));
+    });
   });
 });

@@ -23,6 +23,7 @@ export function run(): Promise<void> {
   require('./checklist.test');
   require('./cost.test');
   require('./evidence.test');
+  require('./responsiveness.test');
   // New surfaces add their suites here: checklist tree view (sidebar), readiness panel (webview), cost lens.
   return new Promise((resolve, reject) => {
     const failed: string[] = [];
