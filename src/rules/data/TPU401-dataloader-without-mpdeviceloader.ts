@@ -2,6 +2,7 @@ import { defineRule } from '../../core/rule';
 import { downgrade } from '../../core/engine';
 import { replace } from '../../core/edits';
 import type { FixDraft } from '../../core/rule';
+import type { Node } from '../../core/parse';
 import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
 import { cudaGuardedPlacement, handMovedLoaders, isDataLoaderCall, loaderFactory, loadersPassedToProjectLoops, removeArg, xlaWrap } from './util';
 
@@ -11,6 +12,12 @@ function lineIn(ctx: { project: { textOf(p: string): string | null } | null }, f
 }
 import { cudaGuarded } from '../device/cuda-util';
 import { PIN_RAISES, PIN_RAISES_TORCHTPU } from './pinning';
+
+/** A loop whose body ends every iteration with `return`/`break` at its top level takes one batch (a throughput probe), copying none per step. */
+function runsOnce(loop: Node): boolean {
+  const body = loop.childForFieldName('body');
+  return !!body?.namedChildren.some((c) => c?.type === 'return_statement' || c?.type === 'break_statement');
+}
 
 const short = (t: string) => (t.length > 40 ? t.slice(0, 37) + '…' : t);
 
@@ -54,23 +61,39 @@ export default defineRule({
     torchtpu: 'No known loader wrapper for the tpu device yet: the loop is reported without a fix; the pinning flags are still removed.',
   },
   check(ctx) {
-    if (ctx.sema.framework) return;
+    // a framework (HF Trainer, Accelerate, Lightning) owns the loaders it prepares; a loop over a plain `DataLoader(...)`
+    // that copies its batches by hand is still the script's own (a notebook's hand-written loop before its Accelerate cell)
+    const framework = !!ctx.sema.framework;
     // (a) loops over a plain DataLoader (or pulling batches with next(iter(loader))) that move the batch by hand
     const seen = new Set<number>();
     for (const info of ctx.sema.hotLoops()) {
-      for (const h of handMovedLoaders(ctx, info.anchor)) {
+      for (const h of handMovedLoaders(ctx, info.anchor, framework ? { plainOnly: true } : { anyParam: true })) {
         // an iterator pulled in nested hot loops is reported once
-        if (seen.has(h.loader.id)) continue;
+        if (seen.has(h.loader.id) || runsOnce(info.anchor)) continue;
         seen.add(h.loader.id);
         const guard = cudaGuardedPlacement(ctx);
-        const wrap = guard ? null : xlaWrap(ctx, h.loader.text);
-        const what = ctx.idiom.profile === 'torchtpu' ? 'prefetch batches to the device instead' : h.iterName ? 'wrap the loader in `pl.MpDeviceLoader`' : 'wrap it in `pl.MpDeviceLoader`';
+        // a loader parameter of a file that builds none: the wrap belongs where its callers make it
+        const wrap = guard || h.param ? null : xlaWrap(ctx, h.loader.text);
+        const what = ctx.idiom.profile === 'torchtpu'
+          ? 'prefetch batches to the device instead'
+          : h.param
+            ? 'wrap the loader in `pl.MpDeviceLoader` where it is made (no fix here: the callers pass it)'
+            : h.iterName ? 'wrap the loader in `pl.MpDeviceLoader`' : 'wrap it in `pl.MpDeviceLoader`';
         const factory = loaderFactory(ctx, h.loader);
         const made = factory ? ` (a \`DataLoader\` built by \`${factory.name}()\`, ${factory.path.split('/').pop()}:${lineIn(ctx, factory)})` : '';
-        const source = h.iterName ? `\`next(${short(h.iterName)})\` yields CPU batches of \`${short(h.loader.text)}\`${made} that` : `\`${short(h.loader.text)}\`${made} yields CPU batches that`;
-        ctx.report(h.loader, {
+        const source = h.param
+          ? `The loader parameter \`${short(h.loader.text)}\` yields CPU batches (unless a caller passes an \`MpDeviceLoader\`) that`
+          : h.iterName ? `\`next(${short(h.iterName)})\` yields CPU batches of \`${short(h.loader.text)}\`${made} that` : `\`${short(h.loader.text)}\`${made} yields CPU batches that`;
+        // in a training loop TPU204 reports the loop header (it proposes the same wrap as the step barrier): this finding
+        // goes on the copy itself, with the loader as a related location (issue 9, one finding per problem)
+        const onMove = info.kind === 'train';
+        const related = [
+          ...(onMove ? [{ start: h.loader.startIndex, end: h.loader.endIndex, message: `the loader the loop iterates` }] : []),
+          ...(factory ? [{ start: factory.node.startIndex, end: factory.node.endIndex, path: factory.path, message: `the \`DataLoader\` that \`${factory.name}()\` returns` }] : []),
+        ];
+        ctx.report(onMove ? h.move : h.loader, {
           severity: info.kind === 'eval' ? downgrade('warning') : 'warning',
-          ...(factory ? { related: [{ start: factory.node.startIndex, end: factory.node.endIndex, path: factory.path, message: `the \`DataLoader\` that \`${factory.name}()\` returns` }] } : {}),
+          ...(related.length ? { related } : {}),
           message: `${source} the loop copies to the device by hand (\`${short(h.move.text)}\`): ${what}${guard ? ` (no fix while a CUDA check decides the placement, \`${short(guard.text)}\`: move the model unconditionally first)` : ''}`,
           fix: wrap
             ? {
@@ -84,6 +107,7 @@ export default defineRule({
       }
     }
 
+    if (framework) return;
     // (a') a plain DataLoader passed into another module's training loop (`engine.train_one_epoch(model, loader, ...)`):
     // judged at the call, where the loader can be wrapped without touching the shared loop
     for (const p of loadersPassedToProjectLoops(ctx)) {

@@ -319,6 +319,16 @@ export interface HandMoved {
   iterName: string | null;
   /** The `next(data_iter)` calls in the loop body (none for a `for` over the loader). */
   pulls: Node[];
+  /** The loader is a parameter of a function in a file that builds no DataLoader: what its callers pass is unknown here. */
+  param?: boolean;
+}
+
+/** `name` is a parameter of the function enclosing `node` (`loader`, `loader=None`, `dataloader: DataLoader`, `loader: Iterable = None`). */
+function isParameterOf(ctx: RuleContext, node: Node, name: string): boolean {
+  const fn = ctx.sema.enclosingFunction(node);
+  const params = fn?.childForFieldName('parameters')?.namedChildren ?? [];
+  // typed_parameter has no name field
+  return params.some((p) => p?.text === name || p?.childForFieldName('name')?.text === name || (p?.type === 'typed_parameter' && p.namedChildren[0]?.text === name));
 }
 
 function moveDevice(ctx: RuleContext, move: Node, loop: Node): Snippet {
@@ -331,21 +341,22 @@ function moveDevice(ctx: RuleContext, move: Node, loop: Node): Snippet {
  * parameter in a file that builds DataLoaders and wraps none), or `batch = next(data_iter)` with
  * `data_iter = iter(loader)` (minGPT's trainer).
  */
-export function handMovedLoaders(ctx: RuleContext, loop: Node): HandMoved[] {
+export function handMovedLoaders(ctx: RuleContext, loop: Node, opts: { anyParam?: boolean; plainOnly?: boolean } = {}): HandMoved[] {
   const out: HandMoved[] = [];
   if (loop.type === 'for_statement') {
     const it = iteratedLoader(ctx, loop);
     if (it) {
       let plain = isPlainDataLoader(ctx, it);
-      if (!plain && it.type === 'identifier' && /(loader|_dl|^dl)$/i.test(it.text) && !fileWrapsLoaders(ctx) && buildsLoaders(ctx)) {
-        // a loader passed in as a parameter of the enclosing function, in a file that builds DataLoaders
-        const fn = ctx.sema.enclosingFunction(loop);
-        const params = fn?.childForFieldName('parameters')?.namedChildren ?? [];
-        // `loader`, `loader=None`, and the annotated `dataloader: torch.utils.data.DataLoader` (typed_parameter has no name field)
-        plain = params.some((p) => p?.text === it.text || p?.childForFieldName('name')?.text === it.text || (p?.type === 'typed_parameter' && p.namedChildren[0]?.text === it.text)) && ctx.sema.bindings(it.text).length === 0;
+      let param = false;
+      if (!plain && !opts.plainOnly && it.type === 'identifier' && /(loader|_dl|^dl)$/i.test(it.text) && !fileWrapsLoaders(ctx) && isParameterOf(ctx, loop, it.text) && (buildsLoaders(ctx) ? ctx.sema.bindings(it.text).length === 0 : !ctx.sema.bindings(it.text).some((b) => ctx.sema.enclosingFunction(b)?.id === ctx.sema.enclosingFunction(loop)?.id))) {
+        // a loader passed in as a parameter of the enclosing function: in a file that builds DataLoaders (and wraps
+        // none) it is one of them; elsewhere (`engine.train_one_epoch(model, criterion, data_loader, ...)`, DETR/DeiT)
+        // only with `anyParam`, unfixable here: its callers decide what it is (TPU401 reports the move, no fix)
+        if (buildsLoaders(ctx)) plain = true;
+        else if (opts.anyParam && !ctx.sema.xlaAware) plain = param = true;
       }
       const moves = plain ? batchMoves(ctx, loop) : [];
-      if (moves.length) out.push({ loader: it, sites: [it], move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName: null, pulls: [] });
+      if (moves.length) out.push({ loader: it, sites: [it], move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName: null, pulls: [], param });
     }
   }
   const body = loop.childForFieldName('body');
