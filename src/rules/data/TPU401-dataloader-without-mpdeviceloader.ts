@@ -3,8 +3,9 @@ import { downgrade } from '../../core/engine';
 import { replace } from '../../core/edits';
 import type { FixDraft } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
-import { cudaGuardedPlacement, handMovedLoaders, isDataLoaderCall, loaderFactory, loadersPassedToProjectLoops, removeArg, xlaWrap } from './util';
+import { callArgs, kwValue, methodName, receiver, stringContent } from '../../core/semantics';
+import type { RuleContext } from '../../core/rule';
+import { cudaGuardedPlacement, handMovedLoaders, isDataLoaderCall, loaderFactory, loadersPassedToProjectLoops, preparedByFramework, removeArg, xlaWrap } from './util';
 
 /** The 1-based line of a factory's DataLoader in its own module. */
 function lineIn(ctx: { project: { textOf(p: string): string | null } | null }, f: { path: string; node: { startIndex: number } }): number {
@@ -17,6 +18,33 @@ import { PIN_RAISES, PIN_RAISES_TORCHTPU } from './pinning';
 function runsOnce(loop: Node): boolean {
   const body = loop.childForFieldName('body');
   return !!body?.namedChildren.some((c) => c?.type === 'return_statement' || c?.type === 'break_statement');
+}
+
+/** The `True` values of a 'pin_memory' entry in every dict bound to `name` (`{'pin_memory': True}`, `dict(pin_memory=True)`). */
+function pinEntries(ctx: RuleContext, name: string): Node[] {
+  const out: Node[] = [];
+  for (const v of ctx.sema.bindings(name)) {
+    if (v.type === 'dictionary') {
+      for (const pair of v.namedChildren) {
+        if (pair?.type !== 'pair') continue;
+        const key = pair.childForFieldName('key');
+        const value = pair.childForFieldName('value');
+        if (key?.type === 'string' && stringContent(key) === 'pin_memory' && value?.text === 'True') out.push(value);
+      }
+    } else if (v.type === 'call' && v.childForFieldName('function')?.text === 'dict') {
+      const value = kwValue(callArgs(v).keywords.get('pin_memory'));
+      if (value?.text === 'True') out.push(value);
+    }
+  }
+  return out;
+}
+
+/** The argparse default `True` of `args.x` when every default the model knows for it is `True` (`default=True`, `set_defaults(x=True)`). */
+function argparseTrue(ctx: RuleContext, value: Node | null): Node | null {
+  if (value?.type !== 'attribute') return null;
+  const sources = ctx.model.attributeSources(value);
+  if (!sources.length || !sources.every((s) => s.argparse && s.value.text === 'True')) return null;
+  return sources[0].value;
 }
 
 const short = (t: string) => (t.length > 40 ? t.slice(0, 37) + '…' : t);
@@ -69,7 +97,7 @@ export default defineRule({
     for (const info of ctx.sema.hotLoops()) {
       for (const h of handMovedLoaders(ctx, info.anchor, framework ? { plainOnly: true } : { anyParam: true })) {
         // an iterator pulled in nested hot loops is reported once
-        if (seen.has(h.loader.id) || runsOnce(info.anchor)) continue;
+        if (seen.has(h.loader.id) || runsOnce(info.anchor) || (framework && preparedByFramework(ctx, h.loader))) continue;
         seen.add(h.loader.id);
         const guard = cudaGuardedPlacement(ctx);
         // a loader parameter of a file that builds none: the wrap belongs where its callers make it
@@ -134,11 +162,47 @@ export default defineRule({
     }
 
     // (b) CUDA pinning flags
+    const pinned = new Set<number>();
     for (const call of ctx.sema.nodes('call')) {
       if (ctx.sema.inXlaAwareBranch(call)) continue;
       const { keywords, positional } = callArgs(call);
       if (isDataLoaderCall(ctx, call)) {
         const pin = keywords.get('pin_memory');
+        // `**kwargs` whose dict literal (or `dict(...)`) sets 'pin_memory': True, shared by the train and test loaders:
+        // reported once, on the entry
+        for (const splat of positional) {
+          if (splat.type !== 'dictionary_splat' || splat.namedChildren[0]?.type !== 'identifier') continue;
+          for (const entry of pinEntries(ctx, splat.namedChildren[0].text)) {
+            if (pinned.has(entry.id)) continue;
+            pinned.add(entry.id);
+            const x = ctx.idiom.dualPath ? ctx.idiom.isXla() : null;
+            ctx.report(entry, {
+              severity: 'info',
+              message: `\`pin_memory\` is True in \`**${splat.namedChildren[0].text}\`, passed to \`DataLoader\`: it pins host memory for CUDA copies; a TPU host has no CUDA device to use it`,
+              fix: x
+                ? { title: `Pin only off XLA (\`not ${x.text}\`)`, edits: [replace(entry, `not ${x.text}`)], imports: x.imports, needsAccel: x.needsAccel }
+                : { title: 'Do not pin (`False`)', edits: [replace(entry, 'False')] },
+              related: [{ start: call.startIndex, end: call.endIndex, message: 'the DataLoader the dict is unpacked into' }],
+            });
+          }
+        }
+        const pinArg = pin ? argparseTrue(ctx, kwValue(pin)) : null;
+        if (pin && pinArg) {
+          // `pin_memory=args.pin_mem` whose argparse default is True (ConvNeXt, MAE `set_defaults(pin_mem=True)`)
+          const x = ctx.idiom.dualPath ? ctx.idiom.isXla() : null;
+          const value = kwValue(pin)!;
+          ctx.report(pin, {
+            severity: 'info',
+            message: `\`pin_memory=${short(value.text)}\` is True by default (its argparse default): it pins host memory for CUDA copies; a TPU host has no CUDA device to use it`,
+            fix: x
+              ? { title: `Pin only off XLA (\`${short(value.text)} and not ${x.text}\`)`, edits: [replace(value, `${value.text} and not ${x.text}`)], imports: x.imports, needsAccel: x.needsAccel }
+              : (() => {
+                  const e = removeArg(call, pin);
+                  return e ? { title: `Remove \`pin_memory=${short(value.text)}\``, edits: [e] } : null;
+                })(),
+            related: [{ start: pinArg.startIndex, end: pinArg.endIndex, message: 'the argparse default' }],
+          });
+        }
         if (pin && kwValue(pin)?.text === 'True') {
           let fix: FixDraft | null = null;
           if (ctx.idiom.dualPath) {
