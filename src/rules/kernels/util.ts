@@ -228,3 +228,82 @@ function inOneImportRun(a: Node, b: Node): boolean {
   }
   return true;
 }
+
+/** CUDA-only libraries whose module-level import in a project module makes importing that module fail or pull CUDA kernels. */
+const CUDA_ONLY_IMPORT = /^(flash_attn|triton|cupy|pycuda|numba\.cuda|apex|bitsandbytes|xentropy_cuda_lib|rotary_emb|fused_dense_lib|dropout_layer_norm|fused_softmax_lib|amp_C|fused_layer_norm_cuda|selective_scan_cuda|causal_conv1d_cuda|flash_attn_cuda|flash_attn_2_cuda)(\.|$)/;
+
+export interface ProjectCudaImport {
+  /** The import statement of this file. */
+  stmt: Node;
+  /** The project module it imports (its path) and the CUDA-only import there. */
+  path: string;
+  inner: Node;
+  /** The CUDA-only module the project module imports (`flash_attn`, `rotary_emb`). */
+  lib: string;
+}
+
+/**
+ * Imports of project modules (`from fastchat.train.llama2_flash_attn_monkey_patch import replace_...`, `from
+ * .fused_rotary_embedding import apply_rotary_emb_func`, a package re-export) whose own module level imports a
+ * CUDA-only library unconditionally (not under `try/except ImportError`, a CUDA check or an XLA branch): importing
+ * the project module runs that import. One level: the module that defines the imported name.
+ */
+export function projectCudaImports(ctx: RuleContext): ProjectCudaImport[] {
+  const project = ctx.project;
+  if (!project) return [];
+  const out: ProjectCudaImport[] = [];
+  for (const stmt of ctx.sema.nodes('import_from_statement')) {
+    if (isOptionalImport(stmt) || ctx.sema.inXlaAwareBranch(stmt) || /cuda\.is_available|torch\.version\.cuda/.test(guardText(stmt))) continue;
+    const mod = stmt.childForFieldName('module_name');
+    if (mod && CUDA_ONLY_IMPORT.test(mod.text)) continue;
+    const seen = new Set<string>();
+    for (const c of stmt.childrenForFieldName('name')) {
+      const id = c?.type === 'aliased_import' ? c.childForFieldName('name') : c;
+      const name = id?.type === 'dotted_name' ? id.namedChildren[0] : id;
+      if (!name || name.type !== 'identifier') continue;
+      let r = null;
+      try {
+        r = project.resolveName(name, ctx.sema, ctx.path);
+      } catch {
+        r = null;
+      }
+      if (!r || r.path === ctx.path || seen.has(r.path)) continue;
+      seen.add(r.path);
+      const inner = cudaOnlyImportIn(r.module.sema);
+      if (inner) {
+        out.push({ stmt, path: r.path, inner: inner.stmt, lib: inner.lib });
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+const innerMemo = new WeakMap<object, { stmt: Node; lib: string } | null>();
+
+function cudaOnlyImportIn(sema: RuleContext['sema']): { stmt: Node; lib: string } | null {
+  const memo = innerMemo.get(sema);
+  if (memo !== undefined) return memo;
+  let found: { stmt: Node; lib: string } | null = null;
+  for (const stmt of [...sema.nodes('import_statement'), ...sema.nodes('import_from_statement')].sort((a, b) => a.startIndex - b.startIndex)) {
+    // module level only: an import inside a function runs only when it is called
+    if (sema.enclosingFunction(stmt) || isOptionalImport(stmt) || sema.inXlaAwareBranch(stmt) || /cuda\.is_available|torch\.version\.cuda/.test(guardText(stmt))) continue;
+    const names = stmt.type === 'import_statement'
+      ? stmt.namedChildren.map((c) => (c?.type === 'aliased_import' ? c.childForFieldName('name')?.text : c?.text) ?? '')
+      : [stmt.childForFieldName('module_name')?.text ?? ''];
+    const lib = names.find((n) => CUDA_ONLY_IMPORT.test(n));
+    if (lib) {
+      found = { stmt, lib: lib.split('.')[0] };
+      break;
+    }
+  }
+  innerMemo.set(sema, found);
+  return found;
+}
+
+/** The conditions of the `if` statements around a statement. */
+function guardText(stmt: Node): string {
+  let out = '';
+  for (let p = stmt.parent; p; p = p.parent) if (p.type === 'if_statement') out += ' ' + (p.childForFieldName('condition')?.text ?? '');
+  return out;
+}
