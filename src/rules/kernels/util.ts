@@ -257,6 +257,16 @@ export function projectCudaImports(ctx: RuleContext): ProjectCudaImport[] {
     const mod = stmt.childForFieldName('module_name');
     if (mod && CUDA_ONLY_IMPORT.test(mod.text)) continue;
     const seen = new Set<string>();
+    // `from fastchat.train.patch import f` inside fastchat/train/: the package chain is the file's own folders (the repo
+    // root is on sys.path, as with `pip install -e .`), even where no `__init__.py` marks the package
+    const own = mod && mod.type === 'dotted_name' ? ownPackageModule(project, ctx.path, mod.text) : null;
+    if (own) {
+      const inner = cudaOnlyImportIn(own.sema);
+      if (inner) {
+        out.push({ stmt, path: own.path, inner: inner.stmt, lib: inner.lib });
+        continue;
+      }
+    }
     for (const c of stmt.childrenForFieldName('name')) {
       const id = c?.type === 'aliased_import' ? c.childForFieldName('name') : c;
       const name = id?.type === 'dotted_name' ? id.namedChildren[0] : id;
@@ -277,6 +287,22 @@ export function projectCudaImports(ctx: RuleContext): ProjectCudaImport[] {
     }
   }
   return out;
+}
+
+/** The module `a.b.c` as `<D>/a/b/c.py` where the importing file lives in `<D>/a/b/` (or deeper under `<D>/a/`). */
+function ownPackageModule(project: NonNullable<RuleContext['project']>, path: string, dotted: string) {
+  const parts = dotted.split('.');
+  if (parts.length < 2) return null;
+  const dirs = path.replace(/\\/g, '/').split('/').slice(0, -1);
+  const pkg = parts.slice(0, -1);
+  for (let i = dirs.length - pkg.length; i >= 0; i--) {
+    if (pkg.every((p, k) => dirs[i + k] === p)) {
+      const base = dirs.slice(0, i).join('/');
+      const m = project.module(`${base ? base + '/' : ''}${parts.join('/')}.py`);
+      if (m && m.path !== path) return m;
+    }
+  }
+  return null;
 }
 
 const innerMemo = new WeakMap<object, { stmt: Node; lib: string } | null>();
