@@ -250,7 +250,9 @@ export interface ProjectCudaImport {
  */
 export function projectCudaImports(ctx: RuleContext): ProjectCudaImport[] {
   const project = ctx.project;
-  if (!project) return [];
+  // a file that imports a CUDA-only library itself already has that finding: one per problem (FastChat's patch module
+  // importing its sibling patch inside its GPU self-test)
+  if (!project || cudaOnlyImportIn(ctx.sema)) return [];
   const out: ProjectCudaImport[] = [];
   for (const stmt of ctx.sema.nodes('import_from_statement')) {
     if (isOptionalImport(stmt) || ctx.sema.inXlaAwareBranch(stmt) || /cuda\.is_available|torch\.version\.cuda/.test(guardText(stmt))) continue;

@@ -8,3 +8,9 @@ def attention(q, k, v):
 
 def replace_attn():
     torch.nn.MultiheadAttention.attention = staticmethod(attention)
+
+
+def self_test():
+    # --- ok ---: this module imports flash_attn itself (reported above); its sibling patch adds nothing
+    from pkg.rotary import apply_rotary_emb_func
+    return apply_rotary_emb_func
