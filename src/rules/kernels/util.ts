@@ -250,9 +250,11 @@ export interface ProjectCudaImport {
  */
 export function projectCudaImports(ctx: RuleContext): ProjectCudaImport[] {
   const project = ctx.project;
-  // a file that imports a CUDA-only library itself already has that finding: one per problem (FastChat's patch module
-  // importing its sibling patch inside its GPU self-test)
-  if (!project || cudaOnlyImportIn(ctx.sema)) return [];
+  // a library the file imports itself already has its finding there: one per problem (FastChat's flash-attn patch module
+  // importing its sibling patch inside its GPU self-test); another library is another problem (TinyLlama's model.py
+  // imports flash_attn and, through fused_rotary_embedding, rotary_emb)
+  if (!project) return [];
+  const own = ownCudaLibs(ctx.sema);
   const out: ProjectCudaImport[] = [];
   for (const stmt of ctx.sema.nodes('import_from_statement')) {
     if (isOptionalImport(stmt) || ctx.sema.inXlaAwareBranch(stmt) || /cuda\.is_available|torch\.version\.cuda/.test(guardText(stmt))) continue;
@@ -261,11 +263,11 @@ export function projectCudaImports(ctx: RuleContext): ProjectCudaImport[] {
     const seen = new Set<string>();
     // `from fastchat.train.patch import f` inside fastchat/train/: the package chain is the file's own folders (the repo
     // root is on sys.path, as with `pip install -e .`), even where no `__init__.py` marks the package
-    const own = mod && mod.type === 'dotted_name' ? ownPackageModule(project, ctx.path, mod.text) : null;
-    if (own) {
-      const inner = cudaOnlyImportIn(own.sema);
+    const pkgModule = mod && mod.type === 'dotted_name' ? ownPackageModule(project, ctx.path, mod.text) : null;
+    if (pkgModule) {
+      const inner = cudaOnlyImportIn(pkgModule.sema);
       if (inner) {
-        out.push({ stmt, path: own.path, inner: inner.stmt, lib: inner.lib });
+        if (!own.has(inner.lib)) out.push({ stmt, path: pkgModule.path, inner: inner.stmt, lib: inner.lib });
         continue;
       }
     }
@@ -283,7 +285,7 @@ export function projectCudaImports(ctx: RuleContext): ProjectCudaImport[] {
       seen.add(r.path);
       const inner = cudaOnlyImportIn(r.module.sema);
       if (inner) {
-        out.push({ stmt, path: r.path, inner: inner.stmt, lib: inner.lib });
+        if (!own.has(inner.lib)) out.push({ stmt, path: r.path, inner: inner.stmt, lib: inner.lib });
         break;
       }
     }
@@ -305,6 +307,19 @@ function ownPackageModule(project: NonNullable<RuleContext['project']>, path: st
     }
   }
   return null;
+}
+
+/** The CUDA-only libraries a module imports itself at module level (their findings are there already). */
+function ownCudaLibs(sema: RuleContext['sema']): Set<string> {
+  const out = new Set<string>();
+  for (const stmt of [...sema.nodes('import_statement'), ...sema.nodes('import_from_statement')]) {
+    if (sema.enclosingFunction(stmt) || isOptionalImport(stmt)) continue;
+    const names = stmt.type === 'import_statement'
+      ? stmt.namedChildren.map((c) => (c?.type === 'aliased_import' ? c.childForFieldName('name')?.text : c?.text) ?? '')
+      : [stmt.childForFieldName('module_name')?.text ?? ''];
+    for (const n of names) if (CUDA_ONLY_IMPORT.test(n)) out.add(n.split('.')[0]);
+  }
+  return out;
 }
 
 const innerMemo = new WeakMap<object, { stmt: Node; lib: string } | null>();

@@ -11,6 +11,11 @@ def replace_attn():
 
 
 def self_test():
-    # --- ok ---: this module imports flash_attn itself (reported above); its sibling patch adds nothing
-    from pkg.rotary import apply_rotary_emb_func
+    # --- ok ---: this module imports flash_attn itself (reported above); a sibling that imports it too adds nothing
+    from app.train.flash_patch import replace_attention
+    return replace_attention
+
+
+def other_lib():
+    from pkg.rotary import apply_rotary_emb_func  # expect: TPU701
     return apply_rotary_emb_func
