@@ -350,3 +350,8 @@ function guardText(stmt: Node): string {
   for (let p = stmt.parent; p; p = p.parent) if (p.type === 'if_statement') out += ' ' + (p.childForFieldName('condition')?.text ?? '');
   return out;
 }
+
+/** A non-optional `import deepspeed` in this file: TPU705 reports the DeepSpeed engine there (its ZeRO config dict is a related location, not a TPU508 finding). */
+export function importsDeepSpeed(ctx: RuleContext): boolean {
+  return importInfos(ctx).some((info) => info.modules.some((m) => /^deepspeed(\.|$)/.test(m)) && !isOptionalImport(info.stmt));
+}
