@@ -85,6 +85,20 @@ export default defineRule({
     }
     for (const p of primaries) ctx.report(p.node, { message: p.message, ...(!!carrier && p.node.id === carrier.id && related.length ? { related } : {}) });
     if (!carrier) for (const s of secondaries) ctx.report(s.node, { message: s.message });
+    // DeepSpeed's optimizer ops (`deepspeed.ops.adam.FusedAdam`, `DeepSpeedCPUAdam`, `deepspeed.ops.lamb.FusedLamb`):
+    // compiled CUDA (or CPU SIMD) extensions built by DeepSpeed's op builder; one finding per statement that uses them
+    const opStmts = new Set<number>();
+    for (const n of [...ctx.sema.nodes('identifier'), ...ctx.sema.nodes('attribute')]) {
+      if (n.parent?.type === 'attribute' && n.parent.childForFieldName('object')?.id === n.id) continue;
+      const full = ctx.sema.resolve(n) ?? '';
+      const m = /^deepspeed\.ops\.(\w+)\.(\w+)$/.exec(full);
+      if (!m || !/^[A-Z]/.test(m[2])) continue;
+      let stmt: Node | null = n;
+      while (stmt && !/statement$|^assignment$/.test(stmt.type)) stmt = stmt.parent;
+      if (!stmt || /import/.test(stmt.type) || opStmts.has(stmt.startIndex) || ctx.sema.inXlaAwareBranch(n)) continue;
+      opStmts.add(stmt.startIndex);
+      ctx.report(n, { message: `\`${m[2]}\` is a DeepSpeed op (deepspeed.ops.${m[1]}), a CUDA/CPU extension DeepSpeed compiles, with no XLA kernel; use the \`torch.optim\` optimizer with the same update rule on TPU` });
+    }
     // Lightning: `Trainer(strategy="deepspeed_stage_2")`, `Fabric(strategy=DeepSpeedStrategy(...))`
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? call.childForFieldName('function')?.text ?? '';
