@@ -817,7 +817,16 @@ export class ProgramModel {
   private argparseDefaults(dest: string): Node[] {
     if (!this.argparse) {
       this.argparse = new Map();
+      const overridden = new Map<string, Node>();
       for (const call of this.sema.nodes('call')) {
+        // `parser.set_defaults(pin_mem=True)` (MAE, DeiT): the default of a store_true/store_false pair
+        if (methodName(call) === 'set_defaults') {
+          for (const [k, v] of callArgs(call).keywords) {
+            const val = kwValue(v);
+            if (val) overridden.set(k, val);
+          }
+          continue;
+        }
         if (methodName(call) !== 'add_argument') continue;
         const { positional, keywords } = callArgs(call);
         const destKw = kwValue(keywords.get('dest'));
@@ -836,6 +845,8 @@ export class ProgramModel {
         if (list) list.push(node);
         else this.argparse.set(name, [node]);
       }
+      // set_defaults wins over each add_argument default of that dest (argparse applies parser-level defaults last)
+      for (const [k, v] of overridden) this.argparse.set(k, [v]);
     }
     return this.argparse.get(dest) ?? [];
   }

@@ -2,8 +2,10 @@ import { defineRule } from '../../core/rule';
 import { downgrade } from '../../core/engine';
 import { replace } from '../../core/edits';
 import type { FixDraft } from '../../core/rule';
-import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
-import { cudaGuardedPlacement, handMovedLoaders, isDataLoaderCall, loaderFactory, loadersPassedToProjectLoops, removeArg, xlaWrap } from './util';
+import type { Node } from '../../core/parse';
+import { callArgs, kwValue, methodName, receiver, stringContent } from '../../core/semantics';
+import type { RuleContext } from '../../core/rule';
+import { cudaGuardedPlacement, handMovedLoaders, isDataLoaderCall, loaderFactory, loadersPassedToProjectLoops, preparedByFramework, removeArg, xlaWrap } from './util';
 
 /** The 1-based line of a factory's DataLoader in its own module. */
 function lineIn(ctx: { project: { textOf(p: string): string | null } | null }, f: { path: string; node: { startIndex: number } }): number {
@@ -11,6 +13,39 @@ function lineIn(ctx: { project: { textOf(p: string): string | null } | null }, f
 }
 import { cudaGuarded } from '../device/cuda-util';
 import { PIN_RAISES, PIN_RAISES_TORCHTPU } from './pinning';
+
+/** A loop whose body ends every iteration with `return`/`break` at its top level takes one batch (a throughput probe), copying none per step. */
+function runsOnce(loop: Node): boolean {
+  const body = loop.childForFieldName('body');
+  return !!body?.namedChildren.some((c) => c?.type === 'return_statement' || c?.type === 'break_statement');
+}
+
+/** The `True` values of a 'pin_memory' entry in every dict bound to `name` (`{'pin_memory': True}`, `dict(pin_memory=True)`). */
+function pinEntries(ctx: RuleContext, name: string): Node[] {
+  const out: Node[] = [];
+  for (const v of ctx.sema.bindings(name)) {
+    if (v.type === 'dictionary') {
+      for (const pair of v.namedChildren) {
+        if (pair?.type !== 'pair') continue;
+        const key = pair.childForFieldName('key');
+        const value = pair.childForFieldName('value');
+        if (key?.type === 'string' && stringContent(key) === 'pin_memory' && value?.text === 'True') out.push(value);
+      }
+    } else if (v.type === 'call' && v.childForFieldName('function')?.text === 'dict') {
+      const value = kwValue(callArgs(v).keywords.get('pin_memory'));
+      if (value?.text === 'True') out.push(value);
+    }
+  }
+  return out;
+}
+
+/** The argparse default `True` of `args.x` when every default the model knows for it is `True` (`default=True`, `set_defaults(x=True)`). */
+function argparseTrue(ctx: RuleContext, value: Node | null): Node | null {
+  if (value?.type !== 'attribute') return null;
+  const sources = ctx.model.attributeSources(value);
+  if (!sources.length || !sources.every((s) => s.argparse && s.value.text === 'True')) return null;
+  return sources[0].value;
+}
 
 const short = (t: string) => (t.length > 40 ? t.slice(0, 37) + '…' : t);
 
@@ -54,23 +89,39 @@ export default defineRule({
     torchtpu: 'No known loader wrapper for the tpu device yet: the loop is reported without a fix; the pinning flags are still removed.',
   },
   check(ctx) {
-    if (ctx.sema.framework) return;
+    // a framework (HF Trainer, Accelerate, Lightning) owns the loaders it prepares; a loop over a plain `DataLoader(...)`
+    // that copies its batches by hand is still the script's own (a notebook's hand-written loop before its Accelerate cell)
+    const framework = !!ctx.sema.framework;
     // (a) loops over a plain DataLoader (or pulling batches with next(iter(loader))) that move the batch by hand
     const seen = new Set<number>();
     for (const info of ctx.sema.hotLoops()) {
-      for (const h of handMovedLoaders(ctx, info.anchor)) {
+      for (const h of handMovedLoaders(ctx, info.anchor, framework ? { plainOnly: true } : { anyParam: true })) {
         // an iterator pulled in nested hot loops is reported once
-        if (seen.has(h.loader.id)) continue;
+        if (seen.has(h.loader.id) || runsOnce(info.anchor) || (framework && preparedByFramework(ctx, h.loader))) continue;
         seen.add(h.loader.id);
         const guard = cudaGuardedPlacement(ctx);
-        const wrap = guard ? null : xlaWrap(ctx, h.loader.text);
-        const what = ctx.idiom.profile === 'torchtpu' ? 'prefetch batches to the device instead' : h.iterName ? 'wrap the loader in `pl.MpDeviceLoader`' : 'wrap it in `pl.MpDeviceLoader`';
+        // a loader parameter of a file that builds none: the wrap belongs where its callers make it
+        const wrap = guard || h.param ? null : xlaWrap(ctx, h.loader.text);
+        const what = ctx.idiom.profile === 'torchtpu'
+          ? 'prefetch batches to the device instead'
+          : h.param
+            ? 'wrap the loader in `pl.MpDeviceLoader` where it is made (no fix here: the callers pass it)'
+            : h.iterName ? 'wrap the loader in `pl.MpDeviceLoader`' : 'wrap it in `pl.MpDeviceLoader`';
         const factory = loaderFactory(ctx, h.loader);
         const made = factory ? ` (a \`DataLoader\` built by \`${factory.name}()\`, ${factory.path.split('/').pop()}:${lineIn(ctx, factory)})` : '';
-        const source = h.iterName ? `\`next(${short(h.iterName)})\` yields CPU batches of \`${short(h.loader.text)}\`${made} that` : `\`${short(h.loader.text)}\`${made} yields CPU batches that`;
-        ctx.report(h.loader, {
+        const source = h.param
+          ? `The loader parameter \`${short(h.loader.text)}\` yields CPU batches (unless a caller passes an \`MpDeviceLoader\`) that`
+          : h.iterName ? `\`next(${short(h.iterName)})\` yields CPU batches of \`${short(h.loader.text)}\`${made} that` : `\`${short(h.loader.text)}\`${made} yields CPU batches that`;
+        // in a training loop TPU204 reports the loop header (it proposes the same wrap as the step barrier): this finding
+        // goes on the copy itself, with the loader as a related location (issue 9, one finding per problem)
+        const onMove = info.kind === 'train';
+        const related = [
+          ...(onMove ? [{ start: h.loader.startIndex, end: h.loader.endIndex, message: `the loader the loop iterates` }] : []),
+          ...(factory ? [{ start: factory.node.startIndex, end: factory.node.endIndex, path: factory.path, message: `the \`DataLoader\` that \`${factory.name}()\` returns` }] : []),
+        ];
+        ctx.report(onMove ? h.move : h.loader, {
           severity: info.kind === 'eval' ? downgrade('warning') : 'warning',
-          ...(factory ? { related: [{ start: factory.node.startIndex, end: factory.node.endIndex, path: factory.path, message: `the \`DataLoader\` that \`${factory.name}()\` returns` }] } : {}),
+          ...(related.length ? { related } : {}),
           message: `${source} the loop copies to the device by hand (\`${short(h.move.text)}\`): ${what}${guard ? ` (no fix while a CUDA check decides the placement, \`${short(guard.text)}\`: move the model unconditionally first)` : ''}`,
           fix: wrap
             ? {
@@ -84,6 +135,7 @@ export default defineRule({
       }
     }
 
+    if (framework) return;
     // (a') a plain DataLoader passed into another module's training loop (`engine.train_one_epoch(model, loader, ...)`):
     // judged at the call, where the loader can be wrapped without touching the shared loop
     for (const p of loadersPassedToProjectLoops(ctx)) {
@@ -110,11 +162,47 @@ export default defineRule({
     }
 
     // (b) CUDA pinning flags
+    const pinned = new Set<number>();
     for (const call of ctx.sema.nodes('call')) {
       if (ctx.sema.inXlaAwareBranch(call)) continue;
       const { keywords, positional } = callArgs(call);
       if (isDataLoaderCall(ctx, call)) {
         const pin = keywords.get('pin_memory');
+        // `**kwargs` whose dict literal (or `dict(...)`) sets 'pin_memory': True, shared by the train and test loaders:
+        // reported once, on the entry
+        for (const splat of positional) {
+          if (splat.type !== 'dictionary_splat' || splat.namedChildren[0]?.type !== 'identifier') continue;
+          for (const entry of pinEntries(ctx, splat.namedChildren[0].text)) {
+            if (pinned.has(entry.id)) continue;
+            pinned.add(entry.id);
+            const x = ctx.idiom.dualPath ? ctx.idiom.isXla() : null;
+            ctx.report(entry, {
+              severity: 'info',
+              message: `\`pin_memory\` is True in \`**${splat.namedChildren[0].text}\`, passed to \`DataLoader\`: it pins host memory for CUDA copies; a TPU host has no CUDA device to use it`,
+              fix: x
+                ? { title: `Pin only off XLA (\`not ${x.text}\`)`, edits: [replace(entry, `not ${x.text}`)], imports: x.imports, needsAccel: x.needsAccel }
+                : { title: 'Do not pin (`False`)', edits: [replace(entry, 'False')] },
+              related: [{ start: call.startIndex, end: call.endIndex, message: 'the DataLoader the dict is unpacked into' }],
+            });
+          }
+        }
+        const pinArg = pin ? argparseTrue(ctx, kwValue(pin)) : null;
+        if (pin && pinArg) {
+          // `pin_memory=args.pin_mem` whose argparse default is True (ConvNeXt, MAE `set_defaults(pin_mem=True)`)
+          const x = ctx.idiom.dualPath ? ctx.idiom.isXla() : null;
+          const value = kwValue(pin)!;
+          ctx.report(pin, {
+            severity: 'info',
+            message: `\`pin_memory=${short(value.text)}\` is True by default (its argparse default): it pins host memory for CUDA copies; a TPU host has no CUDA device to use it`,
+            fix: x
+              ? { title: `Pin only off XLA (\`${short(value.text)} and not ${x.text}\`)`, edits: [replace(value, `${value.text} and not ${x.text}`)], imports: x.imports, needsAccel: x.needsAccel }
+              : (() => {
+                  const e = removeArg(call, pin);
+                  return e ? { title: `Remove \`pin_memory=${short(value.text)}\``, edits: [e] } : null;
+                })(),
+            related: [{ start: pinArg.startIndex, end: pinArg.endIndex, message: 'the argparse default' }],
+          });
+        }
         if (pin && kwValue(pin)?.text === 'True') {
           let fix: FixDraft | null = null;
           if (ctx.idiom.dualPath) {

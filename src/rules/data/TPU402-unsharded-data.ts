@@ -39,6 +39,9 @@ function cudaWorldSource(ctx: RuleContext, node: Node, kind: 'world' | 'rank', d
   return null;
 }
 
+/** Evaluation data, by its sampler's or dataset's name: `eval_sampler`, `val_dataset`, `test_set`, `valid_ds`. */
+const EVAL_SAMPLER = /(^|_|\.)(eval|val|valid|validation|test|dev)(_|$|[A-Z]|set|data)/i;
+
 export default defineRule({
   id: 'TPU402',
   name: 'unsharded-data',
@@ -103,7 +106,10 @@ export default defineRule({
       const bound = call.parent?.type === 'assignment' && call.parent.childForFieldName('right')?.id === call.id;
       const epochLoop = ctx.sema.nodes('for_statement').some((f) => /epoch/i.test(f.childForFieldName('left')?.text ?? ''));
       const setsEpoch = ctx.sema.nodes('call').some((c) => c.childForFieldName('function')?.type === 'attribute' && c.childForFieldName('function')?.childForFieldName('attribute')?.text === 'set_epoch');
-      if (bound && shuffle !== 'False' && epochLoop && !setsEpoch) {
+      // an evaluation sampler (`eval_sampler = DistributedSampler(eval_dataset)`): the order of eval batches does not matter
+      const boundName = bound ? call.parent?.childForFieldName('left')?.text ?? '' : '';
+      const evalSampler = EVAL_SAMPLER.test(boundName) || EVAL_SAMPLER.test(positional[0]?.text ?? kwValue(keywords.get('dataset'))?.text ?? '');
+      if (bound && shuffle !== 'False' && epochLoop && !setsEpoch && !evalSampler) {
         ctx.report(call, { severity: 'info', message: '`set_epoch(epoch)` is never called on this DistributedSampler: every epoch sees the same shuffled order', fix: null });
       }
     }

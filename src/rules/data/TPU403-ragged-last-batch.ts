@@ -8,6 +8,8 @@ import { appendArg, isDataLoaderCall, iteratedLoader } from './util';
 
 const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig)$/;
 const EVAL_NAME = /val|eval|test|pred|infer/i;
+// validation, not test/eval-only loaders: `val_loader`, `data_loader_val`, `_val_dataloader`, `valid_loader` (not `eval`)
+const VAL_NAME = /(^|[^e])val/i;
 
 /** The name a DataLoader call is assigned to, or the method it is returned from. */
 function ownerName(ctx: RuleContext, call: Node): string {
@@ -88,8 +90,8 @@ export default defineRule({
   docs: {
     what:
       'Checks for training `DataLoader`s without `drop_last=True` (assigned to a `train…` name, shuffling, given a sampler, returned from `train_dataloader()`, or iterated by a training loop; ' +
-      'loaders named `val`/`eval`/`test`, `batch_sampler` loaders and loaders whose sampler never ends an epoch, such as `RandomSampler(ds, replacement=True, num_samples=int(1e10))` or an `InfiniteSampler`, are left alone), and for HF `dataloader_drop_last=False`. ' +
-      'A `drop_last=` set from a variable (`drop_last=flags.drop_last`) is not flagged.',
+      'loaders named `eval`/`test`, `batch_sampler` loaders and loaders whose sampler never ends an epoch, such as `RandomSampler(ds, replacement=True, num_samples=int(1e10))` or an `InfiniteSampler`, are left alone), and for HF `dataloader_drop_last=False`. ' +
+      'A `drop_last=` set from a variable (`drop_last=flags.drop_last`) is not flagged. A validation loader (`val_loader`, `data_loader_val`, `_val_dataloader()`) that keeps its last batch is reported as info, without a fix.',
     why:
       'Unless the dataset size divides the batch size, the last batch of every epoch has a different shape, so the forward and backward graphs are compiled a second time ' +
       '("XLA recompiles when input shape changes", RECOMP). The torch_xla examples use fixed-size batches and the tests expose `--drop_last` (T:test_train_mp_mnist.py). ' +
@@ -100,7 +102,7 @@ export default defineRule({
       'Safe for training loaders: at most `batch_size - 1` samples per epoch are skipped (a different subset each epoch when shuffling). ' +
       'In dual-path style the fix writes `drop_last=accel.is_xla()`, so CPU and CUDA runs keep every batch. ' +
       'Unsafe inside a factory function called from several places; no fix when the factory also builds an eval/test loader. ' +
-      'Eval loaders are not flagged: dropping samples there changes metrics; pad the last batch and mask it instead.',
+      'Eval loaders get no fix: dropping samples there changes metrics; pad the last batch and mask it instead.',
     sources: ['RECOMP (docs/source/perf/recompilation.md, "XLA recompiles when input shape changes")', 'T:test/test_train_mp_mnist.py (--drop_last flag, DataLoader(drop_last=flags.drop_last))'],
     torchtpu: 'Same: the tpu device compiles per shape (`torch.compile(backend="tpu", dynamic=False)`).',
   },
@@ -131,7 +133,17 @@ export default defineRule({
       if (dl && dl.text !== 'False') continue;
       const owner = ownerName(ctx, call);
       const last = owner.split('.').pop() ?? '';
-      if (EVAL_NAME.test(last)) continue;
+      if (EVAL_NAME.test(last)) {
+        // a validation loader (run every epoch, `data_loader_val`, `_val_dataloader()`): its ragged last batch compiles
+        // one more eval graph; advice only, no fix (dropping samples changes the metric: pad and mask instead)
+        if (VAL_NAME.test(last) && !ctx.sema.xlaAware) {
+          ctx.report(dl ?? call, {
+            severity: 'info',
+            message: `${dl ? '`drop_last=False` on this validation DataLoader' : 'This validation DataLoader'} keeps a smaller last batch: its shape compiles one more eval graph; to avoid it pad the last batch to the batch size and mask the padding (dropping samples would change the metric)`,
+          });
+        }
+        continue;
+      }
       const training =
         /train/i.test(last) || kwValue(keywords.get('shuffle'))?.text === 'True' || keywords.has('sampler') || (!!owner && iteratedByTrainLoop(ctx, owner));
       if (!training) continue;

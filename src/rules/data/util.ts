@@ -250,7 +250,8 @@ export function movesOf(ctx: RuleContext, body: Node, names: Set<string>): Node[
     if (meth === 'to') {
       const args = call.childForFieldName('arguments')?.namedChildren.filter((c) => !!c && c.type !== 'comment') ?? [];
       const first = args[0];
-      const isDevice = args.some((a) => a?.type === 'keyword_argument' && a.childForFieldName('name')?.text === 'device') || (!!first && first.type !== 'keyword_argument' && !/^torch\.(float|bfloat|half|int|long|bool|double|uint)/.test(ctx.sema.resolve(first) ?? ''));
+      // `.to(weight_dtype)` where the model knows a dtype (`weight_dtype = torch.float16`) is a cast, not a move
+      const isDevice = args.some((a) => a?.type === 'keyword_argument' && a.childForFieldName('name')?.text === 'device') || (!!first && first.type !== 'keyword_argument' && !/^torch\.(float|bfloat|half|int|long|bool|double|uint)/.test(ctx.sema.resolve(first) ?? '') && ctx.model.value(first).kind !== 'dtype');
       if (!isDevice) continue;
     }
     let root = rootName(recv);
@@ -319,6 +320,43 @@ export interface HandMoved {
   iterName: string | null;
   /** The `next(data_iter)` calls in the loop body (none for a `for` over the loader). */
   pulls: Node[];
+  /** The loader is a parameter of a function in a file that builds no DataLoader: what its callers pass is unknown here. */
+  param?: boolean;
+}
+
+/**
+ * `name` is an assignment target anywhere in the file, tuple targets of a call included (`train_loader, valid_loader =
+ * BucketIterator.splits(...)` in a notebook cell): then the name is no engine's opaque parameter.
+ */
+function assignedAnywhere(ctx: RuleContext, name: string, loop: Node): boolean {
+  const fn = ctx.sema.enclosingFunction(loop)?.id;
+  return ctx.sema.nodes('assignment').some((a) => {
+    const left = a.childForFieldName('left');
+    if (!left || !(left.text === name || ((left.type === 'pattern_list' || left.type === 'tuple_pattern') && targetNames(left).has(name)))) return false;
+    // module level (a notebook cell, a script's globals) or the loop's own function; another function's local is another variable
+    const at = ctx.sema.enclosingFunction(a)?.id;
+    return at === undefined || at === fn;
+  });
+}
+
+/** The loader is handed to a framework (`accelerator.prepare(..., train_dataloader, ...)`, Fabric's `setup_dataloaders`), which then owns it. */
+export function preparedByFramework(ctx: RuleContext, loader: Node): boolean {
+  const name = loader.text;
+  // `model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)`: the name is rebound
+  // to the prepared loader (a prepare whose result goes to other names leaves this one plain)
+  return ctx.sema.nodes('call').some((c) => {
+    if (!/^(prepare|prepare_data_loader|setup_dataloaders)$/.test(methodName(c) ?? '') || !callArgs(c).positional.some((a) => a.text === name)) return false;
+    const left = c.parent?.type === 'assignment' ? c.parent.childForFieldName('left') : null;
+    return !!left && (left.text === name || targetNames(left).has(name));
+  });
+}
+
+/** `name` is a parameter of the function enclosing `node` (`loader`, `loader=None`, `dataloader: DataLoader`, `loader: Iterable = None`). */
+function isParameterOf(ctx: RuleContext, node: Node, name: string): boolean {
+  const fn = ctx.sema.enclosingFunction(node);
+  const params = fn?.childForFieldName('parameters')?.namedChildren ?? [];
+  // typed_parameter has no name field
+  return params.some((p) => p?.text === name || p?.childForFieldName('name')?.text === name || (p?.type === 'typed_parameter' && p.namedChildren[0]?.text === name));
 }
 
 function moveDevice(ctx: RuleContext, move: Node, loop: Node): Snippet {
@@ -331,21 +369,22 @@ function moveDevice(ctx: RuleContext, move: Node, loop: Node): Snippet {
  * parameter in a file that builds DataLoaders and wraps none), or `batch = next(data_iter)` with
  * `data_iter = iter(loader)` (minGPT's trainer).
  */
-export function handMovedLoaders(ctx: RuleContext, loop: Node): HandMoved[] {
+export function handMovedLoaders(ctx: RuleContext, loop: Node, opts: { anyParam?: boolean; plainOnly?: boolean } = {}): HandMoved[] {
   const out: HandMoved[] = [];
   if (loop.type === 'for_statement') {
     const it = iteratedLoader(ctx, loop);
     if (it) {
       let plain = isPlainDataLoader(ctx, it);
-      if (!plain && it.type === 'identifier' && /(loader|_dl|^dl)$/i.test(it.text) && !fileWrapsLoaders(ctx) && buildsLoaders(ctx)) {
-        // a loader passed in as a parameter of the enclosing function, in a file that builds DataLoaders
-        const fn = ctx.sema.enclosingFunction(loop);
-        const params = fn?.childForFieldName('parameters')?.namedChildren ?? [];
-        // `loader`, `loader=None`, and the annotated `dataloader: torch.utils.data.DataLoader` (typed_parameter has no name field)
-        plain = params.some((p) => p?.text === it.text || p?.childForFieldName('name')?.text === it.text || (p?.type === 'typed_parameter' && p.namedChildren[0]?.text === it.text)) && ctx.sema.bindings(it.text).length === 0;
+      let param = false;
+      if (!plain && !opts.plainOnly && it.type === 'identifier' && /(loader|_dl|^dl)$/i.test(it.text) && !fileWrapsLoaders(ctx) && isParameterOf(ctx, loop, it.text) && (buildsLoaders(ctx) ? ctx.sema.bindings(it.text).length === 0 : !assignedAnywhere(ctx, it.text, loop))) {
+        // a loader passed in as a parameter of the enclosing function: in a file that builds DataLoaders (and wraps
+        // none) it is one of them; elsewhere (`engine.train_one_epoch(model, criterion, data_loader, ...)`, DETR/DeiT)
+        // only with `anyParam`, unfixable here: its callers decide what it is (TPU401 reports the move, no fix)
+        if (buildsLoaders(ctx)) plain = true;
+        else if (opts.anyParam && !ctx.sema.xlaAware) plain = param = true;
       }
       const moves = plain ? batchMoves(ctx, loop) : [];
-      if (moves.length) out.push({ loader: it, sites: [it], move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName: null, pulls: [] });
+      if (moves.length) out.push({ loader: it, sites: [it], move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName: null, pulls: [], param });
     }
   }
   const body = loop.childForFieldName('body');

@@ -3,7 +3,7 @@ import { callArgs, kwValue, stringContent } from '../../core/semantics';
 import { deleteStatement } from '../../core/edits';
 import type { Node } from '../../core/parse';
 import type { Edit, ImportSpec } from '../../core/types';
-import { INIT_PG, callsTo, editArgs, envWrites, replaceStringContent, spmdEnabled, stringSource } from './util';
+import { INIT_PG, callsTo, editArgs, envWrites, ncclChoice, projectConfigString, replaceStringContent, short, spmdEnabled, stringSource } from './util';
 import { mpsOnly } from '../../model/guards';
 
 const XLA_BACKEND: ImportSpec = { module: 'torch_xla.distributed.xla_backend' };
@@ -41,10 +41,12 @@ export default defineRule({
   effort: 1,
   message: 'The NCCL process-group backend needs CUDA GPUs; a TPU host has none',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Use the XLA backend with `init_method="xla://"`' },
-  triggers: ['nccl', 'MASTER_ADDR', 'MASTER_PORT', 'env://', 'tcp://'],
+  // 'init_process_group': the backend may be set in another module (a config factory)
+  triggers: ['nccl', 'MASTER_ADDR', 'MASTER_PORT', 'env://', 'tcp://', 'init_process_group'],
   docs: {
     what:
       'Checks for `torch.distributed.init_process_group` with the `nccl` backend (a literal, or a variable, parameter or argparse default that holds `"nccl"`), ' +
+      'a name bound to `"gloo" if not torch.cuda.is_available() else "nccl"` (warning: a TPU host takes the CPU `gloo` arm), a `cfg.dist_backend` whose value is a `dist_backend="nccl"` keyword in a config factory of an imported project module (no fix: the value lives there), ' +
       'an `env://`/`tcp://` rendezvous next to the `xla` backend, and `os.environ["MASTER_ADDR"|"MASTER_PORT"]` writes in files that set up an NCCL group.',
     why:
       'NCCL is a CUDA library: on a TPU VM the group cannot be created. torch_xla registers its own backend and rendezvous when ' +
@@ -57,12 +59,14 @@ export default defineRule({
     useInstead: 'import torch_xla.distributed.xla_backend  # registers the "xla" backend and xla://\n\ndist.init_process_group("xla", init_method="xla://")',
     fixSafety:
       'Safe for one-process-per-device code: the backend becomes `xla`, the rendezvous `xla://` (which supplies rank and world size), and the now unused `MASTER_ADDR`/`MASTER_PORT` writes are deleted. ' +
+      'The `xla://` handler accepts and ignores `rank=`/`world_size=` (it takes `url` and `**kwargs` and yields the runtime\'s `global_ordinal()`/`world_size()`, RDZ:22-24, 62-66), so dropping them changes nothing on XLA; the fix drops them so that no CUDA- or torchrun-derived value (`int(os.environ["WORLD_SIZE"])`, unset under `torch_xla.launch`) is still evaluated. ' +
       'Unsafe when the backend comes from a CLI flag or parameter (users may still pass `gloo` for CPU runs), when the `init_method` is a variable, when a `"nccl" if … else "gloo"` choice collapses to `xla`, and under SPMD (the fix then picks `gloo` with `xla://`). ' +
       'Dual-path style offers no fix: the `xla` backend exists only once torch_xla is imported, which a CUDA run cannot do.',
     sources: [
       'XBK: torch_xla/distributed/xla_backend.py:11-24 (_create_xla_process_group SPMD assert, register_backend("xla"), register_rendezvous_handler("xla")), read at pytorch/xla@035c6ac',
       'README.md:196-225 (DDP on XLA: init_process_group("xla", init_method="xla://"))',
       'PJRT:302-336 (xla:// finds replica ids, world size and master IP)',
+      'RDZ: torch_xla/_internal/rendezvous.py:22-24, 34-39, 62-66 at v2.9.0 (pjrt_rendezvous_handler(url, timeout, **kwargs): MASTER_ADDR or the discovered master, rank and world size from the runtime); registered as "xla" at XBK:24',
       'DCP:127-141 (SPMD: dist.init_process_group("gloo", init_method="xla://"))',
     ],
     torchtpu: 'The TorchTPU process-group backend is not public yet: the finding names the NCCL call and offers no fix.',
@@ -113,7 +117,31 @@ export default defineRule({
       // backend = 'nccl' (nanoGPT), def setup(backend="nccl"), parser.add_argument("--backend", default="nccl")
       if (b.type === 'identifier' || b.type === 'attribute') {
         const src = stringSource(ctx, b);
-        if (!src || !NCCL.test(stringContent(src.literal) ?? '')) continue;
+        if (!src) {
+          // `backend = "gloo" if not th.cuda.is_available() else "nccl"` (guided-diffusion): a TPU host takes the CPU arm
+          const choice = b.type === 'identifier' ? ncclChoice(ctx, b) : null;
+          if (choice) {
+            ctx.report(b, {
+              severity: 'warning',
+              message: `\`${b.text}\` is \`${short(choice.text)}\`: on a TPU host, without CUDA, this creates a CPU \`gloo\` group instead of the XLA one; use the \`xla\` backend with \`init_method="xla://"\``,
+              related: [{ start: choice.startIndex, end: choice.endIndex, message: 'the backend choice' }],
+            });
+            continue;
+          }
+          // `backend=hparams.dist_backend` whose value a project config module sets (`HParams(dist_backend="nccl")`, tacotron2)
+          const cfg = b.type === 'attribute' ? projectConfigString(ctx, b) : null;
+          if (cfg && NCCL.test(stringContent(cfg.literal) ?? '')) {
+            cudaGroups++;
+            const file = cfg.path.split('/').pop() ?? cfg.path;
+            const line = (ctx.project?.textOf(cfg.path) ?? '').slice(0, cfg.literal.startIndex).split('\n').length;
+            ctx.report(b, {
+              message: `${messageFor(ctx, spmd)} (\`${short(b.text)}\` is ${cfg.literal.text}, set in ${file}:${line})`,
+              related: [{ start: cfg.literal.startIndex, end: cfg.literal.endIndex, path: cfg.path, message: `the \`${cfg.name}\` value` }],
+            });
+          }
+          continue;
+        }
+        if (!NCCL.test(stringContent(src.literal) ?? '')) continue;
         const entry = bySource.get(src.literal.id) ?? { ...src, calls: [] };
         entry.calls.push(site.call);
         bySource.set(src.literal.id, entry);

@@ -41,7 +41,7 @@ export default defineRule({
   triggers: ['RANK', 'WORLD_SIZE', 'local_rank', 'device_count', 'get_rank', 'get_world_size', 'get_ordinal', 'xrt_world_size'],
   docs: {
     what:
-      'Checks for rank and world size taken from the CUDA launcher: `int(os.environ["RANK"|"LOCAL_RANK"|"WORLD_SIZE"])` (also `.get`/`os.getenv`), `args.local_rank` from a `--local_rank` flag (once, at its first read; the fix rewrites every read), ' +
+      'Checks for rank and world size taken from the CUDA launcher: `int(os.environ["RANK"|"LOCAL_RANK"|"WORLD_SIZE"])` (also `.get`/`os.getenv`), the torchrun `LOCAL_WORLD_SIZE` (no fix: `xr.local_process_count()`), `args.local_rank` from a `--local_rank` flag (once, at its first read; the fix rewrites every read), ' +
       '`torch.cuda.device_count()` used as the world size, `dist.get_rank()`/`dist.get_world_size()` in files that create no process group, and the removed `xm.get_ordinal()`/`xm.xrt_world_size()`. ' +
       'Launcher environment reads and `--local_rank` flags stay quiet in files that use the HF Trainer, Accelerate or Lightning, which own ranks (and set them up on XLA); ' +
       '`engine.local_rank` of a DeepSpeed engine (`engine, … = deepspeed.initialize(…)`) is DeepSpeed\'s own and is left to TPU705.',
@@ -57,6 +57,7 @@ export default defineRule({
     sources: [
       'XR:106-149 torch_xla/runtime.py world_size, global_ordinal, local_ordinal, process_index, process_count (read at pytorch/xla@022ecde)',
       'TX:271-272 (torch_xla.launch reads LOCAL_RANK only under torchelastic)',
+      'torch_xla/_internal/gpu.py (LOCAL_WORLD_SIZE is written only for the GPU client); torch_xla/runtime.py local_process_count',
       'XM:97-118 is_master_ordinal, master_print; commits 7f8ef79, da7fdca (xrt_world_size/get_ordinal removed in 2.7)',
     ],
     torchtpu: 'TorchTPU rank/world-size APIs are not public yet: findings say what to replace and offer no fix (dual-path style uses `accel.rank()`/`accel.world_size()`).',
@@ -133,6 +134,20 @@ export default defineRule({
         : natural ? undefined : null;
       const sentinel = dflt && custom === null && wrapper && !compared ? ` (its default \`${dflt.text}\` is what a run without a launcher sees, and the runtime call has none: no fix)` : '';
       report(outer, kind, ctx.idiom.profile === 'torchtpu' ? `\`${read.name}\` is set by torchrun only` : `\`${read.name}\` is set by torchrun, not by \`torch_xla.launch\`${sentinel}`, wrapper && !compared ? wrapper : null, false, custom);
+    }
+
+    // LOCAL_WORLD_SIZE: torchrun sets it; torch_xla sets it only for its GPU client (torch_xla/_internal/gpu.py
+    // initialize_env / num_local_processes), never on TPU. The runtime's count is `xr.local_process_count()`
+    // (torch_xla/runtime.py). No fix: a script's own default (often 1) is what a run without a launcher sees.
+    for (const node of managed ? [] : [...ctx.sema.nodes('subscript'), ...ctx.sema.nodes('call')]) {
+      const read = envRead(ctx, node);
+      if (read?.name !== 'LOCAL_WORLD_SIZE' || ctx.sema.inXlaAwareBranch(node) || xlaFunction(node)) continue;
+      ctx.report(node, {
+        message: ctx.idiom.profile === 'torchtpu'
+          ? '`LOCAL_WORLD_SIZE` is set by torchrun only'
+          : '`LOCAL_WORLD_SIZE` is set by torchrun, not by `torch_xla.launch` on TPU (torch_xla sets it only for its GPU client): use `xr.local_process_count()`',
+        fix: null,
+      });
     }
 
     // args.local_rank from a --local_rank / --local-rank flag (torch.distributed.launch)

@@ -13,13 +13,14 @@ export default defineRule({
   effort: 1,
   message: '`DistributedDataParallel(device_ids=…)` names CUDA devices; on XLA wrap the model without them',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Drop `device_ids`/`output_device`, add `gradient_as_bucket_view=True`' },
-  triggers: ['DistributedDataParallel', 'DDP', 'DataParallel'],
+  triggers: ['DistributedDataParallel', 'DDP', 'DataParallel', 'device_ids'],
   docs: {
-    what: 'Checks for `DistributedDataParallel(model, device_ids=[…], output_device=…)` and `torch.nn.DataParallel(model, …)`, through import aliases.',
+    what: 'Checks for `DistributedDataParallel(model, device_ids=[…], output_device=…)`, `torch.nn.DataParallel(model, …)` and `dist.barrier(device_ids=[…])` (warning, no fix), through import aliases.',
     why:
       'The XLA form of DDP is `DDP(model, gradient_as_bucket_view=True)`: the torch_xla README diff removes `device_ids=[rank]` (README.md:208-211; DDP:45-46); how `device_ids=[rank]` fails on XLA is unverified. ' +
       '`nn.DataParallel` silently runs the bare module when no CUDA-like device is available, which is the case on a TPU host ' +
       '(PT:torch/nn/parallel/data_parallel.py: `if device_type is None: self.module = module; self.device_ids = []; return`): the model trains on one device. ' +
+      '`dist.barrier(device_ids=…)` is documented as valid only for NCCL: PyTorch 1.13 raises "Function argument device_ids not supported for the selected backend" (torch/distributed/distributed_c10d.py `barrier`), and torch_xla\'s `ProcessGroupXla.barrier` returns at once (XBK:230-231 at v2.9.0), so ordering between processes needs `xm.rendezvous(tag)` (torch_xla/core/xla_model.py:1362 at v2.9.0). ' +
       'The native `xm.optimizer_step` path is faster than DDP on XLA (5.4% on ResNet50 up to 41% on MNIST p90, DDP benchmarks).',
     example: 'model = DDP(model.to(local_rank), device_ids=[local_rank], output_device=local_rank)\nmodel = nn.DataParallel(model)',
     useInstead: 'model = DDP(model.to(torch_xla.device()), gradient_as_bucket_view=True)   # after dist.init_process_group("xla", init_method="xla://")',
@@ -31,6 +32,8 @@ export default defineRule({
       'README.md:196-225 (DDP on XLA: DDP(model, gradient_as_bucket_view=True)); DDP:45-46',
       'EX:data_parallel/train_resnet_ddp.py (broadcast_buffers=False, gradient_as_bucket_view=True)',
       'PT:torch/nn/parallel/data_parallel.py (DataParallel.__init__ returns early when device_type is None)',
+      'PT:torch/distributed/distributed_c10d.py `barrier` (1.13: device_ids only with Backend.NCCL)',
+      'XBK: torch_xla/distributed/xla_backend.py:230-231 (ProcessGroupXla.barrier returns an empty work), torch_xla/core/xla_model.py:1362 (rendezvous), at v2.9.0',
     ],
     torchtpu: 'How DDP binds devices under TorchTPU is not public: DDP findings offer no fix; the DataParallel unwrap is offered.',
   },
@@ -60,6 +63,17 @@ export default defineRule({
                 edits: editArgs(call, [ids, out].filter((k): k is NonNullable<typeof k> => !!k), add),
               }
             : null,
+        });
+        continue;
+      }
+      // `dist.barrier(device_ids=[local_rank])` (yolov5's torch_distributed_zero_first): an NCCL argument
+      if (callee === 'torch.distributed.barrier' && keywords.has('device_ids')) {
+        ctx.report(keywords.get('device_ids')!, {
+          severity: 'warning',
+          message:
+            ctx.idiom.profile === 'torchtpu'
+              ? '`dist.barrier(device_ids=…)` names CUDA devices, an NCCL-only argument (PyTorch 1.13 raises "Function argument device_ids not supported for the selected backend" for any other backend)'
+              : '`dist.barrier(device_ids=…)` names CUDA devices, an NCCL-only argument (PyTorch 1.13 raises "Function argument device_ids not supported for the selected backend" for any other backend); the `xla` process group\'s `barrier` is a no-op, so to order processes on TPU use `xm.rendezvous(tag)`',
         });
         continue;
       }

@@ -1,6 +1,7 @@
 import { defineRule } from '../../core/rule';
 import { callArgs, kwValue, stringContent } from '../../core/semantics';
 import { editArgs } from './util';
+import { importsDeepSpeed } from '../kernels/util';
 import { FSDP2_IMPORT_MESSAGE, FSDP2_IMPORT_MESSAGE_TORCHTPU, fsdp2Imports } from './fsdp2-imports';
 
 const UPSTREAM: Record<string, string> = {
@@ -90,7 +91,10 @@ export default defineRule({
       if (imp) ctx.report(imp, { message: ctx.idiom.profile === 'torchtpu' ? FSDP2_IMPORT_MESSAGE_TORCHTPU : FSDP2_IMPORT_MESSAGE });
     }
     // DeepSpeed config dict: {"zero_optimization": {...}}
+    // in a file that imports deepspeed, TPU705 carries the engine and this dict is its related location (one finding per problem)
+    const dsEngine = importsDeepSpeed(ctx);
     for (const s of ctx.sema.nodes('string')) {
+      if (dsEngine) break;
       if (stringContent(s) !== 'zero_optimization' || s.parent?.type !== 'pair' || s.parent.childForFieldName('key')?.id !== s.id) continue;
       ctx.report(s, {
         message:

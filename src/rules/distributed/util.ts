@@ -235,3 +235,54 @@ export function projectProcessGroups(ctx: RuleContext): { call: Node; reached: R
   if (!hit) pgMemo.set(ctx.sema, (hit = projectCallsReaching(ctx, (s, c) => INIT_PG.has(s.callee(c) ?? ''), 3, /dist|init|setup|launch|ddp|parallel|world/i)));
   return hit;
 }
+
+/**
+ * A name bound (once, in the function or at module level) to `"gloo" if not torch.cuda.is_available() else "nccl"` or
+ * its mirror: the conditional, when one arm is "nccl" and the other "gloo" and the test reads CUDA availability.
+ */
+export function ncclChoice(ctx: RuleContext, name: Node): Node | null {
+  const fn = ctx.sema.enclosingFunction(name);
+  const values = ctx.sema.bindings(name.text).filter((v) => {
+    const owner = ctx.sema.enclosingFunction(v);
+    return owner === null || owner.id === fn?.id;
+  });
+  if (values.length !== 1 || values[0].type !== 'conditional_expression') return null;
+  const c = values[0];
+  const arms = [c.namedChildren[0], c.namedChildren[2]].map((a) => (a?.type === 'string' ? stringContent(a) ?? '' : ''));
+  const test = c.namedChildren[1]?.text ?? '';
+  return arms.includes('nccl') && arms.includes('gloo') && /cuda\.is_available\(\)/.test(test) ? c : null;
+}
+
+/**
+ * `cfg.attr` read here, whose value the project sets as a keyword of a call in a module this file imports from
+ * (`HParams(dist_backend="nccl", ...)` in tacotron2's hparams.py, reached through `from hparams import create_hparams`):
+ * the one string literal the imported modules give `attr`, or null (none, several, or not a string).
+ */
+export function projectConfigString(ctx: RuleContext, node: Node): { literal: Node; path: string; name: string } | null {
+  const project = ctx.project;
+  const attr = node.childForFieldName('attribute')?.text;
+  if (!project || !attr) return null;
+  const found: { literal: Node; path: string; name: string }[] = [];
+  const seen = new Set<string>();
+  for (const stmt of ctx.sema.nodes('import_from_statement')) {
+    for (const c of stmt.childrenForFieldName('name')) {
+      const id = c?.type === 'aliased_import' ? c.childForFieldName('name') : c;
+      const ident = id?.type === 'dotted_name' ? id.namedChildren[0] : id;
+      if (!ident || ident.type !== 'identifier') continue;
+      let r = null;
+      try {
+        r = project.resolveName(ident, ctx.sema, ctx.path);
+      } catch {
+        r = null;
+      }
+      if (!r || r.kind !== 'function' || r.path === ctx.path || seen.has(r.path)) continue;
+      seen.add(r.path);
+      for (const kw of r.module.sema.within('keyword_argument', r.def)) {
+        if (kw.childForFieldName('name')?.text !== attr) continue;
+        const v = kw.childForFieldName('value');
+        if (v) found.push({ literal: v, path: r.path, name: attr });
+      }
+    }
+  }
+  return found.length === 1 && found[0].literal.type === 'string' ? found[0] : null;
+}

@@ -1,7 +1,7 @@
 import { defineRule } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { kwValue } from '../../core/semantics';
-import { argShape, importInfos, isOptionalImport, literal } from './util';
+import { argShape, importInfos, isOptionalImport, literal, projectCudaImports } from './util';
 import { cudaGuarded } from '../device/cuda-util';
 
 const KERNEL_LIBS = /^(triton|cupy|pycuda|numba\.cuda|cuda\.(cuda|cudart|bindings)|warp)(\.|$)/;
@@ -33,13 +33,15 @@ export default defineRule({
   effort: 7,
   message: 'custom CUDA/Triton kernel: TPUs run neither',
   fix: { availability: 'none' },
-  triggers: ['triton', 'cpp_extension', 'cupy', 'pycuda', 'numba', 'CUDAExtension', 'torch.library', 'cuda', 'rotary_emb', 'amp_C', 'syncbn', 'fused_dense_lib', 'dropout_layer_norm', 'fused_softmax_lib'],
+  // 'import': a project module imported here may import a CUDA-only library
+  triggers: ['import', 'dali', 'triton', 'cpp_extension', 'cupy', 'pycuda', 'numba', 'CUDAExtension', 'torch.library', 'cuda', 'rotary_emb', 'amp_C', 'syncbn', 'fused_dense_lib', 'dropout_layer_norm', 'fused_softmax_lib'],
   docs: {
     what:
       'Checks for custom GPU kernels: `import triton` / `triton.language`, `@triton.jit` kernels, `torch.library.triton_op`/`wrap_triton`, custom ops registered only for the CUDA dispatch key ' +
       '(`torch.library.impl(..., "CUDA")`, `register_kernel(..., "cuda")`), `torch.utils.cpp_extension` builds (`CUDAExtension`, `load(sources=[*.cu])`, `load_inline(cuda_sources=...)`, also in setup.py), and `cupy`, `pycuda`, `numba.cuda`; ' +
       'imports of compiled CUDA extensions by their module name: flash-attn\'s `xentropy_cuda_lib`, `rotary_emb`, `fused_dense_lib`, `dropout_layer_norm`, apex\'s `amp_C`, `fused_layer_norm_cuda`, Mamba\'s `selective_scan_cuda`, and any module named `*_cuda`, `*_cuda_lib`, `*_cuda_ext` (by name only: the message says "appears to be"; optional imports under `try/except ImportError` and imports under a CUDA guard are not flagged). ' +
-      'CPU-only C++ extensions (`CppExtension`, `load` of .cpp sources, `load_inline` without CUDA sources) are reported as warnings.',
+      'CPU-only C++ extensions (`CppExtension`, `load` of .cpp sources, `load_inline` without CUDA sources) are reported as warnings. ' +
+      'With project scope, an import of a project module whose module level imports a CUDA-only library unconditionally (flash-attn, a compiled CUDA extension, Triton, apex, bitsandbytes) is reported at the import, with the inner import as a related location.',
     why:
       'A TPU runs neither CUDA nor Triton code, and torch_xla\'s (GPU-only) Triton integration was removed in 2.9 (commit d4cf42a). ' +
       'CPU-only C++ extensions run, but each call moves tensors from the TPU to the host and back (a graph break and a device↔host copy per call).',
@@ -71,6 +73,31 @@ export default defineRule({
       const lib = KNOWN_CUDA_EXT.get(name);
       const rewrite = ctx.idiom.profile === 'torchtpu' ? 'rewrite its ops in PyTorch' : 'rewrite its ops in PyTorch or as a Pallas kernel';
       ctx.report(info.stmt, { message: `\`${name}\` appears to be a compiled CUDA extension (${lib ? `${lib} builds it from CUDA sources` : 'by its name'}): it cannot run on a TPU; ${rewrite}` });
+    }
+    // a project module whose module level imports a CUDA-only library: importing it here runs that import
+    // (FastChat's flash-attn monkey patch, TinyLlama's fused_rotary_embedding / fused_cross_entropy)
+    for (const p of projectCudaImports(ctx)) {
+      const file = p.path.split('/').pop() ?? p.path;
+      const text = ctx.project?.textOf(p.path) ?? '';
+      const line = text.slice(0, p.inner.startIndex).split('\n').length;
+      const lib = KNOWN_CUDA_EXT.has(p.lib) ? `\`${p.lib}\` (${KNOWN_CUDA_EXT.get(p.lib)}'s compiled CUDA extension)` : p.lib === 'flash_attn' ? '`flash_attn` (flash-attn, built only for CUDA)' : `\`${p.lib}\``;
+      const fails = KNOWN_CUDA_EXT.has(p.lib) || p.lib === 'flash_attn' || compiledCudaExtension(p.lib);
+      ctx.report(p.stmt, {
+        message: `This imports \`${file}\`, which imports ${lib} at module level (${file}:${line}): ${fails ? 'without a CUDA build the import fails on a TPU host, and its kernels cannot run there' : 'its CUDA kernels cannot run on a TPU'}; make that import optional or replace its ops with PyTorch ones`,
+        related: [{ start: p.inner.startIndex, end: p.inner.endIndex, path: p.path, message: `the CUDA-only import in ${file}` }],
+      });
+    }
+    // `parser.add_argument("--data-backend", default="dali-cpu", choices=[..., "pytorch"])`: NVIDIA DALI (DeepLearningExamples)
+    for (const call of ctx.sema.nodes('call')) {
+      if (!/(^|\.)add_argument$/.test(call.childForFieldName('function')?.text ?? '')) continue;
+      const { keywords } = argShape(call);
+      const def = literal(kwValue(keywords.get('default')));
+      if (!def || !/^dali(-(cpu|gpu))?$/i.test(def)) continue;
+      const choices = kwValue(keywords.get('choices'));
+      const pytorch = !!choices && /["']pytorch["']/.test(choices.text) ? ' (choose `pytorch`)' : '';
+      ctx.report(kwValue(keywords.get('default'))!, {
+        message: `The default data backend \`${def}\` runs NVIDIA DALI pipelines: DALI is built for CUDA GPUs (its wheels are CUDA builds), so on a TPU host use a PyTorch DataLoader backend${pytorch}`,
+      });
     }
     for (const dec of ctx.sema.nodes('decorated_definition')) {
       for (const d of dec.namedChildren) {

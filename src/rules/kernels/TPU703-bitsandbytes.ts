@@ -25,7 +25,7 @@ export default defineRule({
   effort: 3,
   message: 'bitsandbytes kernels have no XLA backend',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Replace the bitsandbytes API with plain PyTorch' },
-  triggers: ['bitsandbytes', 'bnb', 'load_in_8bit', 'load_in_4bit', 'BitsAndBytesConfig', '8bit', '32bit'],
+  triggers: ['bitsandbytes', 'bnb', 'load_in_8bit', 'load_in_4bit', 'BitsAndBytesConfig', '8bit', '32bit', 'paged_'],
   docs: {
     what:
       'Checks for `import bitsandbytes`, `bnb.optim.*` (8-bit and paged optimizers, called or picked as a class: `optimizer_cls = bnb.optim.AdamW8bit`, a warning when behind a flag such as diffusers\' `--use_8bit_adam`), `bnb.nn.Linear8bitLt/Linear4bit/Params4bit`, `BitsAndBytesConfig`, ' +
@@ -113,10 +113,35 @@ export default defineRule({
           message: `\`optim="${v}"\` selects a bitsandbytes optimizer, which has no XLA backend`,
           fix: to ? { title: `Use \`optim="${to}"\``, edits: [replaceRange(r.start, r.end, to)] } : null,
         });
+      } else if (name === 'default') {
+        // the default of an `optim` option: a dataclass field (`optim: str = field(default="paged_adamw_32bit")`, the
+        // HfArgumentParser pattern) or `parser.add_argument("--optim", default=...)`; the value reaches TrainingArguments(optim=)
+        const v = literal(value);
+        if (v === null || !(v in HF_OPTIM) || !optimOption(kw)) continue;
+        const to = HF_OPTIM[v];
+        ctx.report(kw, {
+          message: `the \`optim\` default "${v}" selects a bitsandbytes optimizer, which has no XLA backend${to ? `; default to "${to}"` : ''}`,
+        });
       }
     }
   },
 });
+
+/** Whether `default=` belongs to an `optim` option: `optim: str = field(default=...)` or `add_argument("--optim", default=...)`. */
+function optimOption(kw: Node): boolean {
+  const call = kw.parent?.parent;
+  if (call?.type !== 'call') return false;
+  const fn = call.childForFieldName('function')?.text ?? '';
+  if (/(^|\.)field$/.test(fn)) {
+    const asg = call.parent;
+    return asg?.type === 'assignment' && asg.childForFieldName('right')?.id === call.id && asg.childForFieldName('left')?.text === 'optim';
+  }
+  if (/(^|\.)add_argument$/.test(fn)) {
+    const first = call.childForFieldName('arguments')?.namedChildren[0];
+    return first?.type === 'string' && /^['"]--optim['"]$/.test(first.text);
+  }
+  return false;
+}
 
 /** `bnb.optim.AdamW8bit` used as a value (a class picked, called later), not called in place. */
 function optimizerClassRefs(ctx: RuleContext): Node[] {

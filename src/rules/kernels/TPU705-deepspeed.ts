@@ -37,15 +37,19 @@ export default defineRule({
   },
   check(ctx) {
     const dsImports = importInfos(ctx).filter((info) => info.modules.some((m) => /^deepspeed(\.|$)/.test(m)) && !isOptionalImport(info.stmt));
-    // one finding per run of consecutive deepspeed imports
-    for (const run of importRuns(dsImports)) {
-      ctx.report(run[0].stmt, { message: `\`deepspeed\` is imported${run.length > 1 ? ` (${run.length} import statements)` : ''}: DeepSpeed has no XLA accelerator` });
-    }
+    // One finding per problem (issue 9): the import and `deepspeed.initialize` carry the DeepSpeed engine; the calls
+    // that only configure or drive that engine (add_config_arguments, init_distributed, engine.backward/step) and a
+    // ZeRO config dict are related locations of the initialize (or, without one, of the import) finding.
+    type Site = { node: Node; message: string };
+    const primaries: Site[] = [];
+    const secondaries: Site[] = [];
     const engines = new Set<string>();
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
       if (!DS_CALLS.has(callee) || ctx.sema.inXlaAwareBranch(call)) continue;
-      ctx.report(call, { message: `\`${callee}\` sets up DeepSpeed, which has no XLA accelerator; use FSDPv2/SPMD on TPU` });
+      const site = { node: call as Node, message: `\`${callee}\` sets up DeepSpeed, which has no XLA accelerator; use FSDPv2/SPMD on TPU` };
+      if (callee === 'deepspeed.initialize' || callee === 'deepspeed.zero.Init') primaries.push(site);
+      else secondaries.push(site);
       if (callee === 'deepspeed.initialize') {
         const left = call.parent?.type === 'assignment' ? call.parent.childForFieldName('left') : null;
         const first = left?.type === 'pattern_list' || left?.type === 'tuple_pattern' ? left.namedChildren[0] : left;
@@ -56,7 +60,44 @@ export default defineRule({
       const recv = receiver(call);
       const meth = methodName(call);
       if (recv?.type !== 'identifier' || !engines.has(recv.text) || (meth !== 'backward' && meth !== 'step')) continue;
-      ctx.report(call, { message: `\`${recv.text}.${meth}()\` is the DeepSpeed engine's ${meth}; on TPU call \`loss.backward()\`/\`optimizer.step()\`` });
+      secondaries.push({ node: call as Node, message: `\`${recv.text}.${meth}()\` is the DeepSpeed engine's ${meth}; on TPU call \`loss.backward()\`/\`optimizer.step()\`` });
+    }
+    const runs = importRuns(dsImports);
+    // the finding that carries the rest: the first deepspeed.initialize, else the first import run
+    const carrier: Node | null = primaries[0]?.node ?? runs[0]?.[0].stmt ?? null;
+    const related = carrier
+      ? secondaries.map((s) => ({ start: s.node.startIndex, end: s.node.endIndex, message: s.message }))
+      : [];
+    if (carrier && dsImports.length > 0) {
+      // a ZeRO config dict in a file that runs the DeepSpeed engine is part of that engine (TPU508 stays quiet there)
+      for (const s of ctx.sema.nodes('string')) {
+        if (stringContent(s) !== 'zero_optimization' || s.parent?.type !== 'pair' || s.parent.childForFieldName('key')?.id !== s.id) continue;
+        related.push({ start: s.startIndex, end: s.endIndex, message: 'the DeepSpeed ZeRO config of this engine' });
+      }
+    }
+    // one finding per run of consecutive deepspeed imports
+    for (const run of runs) {
+      const isCarrier = !!carrier && run[0].stmt.id === carrier.id;
+      ctx.report(run[0].stmt, {
+        message: `\`deepspeed\` is imported${run.length > 1 ? ` (${run.length} import statements)` : ''}: DeepSpeed has no XLA accelerator`,
+        ...(isCarrier && related.length ? { related } : {}),
+      });
+    }
+    for (const p of primaries) ctx.report(p.node, { message: p.message, ...(!!carrier && p.node.id === carrier.id && related.length ? { related } : {}) });
+    if (!carrier) for (const s of secondaries) ctx.report(s.node, { message: s.message });
+    // DeepSpeed's optimizer ops (`deepspeed.ops.adam.FusedAdam`, `DeepSpeedCPUAdam`, `deepspeed.ops.lamb.FusedLamb`):
+    // compiled CUDA (or CPU SIMD) extensions built by DeepSpeed's op builder; one finding per statement that uses them
+    const opStmts = new Set<number>();
+    for (const n of [...ctx.sema.nodes('identifier'), ...ctx.sema.nodes('attribute')]) {
+      if (n.parent?.type === 'attribute' && n.parent.childForFieldName('object')?.id === n.id) continue;
+      const full = ctx.sema.resolve(n) ?? '';
+      const m = /^deepspeed\.ops\.(\w+)\.(\w+)$/.exec(full);
+      if (!m || !/^[A-Z]/.test(m[2])) continue;
+      let stmt: Node | null = n;
+      while (stmt && !/statement$|^assignment$/.test(stmt.type)) stmt = stmt.parent;
+      if (!stmt || /import/.test(stmt.type) || opStmts.has(stmt.startIndex) || ctx.sema.inXlaAwareBranch(n)) continue;
+      opStmts.add(stmt.startIndex);
+      ctx.report(n, { message: `\`${m[2]}\` is a DeepSpeed op (deepspeed.ops.${m[1]}), a CUDA/CPU extension DeepSpeed compiles, with no XLA kernel; use the \`torch.optim\` optimizer with the same update rule on TPU` });
     }
     // Lightning: `Trainer(strategy="deepspeed_stage_2")`, `Fabric(strategy=DeepSpeedStrategy(...))`
     for (const call of ctx.sema.nodes('call')) {

@@ -228,3 +228,130 @@ function inOneImportRun(a: Node, b: Node): boolean {
   }
   return true;
 }
+
+/** CUDA-only libraries whose module-level import in a project module makes importing that module fail or pull CUDA kernels. */
+const CUDA_ONLY_IMPORT = /^(flash_attn|triton|cupy|pycuda|numba\.cuda|apex|bitsandbytes|xentropy_cuda_lib|rotary_emb|fused_dense_lib|dropout_layer_norm|fused_softmax_lib|amp_C|fused_layer_norm_cuda|selective_scan_cuda|causal_conv1d_cuda|flash_attn_cuda|flash_attn_2_cuda)(\.|$)/;
+
+export interface ProjectCudaImport {
+  /** The import statement of this file. */
+  stmt: Node;
+  /** The project module it imports (its path) and the CUDA-only import there. */
+  path: string;
+  inner: Node;
+  /** The CUDA-only module the project module imports (`flash_attn`, `rotary_emb`). */
+  lib: string;
+}
+
+/**
+ * Imports of project modules (`from fastchat.train.llama2_flash_attn_monkey_patch import replace_...`, `from
+ * .fused_rotary_embedding import apply_rotary_emb_func`, a package re-export) whose own module level imports a
+ * CUDA-only library unconditionally (not under `try/except ImportError`, a CUDA check or an XLA branch): importing
+ * the project module runs that import. One level: the module that defines the imported name.
+ */
+export function projectCudaImports(ctx: RuleContext): ProjectCudaImport[] {
+  const project = ctx.project;
+  // a library the file imports itself already has its finding there: one per problem (FastChat's flash-attn patch module
+  // importing its sibling patch inside its GPU self-test); another library is another problem (TinyLlama's model.py
+  // imports flash_attn and, through fused_rotary_embedding, rotary_emb)
+  if (!project) return [];
+  const own = ownCudaLibs(ctx.sema);
+  const out: ProjectCudaImport[] = [];
+  for (const stmt of ctx.sema.nodes('import_from_statement')) {
+    if (isOptionalImport(stmt) || ctx.sema.inXlaAwareBranch(stmt) || /cuda\.is_available|torch\.version\.cuda/.test(guardText(stmt))) continue;
+    const mod = stmt.childForFieldName('module_name');
+    if (mod && CUDA_ONLY_IMPORT.test(mod.text)) continue;
+    const seen = new Set<string>();
+    // `from fastchat.train.patch import f` inside fastchat/train/: the package chain is the file's own folders (the repo
+    // root is on sys.path, as with `pip install -e .`), even where no `__init__.py` marks the package
+    const pkgModule = mod && mod.type === 'dotted_name' ? ownPackageModule(project, ctx.path, mod.text) : null;
+    if (pkgModule) {
+      const inner = cudaOnlyImportIn(pkgModule.sema);
+      if (inner) {
+        if (!own.has(inner.lib)) out.push({ stmt, path: pkgModule.path, inner: inner.stmt, lib: inner.lib });
+        continue;
+      }
+    }
+    for (const c of stmt.childrenForFieldName('name')) {
+      const id = c?.type === 'aliased_import' ? c.childForFieldName('name') : c;
+      const name = id?.type === 'dotted_name' ? id.namedChildren[0] : id;
+      if (!name || name.type !== 'identifier') continue;
+      let r = null;
+      try {
+        r = project.resolveName(name, ctx.sema, ctx.path);
+      } catch {
+        r = null;
+      }
+      if (!r || r.path === ctx.path || seen.has(r.path)) continue;
+      seen.add(r.path);
+      const inner = cudaOnlyImportIn(r.module.sema);
+      if (inner) {
+        if (!own.has(inner.lib)) out.push({ stmt, path: r.path, inner: inner.stmt, lib: inner.lib });
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/** The module `a.b.c` as `<D>/a/b/c.py` where the importing file lives in `<D>/a/b/` (or deeper under `<D>/a/`). */
+function ownPackageModule(project: NonNullable<RuleContext['project']>, path: string, dotted: string) {
+  const parts = dotted.split('.');
+  if (parts.length < 2) return null;
+  const dirs = path.replace(/\\/g, '/').split('/').slice(0, -1);
+  const pkg = parts.slice(0, -1);
+  for (let i = dirs.length - pkg.length; i >= 0; i--) {
+    if (pkg.every((p, k) => dirs[i + k] === p)) {
+      const base = dirs.slice(0, i).join('/');
+      const m = project.module(`${base ? base + '/' : ''}${parts.join('/')}.py`);
+      if (m && m.path !== path) return m;
+    }
+  }
+  return null;
+}
+
+/** The CUDA-only libraries a module imports itself at module level (their findings are there already). */
+function ownCudaLibs(sema: RuleContext['sema']): Set<string> {
+  const out = new Set<string>();
+  for (const stmt of [...sema.nodes('import_statement'), ...sema.nodes('import_from_statement')]) {
+    if (sema.enclosingFunction(stmt) || isOptionalImport(stmt)) continue;
+    const names = stmt.type === 'import_statement'
+      ? stmt.namedChildren.map((c) => (c?.type === 'aliased_import' ? c.childForFieldName('name')?.text : c?.text) ?? '')
+      : [stmt.childForFieldName('module_name')?.text ?? ''];
+    for (const n of names) if (CUDA_ONLY_IMPORT.test(n)) out.add(n.split('.')[0]);
+  }
+  return out;
+}
+
+const innerMemo = new WeakMap<object, { stmt: Node; lib: string } | null>();
+
+function cudaOnlyImportIn(sema: RuleContext['sema']): { stmt: Node; lib: string } | null {
+  const memo = innerMemo.get(sema);
+  if (memo !== undefined) return memo;
+  let found: { stmt: Node; lib: string } | null = null;
+  for (const stmt of [...sema.nodes('import_statement'), ...sema.nodes('import_from_statement')].sort((a, b) => a.startIndex - b.startIndex)) {
+    // module level only: an import inside a function runs only when it is called
+    if (sema.enclosingFunction(stmt) || isOptionalImport(stmt) || sema.inXlaAwareBranch(stmt) || /cuda\.is_available|torch\.version\.cuda/.test(guardText(stmt))) continue;
+    const names = stmt.type === 'import_statement'
+      ? stmt.namedChildren.map((c) => (c?.type === 'aliased_import' ? c.childForFieldName('name')?.text : c?.text) ?? '')
+      : [stmt.childForFieldName('module_name')?.text ?? ''];
+    const lib = names.find((n) => CUDA_ONLY_IMPORT.test(n));
+    if (lib) {
+      found = { stmt, lib: lib.split('.')[0] };
+      break;
+    }
+  }
+  innerMemo.set(sema, found);
+  return found;
+}
+
+/** The conditions of the `if` statements around a statement. */
+function guardText(stmt: Node): string {
+  let out = '';
+  for (let p = stmt.parent; p; p = p.parent) if (p.type === 'if_statement') out += ' ' + (p.childForFieldName('condition')?.text ?? '');
+  return out;
+}
+
+/** A non-optional `import deepspeed` in this file: TPU705 reports the DeepSpeed engine there (its ZeRO config dict is a related location, not a TPU508 finding). */
+export function importsDeepSpeed(ctx: RuleContext): boolean {
+  return importInfos(ctx).some((info) => info.modules.some((m) => /^deepspeed(\.|$)/.test(m)) && !isOptionalImport(info.stmt));
+}

@@ -4,7 +4,7 @@ import torch
 def train_one_epoch(model, criterion, data_loader, optimizer, device):
     model.train()
     for samples, targets in data_loader:  # expect: TPU204
-        samples = samples.to(device)
+        samples = samples.to(device)  # expect: TPU401
         targets = targets.to(device)
         loss = criterion(model(samples), targets)
         optimizer.zero_grad()

@@ -16,7 +16,7 @@ def main():
         train_one_epoch(model, criterion, loader, optimizer, device)  # expect: TPU401
     extra = build_loader(16, 4)
     for x, y in extra:  # expect: TPU204
-        loss = criterion(model(x.to(device)), y.to(device))
+        loss = criterion(model(x.to(device)), y.to(device))  # expect: TPU401
         loss.backward()
         optimizer.step()
     _, tuple_loader, _ = build_dataloaders(8)

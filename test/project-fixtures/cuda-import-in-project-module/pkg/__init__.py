@@ -1,0 +1,1 @@
+from pkg.fused_loss import FusedLoss
