@@ -137,7 +137,8 @@ export default defineRule({
  */
 function optionalCudaArms(sema: RuleContext['sema'], owner: Node): boolean {
   if (!cudaOnlyBlock(sema, owner.childForFieldName('consequence'))) return false;
-  return owner.childrenForFieldName('alternative').every((alt) => !alt || (alt.type === 'else_clause' && cudaOnlyBlock(sema, alt.childForFieldName('body'))));
+  // `elif is_xpu_available(): torch.xpu.manual_seed_all(seed)` (accelerate examples): another backend's optional work
+  return owner.childrenForFieldName('alternative').every((alt) => !alt || cudaOnlyBlock(sema, alt.childForFieldName(alt.type === 'else_clause' ? 'body' : 'consequence')));
 }
 
 /**
@@ -184,12 +185,15 @@ function logFormatArms(sema: RuleContext['sema'], owner: Node): boolean {
   }) && !!blocks[0];
 }
 
-/** `torch.cuda.memory_reserved() / 1e9 if torch.cuda.is_available() else 0`: a number for a progress bar, not a decision. */
+/**
+ * `torch.cuda.memory_reserved() / 1e9 if torch.cuda.is_available() else 0`: a number for a progress bar, not a decision;
+ * `torch.cuda.get_rng_state() if torch.cuda.is_available() else None`: the CUDA RNG slot of a checkpoint, empty without CUDA.
+ */
 function diagnosticTernary(sema: RuleContext['sema'], tern: Node): boolean {
   const [a, , b] = tern.namedChildren;
   if (!a || !b || !/^(integer|float|string|none)$/.test(b.type)) return false;
   const calls = a.type === 'call' ? [a, ...sema.callsWithin(a)] : sema.callsWithin(a);
-  return calls.length > 0 && calls.every((c) => /^torch\.cuda\.(memory_\w+|max_memory_\w+|get_device_name|get_device_properties|mem_get_info|utilization)$/.test(sema.callee(c) ?? '') || /^(round|int|float|str)$/.test(c.childForFieldName('function')?.text ?? ''));
+  return calls.length > 0 && calls.every((c) => /^torch\.cuda\.(memory_\w+|max_memory_\w+|get_device_name|get_device_properties|mem_get_info|utilization|get_rng_state(_all)?|initial_seed)$/.test(sema.callee(c) ?? '') || /^(round|int|float|str)$/.test(c.childForFieldName('function')?.text ?? ''));
 }
 
 /** A ternary whose CUDA arm is an autocast context (TPU301 reports the CUDA autocast there). */

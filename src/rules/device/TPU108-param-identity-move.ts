@@ -27,7 +27,7 @@ function movesOf(ctx: RuleContext, name: string, after: number, scope: Node | nu
     if ((ctx.sema.enclosingFunction(call)?.id ?? null) !== (scope?.id ?? null)) continue;
     const { positional, keywords } = callArgs(call);
     const dev = positional[0] ?? keywords.get('device')?.childForFieldName('value') ?? null;
-    if (meth === 'to' && !(xlaOnly ? isXlaDevice(ctx.sema, dev) : isDeviceLike(ctx.sema, dev))) continue;
+    if (meth === 'to' && !(xlaOnly ? isXlaDevice(ctx.sema, dev) : isDeviceLike(ctx.sema, dev, ctx.model))) continue;
     if (meth === 'cuda' && xlaOnly) continue;
     out.push({ call, stmt: simpleStatement(call), holder: name });
   }
@@ -231,7 +231,7 @@ export default defineRule({
         const recv = receiver(right);
         const { positional, keywords } = callArgs(right);
         const dev = positional[0] ?? keywords.get('device')?.childForFieldName('value') ?? null;
-        if (recv?.type === 'call' && (methodName(right) === 'cuda' || isDeviceLike(sema, dev))) {
+        if (recv?.type === 'call' && (methodName(right) === 'cuda' || isDeviceLike(sema, dev, ctx.model))) {
           inlineMove = right;
           right = recv;
         }

@@ -41,15 +41,23 @@ export function xlaArmed(sema: Semantics, owner: Node): boolean {
 
 /** Callee names of calls that only do optional CUDA work, logging or printing. */
 /** `fabric.print`, `accelerator.print`: rank-zero printing helpers are diagnostics too. */
-const CUDA_ONLY_CALL = /^(torch\.cuda\.|torch\.backends\.|print$|logging\.|logger\.|log\.|warnings\.warn$)|^\w+\.print$/;
+const CUDA_ONLY_CALL = /^(torch\.cuda\.|torch\.(xpu|mps|npu|mlu)\.|torch\.backends\.|print$|logging\.|logger\.|log\.|warnings\.warn$)|^\w+\.print$/;
 
-/** A block whose statements only do optional CUDA work (cudnn flags, CUDA seeding, diagnostics, printing). */
+/**
+ * A block whose statements only do optional CUDA work (cudnn flags, CUDA seeding, diagnostics, printing), or the same
+ * for another non-TPU backend (`torch.xpu.manual_seed_all`, `torch.mps.set_rng_state`), also in nested `if`s.
+ */
 export function cudaOnlyBlock(sema: Semantics, block: Node | null): boolean {
   if (!block) return false;
   const stmts = block.namedChildren.filter((s): s is Node => !!s && s.type !== 'comment');
   if (!stmts.length) return false;
   return stmts.every((s) => {
     if (s.type === 'pass_statement') return true;
+    // `if rng_state["cuda"] is not None: torch.cuda.set_rng_state(...) else: log.warning(...)`: every arm is optional device work
+    if (s.type === 'if_statement') {
+      return cudaOnlyBlock(sema, s.childForFieldName('consequence')) && s.childrenForFieldName('alternative').every((alt) =>
+        !alt || cudaOnlyBlock(sema, alt.type === 'else_clause' ? alt.childForFieldName('body') : alt.childForFieldName('consequence')));
+    }
     if (s.type !== 'expression_statement') return false;
     const e = s.namedChildren[0];
     if (!e) return false;

@@ -23,6 +23,7 @@ export default defineRule({
       'Checks for wall-clock pairs (`time.time()`, `time.perf_counter()`, `timeit.default_timer()`, …) around a training step, a model call or a ' +
       'data-loader loop with no `xm.wait_device_ops()` (or `sync(wait=True)`, or a host read such as `.item()`) before the end read; and for ' +
       '`xm.wait_device_ops()` / `sync(wait=True)` on every step of a training loop outside benchmark code. ' +
+      'A loop-carried clock counts as a pair: `end = time.time()` at the end of a loop body read by `time.time() - end` earlier in the body times the wrapped-around step. ' +
       'A pair whose names say it times tracing on purpose (`trace_start_time`, `trace_end_time`) is not flagged.',
     why:
       'XLA tensors are lazy: ops are traced on the host and run asynchronously after the step barrier. Without waiting, "you are primarily measuring ' +
@@ -92,16 +93,30 @@ export default defineRule({
           break;
         }
       }
-      if (endIdx < 0) continue;
-      const end = siblings[endIdx];
-      // the pair must be a pair: the start name is read at or after the end statement
       const t0 = left.text;
       const usesT0 = (n: Node) => sema.within('identifier', n).some((id) => id.text === t0);
-      if (!siblings.slice(endIdx).some(usesT0)) continue;
+      let region: Node[];
+      if (endIdx < 0) {
+        // a loop-carried clock (open_clip: `batch_time.update(time.time() - end); end = time.time()` at the end of the loop
+        // body): the start is read by a clock read earlier in the body, on the next iteration; the timed region wraps
+        // around to it. Taken only when the read is the first one after the start that spans device work.
+        const loop = start.parent.parent;
+        if (!loop || !/^(for_statement|while_statement)$/.test(loop.type) || loop.childForFieldName('body')?.id !== start.parent.id) continue;
+        const restarts = (st: Node) => st.type === 'expression_statement' && st.namedChildren[0]?.type === 'assignment' && st.namedChildren[0].childForFieldName('left')?.text === t0;
+        const k = siblings.findIndex((st, j) => j < i && usesT0(st) && !siblings.slice(0, j).some(restarts) && sema.callsWithin(st).some((c) => isTimerCall(ctx, c))
+          && [...siblings.slice(i + 1), ...siblings.slice(0, j)].some((x) => runsDeviceWork(ctx, x)));
+        if (k < 0) continue;
+        endIdx = k;
+        region = [...siblings.slice(i + 1), ...siblings.slice(0, k)];
+      } else {
+        // the pair must be a pair: the start name is read at or after the end statement
+        if (!siblings.slice(endIdx).some(usesT0)) continue;
+        region = siblings.slice(i + 1, endIdx);
+      }
+      const end = siblings[endIdx];
       // `trace_start = timer(); step(); trace_end = timer()`: the names say the pair times tracing, on purpose
       const endName = end.namedChildren[0]?.type === 'assignment' ? end.namedChildren[0].childForFieldName('left')?.text ?? '' : '';
       if (TRACE_NAME.test(t0) || TRACE_NAME.test(endName)) continue;
-      const region = siblings.slice(i + 1, endIdx);
       if (!region.some((s) => runsDeviceWork(ctx, s))) continue;
       const hotEnd = sema.hot(end);
       // in a CUDA script only the timed training step itself (backward / optimizer step in the region)

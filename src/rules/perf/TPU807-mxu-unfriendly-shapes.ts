@@ -22,13 +22,14 @@ export default defineRule({
   effort: 1,
   message: 'A model dimension that is not a multiple of 128 can leave part of the TPU matrix units idle',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Round up to the next multiple' },
-  triggers: ['vocab', 'hidden', 'embd', 'embed', 'd_model', 'intermediate', 'ffn', 'd_ff', 'dim_feedforward', 'batch_size'],
+  triggers: ['vocab', 'hidden', 'embd', 'embed', 'd_model', 'intermediate', 'ffn', 'd_ff', 'dim_feedforward', 'batch_size', 'resize_token_embeddings'],
   docs: {
     what:
       'Checks for integer literals given to vocabulary, hidden, embedding and feed-forward sizes (`vocab_size`, `hidden_size`, `n_embd`, `d_model`, ' +
       '`intermediate_size`, …) that are 128 or more but not multiples of 128, and per-device training batch sizes above 8 that are not multiples of 8: ' +
       'in assignments, dataclass fields, keyword arguments and argparse defaults. Sizes inside a `from_pretrained` function describe published ' +
-      'checkpoints and are not reported.',
+      'checkpoints and are not reported. `model.resize_token_embeddings(len(tokenizer))` after `tokenizer.add_special_tokens(...)`/`add_tokens(...)` without ' +
+      '`pad_to_multiple_of` is reported too (the vocabulary becomes the tokenizer\'s length, e.g. 32001).',
     why:
       'The TPU matrix unit works on fixed-size tiles; XLA pads other sizes up to the tile, so the padding is computed and thrown away. nanoGPT pads ' +
       'GPT-2\'s 50257-token vocabulary to 50304 for the same reason on GPUs. This is general Cloud TPU performance-guide advice, unverified against a ' +
@@ -41,7 +42,8 @@ export default defineRule({
       'token matmuls, is already a multiple of 128. Model sizes: unsafe, tpu-only style only (in dual-path every fix keeps CPU and CUDA results, and a padded ' +
       'size is a different model there too): a padded vocabulary changes the embedding and output shapes (pretrained checkpoints no longer load as-is, and ' +
       'padded logits must be masked or ignored); a different hidden size is a different model. Review each one.',
-    sources: ['Cloud TPU performance guide (general advice; unverified against torch_xla docs)', 'nanoGPT model.py GPTConfig (vocab_size 50304 padding comment)'],
+    sources: ['Cloud TPU performance guide (general advice; unverified against torch_xla docs)', 'nanoGPT model.py GPTConfig (vocab_size 50304 padding comment)',
+      'HF transformers modeling_utils.py PreTrainedModel.resize_token_embeddings(new_num_tokens, pad_to_multiple_of): warns when resizing without pad_to_multiple_of (Tensor Cores)'],
     torchtpu: 'The same advice applies to the native TPU device.',
   },
   check(ctx) {
@@ -75,6 +77,24 @@ export default defineRule({
       const flag = positional.map((p) => (p.type === 'string' ? stringContent(p) ?? '' : '')).find((s) => s.startsWith('--'));
       const dest = keywords.has('dest') ? stringContent(kwValue(keywords.get('dest'))!) : flag ? flag.slice(2).replace(/-/g, '_') : null;
       if (dest) check(dest, kwValue(keywords.get('default')));
+    }
+    // `tokenizer.add_special_tokens({'pad_token': '[PAD]'})` then `model.resize_token_embeddings(len(tokenizer))` (Alpaca,
+    // QLoRA): the vocabulary becomes the tokenizer's length, one past a round size (32000 -> 32001). HF's own warning says
+    // the same for Tensor Cores. Advice only: extra rows are extra classes in the softmax, so results change everywhere.
+    for (const call of sema.nodes('call')) {
+      const fn = call.childForFieldName('function');
+      if (fn?.type !== 'attribute' || fn.childForFieldName('attribute')?.text !== 'resize_token_embeddings') continue;
+      const { positional, keywords } = callArgs(call);
+      const n = positional[0] ?? kwValue(keywords.get('new_num_tokens'));
+      if (keywords.has('pad_to_multiple_of') || positional.length > 1 || n?.type !== 'call' || n.childForFieldName('function')?.text !== 'len') continue;
+      const tok = callArgs(n).positional[0]?.text;
+      const scope = sema.enclosingFunction(call)?.id ?? -1;
+      const added = tok && sema.nodes('call').some((c) => c.startIndex < call.startIndex && (sema.enclosingFunction(c)?.id ?? -1) === scope && /^(add_special_tokens|add_tokens)$/.test(c.childForFieldName('function')?.childForFieldName('attribute')?.text ?? '')
+        && c.childForFieldName('function')?.childForFieldName('object')?.text === tok);
+      if (!added) continue;
+      ctx.report(call, {
+        message: `\`${call.text.length > 60 ? 'resize_token_embeddings(len(…))' : call.text}\` after adding tokens sets the vocabulary to the tokenizer's length, rarely a multiple of 128 (the tile TPU matrix units work on): \`pad_to_multiple_of=128\` pads the embedding and output rows; the extra rows are extra logits, so it is not rewritten`,
+      });
     }
     const sequences = found.filter((f) => SEQUENCE.test(f.name) && f.n > 0).map((f) => f.n);
     // one finding per name and value: `vocab_size=50257` in each of four model-size configs is one problem

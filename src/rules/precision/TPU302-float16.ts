@@ -90,6 +90,9 @@ function roundTrip(call: Node): boolean {
   return /^(float|double|bfloat16)$/.test(p.childForFieldName('attribute')?.text ?? '') && p.parent?.type === 'call';
 }
 
+const FP16_NAME = /^(fp16|float16|half|torch\.float16|torch\.half|16|16-mixed)$/;
+const BF16_NAME = /^(bf16|bfloat16|torch\.bfloat16|bf16-mixed)$/;
+
 const FLOAT16_TEST = /\b(torch\.)?(float16|half)\b/;
 
 /**
@@ -159,6 +162,7 @@ export default defineRule({
       'A dtype-name table reaching autocast (`ptdtype = {\'float32\': torch.float32, \'bfloat16\': torch.bfloat16, \'float16\': torch.float16}[dtype]`) is followed to where its key is set to a float16 entry: ' +
       'a literal (`dtype = \'float16\'`), an argparse default (`--dtype` with `default=\'float16\'`) or a config-class field. ' +
       'An autocast dtype the program model follows to one float16 value (a config-class field `cfg.amp_dtype`, an attribute, a parameter every call site passes `torch.float16` to, `getattr(torch, args.dtype)` with an argparse default `\'float16\'`) is reported where the float16 is written. ' +
+      'An argparse option whose default is a float16 spelling (`fp16`, `float16`, `half`) while its `choices` offer a bfloat16 one (`--dtype`, default `\'fp16\'`, choices `[\'bf16\', \'fp16\', \'fp32\']`) is reported at the default, whatever the option is called. ' +
       'Code in a branch that only runs when CUDA is available is not flagged.',
     why:
       'TPUs compute in bfloat16 natively and need no loss scaling (AMP:12-16, 51-52). `torch_xla.amp.autocast` with a dtype other than bf16 warns ' +
@@ -367,6 +371,32 @@ export default defineRule({
         }
         continue;
       }
+    }
+
+    // A dtype flag whose default is a float16 spelling while its choices offer a bfloat16 one (DeepSpeed examples:
+    // `--dtype`, default 'fp16', choices ['bf16', 'fp16', 'fp32']): the choices make it a dtype switch whatever its name,
+    // and the default trains in float16 unless the user passes the bfloat16 choice. Reported once, at the default.
+    for (const call of ctx.sema.nodes('call')) {
+      if (methodName(call) !== 'add_argument' || ctx.sema.inXlaAwareBranch(call)) continue;
+      const { positional, keywords } = callArgs(call);
+      const def = kwValue(keywords.get('default'));
+      const choices = kwValue(keywords.get('choices'));
+      if (def?.type !== 'string' || !choices || !/^(list|tuple|set)$/.test(choices.type) || dtypeDefs.has(def.id)) continue;
+      const spelled = choices.namedChildren.filter((c): c is Node => c?.type === 'string').map((c) => stringContent(c) ?? '');
+      const bf16 = spelled.find((c) => BF16_NAME.test(c));
+      if (!FP16_NAME.test(stringContent(def) ?? '') || !bf16 || !spelled.includes(stringContent(def)!)) continue;
+      dtypeDefs.add(def.id);
+      const flag = positional.find((x) => x.type === 'string' && (stringContent(x) ?? '').startsWith('-'));
+      const q = def.text[def.text.length - 1];
+      let fix: FixDraft;
+      if (ctx.idiom.dualPath) {
+        const x = ctx.idiom.isXla();
+        fix = { title: `Default to \`${q}${bf16}${q}\` on XLA`, edits: [replace(def, `${q}${bf16}${q} if ${x.text} else ${def.text}`)], imports: x.imports, needsAccel: x.needsAccel };
+      } else fix = { title: `Default to \`${q}${bf16}${q}\``, edits: [replace(def, `${q}${bf16}${q}`)] };
+      ctx.report(def, {
+        message: `${flag ? `\`${stringContent(flag)}\`` : 'This option'} defaults to ${def.text} (float16) although its choices offer ${q}${bf16}${q}: TPU mixed precision is bfloat16${ctx.idiom.profile === 'torchtpu' ? '' : ' (torch_xla disables autocast for other dtypes)'}`,
+        fix,
+      });
     }
 
     // DeepSpeed config dicts: {"fp16": {"enabled": True}}
