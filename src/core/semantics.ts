@@ -651,7 +651,25 @@ export class Semantics {
   }
 
   private throttleUncached(ifNode: Node): boolean {
-    const cond = ifNode.childForFieldName('condition')?.text ?? '';
+    const condNode = ifNode.childForFieldName('condition');
+    // `is_metric_step = (i % metric_every == 0) or is_console_step` ... `if is_metric_step:` (open_clip's train loop):
+    // a flag bound once to a throttle expression throttles like the expression itself
+    if (condNode?.type === 'identifier') {
+      const bs = this.bindings(condNode.text);
+      if (bs.length !== 1) return false;
+      if (this.throttleText(bs[0].text)) return true;
+      // `flag = self.should_log_this_step()` whose def in this file returns `self.global_step % interval == 0` (OLMo)
+      const b = bs[0];
+      const fn = b.type === 'call' ? b.childForFieldName('function') : null;
+      const fname = fn?.type === 'identifier' ? fn.text : fn?.type === 'attribute' && fn.childForFieldName('object')?.text === 'self' ? fn.childForFieldName('attribute')?.text : null;
+      if (!fname || callArgs(b).positional.length) return false;
+      const defs = this.nodes('function_definition').filter((d) => d.childForFieldName('name')?.text === fname);
+      return defs.length === 1 && this.within('return_statement', defs[0]).some((r) => this.throttleText(r.text));
+    }
+    return this.throttleText(condNode?.text ?? '');
+  }
+
+  private throttleText(cond: string): boolean {
     return (
       /%\s*[\w.()\[\]'"]+\s*==\s*0/.test(cond) ||
       /^not\s+[\w.]+\s*%/.test(cond) ||

@@ -148,7 +148,7 @@ export default defineRule({
       '(b) weights tied in a module\'s `__init__` (`self.lm_head.weight = self.wte.weight`), or a Hugging Face model loaded with `tie_word_embeddings=True` or tied by `tie_weights()`, ' +
       'then moved to the device without being tied again. With project scope the class may live in another module (`from model import GPT`): the finding is on the move, with the tie in the constructor (or in a method `__init__` calls, `self.tie_weights()`) as a related location. Code managed by HF `Trainer`, Accelerate or Lightning is skipped: they build the optimizer after the move. A tie the script makes itself (`model.transformer.wte.weight = model.lm_head.weight`) before the model moves (`.to(device)`, `.cuda()`, or Lightning Fabric\'s `fabric.setup(model)`) with no re-tie after it in the same function is reported at the move, with no fix (where to re-tie depends on the wrapper the move returns).',
     why:
-      'Moving a CPU module to an XLA device replaces its Parameter objects, so an optimizer built earlier keeps updating the stale CPU tensors and the model does not train ' +
+      'Moving a CPU module to an XLA device replaces its Parameter objects, so an optimizer built earlier keeps updating the stale CPU tensors and the model does not train (reported as an error: no exception, wrong results) ' +
       '(pytorch/xla#1623, #1764). Tied weights become two independent copies: tying must be done "AFTER the modules are moved to an XLA device. Otherwise two independent copies of the shared tensor will be made" (TS:376-381). ' +
       'The HF Accelerate TPU guide says the same: moving the model to a TPU breaks weight tying and the weights must be re-tied.',
     example: 'model = GPT(cfg)\nopt = torch.optim.AdamW(model.parameters(), lr=3e-4)\nmodel.to(device)',
@@ -157,6 +157,7 @@ export default defineRule({
       'Unsafe: it reorders statements (the move goes right before the optimizer) or adds a re-tie line after the move (`m.A.weight = m.B.weight` mirroring the `__init__` tie, or `m.tie_weights()` for HF models). ' +
       'Offered only when the move is a plain statement in the same block and nothing it uses is assigned in between. Moving before building the optimizer is also correct on CUDA, so the fix is the same in every style.',
     sources: [
+      'pytorch torch/nn/modules/module.py Module._apply: the Parameter object is kept only when `torch._has_compatible_shallow_copy_type(param, param_applied)` (c10 TensorImpl::has_compatible_shallow_copy_type: same key set or both dense CPU/CUDA-like backends); CPU to XLA is not, so `_parameters[key]` becomes a new Parameter',
       'lightning/fabric/fabric.py Fabric._move_model_to_device: on XLAStrategy `model = self.to_device(model)`, "XLA makes a copy on the parameters", then only the optimizers\' parameter references are remapped (no re-tie; read at Lightning-AI/pytorch-lightning, src/lightning/fabric/fabric.py)',
       'TS: docs/source/learn/troubleshoot.md:376-381 (tie weights after moving to the XLA device)',
       'pytorch/xla#1623 "Sending .to(device) after defining optimizer leads to subtle bug"; pytorch/xla#1764 "Model does not train"',
@@ -203,7 +204,13 @@ export default defineRule({
           };
         }
       }
+      // error: the optimizer silently trains nothing on XLA. torch/nn/modules/module.py Module._apply keeps a
+      // Parameter object only when torch._has_compatible_shallow_copy_type(param, param_applied) holds (dense
+      // CPU/CUDA-like backends, c10 TensorImpl::has_compatible_shallow_copy_type); a CPU -> XLA move fails it,
+      // so the module gets new Parameters and the optimizer keeps the old CPU ones (pytorch/xla#1623, #1764).
       ctx.report(call, {
+        // (torchtpu: whether `.to("tpu")` keeps identity is not known, so it stays a warning there)
+        severity: ctx.idiom.profile === 'torchtpu' ? 'warning' : 'error',
         message: `optimizer built from \`${model.text}.parameters()\` before \`${move.call.text.length > 40 ? `${model.text}.${methodName(move.call)}(…)` : move.call.text}\` (line ${line(ctx, move.call)}): on XLA the move creates new parameters and the optimizer keeps updating the CPU copies`,
         fix,
       });

@@ -147,7 +147,7 @@ export default defineRule({
       // t.item(), t.tolist(), t.cpu(), t.numpy()
       if (meth && MATERIALIZE.has(meth)) {
         const recv = receiver(call);
-        if (!recv || callArgs(call).positional.length || hostValue(ctx, recv) || chainHasRead(recv)) continue;
+        if (!recv || callArgs(call).positional.length || hostValue(ctx, recv) || chainHasRead(recv) || unmovedBatchElement(ctx, recv)) continue;
         // `t.numpy()` of an accelerator tensor raises (it does on CUDA too, so only code that ran on the CPU has it)
         if (meth === 'numpy' && deviceOwn(ctx, recv) && !deferredAnywhere(call)) {
           if (seen.has(call.id)) continue;
@@ -436,7 +436,7 @@ function reportIterationReads(ctx: RuleContext, report: (site: Node, hot: HotInf
     if (!value || !index || sub.childrenForFieldName('subscript').filter(Boolean).length !== 1) continue;
     const container = ctx.model.value(value);
     if ((container.kind !== 'seq' || container.shape) && container.kind !== 'dict') continue;
-    if (!deviceOwn(ctx, index)) continue;
+    if (!deviceOwn(ctx, index) || unmovedBatchElement(ctx, index)) continue;
     const hot = hotAt(ctx, index);
     if (hot) report(index, hot, `Indexing a Python ${container.kind === 'dict' ? 'dict' : 'list'} with tensor \`${short(index.text, 30)}\``);
   }
@@ -497,4 +497,105 @@ function closureFix(ctx: RuleContext, site: Node, hot: HotInfo) {
     imports: snippet.imports,
     needsAccel: snippet.needsAccel,
   };
+}
+
+type Binder = { kind: 'for' | 'assign'; node: Node; names: string[] };
+
+/** Names a for target or an assignment's left side binds (`a`, `a, b`, `(a, b)`), in order; null for other shapes. */
+function targetNames(left: Node | null): string[] | null {
+  if (!left) return null;
+  if (left.type === 'identifier') return [left.text];
+  if (left.type === 'pattern_list' || left.type === 'tuple_pattern' || left.type === 'tuple') {
+    const out: string[] = [];
+    for (const c of left.namedChildren) {
+      if (c?.type !== 'identifier') return null;
+      out.push(c.text);
+    }
+    return out;
+  }
+  return null;
+}
+
+/** Every statement of `scope` (nested defs excluded) that binds `name`. */
+function bindersOf(ctx: RuleContext, scope: Node, name: string): Binder[] | null {
+  const out: Binder[] = [];
+  const own = (n: Node) => (ctx.sema.enclosingFunction(n)?.id ?? null) === (scope.type === 'function_definition' ? scope.id : null);
+  for (const f of ctx.sema.within('for_statement', scope)) {
+    if (!own(f)) continue;
+    const names = targetNames(f.childForFieldName('left'));
+    if (names?.includes(name)) out.push({ kind: 'for', node: f, names });
+    else if (!names && new RegExp(`\\b${name}\\b`).test(f.childForFieldName('left')?.text ?? '')) return null;
+  }
+  for (const a of [...ctx.sema.within('assignment', scope), ...ctx.sema.within('augmented_assignment', scope)]) {
+    if (!own(a)) continue;
+    const names = targetNames(a.childForFieldName('left'));
+    const left = a.childForFieldName('left');
+    if (names?.includes(name)) out.push({ kind: 'assign', node: a, names });
+    else if (!names && left?.type !== 'subscript' && left?.type !== 'attribute' && new RegExp(`\\b${name}\\b`).test(a.childForFieldName('left')?.text ?? '')) return null;
+  }
+  if (scope.type === 'function_definition' && new RegExp(`\\b${name}\\b`).test(scope.childForFieldName('parameters')?.text ?? '')) return null;
+  return out;
+}
+
+/**
+ * A loader batch element the loop never moves (evalD class B: BLIP's `img_id.item()` of the loader's ids, a list
+ * indexed by DeepSpeed cifar's `labels[i]`): the loop moves other elements of the same batch by hand
+ * (`image = image.to(device)`), so this one is still the CPU tensor the loader made and reading it runs no graph.
+ * The chain from the read back to the loop target has one binding per name (no later `x = x.to(device)`).
+ */
+function unmovedBatchElement(ctx: RuleContext, node: Node): boolean {
+  let n: Node | null = node;
+  while (n && (n.type === 'subscript' || n.type === 'parenthesized_expression')) n = n.type === 'subscript' ? n.childForFieldName('value') : n.namedChildren[0];
+  if (n?.type !== 'identifier') return false;
+  const scope = ctx.sema.enclosingFunction(node) ?? ctx.root;
+  let name = n.text;
+  const chain = new Set<string>();
+  for (let hop = 0; hop < 4; hop++) {
+    chain.add(name);
+    const bs = bindersOf(ctx, scope, name);
+    if (!bs || bs.length !== 1) return false;
+    const b = bs[0];
+    const right = b.node.childForFieldName('right');
+    if (!right || b.node.type === 'augmented_assignment') return false;
+    if (b.kind === 'for') {
+      if (ctx.sema.iteratesLoader(b.node)) {
+        const v = ctx.model.iterationValue(right, b.node);
+        if (v.kind !== 'tensor' || v.device === 'xla') return false;
+        return movesOtherElement(ctx, b.node, b.names, chain);
+      }
+      // `for caption, img_id in zip(captions, image_id)`: follow the zipped argument
+      if (right.type === 'call' && right.childForFieldName('function')?.text === 'zip' && b.names.length > 1) {
+        const arg = callArgs(right).positional[b.names.indexOf(name)];
+        if (arg?.type !== 'identifier') return false;
+        name = arg.text;
+        continue;
+      }
+      return false;
+    }
+    // `label = labels[i]`, `images, labels = data`
+    let r: Node | null = right;
+    while (r && r.type === 'subscript') r = r.childForFieldName('value');
+    if (r?.type !== 'identifier') return false;
+    name = r.text;
+  }
+  return false;
+}
+
+/** The loader loop moves by hand (`x.to(...)`, `x.cuda()`) an element of its batch that is not on `chain`. */
+function movesOtherElement(ctx: RuleContext, loop: Node, loopNames: string[], chain: Set<string>): boolean {
+  const body = loop.childForFieldName('body');
+  if (!body) return false;
+  const batch = new Set(loopNames);
+  for (const a of ctx.sema.within('assignment', body)) {
+    const right = a.childForFieldName('right');
+    if (right?.type === 'identifier' && batch.has(right.text)) for (const x of targetNames(a.childForFieldName('left')) ?? []) batch.add(x);
+  }
+  for (const c of ctx.sema.within('call', body)) {
+    const m = methodName(c);
+    if (m !== 'to' && m !== 'cuda') continue;
+    let r = receiver(c);
+    while (r && r.type === 'subscript') r = r.childForFieldName('value');
+    if (r?.type === 'identifier' && batch.has(r.text) && !chain.has(r.text)) return true;
+  }
+  return false;
 }
