@@ -300,6 +300,8 @@ export class ProgramModel {
       case 'comparison_operator': {
         const ops = node.children.filter((c) => c && !c.isNamed).map((c) => c!.type);
         if (ops.some((o) => o === 'is' || o === 'is not' || o === 'in' || o === 'not in' || o === 'not')) return bool(node);
+        // `mode == 'image'`: a comparison with a string is Python equality (a str argument), never a tensor test
+        if (node.namedChildren.some((c) => c?.type === 'string' || (c?.type === 'identifier' && this.value(c).kind === 'string'))) return bool(node);
         let out: Value = bool(node);
         for (const c of node.namedChildren) {
           const v = this.value(c);

@@ -223,7 +223,7 @@ export default defineRule({
   triggers: ['padding', 'pad_sequence', 'DataCollator', 'group_by_length', 'Resize', 'collate', 'Collate', 'interpolate', 'max(', 'min(', 'speechbrain', '.items()', '.to(', '.cuda(', 'litgpt'],
   docs: {
     what:
-      'Checks for inputs whose shape changes from batch to batch: tokenizer calls with `padding=True`/`"longest"` (and `padding="max_length"` with no `max_length`, info); ' +
+      'Checks for inputs whose shape changes from batch to batch: tokenizer calls with `padding=True`/`"longest"` (and `padding="max_length"` with no `max_length`, info; one text per call outside the step, `[tok(t, padding="longest") for t in texts]`, pads nothing and is not flagged); ' +
       '`pad_sequence(...)`, `max(len(s) for s in batch)` / `max([x.size(1) for x in batch])` / a max-named helper over the items\' shapes (`_max_by_axis([list(img.shape) for img in images])`, DETR\'s NestedTensor padding) or the first of the lengths sorted descending (`lengths[0]` after `torch.sort(..., descending=True)`) in a `collate_fn` or a same-file helper it calls (two levels); ' +
       'speechbrain PaddedBatch batches (padded to the longest item, `wav_lens` relative; once per file, where `batch.to(self.device)` runs in a `Brain` method) and `DynamicBatchSampler` (once per file); ' +
       'a small `pad_to_multiple_of` (below 64, e.g. 8, info: it still pads per batch, up to max_length/8 shapes); HF `DataCollatorWithPadding`/`DataCollatorForSeq2Seq`/`DataCollatorForLanguageModeling`/`DataCollatorForTokenClassification` ' +
@@ -279,6 +279,9 @@ export default defineRule({
         if (ctx.sema.inXlaAwareBranch(call)) continue;
         const padStr = pad.type === 'string' ? stringContent(pad) : null;
         if (pad.text === 'True' || padStr === 'longest') {
+          // one string at a time (`[tok(text, padding="longest") for text in strings]` in offline preprocessing): padding
+          // a single sequence to the longest is a no-op; the batch's shape is made later, by the collator
+          if (singleText(ctx, call)) continue;
           const maxLen = keywords.get('max_length');
           ctx.report(pad, {
             severity: sevAt(call),
@@ -531,3 +534,23 @@ export default defineRule({
     }
   },
 });
+
+/**
+ * A tokenizer call on one text outside the step: its first argument is a str, or the variable of a loop or
+ * comprehension around it that is no hot loop (`for text in strings`), so each call pads a single sequence.
+ */
+function singleText(ctx: RuleContext, call: Node): boolean {
+  if (ctx.sema.hot(call)) return false;
+  const arg = callArgs(call).positional[0] ?? kwValue(callArgs(call).keywords.get('text'));
+  if (!arg) return false;
+  if (arg.type === 'string' || ctx.model.value(arg).kind === 'string') return true;
+  if (arg.type !== 'identifier') return false;
+  for (let p = call.parent; p && p.type !== 'function_definition' && p.type !== 'module'; p = p.parent) {
+    const clauses = p.type === 'list_comprehension' || p.type === 'generator_expression' ? p.namedChildren.filter((c) => c?.type === 'for_in_clause') : p.type === 'for_statement' ? [p] : [];
+    for (const c of clauses) {
+      const left = c?.childForFieldName('left');
+      if (left?.type === 'identifier' && left.text === arg.text) return true;
+    }
+  }
+  return false;
+}

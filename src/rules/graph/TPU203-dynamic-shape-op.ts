@@ -1,5 +1,6 @@
 import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
+import type { HotInfo } from '../../core/semantics';
 import { callArgs, methodName, receiver } from '../../core/semantics';
 import { replace } from '../../core/edits';
 import { hostValue, hotAt, isNmsCall, localBindings, maskIndex, severityIn, short, tensorish, torchName } from './util';
@@ -74,7 +75,7 @@ export default defineRule({
   triggers: ['nonzero', 'argwhere', 'masked_select', 'unique', 'bincount', 'repeat_interleave', 'where', '[', '.item(', 'int('],
   docs: {
     what:
-      'Checks, in a hot loop or `forward`, for ops whose output shape depends on tensor values: `torch.nonzero`/`Tensor.nonzero` (also `as_tuple=True`), ' +
+      'Checks, in a hot loop or `forward` (and, for the ops below, in a helper whose `torch.Tensor` parameter is the operand and that builds tensors on that parameter\'s `.device`: device code whoever calls it), for ops whose output shape depends on tensor values: `torch.nonzero`/`Tensor.nonzero` (also `as_tuple=True`), ' +
       '`torch.argwhere`, one-argument `torch.where(cond)`, `masked_select`, `unique`/`unique_consecutive`, `repeat_interleave` with a tensor of repeats, ' +
       '`bincount`; boolean-mask reads (`y = x[mask]`, `x[x > 0].mean()`); and shapes built from values (`torch.zeros(int(n.max()))`, ' +
       '`x.view(k.item(), -1)`, `x[:lengths.max()]`; through a local name, `max_len = torch.max(lengths).item()` then `torch.arange(max_len)`, reported at the read with the sized tensor as a related location); ' +
@@ -109,8 +110,8 @@ export default defineRule({
   check(ctx) {
     const catReported = new Set<number>();
     const readReported = new Set<number>();
-    const report = (at: Node, what: string, fix: FixDraft | null = null) => {
-      const hot = hotAt(ctx, at);
+    const report = (at: Node, what: string, fix: FixDraft | null = null, operand?: Node | null) => {
+      const hot = hotAt(ctx, at) ?? (operand ? deviceHelper(ctx, at, operand) : null);
       if (!hot) return;
       ctx.report(at, {
         severity: severityIn('warning', hot),
@@ -129,7 +130,7 @@ export default defineRule({
         if (fnName === 'repeat_interleave' && !(positional[1] && tensorish(ctx, positional[1], false))) continue;
         // `torch.unique_consecutive(torch.tensor([x.shape[-1] for x in crops]))`: a CPU tensor of Python ints, never on the device
         if (positional[0] && hostValue(ctx, positional[0])) continue;
-        report(call, `\`${short(call.text, 40)}\``);
+        report(call, `\`${short(call.text, 40)}\``, null, positional[0]);
         continue;
       }
       if (callee === 'torch.where' && positional.length === 1 && keywords.size === 0) {
@@ -140,7 +141,7 @@ export default defineRule({
         const recv = receiver(call);
         if (!recv || hostValue(ctx, recv) || !tensorish(ctx, recv, false)) continue;
         if (meth === 'repeat_interleave' && !(positional[0] && positional[0].type !== 'integer' && tensorish(ctx, positional[0], false))) continue;
-        report(call, `\`${short(call.text, 40)}\``);
+        report(call, `\`${short(call.text, 40)}\``, null, recv);
         continue;
       }
       if (isNmsCall(ctx, call)) {
@@ -237,4 +238,22 @@ function maskedReduceFix(ctx: RuleContext, sub: Node, value: Node, mask: Node): 
   const where = `${torch.name}.where(${inner.text}, ${value.text}, 0)`;
   const text = meth === 'sum' ? `${where}.sum()` : `(${where}.sum() / (${inner.text}).sum().clamp(min=1))`;
   return { title: `Rewrite as a static-shape masked ${meth}`, edits: [replace(call, text)], imports: torch.imports };
+}
+
+/**
+ * A helper outside any known hot loop that is device code by construction: `x` is a parameter annotated
+ * `torch.Tensor` and the helper builds tensors on `x.device` (OLMo's cumulative document lengths over
+ * `doc_lens.masked_select(doc_lens != 0)`). Its callers sit in other modules; the op's output size is the data's.
+ */
+function deviceHelper(ctx: RuleContext, at: Node, operand: Node): HotInfo | null {
+  if (operand.type !== 'identifier') return null;
+  const fn = ctx.sema.enclosingFunction(at);
+  if (!fn || ctx.sema.enclosingFunction(fn)) return null;
+  const cls = ctx.sema.enclosingClass(fn);
+  if (cls && /Dataset|Sampler|Collat/.test(cls.text.slice(0, cls.text.indexOf(':')))) return null;
+  const params = fn.childForFieldName('parameters')?.namedChildren ?? [];
+  const param = params.find((p) => p?.type === 'typed_parameter' && p.namedChildren[0]?.text === operand.text);
+  if (!param || !/^(torch\.)?Tensor$/.test(param.childForFieldName('type')?.text ?? '')) return null;
+  if (!fn.text.includes(`${operand.text}.device`)) return null;
+  return { anchor: fn, kind: 'train', throttled: false };
 }

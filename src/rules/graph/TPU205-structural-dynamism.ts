@@ -1,7 +1,7 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, methodName, receiver } from '../../core/semantics';
-import { hostValue, hotAt, severityIn, short, tensorCondition, tensorish } from './util';
+import { countSize, hostValue, hotAt, severityIn, short, tensorCondition, tensorish } from './util';
 import { TORCH_RANDOM, drawnOnHost } from './random-draw';
 import { reportGenerationDynamism } from './generation-report';
 
@@ -44,7 +44,7 @@ export default defineRule({
       'Autoregressive decode loops outside training (see graph/generation.ts): a generated sequence grown with `torch.cat` every step and a `break` on a device value (`if (nxt == eos).all(): break`), info; ' +
       'branches on a fresh torch draw (`if torch.rand(1) < p:`) are random branches reported here, not as TPU202 value checks. ' +
       'Checks, in `forward` or a hot loop, for Python structure that changes between steps: `for t in range(...)` whose trip count comes from a tensor value ' +
-      '(`n.item()`, `int(lengths.max())`) or a per-batch size (`len(x)`, `x.size(1)`, `x.shape[1]`); `while` loops bounded by a per-batch size (a teacher-forced decoder: `while len(outs) < inputs.size(0) - 1`); `break` under a tensor-valued condition; branches chosen by ' +
+      '(`n.item()`, `int(lengths.max())`) or a per-batch size (`x.size(1)`, `x.shape[1]`; not the leading batch dim, `range(0, x.shape[0], micro)`/`len(x)`: the loader\'s batch size, fixed when it drops its last batch, which TPU403 checks); `while` loops bounded by a per-batch size (a teacher-forced decoder: `while len(outs) < inputs.size(0) - 1`); `break` under a tensor-valued condition; branches chosen by ' +
       'Python or NumPy randomness (`if self.training and random.random() < p: return x`, LayerDrop, stochastic depth); and ' +
       '`pack_padded_sequence`/`pad_packed_sequence`. Loops over constants or configuration (`range(self.n_layers)`) are not flagged. ' +
       'Variable-length decode loops and beam search are only caught through these shapes.',
@@ -82,6 +82,10 @@ export default defineRule({
       const { positional } = callArgs(it);
       for (const bound of positional) {
         const why = dynamicBound(ctx, bound);
+        // `range(0, batch.shape[0], micro)`: the leading (batch) dim is the loader's batch size, fixed when the loader
+        // drops its last batch (the smaller last batch is TPU403's finding); a data-dependent count (NMS output,
+        // a mask selection) is no batch size
+        if (why && why !== 'a tensor value' && leadingDim(bound) && !countSize(ctx, bound)) continue;
         if (why) {
           report(it, `\`${short(it.text, 40)}\` takes its trip count from ${why}: the loop is unrolled into the graph, so each new count compiles a new graph`);
           break;
@@ -163,6 +167,24 @@ function inBranchTest(node: Node): boolean {
     }
     if (p.type === 'conditional_expression' && p.namedChildren[1]?.id === c.id) return true;
     if (/statement|block|function_definition|lambda/.test(p.type)) return false;
+  }
+  return false;
+}
+
+/** A bound that is dim 0 of a tensor: `len(x)`, `x.size(0)`, `x.shape[0]` (possibly `+ 1` / `- 1`). */
+function leadingDim(e: Node): boolean {
+  if (e.type === 'binary_operator') {
+    const [l, r] = [e.childForFieldName('left'), e.childForFieldName('right')];
+    return (!!l && leadingDim(l) && r?.type === 'integer') || (!!r && leadingDim(r) && l?.type === 'integer');
+  }
+  if (e.type === 'call') {
+    const fn = e.childForFieldName('function');
+    if (fn?.type === 'identifier' && fn.text === 'len') return true;
+    return methodName(e) === 'size' && callArgs(e).positional[0]?.text === '0';
+  }
+  if (e.type === 'subscript') {
+    const v = e.childForFieldName('value');
+    return v?.type === 'attribute' && v.childForFieldName('attribute')?.text === 'shape' && e.childForFieldName('subscript')?.text === '0';
   }
   return false;
 }

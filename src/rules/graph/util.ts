@@ -64,9 +64,42 @@ export function isStepClosureCall(ctx: RuleContext, call: Node): boolean {
 
 /** The hot context of `node` when it runs in the step itself (not deferred), else null. */
 export function hotAt(ctx: RuleContext, node: Node): HotInfo | null {
-  const hot = ctx.sema.hot(node);
+  const hot = ctx.sema.hot(node) ?? stepFunction(ctx, node);
   if (!hot || deferred(ctx, node, hot)) return null;
   return hot;
+}
+
+const OPTIMIZER_RECEIVER = /(^|\.)(optim\w*|\w*optimizer\w*|opt)$/i;
+const stepFunctions = new WeakMap<object, Map<number, HotInfo | null>>();
+
+/**
+ * A function that performs one optimizer step (`optimizer.step()` / `scaler.step(optimizer)` in its body, not in a loop
+ * of its own: wenet's `update_parameter_and_lr`) runs once per training step wherever it is called from; its code is
+ * hot (train). A function whose step sits in its own loop is the training loop, already hot there.
+ */
+function stepFunction(ctx: RuleContext, node: Node): HotInfo | null {
+  const fn = ctx.sema.enclosingFunction(node);
+  if (!fn) return null;
+  let memo = stepFunctions.get(ctx.sema);
+  if (!memo) stepFunctions.set(ctx.sema, (memo = new Map()));
+  if (memo.has(fn.id)) return memo.get(fn.id)!;
+  let out: HotInfo | null = null;
+  for (const call of ctx.sema.callsWithin(fn)) {
+    if (methodName(call) !== 'step') continue;
+    const recv = receiver(call)?.text ?? '';
+    const arg = callArgs(call).positional[0]?.text ?? '';
+    if (!OPTIMIZER_RECEIVER.test(recv) && !(/(^|\.)\w*scaler$/i.test(recv) && OPTIMIZER_RECEIVER.test(arg))) continue;
+    let inLoop = false;
+    for (let p = call.parent; p && p.id !== fn.id; p = p.parent) {
+      if (p.type === 'for_statement' || p.type === 'while_statement' || p.type === 'function_definition' || p.type === 'lambda') inLoop = true;
+    }
+    if (!inLoop) {
+      out = { anchor: fn, kind: 'train', throttled: false };
+      break;
+    }
+  }
+  memo.set(fn.id, out);
+  return out;
 }
 
 /** Severity after the catalog's downgrades: one level lower in eval loops and under a throttle guard. */
