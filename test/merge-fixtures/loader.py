@@ -7,7 +7,7 @@ def train(model, ds, opt):
     model.to(device)
     loader = DataLoader(ds, batch_size=8, drop_last=True)
     for x, y in loader:  # has: TPU204 # not: TPU401
-        x, y = x.to(device), y.to(device)
+        x, y = x.to(device), y.to(device)  # has: TPU401
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()
         opt.step()

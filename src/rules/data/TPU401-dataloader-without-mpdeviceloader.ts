@@ -110,7 +110,7 @@ export default defineRule({
         const factory = loaderFactory(ctx, h.loader);
         const made = factory ? ` (a \`DataLoader\` built by \`${factory.name}()\`, ${factory.path.split('/').pop()}:${lineIn(ctx, factory)})` : '';
         const source = h.param
-          ? `The loader parameter \`${short(h.loader.text)}\` yields CPU batches (unless a caller passes an \`MpDeviceLoader\`) that`
+          ? `The loader parameter \`${short(h.loader.text)}\` yields CPU batches (unless a caller passes ${ctx.idiom.profile === 'torchtpu' ? 'a loader that prefetches to the device' : 'an \`MpDeviceLoader\`'}) that`
           : h.iterName ? `\`next(${short(h.iterName)})\` yields CPU batches of \`${short(h.loader.text)}\`${made} that` : `\`${short(h.loader.text)}\`${made} yields CPU batches that`;
         // in a training loop TPU204 reports the loop header (it proposes the same wrap as the step barrier): this finding
         // goes on the copy itself, with the loader as a related location (issue 9, one finding per problem)
