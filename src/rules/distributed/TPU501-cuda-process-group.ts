@@ -123,7 +123,7 @@ export default defineRule({
           if (choice) {
             ctx.report(b, {
               severity: 'warning',
-              message: `\`${b.text}\` is \`${short(choice.text)}\`: on a TPU host, without CUDA, this creates a CPU \`gloo\` group instead of the accelerator's; ${ctx.idiom.profile === 'torchtpu' ? 'the TorchTPU process-group backend is not public yet' : 'use the \`xla\` backend with \`init_method="xla://"\`'}`,
+              message: `\`${b.text}\` is \`${short(choice.text)}\`: on a TPU host, without CUDA, this creates a CPU \`gloo\` group instead of ${ctx.idiom.profile === 'torchtpu' ? "the accelerator's; the TorchTPU process-group backend is not public yet" : 'the XLA one; use the \`xla\` backend with \`init_method="xla://"\`'}`,
               related: [{ start: choice.startIndex, end: choice.endIndex, message: 'the backend choice' }],
             });
             continue;
