@@ -2,6 +2,30 @@
 import type { Node } from '../core/parse';
 import type { RuleContext } from '../core/rule';
 import type { Snippet } from '../core/idioms';
+import type { Resolved } from '../model/project';
+
+/**
+ * What the names of a `from m import a, b as c` statement resolve to in the project (a function, class or module
+ * constant of another module), in order; names that do not resolve, or whose resolution fails, are left out.
+ */
+export function importedDefinitions(ctx: RuleContext, stmt: Node): Resolved[] {
+  const project = ctx.project;
+  if (!project) return [];
+  const out: Resolved[] = [];
+  for (const c of stmt.childrenForFieldName('name')) {
+    const id = c?.type === 'aliased_import' ? c.childForFieldName('name') : c;
+    const ident = id?.type === 'dotted_name' ? id.namedChildren[0] : id;
+    if (!ident || ident.type !== 'identifier') continue;
+    let r: Resolved | null = null;
+    try {
+      r = project.resolveName(ident, ctx.sema, ctx.path);
+    } catch {
+      r = null;
+    }
+    if (r) out.push(r);
+  }
+  return out;
+}
 
 /**
  * The device expression a fix should use at `node`: an existing `device` variable bound in the

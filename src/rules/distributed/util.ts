@@ -4,6 +4,7 @@ import type { RuleContext } from '../../core/rule';
 import { callArgs, kwValue, stringContent } from '../../core/semantics';
 import type { Edit } from '../../core/types';
 import { projectCallsReaching, type Reached } from '../../model/facts';
+import { importedDefinitions } from '../shared';
 
 export const XLA_LAUNCHERS = new Set(['torch_xla.launch', 'torch_xla.distributed.xla_multiprocessing.spawn']);
 export const INIT_PG = new Set(['torch.distributed.init_process_group', 'torch.distributed.distributed_c10d.init_process_group']);
@@ -265,17 +266,8 @@ export function projectConfigString(ctx: RuleContext, node: Node): { literal: No
   const found: { literal: Node; path: string; name: string }[] = [];
   const seen = new Set<string>();
   for (const stmt of ctx.sema.nodes('import_from_statement')) {
-    for (const c of stmt.childrenForFieldName('name')) {
-      const id = c?.type === 'aliased_import' ? c.childForFieldName('name') : c;
-      const ident = id?.type === 'dotted_name' ? id.namedChildren[0] : id;
-      if (!ident || ident.type !== 'identifier') continue;
-      let r = null;
-      try {
-        r = project.resolveName(ident, ctx.sema, ctx.path);
-      } catch {
-        r = null;
-      }
-      if (!r || r.kind !== 'function' || r.path === ctx.path || seen.has(r.path)) continue;
+    for (const r of importedDefinitions(ctx, stmt)) {
+      if (r.kind !== 'function' || r.path === ctx.path || seen.has(r.path)) continue;
       seen.add(r.path);
       for (const kw of r.module.sema.within('keyword_argument', r.def)) {
         if (kw.childForFieldName('name')?.text !== attr) continue;

@@ -4,6 +4,7 @@ import type { RuleContext } from '../../core/rule';
 import { callArgs, isFString, stringContent } from '../../core/semantics';
 import { deleteStatement } from '../../core/edits';
 import type { Edit, ImportSpec } from '../../core/types';
+import { importedDefinitions } from '../shared';
 
 /** Literal content of a plain (non-f) string node, else null. */
 export function literal(node: Node | null | undefined): string | null {
@@ -271,17 +272,8 @@ export function projectCudaImports(ctx: RuleContext): ProjectCudaImport[] {
         continue;
       }
     }
-    for (const c of stmt.childrenForFieldName('name')) {
-      const id = c?.type === 'aliased_import' ? c.childForFieldName('name') : c;
-      const name = id?.type === 'dotted_name' ? id.namedChildren[0] : id;
-      if (!name || name.type !== 'identifier') continue;
-      let r = null;
-      try {
-        r = project.resolveName(name, ctx.sema, ctx.path);
-      } catch {
-        r = null;
-      }
-      if (!r || r.path === ctx.path || seen.has(r.path)) continue;
+    for (const r of importedDefinitions(ctx, stmt)) {
+      if (r.path === ctx.path || seen.has(r.path)) continue;
       seen.add(r.path);
       const inner = cudaOnlyImportIn(r.module.sema);
       if (inner) {
