@@ -436,4 +436,52 @@ describe('tpu-ready language server in process', () => {
       connection.dispose();
     }
   });
+  it('answers source.fixAll on save even when an analysis scheduled meanwhile supersedes the one the request started', async () => {
+    const { PassThrough } = await import('node:stream');
+    const { createConnection, ProposedFeatures } = await import('vscode-languageserver/node');
+    const { startServer } = await import('../src/server/server');
+    const { init } = await import('./setup');
+    await init();
+    const dir = fs.mkdtempSync(path.join(WS, 'save-'));
+    const uri = pathToFileURL(path.join(dir, 'fix_on_save.py')).toString();
+    const toServer = new PassThrough();
+    const toClient = new PassThrough();
+    const connection = createConnection(ProposedFeatures.all, new StreamMessageReader(toServer), new StreamMessageWriter(toClient));
+    const server = startServer(connection, { wasmDir: path.join(ROOT, 'dist') });
+    const rpc = createMessageConnection(new StreamMessageReader(toClient), new StreamMessageWriter(toServer));
+    const published: number[] = [];
+    rpc.onNotification('textDocument/publishDiagnostics', (p: Published) => void (p.uri === uri && published.push(p.diagnostics.length)));
+    // the client answers settings slowly (an extension host busy with a save): notifications queue up meanwhile
+    let slow = false;
+    rpc.onRequest('workspace/configuration', async (p: { items: unknown[] }) => {
+      if (slow) await new Promise((r) => setTimeout(r, 300));
+      return p.items.map(() => ({ fixStyle: 'tpu-only' }));
+    });
+    rpc.listen();
+    try {
+      await rpc.sendRequest('initialize', { processId: null, rootUri: pathToFileURL(dir).toString(), capabilities: PUSH_CAPS });
+      await rpc.sendNotification('initialized', {});
+      const text = 'import torch\n\nmodel = torch.nn.Linear(4, 4).cuda()\nx = torch.randn(2, 4).cuda()\n';
+      await rpc.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text } });
+      for (let i = 0; i < 600 && !published.some((n) => n >= 2); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(published.some((n) => n >= 2)).toBe(true);
+      slow = true;
+      // an edit, a settings change (re-analysis of every open file), the save's fix-all request, another settings change
+      await rpc.sendNotification('textDocument/didChange', { textDocument: { uri, version: 2 }, contentChanges: [{ text: `# saved\n${text}` }] });
+      await rpc.sendNotification('workspace/didChangeConfiguration', { settings: null });
+      const asked = rpc.sendRequest<Action[]>('textDocument/codeAction', {
+        textDocument: { uri }, range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } }, context: { diagnostics: [], only: ['source.fixAll.tpuReady'] },
+      });
+      await rpc.sendNotification('workspace/didChangeConfiguration', { settings: null });
+      const actions = await asked;
+      expect(actions.map((a) => a.kind)).toEqual(['source.fixAll.tpuReady']);
+      const edits = actions[0].edit!.documentChanges!.find((c) => c.textDocument?.uri === uri)!;
+      expect(edits.textDocument!.version).toBe(2);
+      expect(applyEdits(`# saved\n${text}`, edits.edits!)).toBe('# saved\nimport torch\nimport torch_xla\n\nmodel = torch.nn.Linear(4, 4).to(torch_xla.device())\nx = torch.randn(2, 4).to(torch_xla.device())\n');
+    } finally {
+      rpc.dispose();
+      server.dispose();
+      connection.dispose();
+    }
+  });
 });

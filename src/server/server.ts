@@ -549,17 +549,28 @@ export class TpuReadyServer {
     return unit;
   }
 
-  /** The latest analysis of the document if it still describes the text, else a fresh one. */
+  /**
+   * The latest analysis of the document if it still describes the text, else a fresh one. A request waits for
+   * it: an analysis scheduled meanwhile (a configuration change, an imported module re-analysed) supersedes the
+   * one started here, and then this asks again rather than answer nothing (on save, VS Code would write the
+   * file unfixed).
+   */
   private async current(uri: string): Promise<Unit | null> {
-    const a = this.analysable(uri);
-    if (!a) return null;
-    const state = this.state(a.uri);
-    if (state.unit && state.unit.stamp === this.stampOf(a)) return state.unit;
-    if (state.timer) {
-      clearTimeout(state.timer);
-      state.timer = undefined;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const a = this.analysable(uri);
+      if (!a) return null;
+      const state = this.state(a.uri);
+      if (state.unit && state.unit.stamp === this.stampOf(a)) return state.unit;
+      if (state.timer) {
+        clearTimeout(state.timer);
+        state.timer = undefined;
+      }
+      const generation = ++state.generation;
+      const unit = await this.lint(a.uri, generation);
+      // null and not superseded: not analysable (too large, over its budget); superseded: ask again
+      if (unit || this.states.get(a.uri) !== state || state.generation === generation) return unit;
     }
-    return this.lint(a.uri, ++state.generation);
+    return null;
   }
 
   private diagnosticsOf(unit: Unit): Map<string, Diagnostic[]> {
