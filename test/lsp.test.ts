@@ -484,4 +484,52 @@ describe('tpu-ready language server in process', () => {
       connection.dispose();
     }
   });
+  it('finds a sync in a helper module from the training loop of a module that imports it, open or not, and follows edits to that loop', async () => {
+    const { PassThrough } = await import('node:stream');
+    const { createConnection, ProposedFeatures } = await import('vscode-languageserver/node');
+    const { startServer } = await import('../src/server/server');
+    const { init } = await import('./setup');
+    await init();
+    const dir = fs.mkdtempSync(path.join(WS, 'reverse-'));
+    const loop = (call: string) =>
+      `import torch\nimport helpers\n\n\ndef train(model, loader, opt):\n    for x in loader:\n        loss = model(x).sum()\n        loss.backward()\n${call}        opt.step()\n`;
+    fs.writeFileSync(path.join(dir, 'train.py'), loop('        helpers.grad_norms(model)\n'));
+    const helper = 'def grad_norms(model):\n    out = []\n    for p in model.parameters():\n        out.append(p.grad.norm().item())\n    return out\n';
+    fs.writeFileSync(path.join(dir, 'helpers.py'), helper);
+    const helperUri = pathToFileURL(path.join(dir, 'helpers.py')).toString();
+    const trainUri = pathToFileURL(path.join(dir, 'train.py')).toString();
+    const toServer = new PassThrough();
+    const toClient = new PassThrough();
+    const connection = createConnection(ProposedFeatures.all, new StreamMessageReader(toServer), new StreamMessageWriter(toClient));
+    const server = startServer(connection, { wasmDir: path.join(ROOT, 'dist') });
+    const rpc = createMessageConnection(new StreamMessageReader(toClient), new StreamMessageWriter(toServer));
+    const published = new Map<string, Published[]>();
+    rpc.onNotification('textDocument/publishDiagnostics', (p: Published) => void published.set(p.uri, [...(published.get(p.uri) ?? []), p]));
+    rpc.onRequest('workspace/configuration', (p: { items: unknown[] }) => p.items.map(() => null));
+    rpc.listen();
+    const latest = (uri: string) => published.get(uri)?.at(-1)?.diagnostics.map((d) => `${d.code}:${d.range.start.line}`) ?? null;
+    const until = async (what: string, test: () => boolean) => {
+      for (let i = 0; i < 600 && !test(); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(test(), what).toBe(true);
+    };
+    try {
+      await rpc.sendRequest('initialize', { processId: null, rootUri: pathToFileURL(dir).toString(), workspaceFolders: [{ uri: pathToFileURL(dir).toString(), name: 'w' }], capabilities: PUSH_CAPS });
+      await rpc.sendNotification('initialized', {});
+      // only the helper is open: the loop that makes it hot is read from disk
+      await rpc.sendNotification('textDocument/didOpen', { textDocument: { uri: helperUri, languageId: 'python', version: 1, text: helper } });
+      await until('the helper analysed', () => latest(helperUri) !== null);
+      expect(latest(helperUri)).toEqual(['TPU201:3']);
+      // the loop opened and edited so that it no longer calls the helper: the helper is analysed again, with no sync
+      await rpc.sendNotification('textDocument/didOpen', { textDocument: { uri: trainUri, languageId: 'python', version: 1, text: loop('        helpers.grad_norms(model)\n') } });
+      await rpc.sendNotification('textDocument/didChange', { textDocument: { uri: trainUri, version: 2 }, contentChanges: [{ text: loop('') }] });
+      await until('the helper analysed again without the sync', () => JSON.stringify(latest(helperUri)) === '[]');
+      // and back: the call in the loop again
+      await rpc.sendNotification('textDocument/didChange', { textDocument: { uri: trainUri, version: 3 }, contentChanges: [{ text: loop('        helpers.grad_norms(model)\n') }] });
+      await until('the sync again', () => JSON.stringify(latest(helperUri)) === '["TPU201:3"]');
+    } finally {
+      rpc.dispose();
+      server.dispose();
+      connection.dispose();
+    }
+  });
 });

@@ -90,8 +90,12 @@ export interface Analysis {
   project?: ProjectView | null;
 }
 
-/** Words one of which must occur for any rule to match: files without them are not parsed. */
-const PREFILTER = /torch|cuda|xla|tpu|nccl|jax|flax|optax|apex|deepspeed|triton|flash_attn|xformers|bitsandbytes|cupy|numba|nvidia|nvml|GPUtil|accelerate|lightning|transformers|tensorflow|PJRT|CUBLAS/i;
+/**
+ * Words one of which must occur for any rule to match: files without them are not parsed. The host reads
+ * (`.item()`, `.cpu()`, `.numpy()`) are there for helper modules that never import torch but receive tensors from
+ * another module's training loop (project scope makes them hot).
+ */
+const PREFILTER = /torch|cuda|xla|tpu|nccl|jax|flax|optax|apex|deepspeed|triton|flash_attn|xformers|bitsandbytes|cupy|numba|nvidia|nvml|GPUtil|accelerate|lightning|transformers|tensorflow|PJRT|CUBLAS|\.item\(\)|\.cpu\(\)|\.numpy\(\)/i;
 
 export function mayMatch(text: string): boolean {
   return PREFILTER.test(text);

@@ -338,6 +338,29 @@ export class ProjectIndex implements ProjectView {
     return [...out].sort();
   }
 
+  /**
+   * The project modules the module at `path` imports, directly or through at most `hops` modules (as recorded by
+   * the last `load`): facts that flow from importers (a helper called from a hot loop) can change in them when
+   * `path` changes.
+   */
+  dependencies(path: string, hops = 3): string[] {
+    const p = this.abs(path);
+    const out = new Set<string>();
+    let frontier = [p];
+    for (let hop = 0; hop < hops && frontier.length; hop++) {
+      const next: string[] = [];
+      for (const cur of frontier) {
+        for (const dep of this.deps.get(cur) ?? []) {
+          if (dep === p || out.has(dep)) continue;
+          out.add(dep);
+          next.push(dep);
+        }
+      }
+      frontier = next;
+    }
+    return [...out].sort();
+  }
+
   /** Loads `path` and the project modules it imports (transitively, bounded): the editor's view of one file. */
   load(path: string, text?: string): void {
     const p = this.abs(path);

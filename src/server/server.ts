@@ -91,6 +91,8 @@ export interface ProjectModel {
   /** A file's text changed (null: deleted); returns the files whose analysis may change (itself and its dependants). */
   update(path: string, text: string | null): string[];
   dependants(path: string): string[];
+  /** The modules `path` imports (what a hot loop in it calls there can change with its text). */
+  dependencies?(path: string): string[];
   /** The project view the rules of `path` resolve other modules through (after `update` gave it the text). */
   viewFor?(path: string): ProjectView | null;
 }
@@ -509,8 +511,10 @@ export class TpuReadyServer {
     // project scope: the module index gets this text first, so that the rules follow calls into the other modules
     const file = fsPath(a.uri);
     let affected: string[] = [];
+    let importedBefore: string[] | null = null;
     if (file && source.kind === 'python' && state.lastText !== text) {
       state.lastText = text;
+      importedBefore = this.projectModel.dependencies?.(file) ?? [];
       affected = this.projectModel.update(file, text);
     }
     const project = file && source.kind === 'python' ? this.projectModel.viewFor?.(file) ?? null : null;
@@ -544,8 +548,9 @@ export class TpuReadyServer {
     };
     unit.relevant = (mayMatch(text) && !isGeneratedAccel(text)) || unit.findings.length > 0;
     this.publish(state, unit, a);
-    // files that import this one may find otherwise now (project scope): re-analyse those that are open
-    if (file) this.relintFiles(affected, file);
+    // files that import this one may find otherwise now (project scope), and so may the modules it imports (its
+    // loops make their helpers hot), read after this analysis loaded its imports: re-analyse those that are open
+    if (file) this.relintFiles(importedBefore ? [...new Set([...affected, ...importedBefore, ...(this.projectModel.dependencies?.(file) ?? [])])] : affected, file);
     return unit;
   }
 

@@ -2,12 +2,14 @@
  * Project scope in the language server (issue 9, moved here from the extension host with issue 13): one
  * `ProjectIndex` per workspace folder, reading open documents first and the disk otherwise. The server feeds it
  * every analysed Python text before the analysis (so rules follow calls into the other modules) and re-analyses
- * the open files that import a changed module; files changed, created or deleted on disk
+ * the open files that import a changed module and the open modules it imports (a helper's hot facts come from its
+ * importers' loops: the folder's Python files are listed for those reverse edges); files changed, created or deleted on disk
  * (`workspace/didChangeWatchedFiles`) and documents closed (back to their disk text) do the same.
  * Reads files only: nothing in the workspace is executed.
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { listPythonFiles } from '../cli/process';
 import { normalizePath, ProjectIndex, type ProjectView } from '../model/project';
 
 /** Modules larger than this are not read from disk for project scope (tpuReady.maxFileSize decides for open ones). */
@@ -44,7 +46,10 @@ export class WorkspaceIndex {
     if (!best) return null;
     let index = this.indexes.get(best);
     if (!index) {
-      index = new ProjectIndex([best], { readFile: (p) => this.openText(normalizePath(p)) ?? readModule(p) });
+      // listing the folder's Python files gives the reverse edges (a helper module learns that another module's
+      // training loop calls it), as the CLI has them
+      // the engine names a file by its folder-relative path (what it reports): the index resolves those from the folder
+      index = new ProjectIndex([best], { readFile: (p) => this.openText(normalizePath(p)) ?? readModule(p), listPython: listPythonFiles }, { cwd: best });
       this.indexes.set(best, index);
     }
     return index;
@@ -59,6 +64,12 @@ export class WorkspaceIndex {
 
   dependants(file: string): string[] {
     return this.indexFor(file)?.dependants(file) ?? [];
+  }
+
+  /** The modules `file` imports (bounded hops, as last loaded): what its calls into them make hot can change. */
+  dependencies(file: string): string[] {
+    if (!file.endsWith('.py')) return [];
+    return this.indexFor(file)?.dependencies(file) ?? [];
   }
 
   /** Before analysing `file` (its text already given to `update`): its index, with the modules it imports loaded. */
