@@ -299,6 +299,21 @@ describe('tpu-ready check', () => {
     expect(run(['check', 'train.py', '--select', 'TPU108', '--format', 'json'], alone).out).not.toContain('ties');
   });
 
+  it('a checkout without .git or pyproject.toml, checked from its top: a script in a subfolder resolves the package beside it', () => {
+    const top = fs.mkdtempSync(path.join(os.tmpdir(), 'tpu-ready-unmarked-'));
+    fs.mkdirSync(path.join(top, 'scripts'));
+    fs.mkdirSync(path.join(top, 'mylib'));
+    fs.writeFileSync(path.join(top, 'mylib', '__init__.py'), '');
+    fs.writeFileSync(path.join(top, 'mylib', 'model.py'), 'import torch.nn as nn\n\n\nclass LM(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.wte = nn.Embedding(8, 4)\n        self.lm_head = nn.Linear(4, 8, bias=False)\n        self.lm_head.weight = self.wte.weight\n');
+    fs.writeFileSync(path.join(top, 'scripts', 'train.py'), 'import torch\nfrom mylib.model import LM\n\nmodel = LM()\nmodel.to("cuda")\nopt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n');
+    const j = JSON.parse(run(['check', 'scripts/train.py', '--select', 'TPU108', '--format', 'json'], top).out);
+    expect(j.findings.map((f: { path: string; line: number; related: { path: string }[] }) => `${f.path}:${f.line} ${f.related.map((r) => r.path).join(',')}`)).toEqual(['scripts/train.py:5 mylib/model.py']);
+    // with a project marker in the subfolder, that folder is the project: the package outside it is not read
+    fs.writeFileSync(path.join(top, 'scripts', 'pyproject.toml'), '[project]\nname = "x"\n');
+    expect(JSON.parse(run(['check', 'scripts/train.py', '--select', 'TPU108', '--format', 'json'], top).out).findings).toEqual([]);
+    fs.rmSync(top, { recursive: true, force: true });
+  });
+
   it('rules, --version and --help', () => {
     expect(run(['--version']).out).toMatch(/^tpu-ready \d+\.\d+\.\d+/);
     expect(run(['rules']).out).toMatch(/^TPU101 /m);

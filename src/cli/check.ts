@@ -9,7 +9,7 @@ import { workspaceScore } from '../core/score';
 import { initParser } from '../core/parse';
 import { RULES } from '../rules';
 import { FORMATTERS, type Notice, type Report } from './formatters';
-import { collectFiles, findProjectRoot } from './walk';
+import { collectFiles, findProjectRoot, hasProjectMarker } from './walk';
 import { processFile, type FileOutcome, type FileTask, type OutFinding } from './process';
 import { ALL_RULES, evidenceFindings, evidenceNote, mergeEvidence, readLogs } from './evidence';
 import type { Io } from './io';
@@ -202,6 +202,13 @@ export async function runCheck(args: CheckArgs, io: Io, wasmDir: string): Promis
   // project scope: imports resolve inside the project roots of the named paths (and their own folders)
   const named = startPaths.map((p) => path.resolve(p)).filter((p) => fs.existsSync(p) && fs.statSync(p).isDirectory());
   const projectRoots = [...new Set([root, ...startPaths.map(findProjectRoot), ...named])];
+  // a checkout without .git or pyproject.toml (an unpacked archive), checked from its top: `check scripts/train.py`
+  // resolves `import mylib` from the working directory, as `python -m` and most launchers put it on sys.path
+  const inCwd = (p: string) => {
+    const abs = path.resolve(p);
+    return abs === cwd || abs.startsWith(cwd.endsWith(path.sep) ? cwd : cwd + path.sep);
+  };
+  if (startPaths.some((p) => inCwd(p) && !hasProjectMarker(findProjectRoot(p))) && !projectRoots.includes(cwd)) projectRoots.push(cwd);
   const project = { roots: projectRoots, cwd };
   const tasks: FileTask[] = [];
   for (const abs of files) {

@@ -102,6 +102,11 @@ export function collectFiles(paths: string[], root: string, exclude: string[] | 
 }
 
 /** The nearest folder at or above `start` holding a pyproject.toml or .git, else `start`. */
+/** Whether `dir` holds what marks a project's top (pyproject.toml or .git). */
+export function hasProjectMarker(dir: string): boolean {
+  return fs.existsSync(path.join(dir, 'pyproject.toml')) || fs.existsSync(path.join(dir, '.git'));
+}
+
 export function findProjectRoot(start: string): string {
   let dir = path.resolve(start);
   try {
@@ -110,7 +115,7 @@ export function findProjectRoot(start: string): string {
     dir = process.cwd();
   }
   for (let d = dir; ; d = path.dirname(d)) {
-    if (fs.existsSync(path.join(d, 'pyproject.toml')) || fs.existsSync(path.join(d, '.git'))) return d;
+    if (hasProjectMarker(d)) return d;
     if (path.dirname(d) === d) return dir;
   }
 }
