@@ -532,4 +532,46 @@ describe('tpu-ready language server in process', () => {
       connection.dispose();
     }
   });
+  it('resolves the imports of a notebook in the workspace folder: a tie in a project module behind the move in a cell', async () => {
+    const { PassThrough } = await import('node:stream');
+    const { createConnection, ProposedFeatures } = await import('vscode-languageserver/node');
+    const { startServer } = await import('../src/server/server');
+    const { init } = await import('./setup');
+    await init();
+    const dir = fs.mkdtempSync(path.join(WS, 'nbproject-'));
+    fs.writeFileSync(path.join(dir, 'lm.py'), 'import torch.nn as nn\n\n\nclass LM(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.wte = nn.Embedding(8, 4)\n        self.lm_head = nn.Linear(4, 8, bias=False)\n        self.lm_head.weight = self.wte.weight\n');
+    const nbFile = path.join(dir, 'train.ipynb');
+    fs.writeFileSync(nbFile, '{}');
+    const toServer = new PassThrough();
+    const toClient = new PassThrough();
+    const connection = createConnection(ProposedFeatures.all, new StreamMessageReader(toServer), new StreamMessageWriter(toClient));
+    const server = startServer(connection, { wasmDir: path.join(ROOT, 'dist') });
+    const rpc = createMessageConnection(new StreamMessageReader(toClient), new StreamMessageWriter(toServer));
+    const published = new Map<string, Published>();
+    rpc.onNotification('textDocument/publishDiagnostics', (p: Published) => void published.set(p.uri, p));
+    rpc.onRequest('workspace/configuration', (p: { items: unknown[] }) => p.items.map(() => null));
+    rpc.listen();
+    try {
+      await rpc.sendRequest('initialize', { processId: null, rootUri: pathToFileURL(dir).toString(), workspaceFolders: [{ uri: pathToFileURL(dir).toString(), name: 'w' }], capabilities: PUSH_CAPS });
+      await rpc.sendNotification('initialized', {});
+      const cell = (i: number) => `vscode-notebook-cell:${nbFile}#c${i}`;
+      await rpc.sendNotification('notebookDocument/didOpen', {
+        notebookDocument: { uri: pathToFileURL(nbFile).toString(), notebookType: 'jupyter-notebook', version: 1, cells: [{ kind: 2, document: cell(0) }, { kind: 2, document: cell(1) }] },
+        cellTextDocuments: [
+          { uri: cell(0), languageId: 'python', version: 1, text: 'import torch\nfrom lm import LM\n' },
+          { uri: cell(1), languageId: 'python', version: 1, text: 'model = LM()\nmodel.to("cuda")\nopt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n' },
+        ],
+      });
+      for (let i = 0; i < 600 && !published.get(cell(1))?.diagnostics.some((d) => d.code === 'TPU108'); i++) await new Promise((r) => setTimeout(r, 50));
+      const tie = published.get(cell(1))?.diagnostics.find((d) => d.code === 'TPU108');
+      expect(tie?.range.start).toEqual({ line: 1, character: 0 });
+      expect(tie?.message).toMatch(/^`LM` \(lm\.py\) ties `lm_head\.weight` to `wte\.weight`/);
+      const related = (tie as unknown as { relatedInformation: { location: { uri: string; range: { start: { line: number } } } }[] }).relatedInformation;
+      expect(related.some((r) => r.location.uri === pathToFileURL(path.join(dir, 'lm.py')).toString() && r.location.range.start.line === 8)).toBe(true);
+    } finally {
+      rpc.dispose();
+      server.dispose();
+      connection.dispose();
+    }
+  });
 });

@@ -517,7 +517,8 @@ export class TpuReadyServer {
       importedBefore = this.projectModel.dependencies?.(file) ?? [];
       affected = this.projectModel.update(file, text);
     }
-    const project = file && source.kind === 'python' ? this.projectModel.viewFor?.(file) ?? null : null;
+    // a notebook resolves its imports in the project too (it is no module: nothing imports it, the index keeps no text of it)
+    const project = file && (source.kind === 'python' || source.kind === 'notebook') ? this.projectModel.viewFor?.(file) ?? null : null;
     let analysis;
     const t0 = performance.now();
     try {

@@ -72,12 +72,17 @@ export class WorkspaceIndex {
     return this.indexFor(file)?.dependencies(file) ?? [];
   }
 
-  /** Before analysing `file` (its text already given to `update`): its index, with the modules it imports loaded. */
+  /**
+   * Before analysing `file` (its text already given to `update`): its index, with the modules it imports loaded;
+   * for a notebook, the index its imports resolve in (loaded as the rules follow them).
+   */
   viewFor(file: string): ProjectView | null {
-    if (!file.endsWith('.py')) return null;
+    const notebook = file.endsWith('.ipynb');
+    if (!file.endsWith('.py') && !notebook) return null;
     const index = this.indexFor(file);
     if (!index) return null;
-    index.load(file);
+    // a notebook's imports are read from its cells by the rules (the index would parse the JSON on disk)
+    if (!notebook) index.load(file);
     return index;
   }
 
