@@ -25,6 +25,8 @@ const NAMED = 1;
 const MISSING = 2;
 const HAS_ERROR = 4;
 const ERROR_SYMBOL = 65535;
+/** Child lists longer than this are kept per node (see Mirror.childList). */
+const LONG_LIST = 16;
 
 export class Mirror {
   readonly n: number;
@@ -118,6 +120,26 @@ export class Mirror {
   handle(i: number): MirrorNode {
     return (this.handles[i] ??= new MirrorNode(this, i));
   }
+
+  /**
+   * The children (or named children) of node i. Long lists are kept (rules ask for the module's statements once
+   * per finding: rebuilding 20,000 handles each time was quadratic); short ones are rebuilt, cheaper than a cache
+   * entry. Like web-tree-sitter's own `children`, a kept list is the same array each time.
+   */
+  childList(i: number, named: boolean): Node[] {
+    const keep = this.descEnd[i] - i > LONG_LIST;
+    const cache = named ? this.namedLists : this.lists;
+    if (keep) {
+      const hit = cache.get(i);
+      if (hit) return hit;
+    }
+    const out: Node[] = [];
+    for (let k = this.firstChild(i); k >= 0; k = this.next(k)) if (!named || this.flags[k] & NAMED) out.push(this.handle(k) as unknown as Node);
+    if (keep && out.length > LONG_LIST) cache.set(i, out);
+    return out;
+  }
+  private readonly lists = new Map<number, Node[]>();
+  private readonly namedLists = new Map<number, Node[]>();
 
   orNull(i: number): Node | null {
     return i < 0 ? null : (this.handle(i) as unknown as Node);
@@ -285,16 +307,17 @@ export class MirrorNode {
   }
   get children(): Node[] {
     budgetTick();
-    const out: Node[] = [];
-    for (let k = this.m.firstChild(this.i); k >= 0; k = this.m.next(k)) out.push(this.m.handle(k) as unknown as Node);
-    return out;
+    return this.m.childList(this.i, false);
   }
   get namedChildren(): Node[] {
     budgetTick();
-    const out: Node[] = [];
-    for (let k = this.m.firstChild(this.i); k >= 0; k = this.m.next(k)) if (this.m.flags[k] & NAMED) out.push(this.m.handle(k) as unknown as Node);
-    return out;
+    return this.m.childList(this.i, true);
   }
+  /** semantics.ts remembers a captured node's type on the node (`__type`): a handle knows it, keep no property. */
+  get __type(): string {
+    return this.type;
+  }
+  set __type(_: string) {}
   child(index: number): Node | null {
     let c = 0;
     for (let k = this.m.firstChild(this.i); k >= 0; k = this.m.next(k)) if (c++ === index) return this.m.orNull(k);
