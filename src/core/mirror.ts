@@ -544,7 +544,7 @@ export function installMirror(): void {
  * capture is named after a node type of the language, and it has no predicates or properties.
  */
 const simpleMemo = new WeakMap<Query, Map<string, number> | null>();
-function simpleTypes(q: Query, lang: Language): Map<string, number> | null {
+export function simpleTypes(q: Query, lang: Language): Map<string, number> | null {
   if (simpleMemo.has(q)) return simpleMemo.get(q)!;
   let out: Map<string, number> | null = new Map();
   const names = q.captureNames;
@@ -556,7 +556,8 @@ function simpleTypes(q: Query, lang: Language): Map<string, number> | null {
     const len = q.endIndexForPattern(p) - q.startIndexForPattern(p);
     const expected = `(${name}) @${name}`.length;
     const quant = q.captureQuantifiers[p];
-    const one = quant.every((x, j) => (j === p ? x === 1 : x === 0));
+    // TSQuantifier: 0 zero, 3 one
+    const one = quant.every((x, j) => (j === p ? x === 3 : x === 0));
     if (!types.has(name) || name === 'ERROR' || (len !== expected && len !== expected + 1) || !one || q.predicates[p].length || (q as unknown as { textPredicates: unknown[][] }).textPredicates[p].length || Object.keys(q.setProperties[p] ?? {}).length || Object.keys(q.assertedProperties[p] ?? {}).length || Object.keys(q.refutedProperties[p] ?? {}).length) out = null;
     else out.set(name, p);
   }
