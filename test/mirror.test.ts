@@ -149,7 +149,7 @@ describe('tree mirror', () => {
   for (const [name, text] of shapes) {
     it(`answers as web-tree-sitter: ${name}`, () => {
       expect(differences(text)).toEqual([]);
-    });
+    }, 60_000);
   }
 
   it('answers as web-tree-sitter on every rule fixture', () => {
@@ -185,7 +185,7 @@ describe('tree mirror', () => {
     } finally {
       tree.delete();
     }
-  });
+  }, 60_000);
 
   it('interns handles, and an edit gives a new mirror', () => {
     const text = 'import torch\nx = torch.zeros(3).cuda()\n';
