@@ -1,5 +1,6 @@
 import { Language, Parser, type Tree, type Node, type Edit as TsEdit, type Point } from 'web-tree-sitter';
 import { installNodeCache } from './nodecache';
+import { installMirror } from './mirror';
 
 export type { Tree, Node };
 
@@ -19,6 +20,8 @@ export function initParser(wasmDir: string | { runtime: string; grammar: string 
     ready = (async () => {
       await Parser.init({ locateFile: () => runtime });
       if (!process.env.TPU_READY_NO_NODE_CACHE) installNodeCache();
+      // rules navigate a typed-array mirror of each tree through light handles (src/core/mirror.ts)
+      if (!process.env.TPU_READY_NO_MIRROR) installMirror();
       const lang = await Language.load(grammar);
       const p = new Parser();
       // ABI mismatches between runtime and grammar only surface here.

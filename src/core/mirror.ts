@@ -1,0 +1,585 @@
+/**
+ * A compact mirror of a tree-sitter tree, and light node handles over it.
+ *
+ * web-tree-sitter materialises a JS `Node` for every node a rule touches (about 300 bytes each with its
+ * `startPosition` object, its indexed `[0]` slot's elements store and the node cache's properties), and every
+ * getter crosses into WebAssembly. Measured on 60 KB of short lines (heap snapshot): 60,000 `Node` objects and
+ * their element stores, property arrays and cached child arrays were 17 MB of the 26 MB an analysis retained.
+ *
+ * The mirror reads the tree once with one TreeCursor walk into typed arrays (preorder: type id, flags, field id,
+ * start, end, tree-sitter id, parent, previous sibling, end of the subtree: 28 bytes a node) and answers the
+ * `Node` API the rules use from them. A handle is two fields (the mirror and the preorder index), interned per
+ * node, so a node is always the same object. Indices are web-tree-sitter's: UTF-16 code units for a string input
+ * (its binding halves tree-sitter's byte offsets), rows count "\n" only, columns are UTF-16 units from the row
+ * start. `.id` is tree-sitter's own node id (unique among live trees, stable across an incremental re-parse).
+ *
+ * What the mirror does not hold (s-expressions, cursors, `isExtra`, point-range queries) is asked of the real
+ * node, found from the root by child positions, and the answer mapped back to handles. `test/mirror.test.ts`
+ * compares every answer with web-tree-sitter's on fixtures, broken code, CRLF and non-ASCII text.
+ * TPU_READY_NO_MIRROR=1 turns it off (real nodes, as before).
+ */
+import { Query, Tree, type Node, type Language, type Point } from 'web-tree-sitter';
+import { budgetTick, checkBudget } from './budget';
+
+const NAMED = 1;
+const MISSING = 2;
+const HAS_ERROR = 4;
+const ERROR_SYMBOL = 65535;
+/** Child lists longer than this are kept per node (see Mirror.childList). */
+const LONG_LIST = 16;
+
+export class Mirror {
+  readonly n: number;
+  readonly typeId: Uint16Array;
+  readonly flags: Uint8Array;
+  readonly field: Uint16Array;
+  readonly start: Int32Array;
+  readonly end: Int32Array;
+  readonly ids: Int32Array;
+  readonly parent: Int32Array;
+  readonly prev: Int32Array;
+  /** Preorder index just past the node's last descendant. */
+  readonly descEnd: Int32Array;
+  readonly text: string;
+  readonly types: string[];
+  readonly language: Language;
+  private readonly handles: (MirrorNode | undefined)[];
+  /**
+   * The node type whose fields tree-sitter finds through a visible alias of a hidden rule (ts_node_child_by_field_id
+   * follows `inherited` field map entries into the child): in tree-sitter-python only `match_statement`, whose
+   * `alternative` case clauses sit in `alias($._match_block, $.block)` (grammar.js: match_statement, _match_block).
+   * Its field lookups go to the real node; test/mirror.test.ts compares every field of every node.
+   */
+  readonly inheritsFields: number;
+  private lineStarts?: Int32Array;
+
+  constructor(readonly tree: Tree, realRoot: Node) {
+    const n = realRoot.descendantCount;
+    this.n = n;
+    this.language = tree.language;
+    this.types = tree.language.types;
+    this.text = (tree as unknown as { textCallback: (i: number) => string | null }).textCallback(0) ?? '';
+    this.typeId = new Uint16Array(n);
+    this.flags = new Uint8Array(n);
+    this.field = new Uint16Array(n);
+    this.start = new Int32Array(n);
+    this.end = new Int32Array(n);
+    this.ids = new Int32Array(n);
+    this.parent = new Int32Array(n);
+    this.prev = new Int32Array(n);
+    this.descEnd = new Int32Array(n);
+    this.handles = new Array(n);
+    this.inheritsFields = tree.language.idForNodeType('match_statement', true) ?? -1;
+    const named = namedTable(tree.language);
+    const anyError = realRoot.hasError;
+    const cursor = realRoot.walk();
+    // the open ancestors (preorder indices) and, per depth, the last child seen
+    const stack: number[] = [];
+    const lastChild: number[] = [];
+    let i = 0;
+    try {
+      walk: for (;;) {
+        const t = cursor.nodeTypeId;
+        const depth = stack.length;
+        this.typeId[i] = t;
+        this.ids[i] = cursor.nodeId;
+        this.start[i] = cursor.startIndex;
+        this.end[i] = cursor.endIndex;
+        this.field[i] = depth ? cursor.currentFieldId : 0;
+        let f = t === ERROR_SYMBOL || named[t] ? NAMED : 0;
+        // MISSING nodes exist only in a tree with an error: no WebAssembly call per node otherwise
+        if (t === ERROR_SYMBOL) f |= HAS_ERROR;
+        else if (anyError && cursor.nodeIsMissing) f |= MISSING | HAS_ERROR;
+        this.flags[i] = f;
+        this.parent[i] = depth ? stack[depth - 1] : -1;
+        this.prev[i] = depth ? lastChild[depth - 1] : -1;
+        if (depth) lastChild[depth - 1] = i;
+        i++;
+        if (cursor.gotoFirstChild()) {
+          stack.push(i - 1);
+          lastChild.push(-1);
+          continue;
+        }
+        this.descEnd[i - 1] = i;
+        for (;;) {
+          if (cursor.gotoNextSibling()) continue walk;
+          if (!cursor.gotoParent()) break walk;
+          lastChild.pop();
+          this.descEnd[stack.pop()!] = i;
+        }
+      }
+    } finally {
+      cursor.delete();
+    }
+    if (i !== n) throw new Error(`tpu-ready: tree mirror saw ${i} nodes, tree-sitter counts ${n}`);
+    // a subtree has an error when any node in it is an ERROR or MISSING node (tree-sitter's error cost > 0)
+    if (anyError) for (let k = n - 1; k > 0; k--) if (this.flags[k] & HAS_ERROR) this.flags[this.parent[k]] |= HAS_ERROR;
+    checkBudget();
+  }
+
+  handle(i: number): MirrorNode {
+    return (this.handles[i] ??= new MirrorNode(this, i));
+  }
+
+  /**
+   * The children (or named children) of node i. Long lists are kept (rules ask for the module's statements once
+   * per finding: rebuilding 20,000 handles each time was quadratic); short ones are rebuilt, cheaper than a cache
+   * entry. Like web-tree-sitter's own `children`, a kept list is the same array each time.
+   */
+  childList(i: number, named: boolean): Node[] {
+    const keep = this.descEnd[i] - i > LONG_LIST;
+    const cache = named ? this.namedLists : this.lists;
+    if (keep) {
+      const hit = cache.get(i);
+      if (hit) return hit;
+    }
+    const out: Node[] = [];
+    for (let k = this.firstChild(i); k >= 0; k = this.next(k)) if (!named || this.flags[k] & NAMED) out.push(this.handle(k) as unknown as Node);
+    if (keep && out.length > LONG_LIST) cache.set(i, out);
+    return out;
+  }
+  private readonly lists = new Map<number, Node[]>();
+  private readonly namedLists = new Map<number, Node[]>();
+
+  orNull(i: number): Node | null {
+    return i < 0 ? null : (this.handle(i) as unknown as Node);
+  }
+
+  /** Next sibling's index, or -1. */
+  next(i: number): number {
+    const p = this.parent[i];
+    return p >= 0 && this.descEnd[i] < this.descEnd[p] ? this.descEnd[i] : -1;
+  }
+
+  firstChild(i: number): number {
+    return this.descEnd[i] > i + 1 ? i + 1 : -1;
+  }
+
+  point(offset: number): Point {
+    const ls = (this.lineStarts ??= lineStartsOf(this.text));
+    let lo = 0;
+    let hi = ls.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (ls[mid] <= offset) lo = mid;
+      else hi = mid - 1;
+    }
+    return { row: lo, column: offset - ls[lo] };
+  }
+
+  /** The handle of a real node of this tree (found by start offset and id), or null when it is not in the mirror. */
+  fromReal(node: Node | null | undefined): Node | null {
+    if (!node) return null;
+    if (node instanceof MirrorNode) return node as unknown as Node;
+    const id = node.id;
+    const s = node.startIndex;
+    if (this.ids[0] === id) return this.orNull(0);
+    // preorder starts never decrease after the root: binary search, then the run of equal starts
+    let lo = 1;
+    let hi = this.n;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.start[mid] < s) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let k = lo; k < this.n && this.start[k] === s; k++) if (this.ids[k] === id) return this.orNull(k);
+    for (let k = 0; k < this.n; k++) if (this.ids[k] === id) return this.orNull(k);
+    return null;
+  }
+
+  /** The real web-tree-sitter node of index i (from the root, by child positions: O(depth) WebAssembly calls). */
+  real(i: number): Node {
+    const path: number[] = [];
+    for (let k = i; this.parent[k] >= 0; k = this.parent[k]) {
+      let pos = 0;
+      for (let s = this.prev[k]; s >= 0; s = this.prev[s]) pos++;
+      path.push(pos);
+    }
+    let node = realRootOf(this.tree);
+    for (let d = path.length - 1; d >= 0; d--) node = node.child(path[d])!;
+    return node;
+  }
+
+  fieldId(name: string): number {
+    const f = this.language.fields.indexOf(name);
+    return f === -1 ? -1 : f;
+  }
+}
+
+function lineStartsOf(text: string): Int32Array {
+  let count = 1;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) count++;
+  const ls = new Int32Array(count);
+  let k = 1;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) ls[k++] = i + 1;
+  return ls;
+}
+
+const namedTables = new WeakMap<Language, Uint8Array>();
+function namedTable(lang: Language): Uint8Array {
+  let t = namedTables.get(lang);
+  if (!t) {
+    t = new Uint8Array(lang.types.length);
+    for (let i = 0; i < t.length; i++) t[i] = lang.nodeTypeIsNamed(i) ? 1 : 0;
+    namedTables.set(lang, t);
+  }
+  return t;
+}
+
+/** A node of a mirrored tree: the subset of web-tree-sitter's `Node` the rules use, answered from the mirror. */
+export class MirrorNode {
+  constructor(readonly m: Mirror, readonly i: number) {}
+
+  get id(): number {
+    return this.m.ids[this.i];
+  }
+  get tree(): Tree {
+    return this.m.tree;
+  }
+  get typeId(): number {
+    return this.m.typeId[this.i];
+  }
+  get type(): string {
+    return this.m.types[this.m.typeId[this.i]] || 'ERROR';
+  }
+  get grammarId(): number {
+    return this.m.real(this.i).grammarId;
+  }
+  get grammarType(): string {
+    return this.m.real(this.i).grammarType;
+  }
+  get startIndex(): number {
+    return this.m.start[this.i];
+  }
+  get endIndex(): number {
+    return this.m.end[this.i];
+  }
+  get startPosition(): Point {
+    return this.m.point(this.m.start[this.i]);
+  }
+  get endPosition(): Point {
+    return this.m.point(this.m.end[this.i]);
+  }
+  get text(): string {
+    return this.m.text.slice(this.m.start[this.i], this.m.end[this.i]);
+  }
+  get isNamed(): boolean {
+    return (this.m.flags[this.i] & NAMED) !== 0;
+  }
+  get isMissing(): boolean {
+    return (this.m.flags[this.i] & MISSING) !== 0;
+  }
+  get isError(): boolean {
+    return this.m.typeId[this.i] === ERROR_SYMBOL;
+  }
+  get hasError(): boolean {
+    return (this.m.flags[this.i] & HAS_ERROR) !== 0;
+  }
+  get isExtra(): boolean {
+    return this.m.real(this.i).isExtra;
+  }
+  get hasChanges(): boolean {
+    return this.m.real(this.i).hasChanges;
+  }
+  get parseState(): number {
+    return this.m.real(this.i).parseState;
+  }
+  get nextParseState(): number {
+    return this.m.real(this.i).nextParseState;
+  }
+  equals(other: Node): boolean {
+    return this.tree === other.tree && this.id === other.id;
+  }
+
+  get parent(): Node | null {
+    budgetTick();
+    return this.m.orNull(this.m.parent[this.i]);
+  }
+  get childCount(): number {
+    let c = 0;
+    for (let k = this.m.firstChild(this.i); k >= 0; k = this.m.next(k)) c++;
+    return c;
+  }
+  get namedChildCount(): number {
+    let c = 0;
+    for (let k = this.m.firstChild(this.i); k >= 0; k = this.m.next(k)) if (this.m.flags[k] & NAMED) c++;
+    return c;
+  }
+  get children(): Node[] {
+    budgetTick();
+    return this.m.childList(this.i, false);
+  }
+  get namedChildren(): Node[] {
+    budgetTick();
+    return this.m.childList(this.i, true);
+  }
+  /** semantics.ts remembers a captured node's type on the node (`__type`): a handle knows it, keep no property. */
+  get __type(): string {
+    return this.type;
+  }
+  set __type(_: string) {}
+  child(index: number): Node | null {
+    let c = 0;
+    for (let k = this.m.firstChild(this.i); k >= 0; k = this.m.next(k)) if (c++ === index) return this.m.orNull(k);
+    return null;
+  }
+  namedChild(index: number): Node | null {
+    let c = 0;
+    for (let k = this.m.firstChild(this.i); k >= 0; k = this.m.next(k)) if (this.m.flags[k] & NAMED && c++ === index) return this.m.orNull(k);
+    return null;
+  }
+  get firstChild(): Node | null {
+    return this.m.orNull(this.m.firstChild(this.i));
+  }
+  get lastChild(): Node | null {
+    let last = -1;
+    for (let k = this.m.firstChild(this.i); k >= 0; k = this.m.next(k)) last = k;
+    return this.m.orNull(last);
+  }
+  get firstNamedChild(): Node | null {
+    for (let k = this.m.firstChild(this.i); k >= 0; k = this.m.next(k)) if (this.m.flags[k] & NAMED) return this.m.orNull(k);
+    return null;
+  }
+  get lastNamedChild(): Node | null {
+    let last = -1;
+    for (let k = this.m.firstChild(this.i); k >= 0; k = this.m.next(k)) if (this.m.flags[k] & NAMED) last = k;
+    return this.m.orNull(last);
+  }
+  /**
+   * Siblings under a parent that contains an error are tree-sitter's (ts_node_next_sibling walks the raw children
+   * of hidden ERROR repeats and may answer null where the visible children go on).
+   */
+  private get siblingsQuirky(): boolean {
+    const p = this.m.parent[this.i];
+    return p >= 0 && (this.m.flags[p] & HAS_ERROR) !== 0;
+  }
+  get nextSibling(): Node | null {
+    if (this.siblingsQuirky) return this.m.fromReal(this.m.real(this.i).nextSibling);
+    return this.m.orNull(this.m.next(this.i));
+  }
+  get previousSibling(): Node | null {
+    if (this.siblingsQuirky) return this.m.fromReal(this.m.real(this.i).previousSibling);
+    return this.m.orNull(this.m.prev[this.i]);
+  }
+  get nextNamedSibling(): Node | null {
+    if (this.siblingsQuirky) return this.m.fromReal(this.m.real(this.i).nextNamedSibling);
+    let k = this.m.next(this.i);
+    while (k >= 0 && !(this.m.flags[k] & NAMED)) k = this.m.next(k);
+    return this.m.orNull(k);
+  }
+  get previousNamedSibling(): Node | null {
+    if (this.siblingsQuirky) return this.m.fromReal(this.m.real(this.i).previousNamedSibling);
+    let k = this.m.prev[this.i];
+    while (k >= 0 && !(this.m.flags[k] & NAMED)) k = this.m.prev[k];
+    return this.m.orNull(k);
+  }
+  get descendantCount(): number {
+    return this.m.descEnd[this.i] - this.i;
+  }
+
+  childForFieldId(fieldId: number): Node | null {
+    budgetTick();
+    if (fieldId <= 0) return null;
+    if (this.m.typeId[this.i] === this.m.inheritsFields) return this.m.fromReal(this.m.real(this.i).childForFieldId(fieldId));
+    for (let k = this.m.firstChild(this.i); k >= 0; k = this.m.next(k)) if (this.m.field[k] === fieldId) return this.m.orNull(k);
+    return null;
+  }
+  childForFieldName(fieldName: string): Node | null {
+    const f = this.m.fieldId(fieldName);
+    return f === -1 ? null : this.childForFieldId(f);
+  }
+  childrenForFieldId(fieldId: number): Node[] {
+    const out: Node[] = [];
+    if (fieldId <= 0) return out;
+    if (this.m.typeId[this.i] === this.m.inheritsFields) return this.m.real(this.i).childrenForFieldId(fieldId).map((n) => this.m.fromReal(n)!);
+    for (let k = this.m.firstChild(this.i); k >= 0; k = this.m.next(k)) if (this.m.field[k] === fieldId) out.push(this.m.handle(k) as unknown as Node);
+    return out;
+  }
+  childrenForFieldName(fieldName: string): Node[] {
+    const f = this.m.fieldId(fieldName);
+    return f === -1 || f === 0 ? [] : this.childrenForFieldId(f);
+  }
+  fieldNameForChild(index: number): string | null {
+    let c = 0;
+    for (let k = this.m.firstChild(this.i); k >= 0; k = this.m.next(k)) if (c++ === index) return this.m.language.fields[this.m.field[k]] ?? null;
+    return null;
+  }
+  fieldNameForNamedChild(index: number): string | null {
+    let c = 0;
+    for (let k = this.m.firstChild(this.i); k >= 0; k = this.m.next(k)) if (this.m.flags[k] & NAMED && c++ === index) return this.m.language.fields[this.m.field[k]] ?? null;
+    return null;
+  }
+
+  /**
+   * web-tree-sitter's `descendantsOfType` (binding.c ts_node_descendants_of_type_wasm): this node and its
+   * descendants in preorder, whose type is one of `types`; with the default (zero) range, a node ending at
+   * (0, 0) is skipped with its subtree (`point_lte(end, start_point)`). Point ranges go to the real node.
+   */
+  descendantsOfType(types: string | string[], startPosition?: Point, endPosition?: Point): Node[] {
+    if ((startPosition && (startPosition.row || startPosition.column)) || (endPosition && (endPosition.row || endPosition.column))) {
+      return this.m.real(this.i).descendantsOfType(types, startPosition, endPosition).map((n) => this.m.fromReal(n)!);
+    }
+    const want = new Set(Array.isArray(types) ? types : [types]);
+    const m = this.m;
+    const out: Node[] = [];
+    const stop = m.descEnd[this.i];
+    for (let k = this.i; k < stop; ) {
+      budgetTick();
+      if (m.end[k] === 0) {
+        k = m.descEnd[k];
+        continue;
+      }
+      const t = m.typeId[k];
+      if (t === ERROR_SYMBOL ? want.has('ERROR') : want.has(m.types[t])) out.push(m.handle(k) as unknown as Node);
+      k++;
+    }
+    return out;
+  }
+
+  descendantForIndex(start: number, end = start): Node | null {
+    return this.m.fromReal(this.m.real(this.i).descendantForIndex(start, end));
+  }
+  namedDescendantForIndex(start: number, end = start): Node | null {
+    return this.m.fromReal(this.m.real(this.i).namedDescendantForIndex(start, end));
+  }
+  descendantForPosition(start: Point, end = start): Node | null {
+    return this.m.fromReal(this.m.real(this.i).descendantForPosition(start, end));
+  }
+  namedDescendantForPosition(start: Point, end = start): Node | null {
+    return this.m.fromReal(this.m.real(this.i).namedDescendantForPosition(start, end));
+  }
+  firstChildForIndex(index: number): Node | null {
+    return this.m.fromReal(this.m.real(this.i).firstChildForIndex(index));
+  }
+  firstNamedChildForIndex(index: number): Node | null {
+    return this.m.fromReal(this.m.real(this.i).firstNamedChildForIndex(index));
+  }
+  childWithDescendant(descendant: Node): Node | null {
+    const d = descendant instanceof MirrorNode ? descendant.m.real(descendant.i) : descendant;
+    return this.m.fromReal(this.m.real(this.i).childWithDescendant(d));
+  }
+  walk() {
+    return this.m.real(this.i).walk();
+  }
+  toString(): string {
+    return this.m.real(this.i).toString();
+  }
+  /** What web-tree-sitter's marshalNode reads (a query or cursor started on a handle): the real node's slot. */
+  get 0(): number {
+    return (this.m.real(this.i) as unknown as { 0: number })[0];
+  }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Installation: `tree.rootNode` answers a handle; queries started on a handle answer handles.
+
+const MIRROR = Symbol('tpu-ready.mirror');
+type MirrorHolder = Tree & { [MIRROR]?: Mirror };
+let realRootGet: ((this: Tree) => Node) | undefined;
+
+function realRootOf(tree: Tree): Node {
+  return realRootGet!.call(tree);
+}
+
+/** web-tree-sitter's own root node of a tree (tests compare the mirror with it). */
+export function realRootNode(tree: Tree): Node {
+  return realRootGet ? realRootOf(tree) : tree.rootNode;
+}
+
+/** The tree's mirror (built on first use; dropped when the tree is edited or deleted). */
+export function mirrorOf(tree: Tree): Mirror {
+  const holder = tree as MirrorHolder;
+  return (holder[MIRROR] ??= new Mirror(tree, realRootOf(tree)));
+}
+
+let installed = false;
+
+export function installMirror(): void {
+  if (installed) return;
+  installed = true;
+  const treeProto = Tree.prototype as unknown as Record<string, unknown>;
+  const d = Object.getOwnPropertyDescriptor(treeProto, 'rootNode');
+  if (!d?.get) throw new Error('web-tree-sitter Tree has no rootNode getter');
+  realRootGet = d.get as (this: Tree) => Node;
+  Object.defineProperty(treeProto, 'rootNode', {
+    configurable: true,
+    get(this: Tree) {
+      return mirrorOf(this).orNull(0);
+    },
+  });
+  treeProto.walk = function (this: Tree) {
+    return realRootOf(this).walk();
+  };
+  const edit = treeProto.edit as (this: Tree, ...a: unknown[]) => void;
+  treeProto.edit = function (this: Tree, ...args: unknown[]) {
+    delete (this as MirrorHolder)[MIRROR];
+    return edit.apply(this, args);
+  };
+  const del = treeProto.delete as (this: Tree) => void;
+  treeProto.delete = function (this: Tree) {
+    delete (this as MirrorHolder)[MIRROR];
+    return del.call(this);
+  };
+  const queryProto = Query.prototype as unknown as Record<string, unknown>;
+  const captures = queryProto.captures as (this: Query, node: Node, options?: object) => { name: string; node: Node; patternIndex: number }[];
+  queryProto.captures = function (this: Query, node: Node, options?: object) {
+    if (!(node instanceof MirrorNode)) return captures.call(this, node, options);
+    const m = node.m;
+    const simple = !options ? simpleTypes(this, m.language) : null;
+    if (simple) return mirrorCaptures(m, node.i, simple);
+    return captures.call(this, m.real(node.i), options).map((c) => ({ ...c, node: m.fromReal(c.node)! }));
+  };
+  const matches = queryProto.matches as (this: Query, node: Node, options?: object) => { captures: { name: string; node: Node }[] }[];
+  queryProto.matches = function (this: Query, node: Node, options?: object) {
+    if (!(node instanceof MirrorNode)) return matches.call(this, node, options);
+    const m = node.m;
+    return matches.call(this, m.real(node.i), options).map((x) => ({ ...x, captures: x.captures.map((c) => ({ ...c, node: m.fromReal(c.node)! })) }));
+  };
+}
+
+/**
+ * A query made only of `(type) @type` patterns, one per capture, with no predicates (src/core/semantics.ts's
+ * index queries): the capture name of each pattern (by pattern index), or null for any other query. Recognised
+ * from what web-tree-sitter keeps of the source: each pattern's source span has exactly that length, its one
+ * capture is named after a node type of the language, and it has no predicates or properties.
+ */
+const simpleMemo = new WeakMap<Query, Map<string, number> | null>();
+export function simpleTypes(q: Query, lang: Language): Map<string, number> | null {
+  if (simpleMemo.has(q)) return simpleMemo.get(q)!;
+  let out: Map<string, number> | null = new Map();
+  const names = q.captureNames;
+  const count = q.patternCount();
+  const types = new Set(lang.types);
+  if (names.length !== count) out = null;
+  for (let p = 0; out && p < count; p++) {
+    const name = names[p];
+    const len = q.endIndexForPattern(p) - q.startIndexForPattern(p);
+    const expected = `(${name}) @${name}`.length;
+    const quant = q.captureQuantifiers[p];
+    // TSQuantifier: 0 zero, 3 one
+    const one = quant.every((x, j) => (j === p ? x === 3 : x === 0));
+    if (!types.has(name) || name === 'ERROR' || (len !== expected && len !== expected + 1) || !one || q.predicates[p].length || (q as unknown as { textPredicates: unknown[][] }).textPredicates[p].length || Object.keys(q.setProperties[p] ?? {}).length || Object.keys(q.assertedProperties[p] ?? {}).length || Object.keys(q.refutedProperties[p] ?? {}).length) out = null;
+    else out.set(name, p);
+  }
+  simpleMemo.set(q, out);
+  return out;
+}
+
+/** Captures of a simple query: matching nodes in preorder from `root` (itself included). */
+function mirrorCaptures(m: Mirror, root: number, byName: Map<string, number>): { name: string; node: Node; patternIndex: number }[] {
+  const out: { name: string; node: Node; patternIndex: number }[] = [];
+  // per type id: the pattern index, or -1
+  const pattern = new Int32Array(m.types.length).fill(-1);
+  for (let t = 0; t < m.types.length; t++) {
+    const p = byName.get(m.types[t]);
+    if (p !== undefined) pattern[t] = p;
+  }
+  const stop = m.descEnd[root];
+  for (let k = root; k < stop; k++) {
+    const t = m.typeId[k];
+    const p = t < pattern.length ? pattern[t] : -1;
+    // a query's `(name)` matches named nodes only
+    if (p >= 0 && m.flags[k] & NAMED) out.push({ name: m.types[t], node: m.handle(k) as unknown as Node, patternIndex: p });
+  }
+  return out;
+}
