@@ -335,11 +335,25 @@ export class Semantics {
   }
 
   private enclosing(node: Node, type: string, memo: Map<number, Node | null>): Node | null {
-    const hit = memo.get(node.id);
-    if (hit !== undefined) return hit;
-    const p = node.parent;
-    const r = !p ? null : p.type === type ? p : this.enclosing(p, type, memo);
-    memo.set(node.id, r);
+    // up the ancestors to the first of `type` or a memoized answer (a loop: a recursion as deep as the tree overflows the stack)
+    const path: Node[] = [];
+    let r: Node | null = null;
+    for (let n: Node = node; ; ) {
+      const hit = memo.get(n.id);
+      if (hit !== undefined) {
+        r = hit;
+        break;
+      }
+      path.push(n);
+      const p = n.parent;
+      if (!p) break;
+      if (p.type === type) {
+        r = p;
+        break;
+      }
+      n = p;
+    }
+    for (const n of path) memo.set(n.id, r);
     return r;
   }
 
@@ -848,23 +862,37 @@ export class Semantics {
 
   /** Inside an `if`/ternary that has an XLA or TPU arm or condition: code already made XLA-aware. */
   inXlaAwareBranch(node: Node): boolean {
-    // the answer for a node is its parent's test plus the answer for the parent: memoized per node
-    let r = this.xlaAwareMemo.get(node.id);
-    if (r !== undefined) return r;
-    r = false;
-    const p = node.parent;
-    if (p) {
+    // the answer for a node is its parent's test plus the answer for the parent: memoized per node, found by a loop up
+    // the ancestors (a recursion overflowed the stack on a 20,000-term `a + b + …` chain)
+    const path: Node[] = [];
+    let r = false;
+    for (let n: Node = node; ; ) {
+      const hit = this.xlaAwareMemo.get(n.id);
+      if (hit !== undefined) {
+        r = hit;
+        break;
+      }
+      path.push(n);
+      const p = n.parent;
+      if (!p) break;
       if (p.type === 'if_statement' || p.type === 'conditional_expression') {
         let hit = this.xlaBranchMemo.get(p.id);
         if (hit === undefined) this.xlaBranchMemo.set(p.id, (hit = mentionsXla(p.text)));
         // the condition or another branch names XLA; XLA calls in the node's own branch alone
         // (`if step % 100 == 0: torch_xla.sync(); print(torch.cuda.max_memory_allocated())`) do not make it XLA-aware
-        if (hit && (p.type !== 'if_statement' || this.xlaOutside(p, node))) r = true;
+        if (hit && (p.type !== 'if_statement' || this.xlaOutside(p, n))) {
+          r = true;
+          break;
+        }
       }
-      if (!r && (p.type === 'block' || p.type === 'module') && this.afterXlaGuard(p, node)) r = true;
-      if (!r && p.type !== 'function_definition' && p.type !== 'module') r = this.inXlaAwareBranch(p);
+      if ((p.type === 'block' || p.type === 'module') && this.afterXlaGuard(p, n)) {
+        r = true;
+        break;
+      }
+      if (p.type === 'function_definition' || p.type === 'module') break;
+      n = p;
     }
-    this.xlaAwareMemo.set(node.id, r);
+    for (const n of path) this.xlaAwareMemo.set(n.id, r);
     return r;
   }
 
@@ -903,6 +931,39 @@ export class Semantics {
 
 // ---------------------------------------------------------------------------------------------
 // Node helpers
+
+const nearestMemos = new WeakMap<ReadonlySet<string>, WeakMap<Tree, Map<number, { ancestor: Node; child: Node } | null>>>();
+
+/**
+ * The nearest proper ancestor of `node` whose type is in `types`, with its child on the way to `node` (null: none).
+ * Memoized per `types` set (pass a module-level constant), tree and node, each walk stopping at an answered node: asking
+ * it for every node costs one visit per ancestor, not one walk per node (a 20,000-deep `a + b + …` chain was quadratic).
+ */
+export function nearestAncestor(node: Node, types: ReadonlySet<string>): { ancestor: Node; child: Node } | null {
+  let byTree = nearestMemos.get(types);
+  if (!byTree) nearestMemos.set(types, (byTree = new WeakMap()));
+  let memo = byTree.get(node.tree);
+  if (!memo) byTree.set(node.tree, (memo = new Map()));
+  const path: Node[] = [];
+  let r: { ancestor: Node; child: Node } | null = null;
+  for (let n: Node = node; ; ) {
+    const hit = memo.get(n.id);
+    if (hit !== undefined) {
+      r = hit;
+      break;
+    }
+    path.push(n);
+    const p = n.parent;
+    if (!p) break;
+    if (types.has(p.type)) {
+      r = { ancestor: p, child: n };
+      break;
+    }
+    n = p;
+  }
+  for (const n of path) memo.set(n.id, r);
+  return r;
+}
 
 export function isAncestor(ancestor: Node, node: Node): boolean {
   return node.startIndex >= ancestor.startIndex && node.endIndex <= ancestor.endIndex && !(ancestor.id === node.id);
