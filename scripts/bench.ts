@@ -238,6 +238,8 @@ function benchMemory(results: Record<string, unknown>, only?: number) {
   const shapes: { name: string; doc: SourceDocument }[] = [
     { name: 'short lines, 300 KB', doc: pythonDocument('a.py', short(300_000)) },
     { name: 'nested calls, 60 KB', doc: pythonDocument('a.py', 'import torch\nx = ' + 'f(t.cuda(), "s", '.repeat(3333) + '1' + ')'.repeat(3333) + '\n') },
+    // a 20,000-term `t.cuda() + …` chain: 20,000 levels deep and 20,000 findings on one line (test/hardening.test.ts asserts its findings)
+    { name: '+ chain, 200 KB', doc: pythonDocument('a.py', 'import torch\ny = ' + Array(20_000).fill('t.cuda()').join(' + ') + '\n') },
     { name: 'long strings, 1 MB', doc: pythonDocument('a.py', 'import torch\n' + Array.from({ length: 200 }, (_, i) => `s${i} = "${'a'.repeat(5000)}"; t.cuda()`).join('\n') + '\n') },
     { name: 'torch code, 1 MB', doc: pythonDocument('a.py', torch.repeat(Math.ceil(1e6 / torch.length)).slice(0, 1e6).replace(/\n[^\n]*$/, '\n')) },
     { name: 'notebook, 300 KB', doc: notebookDocument('a.ipynb', Array.from({ length: 100 }, (_, c) => ({ kind: 'code' as const, language: 'python', text: ['import torch', ...Array.from({ length: 100 }, (_, k) => `x${k} = t.cuda()  # ${c}`)].join('\n') }))) },

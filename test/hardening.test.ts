@@ -296,17 +296,24 @@ describe('per-file analysis budget and linear paths', () => {
     }
   });
 
-  it('60 KB of nested calls and a 200 KB + chain with findings finish in seconds (were 16 s and 14 s)', () => {
+  // Speed is the benchmark's (`npm run bench`: its "nested calls, 60 KB" and "+ chain, 200 KB" shapes, were 16 s and 14 s
+  // before their linear paths); this asserts what such files get: a complete analysis, no rule lost to a stack overflow
+  // (the chain's 20,000 levels overflowed two recursions) and every finding. The budget is raised so that a loaded
+  // machine cannot skip the file: the test asserts behaviour, not time.
+  it('60 KB of nested calls and a 200 KB + chain are analysed completely: every finding, no internal error, nothing skipped', () => {
     const chain = 'import torch\ny = ' + Array(20_000).fill('t.cuda()').join(' + ') + '\n';
     const { ws } = project({ 'nested.py': nested(60), 'chain.py': chain });
+    const expected: Record<string, number> = { 'nested.py': 3333, 'chain.py': 20_000 };
     for (const f of ['nested.py', 'chain.py']) {
-      const t0 = Date.now();
-      const r = run(['check', f, '--exit-zero', '--file-budget', '60', '--statistics'], ws, 60_000);
-      expect(r.code).toBe(0);
-      expect(r.out).not.toContain('skipped');
-      expect(Date.now() - t0, f).toBeLessThan(9000);
+      const r = run(['check', f, '--exit-zero', '--statistics', '--file-budget', '3600'], ws, 590_000);
+      expect(r.signal, f).toBeNull();
+      expect(r.code, f).toBe(0);
+      // no notice (skipped, internal error in a rule) and one count line per rule: TPU101 on every `.cuda()`
+      expect(r.err, f).toBe('');
+      expect(r.out.split('\n').filter((l) => /^\d+\t/.test(l)).map((l) => l.split('\t').slice(0, 2).join(' ')), f).toEqual([`${expected[f]} TPU101`]);
+      expect(r.out, f).toContain(`Found ${expected[f]} issues in 1 file`);
     }
-  });
+  }, 600_000);
 });
 
 describe('special files met in a walk', () => {

@@ -135,10 +135,9 @@ export class Semantics {
     if (hit) return hit;
     hit = [];
     if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
-      const re = new RegExp(`(?<![A-Za-z0-9_])${name}(?![A-Za-z0-9_])`, 'g');
-      for (let m = re.exec(this.text); m; m = re.exec(this.text)) {
-        const n = this.root.descendantForIndex(m.index, m.index + name.length - 1);
-        if (n?.type === 'identifier' && n.startIndex === m.index && n.endIndex === m.index + name.length) hit.push(n);
+      for (const at of this.wordOffsets(name)) {
+        const n = this.root.descendantForIndex(at, at + name.length - 1);
+        if (n?.type === 'identifier' && n.startIndex === at && n.endIndex === at + name.length) hit.push(n);
       }
     } else {
       hit = this.nodes('identifier').filter((id) => id.text === name);
@@ -148,6 +147,28 @@ export class Semantics {
   }
 
   private readonly identifierMemo = new Map<string, Node[]>();
+  /** Start offsets of every maximal run of ASCII word characters, by its text: one pass over the text, built once several names are asked. */
+  private words?: Map<string, number[]>;
+  private wordQueries = 0;
+
+  /** Where `name` occurs in the text as a whole word (no ASCII letter, digit or `_` on either side), in text order. */
+  private wordOffsets(name: string): number[] {
+    if (!this.words && ++this.wordQueries > 2) {
+      const words = new Map<string, number[]>();
+      const re = /[A-Za-z0-9_]+/g;
+      for (let m = re.exec(this.text); m; m = re.exec(this.text)) {
+        const list = words.get(m[0]);
+        if (list) list.push(m.index);
+        else words.set(m[0], [m.index]);
+      }
+      this.words = words;
+    }
+    if (this.words) return this.words.get(name) ?? [];
+    const out: number[] = [];
+    const re = new RegExp(`(?<![A-Za-z0-9_])${name}(?![A-Za-z0-9_])`, 'g');
+    for (let m = re.exec(this.text); m; m = re.exec(this.text)) out.push(m.index);
+    return out;
+  }
 
   private collect(type: string): Node[] {
     return lazyQuery(this.tree, type).captures(this.root).map((c) => {
@@ -218,6 +239,8 @@ export class Semantics {
   /** Per block: where its first early-exit XLA guard starts (Infinity: none). */
   private readonly xlaGuardMemo = new Map<number, number>();
   private readonly throttleMemo = new Map<number, boolean>();
+  /** Per block: where its first early exit unless a logging step starts (Infinity: none). */
+  private readonly exitThrottleMemo = new Map<number, number>();
 
   /** Fully qualified dotted name of an identifier or attribute chain rooted in an import, else null. */
   resolve(node: Node | null | undefined): string | null {
@@ -312,11 +335,25 @@ export class Semantics {
   }
 
   private enclosing(node: Node, type: string, memo: Map<number, Node | null>): Node | null {
-    const hit = memo.get(node.id);
-    if (hit !== undefined) return hit;
-    const p = node.parent;
-    const r = !p ? null : p.type === type ? p : this.enclosing(p, type, memo);
-    memo.set(node.id, r);
+    // up the ancestors to the first of `type` or a memoized answer (a loop: a recursion as deep as the tree overflows the stack)
+    const path: Node[] = [];
+    let r: Node | null = null;
+    for (let n: Node = node; ; ) {
+      const hit = memo.get(n.id);
+      if (hit !== undefined) {
+        r = hit;
+        break;
+      }
+      path.push(n);
+      const p = n.parent;
+      if (!p) break;
+      if (p.type === type) {
+        r = p;
+        break;
+      }
+      n = p;
+    }
+    for (const n of path) memo.set(n.id, r);
     return r;
   }
 
@@ -611,7 +648,7 @@ export class Semantics {
     let throttled = false;
     for (let p: Node | null = node.parent, child: Node = node; p; child = p, p = p.parent) {
       if ((p.type === 'if_statement' || p.type === 'elif_clause') && p.childForFieldName('condition')?.id !== child.id && this.isThrottleCondition(p)) throttled = true;
-      if (p.type === 'block' && !throttled && earlyExitThrottle(p, child)) throttled = true;
+      if (p.type === 'block' && !throttled && earlyExitThrottle(p, child, this.exitThrottleMemo)) throttled = true;
       if ((p.type === 'for_statement' || p.type === 'while_statement') && child.type === 'block' && child.id === p.childForFieldName('body')?.id) {
         const info = this.hotAnchors!.get(p.id);
         // a no_grad block in a training loop is eval work only when it holds its own loop (a validation pass);
@@ -825,23 +862,37 @@ export class Semantics {
 
   /** Inside an `if`/ternary that has an XLA or TPU arm or condition: code already made XLA-aware. */
   inXlaAwareBranch(node: Node): boolean {
-    // the answer for a node is its parent's test plus the answer for the parent: memoized per node
-    let r = this.xlaAwareMemo.get(node.id);
-    if (r !== undefined) return r;
-    r = false;
-    const p = node.parent;
-    if (p) {
+    // the answer for a node is its parent's test plus the answer for the parent: memoized per node, found by a loop up
+    // the ancestors (a recursion overflowed the stack on a 20,000-term `a + b + …` chain)
+    const path: Node[] = [];
+    let r = false;
+    for (let n: Node = node; ; ) {
+      const hit = this.xlaAwareMemo.get(n.id);
+      if (hit !== undefined) {
+        r = hit;
+        break;
+      }
+      path.push(n);
+      const p = n.parent;
+      if (!p) break;
       if (p.type === 'if_statement' || p.type === 'conditional_expression') {
         let hit = this.xlaBranchMemo.get(p.id);
         if (hit === undefined) this.xlaBranchMemo.set(p.id, (hit = mentionsXla(p.text)));
         // the condition or another branch names XLA; XLA calls in the node's own branch alone
         // (`if step % 100 == 0: torch_xla.sync(); print(torch.cuda.max_memory_allocated())`) do not make it XLA-aware
-        if (hit && (p.type !== 'if_statement' || this.xlaOutside(p, node))) r = true;
+        if (hit && (p.type !== 'if_statement' || this.xlaOutside(p, n))) {
+          r = true;
+          break;
+        }
       }
-      if (!r && (p.type === 'block' || p.type === 'module') && this.afterXlaGuard(p, node)) r = true;
-      if (!r && p.type !== 'function_definition' && p.type !== 'module') r = this.inXlaAwareBranch(p);
+      if ((p.type === 'block' || p.type === 'module') && this.afterXlaGuard(p, n)) {
+        r = true;
+        break;
+      }
+      if (p.type === 'function_definition' || p.type === 'module') break;
+      n = p;
     }
-    this.xlaAwareMemo.set(node.id, r);
+    for (const n of path) this.xlaAwareMemo.set(n.id, r);
     return r;
   }
 
@@ -880,6 +931,39 @@ export class Semantics {
 
 // ---------------------------------------------------------------------------------------------
 // Node helpers
+
+const nearestMemos = new WeakMap<ReadonlySet<string>, WeakMap<Tree, Map<number, { ancestor: Node; child: Node } | null>>>();
+
+/**
+ * The nearest proper ancestor of `node` whose type is in `types`, with its child on the way to `node` (null: none).
+ * Memoized per `types` set (pass a module-level constant), tree and node, each walk stopping at an answered node: asking
+ * it for every node costs one visit per ancestor, not one walk per node (a 20,000-deep `a + b + …` chain was quadratic).
+ */
+export function nearestAncestor(node: Node, types: ReadonlySet<string>): { ancestor: Node; child: Node } | null {
+  let byTree = nearestMemos.get(types);
+  if (!byTree) nearestMemos.set(types, (byTree = new WeakMap()));
+  let memo = byTree.get(node.tree);
+  if (!memo) byTree.set(node.tree, (memo = new Map()));
+  const path: Node[] = [];
+  let r: { ancestor: Node; child: Node } | null = null;
+  for (let n: Node = node; ; ) {
+    const hit = memo.get(n.id);
+    if (hit !== undefined) {
+      r = hit;
+      break;
+    }
+    path.push(n);
+    const p = n.parent;
+    if (!p) break;
+    if (types.has(p.type)) {
+      r = { ancestor: p, child: n };
+      break;
+    }
+    n = p;
+  }
+  for (const n of path) memo.set(n.id, r);
+  return r;
+}
 
 export function isAncestor(ancestor: Node, node: Node): boolean {
   return node.startIndex >= ancestor.startIndex && node.endIndex <= ancestor.endIndex && !(ancestor.id === node.id);
@@ -996,16 +1080,25 @@ export function enclosingStatement(node: Node): Node {
  * An earlier statement of the block that leaves unless it is a logging step: `if not self.metrics_processor.should_log(step): return`
  * (torchtitan), `if step % log_every != 0: continue`. What follows runs only on those steps.
  */
-function earlyExitThrottle(block: Node, child: Node): boolean {
-  for (const st of block.namedChildren) {
-    if (!st || st.id === child.id || st.startIndex >= child.startIndex) break;
-    if (st.type !== 'if_statement' || st.childrenForFieldName('alternative').some(Boolean)) continue;
-    const body = (st.childForFieldName('consequence')?.namedChildren ?? []).filter((b): b is Node => !!b && b.type !== 'comment');
-    if (body.length !== 1 || !/^(return_statement|continue_statement)$/.test(body[0].type)) continue;
-    const cond = st.childForFieldName('condition')?.text ?? '';
-    if (/^not\s+[\w.]*\b(should_log|should_report|is_log_step|log_step)\w*\s*\(/.test(cond) || /%\s*[\w.()[\]]+\s*!=\s*0\s*$/.test(cond)) return true;
+function earlyExitThrottle(block: Node, child: Node, memo: Map<number, number>): boolean {
+  // where the block's first such statement starts (Infinity: none; a null child ends the statements looked at)
+  let first = memo.get(block.id);
+  if (first === undefined) {
+    first = Infinity;
+    for (const st of block.namedChildren) {
+      if (!st) break;
+      if (st.type !== 'if_statement' || st.childrenForFieldName('alternative').some(Boolean)) continue;
+      const body = (st.childForFieldName('consequence')?.namedChildren ?? []).filter((b): b is Node => !!b && b.type !== 'comment');
+      if (body.length !== 1 || !/^(return_statement|continue_statement)$/.test(body[0].type)) continue;
+      const cond = st.childForFieldName('condition')?.text ?? '';
+      if (/^not\s+[\w.]*\b(should_log|should_report|is_log_step|log_step)\w*\s*\(/.test(cond) || /%\s*[\w.()[\]]+\s*!=\s*0\s*$/.test(cond)) {
+        first = st.startIndex;
+        break;
+      }
+    }
+    memo.set(block.id, first);
   }
-  return false;
+  return first < child.startIndex;
 }
 
 /** A `for`/`while` loop strictly between `node` and its ancestor `stop`. */

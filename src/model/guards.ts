@@ -102,8 +102,51 @@ function opOf(node: Node): string {
   return node.childForFieldName('operator')?.text ?? node.children.filter((c) => !!c && !c.isNamed).map((c) => c!.text).join(' ');
 }
 
+/**
+ * Per model and question (facts, guess): memos of `truth` (by node id and depth), of `walk` (by the node a walk starts
+ * from: a walk from a node is its parent's step or else the walk from its parent) and of each block's first early
+ * exit. Every guard question of a file asks the same conditions and climbs the same ancestors: without them a node
+ * of a long flat module scanned every statement before it (quadratic in the module's length).
+ */
+interface GuardMemo {
+  truth: Map<number, Truth>;
+  walk: [Map<number, boolean>, Map<number, boolean>];
+  exits: Map<number, BlockExits>;
+}
+
+/** How far a block's statements have been checked for an early exit on a TPU host, and where the first one starts. */
+interface BlockExits {
+  /** namedChildren checked (all of them before `next` exit nowhere). */
+  next: number;
+  /** startIndex of the first statement that exits on TPU, or -1 (none found yet); `stopped`: a null child ends the scan. */
+  first: number;
+  stopped: boolean;
+}
+
+const guardMemos = new WeakMap<ProgramModel, Map<string, GuardMemo>>();
+
+function guardMemo(e: Eval): GuardMemo | null {
+  if (!e.model) return null;
+  let byQuestion = guardMemos.get(e.model);
+  if (!byQuestion) guardMemos.set(e.model, (byQuestion = new Map()));
+  const key = `${e.facts}|${e.guess}`;
+  let m = byQuestion.get(key);
+  if (!m) byQuestion.set(key, (m = { truth: new Map(), walk: [new Map(), new Map()], exits: new Map() }));
+  return m;
+}
+
 function truth(node: Node | null | undefined, e: Eval): Truth {
   if (!node || e.depth > 12) return null;
+  const m = guardMemo(e);
+  const key = node.id * 16 + e.depth;
+  const hit = m?.truth.get(key);
+  if (hit !== undefined) return hit;
+  const r = truthUncached(node, e);
+  m?.truth.set(key, r);
+  return r;
+}
+
+function truthUncached(node: Node, e: Eval): Truth {
   switch (node.type) {
     case 'parenthesized_expression':
       return truth(node.namedChildren[0], e);
@@ -327,46 +370,92 @@ export function cudaOnly(node: Node, model: ProgramModel | null = modelOfNode(no
 }
 
 function walk(node: Node, e: Eval, functions: boolean): boolean {
+  const memo = guardMemo(e)?.walk[functions ? 1 : 0];
+  const path: Node[] = [];
+  let r = false;
   for (let child: Node = node, p = node.parent; p; child = p, p = p.parent) {
-    switch (p.type) {
-      case 'function_definition':
-        return functions && e.facts === 'all' && !!e.model && calledOnlyUnderGuard(p, e.model);
-      case 'class_definition':
-      case 'lambda':
-        return false;
-      case 'if_statement':
-        if (child.id === p.childForFieldName('consequence')?.id && truth(p.childForFieldName('condition'), e) === false) return true;
-        break;
-      case 'elif_clause': {
-        if (child.id !== p.childForFieldName('consequence')?.id) break;
-        if (truth(p.childForFieldName('condition'), e) === false) return true;
-        if (p.parent && earlierConditions(p.parent, p).some((c) => truth(c, e) === true)) return true;
-        break;
+    const hit = memo?.get(child.id);
+    if (hit !== undefined) {
+      r = hit;
+      break;
+    }
+    path.push(child);
+    const s = step(p, child, e, functions);
+    if (s !== undefined) {
+      r = s;
+      break;
+    }
+  }
+  if (memo) for (const c of path) memo.set(c.id, r);
+  return r;
+}
+
+/** What `p` says of its child `child`: true (CUDA-only), false (the walk ends: not CUDA-only), undefined (ask p's parent). */
+function step(p: Node, child: Node, e: Eval, functions: boolean): boolean | undefined {
+  switch (p.type) {
+    case 'function_definition':
+      return functions && e.facts === 'all' && !!e.model && calledOnlyUnderGuard(p, e.model);
+    case 'class_definition':
+    case 'lambda':
+      return false;
+    case 'if_statement':
+      if (child.id === p.childForFieldName('consequence')?.id && truth(p.childForFieldName('condition'), e) === false) return true;
+      break;
+    case 'elif_clause': {
+      if (child.id !== p.childForFieldName('consequence')?.id) break;
+      if (truth(p.childForFieldName('condition'), e) === false) return true;
+      if (p.parent && earlierConditions(p.parent, p).some((c) => truth(c, e) === true)) return true;
+      break;
+    }
+    case 'else_clause':
+      if (p.parent?.type === 'if_statement' && earlierConditions(p.parent, p).some((c) => truth(c, e) === true)) return true;
+      break;
+    case 'conditional_expression': {
+      const [a, cond, b] = p.namedChildren;
+      if (cond && a && child.id === a.id && truth(cond, e) === false) return true;
+      if (cond && b && child.id === b.id && truth(cond, e) === true) return true;
+      break;
+    }
+    case 'boolean_operator': {
+      const l = p.childForFieldName('left');
+      if (l && child.id === p.childForFieldName('right')?.id) {
+        const t = truth(l, e);
+        if (opOf(p) === 'and' ? t === false : t === true) return true;
       }
-      case 'else_clause':
-        if (p.parent?.type === 'if_statement' && earlierConditions(p.parent, p).some((c) => truth(c, e) === true)) return true;
-        break;
-      case 'conditional_expression': {
-        const [a, cond, b] = p.namedChildren;
-        if (cond && a && child.id === a.id && truth(cond, e) === false) return true;
-        if (cond && b && child.id === b.id && truth(cond, e) === true) return true;
-        break;
-      }
-      case 'boolean_operator': {
-        const l = p.childForFieldName('left');
-        if (l && child.id === p.childForFieldName('right')?.id) {
-          const t = truth(l, e);
-          if (opOf(p) === 'and' ? t === false : t === true) return true;
-        }
-        break;
-      }
-      case 'block':
-      case 'module':
-        for (const s of p.namedChildren) {
-          if (!s || s.id === child.id || s.startIndex >= child.startIndex) break;
-          if (exitsOnTpu(s, e)) return true;
-        }
-        break;
+      break;
+    }
+    case 'block':
+    case 'module':
+      if (exitBefore(p, child, e)) return true;
+      break;
+  }
+  return undefined;
+}
+
+/**
+ * Some statement of `block` before `child` exits on a TPU host (`if not torch.cuda.is_available(): return`). The
+ * statements are checked once per block and question, in order, as far as the latest child asked about.
+ */
+function exitBefore(block: Node, child: Node, e: Eval): boolean {
+  const kids = block.namedChildren;
+  const memo = guardMemo(e)?.exits;
+  let x = memo?.get(block.id);
+  if (!x) {
+    x = { next: 0, first: -1, stopped: false };
+    memo?.set(block.id, x);
+  }
+  if (x.first >= 0) return x.first < child.startIndex;
+  for (; !x.stopped && x.next < kids.length; x.next++) {
+    const s = kids[x.next];
+    if (!s) {
+      x.stopped = true;
+      break;
+    }
+    if (s.id === child.id || s.startIndex >= child.startIndex) return false;
+    if (exitsOnTpu(s, e)) {
+      x.first = s.startIndex;
+      x.next++;
+      return true;
     }
   }
   return false;

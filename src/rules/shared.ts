@@ -3,6 +3,7 @@ import type { Node } from '../core/parse';
 import type { RuleContext } from '../core/rule';
 import type { Snippet } from '../core/idioms';
 import type { Resolved } from '../model/project';
+import { nearestAncestor } from '../core/semantics';
 
 /**
  * What the names of a `from m import a, b as c` statement resolve to in the project (a function, class or module
@@ -95,12 +96,16 @@ function stmtBinds(stmt: Node, name: string): boolean {
   return false;
 }
 
+const BOUND_STOPS: ReadonlySet<string> = new Set(['block', 'module', 'function_definition']);
+
 /**
  * Whether `name` is bound on every path from the start of `scope` (a function, or the module when null) to `node`:
  * some statement before it, in its block or an enclosing one up to the scope, always binds it.
  */
 function boundBefore(name: string, node: Node, scope: Node | null): boolean {
-  for (let child: Node = node, p = node.parent; p; child = p, p = p.parent) {
+  // only blocks, the module and functions (the scope is one) decide: the walk goes from one to the next
+  for (let hop = nearestAncestor(node, BOUND_STOPS); hop; hop = nearestAncestor(hop.ancestor, BOUND_STOPS)) {
+    const { ancestor: p, child } = hop;
     if ((p.type === 'block' || p.type === 'module') && firstBinding(p, name) < child.startIndex) return true;
     if (scope ? p.id === scope.id : p.type === 'module') return false;
     // a nested function is its own scope: for a module name, what counts is what the module bound before the def

@@ -1,6 +1,6 @@
 import { defineRule } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, methodName, receiver } from '../../core/semantics';
+import { callArgs, methodName, nearestAncestor, receiver } from '../../core/semantics';
 import { replaceRange } from '../../core/edits';
 import { deviceExprFor } from '../shared';
 
@@ -75,9 +75,10 @@ export default defineRule({
 
 /** `torch.load(f, map_location=lambda storage, loc: storage.cuda(gpu))`: TPU602 reports the CUDA map_location (one finding). */
 function inMapLocation(call: Node): boolean {
-  for (let p = call.parent; p; p = p.parent) {
-    if (p.type === 'lambda') return p.parent?.type === 'keyword_argument' && p.parent.childForFieldName('name')?.text === 'map_location';
-    if (p.type === 'function_definition' || p.type === 'block' || p.type === 'module') return false;
-  }
+  // the nearest of these ancestors decides (memoized: one walk per call was quadratic in a deep expression)
+  const p = nearestAncestor(call, MAP_LOCATION_STOPS)?.ancestor;
+  if (p?.type === 'lambda') return p.parent?.type === 'keyword_argument' && p.parent.childForFieldName('name')?.text === 'map_location';
   return false;
 }
+
+const MAP_LOCATION_STOPS: ReadonlySet<string> = new Set(['lambda', 'function_definition', 'block', 'module']);

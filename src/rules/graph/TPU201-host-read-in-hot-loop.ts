@@ -516,8 +516,20 @@ function targetNames(left: Node | null): string[] | null {
   return null;
 }
 
+/** bindersOf's answers per file index, scope and name: every read of a name in one scope asks the same (a module scope scanned the whole file each time). */
+const bindersMemo = new WeakMap<object, Map<string, Binder[] | null>>();
+
 /** Every statement of `scope` (nested defs excluded) that binds `name`. */
 function bindersOf(ctx: RuleContext, scope: Node, name: string): Binder[] | null {
+  let memo = bindersMemo.get(ctx.sema);
+  if (!memo) bindersMemo.set(ctx.sema, (memo = new Map()));
+  const key = `${scope.id}\0${name}`;
+  let r = memo.get(key);
+  if (r === undefined) memo.set(key, (r = bindersUncached(ctx, scope, name)));
+  return r;
+}
+
+function bindersUncached(ctx: RuleContext, scope: Node, name: string): Binder[] | null {
   const out: Binder[] = [];
   const own = (n: Node) => (ctx.sema.enclosingFunction(n)?.id ?? null) === (scope.type === 'function_definition' ? scope.id : null);
   for (const f of ctx.sema.within('for_statement', scope)) {
