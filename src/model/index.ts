@@ -974,6 +974,8 @@ export class ProgramModel {
     if (/^argparse\.ArgumentParser$/.test(callee)) return UNKNOWN;
     if (/^collections\.(defaultdict|Counter|OrderedDict)$/.test(callee)) return { kind: 'dict', origin: node, entries: new Map() };
     if (MODULE_CALLS.test(callee) || /\.from_pretrained$/.test(callee)) return { kind: 'module', origin: node };
+    // a file path (`os.path.join(out_dir, "checkpoint_{}".format(i))`): a string, never a tensor
+    if (/^os\.path\.(join|basename|dirname|abspath|realpath|normpath|expanduser|expandvars|relpath)$/.test(callee)) return str(node, []);
     if (/^os\.(environ\.get|getenv)$/.test(callee)) {
       const key = positional[0]?.type === 'string' ? stringContent(positional[0]) ?? '' : '';
       const def = positional[1] ?? kwValue(keywords.get('default'));

@@ -126,6 +126,9 @@ export default defineRule({
       // `if torch.min(y) < -1: print(torch.min(y))`: the condition already read that value (TPU202/TPU201 there)
       // (an explicit `.item()` there stays: it is a read of its own, as labelled on dino's `print(loss.item())`)
       if (!(site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '')) && readByGuard(site, hot.anchor)) return;
+      // `if batch_i < 3: plot_images(...)`: a read on the first few iterations only, not a per-step cost;
+      // a throttled read of what a whole evaluation run returned (`val_loss = validate(...)` then `val_loss.item()`)
+      if (firstIterationsOnly(ctx, site, hot) || evalRunResult(ctx, site, hot)) return;
       const via = hot.via?.[0];
       // a helper's read of its own parameter is reported where the callers pass a device tensor (reportHelperReads)
       if (via && paramReads(hot.anchor, ctx.sema).some((r) => isAncestorOrSelf(r.read, site) || isAncestorOrSelf(site, r.read))) return;
@@ -356,7 +359,7 @@ function reportHelperReads(ctx: RuleContext, seen: Set<number>): void {
         for (const p of positional) if (p.type === 'dictionary_splat' && p.namedChildren[0]) args.push(p.namedChildren[0]!);
       }
       for (const a of args) {
-        if (seen.has(a.id)) continue;
+        if (seen.has(a.id) || firstIterationsOnly(ctx, a, hot)) continue;
         const v = ctx.model.value(a);
         const device = (v.kind === 'tensor' && v.where === 'device' && !v.weak) || (v.kind === 'dict' && [...v.entries.values()].some((e) => e.kind === 'tensor' && e.where === 'device' && !e.weak));
         if (!device) continue;
@@ -598,4 +601,117 @@ function movesOtherElement(ctx: RuleContext, loop: Node, loopNames: string[], ch
     if (r?.type === 'identifier' && batch.has(r.text) && !chain.has(r.text)) return true;
   }
   return false;
+}
+
+/** The loop that `hot` anchors, or the loop (in the same function) that encloses `node` below it. */
+function anchorLoop(node: Node, hot: HotInfo): Node | null {
+  if (hot.anchor.type === 'for_statement' || hot.anchor.type === 'while_statement') return hot.anchor;
+  for (let p = node.parent; p && p.id !== hot.anchor.id; p = p.parent) {
+    if (p.type === 'for_statement' || p.type === 'while_statement') return p;
+    if (p.type === 'function_definition' || p.type === 'lambda') return null;
+  }
+  return null;
+}
+
+const FEW_ITERATIONS = 8;
+
+/**
+ * `if plots and batch_i < 3:` / `if i == 0:` in the loop, `batch_i` a counter of that loop (its `for` target, the
+ * index of `enumerate`): the body runs on the first few iterations only, so its host reads (plotting the first
+ * batches, printing the first step) are a one-off cost, not a per-step sync (yolov5 val.py's plot_images).
+ */
+function firstIterationsOnly(ctx: RuleContext, site: Node, hot: HotInfo): boolean {
+  const loop = anchorLoop(site, hot);
+  if (!loop || loop.type !== 'for_statement') return false;
+  const counters = new Set<string>();
+  const collect = (n: Node | null) => {
+    if (!n) return;
+    if (n.type === 'identifier') counters.add(n.text);
+    else if (/pattern_list|tuple_pattern/.test(n.type) && n.namedChildren[0]) collect(n.namedChildren[0]); // `for i, batch in enumerate(...)`
+  };
+  const right = loop.childForFieldName('right');
+  const iterFn = right?.type === 'call' ? right.childForFieldName('function')?.text : null;
+  if (iterFn === 'enumerate' || iterFn === 'range') collect(loop.childForFieldName('left'));
+  if (!counters.size) return false;
+  const early = (c: Node | null): boolean => {
+    if (!c) return false;
+    if (c.type === 'parenthesized_expression') return early(c.namedChildren[0]);
+    // `a and i < 3`: the conjunction holds on the first iterations at most
+    if (c.type === 'boolean_operator') return c.children.some((x) => x?.type === 'and') && c.namedChildren.some((x) => early(x));
+    if (c.type === 'not_operator') {
+      const arg = c.childForFieldName('argument');
+      return arg?.type === 'identifier' && counters.has(arg.text);
+    }
+    if (c.type !== 'comparison_operator' || c.namedChildren.length !== 2) return false;
+    const [l, r] = c.namedChildren as [Node, Node];
+    const op = c.children.find((x) => x && !x.isNamed)?.type;
+    const small = (n: Node) => n.type === 'integer' && Number(n.text) <= FEW_ITERATIONS;
+    if (l.type === 'identifier' && counters.has(l.text) && small(r)) return op === '<' || op === '<=' || op === '==';
+    if (r.type === 'identifier' && counters.has(r.text) && small(l)) return op === '>' || op === '>=' || op === '==';
+    return false;
+  };
+  for (let p = site.parent, child: Node = site; p && p.id !== loop.id; child = p, p = p.parent) {
+    if (p.type !== 'if_statement') continue;
+    const cond = p.childForFieldName('condition');
+    // the consequence only (an `else`/`elif` runs on the other iterations)
+    if (cond && child.id === p.childForFieldName('consequence')?.id && early(cond)) return true;
+  }
+  return false;
+}
+
+/** The identifier an expression reads (`val_loss` of `val_loss.item()`, `f(val_loss)`'s argument is not it). */
+function baseIdentifier(n: Node | null): Node | null {
+  for (let k = 0; n && k < 6; k++) {
+    if (n.type === 'identifier') return n;
+    if (n.type === 'call' && methodName(n)) n = receiver(n);
+    else if (n.type === 'call' && n.childForFieldName('function')?.type === 'identifier' && callArgs(n).positional.length === 1) n = callArgs(n).positional[0];
+    else if (n.type === 'attribute') n = n.childForFieldName('object');
+    else if (n.type === 'subscript') n = n.childForFieldName('value');
+    else if (n.type === 'parenthesized_expression') n = n.namedChildren[0];
+    else return null;
+  }
+  return null;
+}
+
+/** A function (same file, or another project module's) whose body runs a loop of its own: an evaluation run. */
+function runsLoop(ctx: RuleContext, call: Node): boolean {
+  const defs = ctx.sema.calledFunctions(call);
+  if (defs.some((d) => ctx.sema.within('for_statement', d).length > 0 || ctx.sema.within('while_statement', d).length > 0)) return true;
+  const t = ctx.project?.resolveCall(call, ctx.sema, ctx.path);
+  if (t && (t.kind === 'function' || t.kind === 'method')) {
+    const sema = t.module.sema;
+    return sema.within('for_statement', t.def).length > 0 || sema.within('while_statement', t.def).length > 0;
+  }
+  return false;
+}
+
+/**
+ * Under a throttle guard, the value read was returned by a call, in that same guarded block, to a function that runs a
+ * loop of its own (`val_loss = validate(model, val_loader)` every `eval_interval` steps, then `val_loss.item()` to
+ * log it): the evaluation already ran its graphs; reading its result once per evaluation is the report itself
+ * (TinyLlama, lit-gpt pretrain). Rebindings from the value itself (`val_loss = val_loss.item()`) keep it.
+ */
+function evalRunResult(ctx: RuleContext, site: Node, hot: HotInfo): boolean {
+  if (!hot.throttled) return false;
+  const id = baseIdentifier(site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '') ? receiver(site) : site);
+  if (!id) return false;
+  // the innermost throttle `if` around the site
+  let block: Node | null = null;
+  for (let p = site.parent; p && p.id !== hot.anchor.id; p = p.parent) {
+    if (p.type === 'if_statement' && ctx.sema.isThrottleCondition(p)) {
+      block = p;
+      break;
+    }
+  }
+  if (!block) return false;
+  const scope = ctx.sema.enclosingFunction(site);
+  const rhs = ctx.sema.bindings(id.text).filter((r) => (ctx.sema.enclosingFunction(r)?.id ?? null) === (scope?.id ?? null) && r.startIndex < site.startIndex);
+  const inBlock = rhs.filter((r) => r.startIndex >= block!.startIndex && r.endIndex <= block!.endIndex);
+  if (!inBlock.length) return false;
+  let run = false;
+  for (const r of inBlock) {
+    if (r.type === 'call' && runsLoop(ctx, r)) run = true;
+    else if (baseIdentifier(r)?.text !== id.text) return false;
+  }
+  return run;
 }
