@@ -38,6 +38,22 @@ function isCompiledOrLoaderStep(ctx: RuleContext, call: Node, compiled: Set<stri
 }
 
 /** Statements directly in `body` (through `with` blocks only): their order is the iteration's order. */
+/**
+ * `R.step()` on the receiver of the iteration's `R.backward(loss)`: an engine that owns the optimizer and runs its
+ * step (DeepSpeed's `model_engine.backward(loss)` then `model_engine.step()`, cifar10_deepspeed, DeepSpeed-Chat);
+ * the loop is a training loop like one calling `optimizer.step()` directly.
+ */
+function engineStep(direct: Node[], all: Node[]): Node | undefined {
+  const backs = new Set<string>();
+  for (const c of all) {
+    if (methodName(c) !== 'backward' || !callArgs(c).positional.length) continue;
+    const r = c.childForFieldName('function')?.childForFieldName('object');
+    if (r && (r.type === 'identifier' || r.type === 'attribute')) backs.add(r.text);
+  }
+  if (!backs.size) return undefined;
+  return direct.find((c) => methodName(c) === 'step' && backs.has(c.childForFieldName('function')?.childForFieldName('object')?.text ?? '\0'));
+}
+
 function straightLine(stmt: Node, body: Node): boolean {
   for (let p = stmt.parent; p && p.id !== body.id; p = p.parent) {
     if (p.type !== 'block' && p.type !== 'with_statement') return false;
@@ -127,7 +143,9 @@ export default defineRule({
       // project scope: the backward and the optimizer step may live in a helper of another module (a loss scaler's
       // `__call__`, a trainer's `run_step`): the loop is a training loop when it reaches them there
       let helper: HelperHit | null = null;
-      if (!direct.some((c) => isOptimizerStep(ctx, c))) {
+      // a training engine that owns the optimizer (DeepSpeed's `engine.backward(loss); engine.step()`)
+      const engine = direct.some((c) => isOptimizerStep(ctx, c)) ? undefined : engineStep(direct, all);
+      if (!engine && !direct.some((c) => isOptimizerStep(ctx, c))) {
         if (!ctx.project || !(helper = reachesInHelpers(ctx.project, ctx.path, direct, (s, c) => methodName(c) === 'step' && s.isTrainSignal(c)))) continue;
       }
       if (!all.some((c) => isBackward(c))) {
@@ -174,6 +192,8 @@ export default defineRule({
       const related = helper ? { related: [{ start: helper.node.startIndex, end: helper.node.endIndex, path: helper.path, message: `the step in \`${helperName(helper)}\`` }] } : {};
       const what = usesOptStep
         ? '`optimizer_step` without `barrier=True` does not sync, and this loop has no other step barrier'
+        : engine
+          ? `Training loop has no step barrier (\`${engine.text}\` runs the engine's optimizer step)`
         : helper
           ? `Training loop has no step barrier (its backward/optimizer step run in \`${helperName(helper)}\`, ${helper.path.split('/').pop()}:${helper.sema.text.slice(0, helper.node.startIndex).split('\n').length})`
           : 'Training loop has no step barrier';
