@@ -3,12 +3,13 @@ import type { Node } from '../../core/parse';
 import { callArgs, enclosingStatement, methodName } from '../../core/semantics';
 import { deleteStatement, insertLineAfter, insertLineBefore, replace } from '../../core/edits';
 import {
-  compiledStepNames, endOfBodyEdit, frameworkBackward, insideNestedLoop, isBackward, isBarrierCall, isOptimizerStep, isStepContext,
+  compiledStepNames, endOfBodyEdit, short, frameworkBackward, insideNestedLoop, isBackward, isBarrierCall, isOptimizerStep, isStepContext,
   iteratesBarrierLoader, reachableCalls, tensorish,
 } from './util';
 import { cudaGuardedPlacement, handMovedLoaders, xlaWrap } from '../data/util';
 import { reportGenerationBarrier } from './generation-report';
-import { reachesInHelpers, type HelperHit } from '../../model/hotAcross';
+import { hotFacts, reachesInHelpers, resolveCallee, type HelperHit } from '../../model/hotAcross';
+import type { Resolved } from '../../model/project';
 
 
 function helperName(h: HelperHit): string {
@@ -247,6 +248,7 @@ export default defineRule({
         fix: sync ? barrierFix(ctx, loop, body, sync.text, sync.imports, sync.needsAccel) : null,
       });
     }
+    reportStepInCalledHelper(ctx, sync);
     reportGenerationBarrier(ctx); // sampling loops outside training (info)
   },
 });
@@ -295,4 +297,63 @@ function barrierFix(ctx: RuleContext, loop: Node, body: Node, text: string, impo
   const edit = endOfBodyEdit(ctx, loop, last, body, text);
   if (!edit) return null;
   return { title: `Add \`${text}\` at the end of the training iteration`, edits: [edit], imports, needsAccel };
+}
+
+/**
+ * The step of another module's method, run once per call (its backward and optimizer step not in a loop of its own),
+ * found in `def`: `TD3.train(replay_buffer)` computes the losses, calls `backward()` and `critic_optimizer.step()`.
+ */
+function helperStep(def: Resolved): Node | null {
+  const sema = def.module.sema;
+  const own = sema.within('call', def.def).filter((c) => sema.enclosingFunction(c)?.id === def.def.id && !insideNestedLoop(c, def.def));
+  if (!own.some((c) => isBackward(c))) return null;
+  if (own.some((c) => /(^|\.)(mark_step|sync|optimizer_step)$/.test(sema.callee(c) ?? '') && /torch_xla/.test(sema.callee(c) ?? ''))) return null;
+  return own.find((c) => methodName(c) === 'step' && sema.isTrainSignal(c)) ?? null;
+}
+
+/**
+ * Project scope: a loop that is no hot loop of this file (no loader, no backward of its own) but calls, once per
+ * iteration, another module's method that runs a whole training step (an RL loop's `policy.train(replay_buffer)`
+ * between environment steps, TD3 main.py): the iteration is a training step with no barrier.
+ */
+function reportStepInCalledHelper(ctx: RuleContext, sync: ReturnType<RuleContext['idiom']['sync']>): void {
+  const project = ctx.project;
+  const facts = hotFacts(project);
+  const m = project?.module(ctx.path);
+  if (!project || !facts || !m) return;
+  const hotIds = new Set(ctx.sema.hotLoops().map((h) => h.anchor.id));
+  const compiled = compiledStepNames(ctx);
+  for (const loop of [...ctx.sema.nodes('for_statement'), ...ctx.sema.nodes('while_statement')]) {
+    if (hotIds.has(loop.id) || ctx.sema.hot(loop)) continue;
+    const body = loop.childForFieldName('body');
+    if (!body) continue;
+    const direct = reachableCalls(ctx, body, 1, true);
+    let hit: { call: Node; def: Resolved; step: Node } | null = null;
+    for (const c of direct) {
+      const fn = c.childForFieldName('function');
+      if (fn?.type !== 'attribute' && fn?.type !== 'identifier') continue;
+      const def = resolveCallee(project, facts, m, c, 2);
+      if (!def || def.path === m.path) continue;
+      const step = helperStep(def);
+      if (step) {
+        hit = { call: c, def, step };
+        break;
+      }
+    }
+    if (!hit) continue;
+    const all = reachableCalls(ctx, body, 2, false);
+    if (iteratesBarrierLoader(ctx, loop) || all.some((c) => isBarrierCall(ctx, c) || isCompiledOrLoaderStep(ctx, c, compiled))) continue;
+    if (ctx.sema.within('with_statement', body).some((w) => isStepContext(ctx, w))) continue;
+    const sema = hit.def.module.sema;
+    const cls = hit.def.kind === 'method' ? sema.enclosingClass(hit.def.def)?.childForFieldName('name')?.text : undefined;
+    const name = `${cls ? `${cls}.` : ''}${hit.def.def.childForFieldName('name')?.text ?? 'helper'}`;
+    const line = sema.text.slice(0, hit.step.startIndex).split('\n').length;
+    const what = `Loop runs a training step every iteration through \`${short(hit.call.text, 40)}\` (backward and \`${short(hit.step.text, 30)}\` in \`${name}\`, ${hit.def.path.split('/').pop()}:${line}) with no step barrier`;
+    const header = { start: loop.startIndex, end: headerEnd(loop) };
+    const related = { related: [{ start: hit.step.startIndex, end: hit.step.endIndex, path: hit.def.path, message: `the optimizer step in \`${name}\`` }] };
+    const message = sync
+      ? `${what}: the lazily traced graph grows across iterations; end each iteration with \`${sync.text}\``
+      : `${what}: check how the torchtpu step is compiled; no known barrier API`;
+    ctx.report(header, { message, ...related, fix: sync && !loop.hasError ? barrierFix(ctx, loop, body, sync.text, sync.imports, sync.needsAccel) : null });
+  }
 }
