@@ -39,6 +39,8 @@ function isReportCall(ctx: RuleContext, call: Node): boolean {
   const recv = receiver(call)?.text ?? '';
   if (/^(debug|info|warning|warn|error|critical|log)$/.test(meth) && /log|wandb|run|experiment|tracker|accelerator/i.test(recv)) return true;
   if (/^(add_scalar|add_scalars|log_metrics|log_metric|set_postfix|set_description|write)$/.test(meth)) return true;
+  // a metric of `evaluate`/`datasets` converts what it is given to NumPy/lists: `metric.add_batch(predictions=preds, references=refs)`
+  if (/^(add_batch|add)$/.test(meth) && /metric/i.test(recv) && callArgs(call).keywords.has('predictions')) return true;
   return meth === 'print' && /accelerator|fabric|xm/.test(recv);
 }
 
