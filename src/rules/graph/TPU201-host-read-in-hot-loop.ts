@@ -677,7 +677,13 @@ function baseIdentifier(n: Node | null): Node | null {
 
 /** A function (same file, or another project module's) whose body runs a loop of its own: an evaluation run. */
 function runsLoop(ctx: RuleContext, call: Node): boolean {
-  const defs = ctx.sema.calledFunctions(call);
+  const defs = [...ctx.sema.calledFunctions(call)];
+  // `raw_model.generate(x, n)` on a model of this file: the method of that name of a class here
+  const meth = methodName(call);
+  const recv = receiver(call);
+  if (meth && recv && ctx.model.value(recv).kind === 'module') {
+    defs.push(...ctx.sema.nodes('function_definition').filter((d) => d.childForFieldName('name')?.text === meth && ctx.sema.enclosingClass(d)));
+  }
   if (defs.some((d) => ctx.sema.within('for_statement', d).length > 0 || ctx.sema.within('while_statement', d).length > 0)) return true;
   const t = ctx.project?.resolveCall(call, ctx.sema, ctx.path);
   if (t && (t.kind === 'function' || t.kind === 'method')) {
