@@ -4,6 +4,7 @@ import type { HotInfo } from '../../core/semantics';
 import { callArgs, enclosingStatement, kwValue, methodName, receiver } from '../../core/semantics';
 import { argumentAt, hotCallTarget, paramName } from '../../model/hotAcross';
 import { replace } from '../../core/edits';
+import { cudaOnly } from '../../model/guards';
 import { hostValue, hotAt, severityIn, short, tensorish } from './util';
 import { reportGenerationReads } from './generation-report';
 
@@ -131,6 +132,8 @@ export default defineRule({
       // `if batch_i < 3: plot_images(...)`: a read on the first few iterations only, not a per-step cost;
       // a throttled read of what a whole evaluation run returned (`val_loss = validate(...)` then `val_loss.item()`)
       if (firstIterationsOnly(ctx, site, hot) || evalRunResult(ctx, site, hot)) return;
+      // after `if not torch.cuda.is_available(): return`, in an `if torch.cuda.is_available():` arm: never runs on a TPU host
+      if (cudaOnly(site, ctx.model)) return;
       const via = hot.via?.[0];
       // a helper's read of its own parameter is reported where the callers pass a device tensor (reportHelperReads)
       if (via && paramReads(hot.anchor, ctx.sema).some((r) => isAncestorOrSelf(r.read, site) || isAncestorOrSelf(site, r.read))) return;
