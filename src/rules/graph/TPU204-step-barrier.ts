@@ -78,7 +78,8 @@ export default defineRule({
   docs: {
     what:
       'Sampling loops outside training (a loop that calls a model and carries a fixed-shape tensor to the next step: DDPM/DDIM/diffusers denoising) with no barrier, no per-step host read and more than 16 steps (info; the same end-of-step sync fix). ' +
-      'Checks training loops (a `for`/`while` whose iteration runs `backward` and an optimizer step, directly or through two levels of same-file calls; with project scope also a loop over a loader whose backward and step run in another module\'s helper, e.g. a loss scaler\'s `__call__`) ' +
+      'Checks training loops (a `for`/`while` whose iteration runs `backward` and an optimizer step, directly or through two levels of same-file calls; with project scope also a loop over a loader whose backward and step run in another module\'s helper, e.g. a loss scaler\'s `__call__`; a training engine that owns the optimizer, `engine.backward(loss)` then `engine.step()` as with DeepSpeed; ' +
+      'and a loop with no loader or backward of its own that calls, each iteration, another module\'s method running a whole step, e.g. an RL loop\'s `policy.train(replay_buffer)`) ' +
       'that contain no step barrier: `torch_xla.sync()`, `xm.mark_step()`, `xm.optimizer_step(opt, barrier=True)`, iteration over `pl.MpDeviceLoader` ' +
       'or `ParallelLoader(...).per_device_loader(...)`, a call to a `torch_xla.compile`-wrapped step, or `with torch_xla.step():` / `with torch_xla.compile():`. ' +
       'Loops driven by Accelerate or Lightning Fabric (`accelerator.backward(loss)`, `fabric.backward(loss)`) count as having a barrier. ' +
