@@ -127,6 +127,7 @@ export default defineRule({
   },
   check(ctx) {
     const seen = new Set<number>();
+    const throttledBlocks = new Set<number>();
     const report = (site: Node, hot: HotInfo, what: string) => {
       if (seen.has(site.id)) return;
       seen.add(site.id);
@@ -138,6 +139,12 @@ export default defineRule({
       if (firstIterationsOnly(ctx, site, hot) || evalRunResult(ctx, site, hot)) return;
       // after `if not torch.cuda.is_available(): return`, in an `if torch.cuda.is_available():` arm: never runs on a TPU host
       if (cudaOnly(site, ctx.model)) return;
+      // one finding per throttled logging block (`if step % k == 0:` and its nine `.item()`s): the first read carries it
+      const block = hot.throttled ? throttleBlock(ctx, site, hot) : null;
+      if (block) {
+        if (throttledBlocks.has(block.id)) return;
+        throttledBlocks.add(block.id);
+      }
       const via = hot.via?.[0];
       // a helper's read of its own parameter is reported where the callers pass a device tensor (reportHelperReads)
       if (via && paramReads(hot.anchor, ctx.sema).some((r) => isAncestorOrSelf(r.read, site) || isAncestorOrSelf(site, r.read))) return;
@@ -710,14 +717,7 @@ function evalRunResult(ctx: RuleContext, site: Node, hot: HotInfo): boolean {
   if (!hot.throttled) return false;
   const id = baseIdentifier(site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '') ? receiver(site) : site);
   if (!id) return false;
-  // the innermost throttle `if` around the site
-  let block: Node | null = null;
-  for (let p = site.parent; p && p.id !== hot.anchor.id; p = p.parent) {
-    if (p.type === 'if_statement' && ctx.sema.isThrottleCondition(p)) {
-      block = p;
-      break;
-    }
-  }
+  const block = throttleBlock(ctx, site, hot);
   if (!block) return false;
   const scope = ctx.sema.enclosingFunction(site);
   const rhs = ctx.sema.bindings(id.text).filter((r) => (ctx.sema.enclosingFunction(r)?.id ?? null) === (scope?.id ?? null) && r.startIndex < site.startIndex);
@@ -729,4 +729,12 @@ function evalRunResult(ctx: RuleContext, site: Node, hot: HotInfo): boolean {
     else if (baseIdentifier(r)?.text !== id.text) return false;
   }
   return run;
+}
+
+/** The innermost throttle `if` (`if step % k == 0:`) between `site` and its hot anchor. */
+function throttleBlock(ctx: RuleContext, site: Node, hot: HotInfo): Node | null {
+  for (let p = site.parent; p && p.id !== hot.anchor.id; p = p.parent) {
+    if (p.type === 'if_statement' && ctx.sema.isThrottleCondition(p)) return p;
+  }
+  return null;
 }
