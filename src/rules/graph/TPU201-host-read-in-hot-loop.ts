@@ -140,8 +140,9 @@ export default defineRule({
       // after `if not torch.cuda.is_available(): return`, in an `if torch.cuda.is_available():` arm: never runs on a TPU host
       if (cudaOnly(site, ctx.model)) return;
       // one finding per throttled logging block (`if step % k == 0:` and its nine `.item()`s): the first read carries it
+      // (a step-modulo guard only: `if RANK in {-1, 0}:` also counts as a throttle, but its reads run every step)
       const block = hot.throttled ? throttleBlock(ctx, site, hot) : null;
-      if (block) {
+      if (block && /%/.test(block.childForFieldName('condition')?.text ?? '')) {
         if (throttledBlocks.has(block.id)) return;
         throttledBlocks.add(block.id);
       }
@@ -205,12 +206,17 @@ export default defineRule({
       if (isReportCall(ctx, call)) {
         const { positional, keywords } = callArgs(call);
         const values: Node[] = [...positional, ...[...keywords.values()].map((k) => k.childForFieldName('value')!).filter(Boolean)];
+        // one finding per call (`metric.add_batch(predictions=p, references=r)` copies both at once)
+        let reported = false;
         for (const v of values) {
           const items = v.type === 'dictionary' ? v.namedChildren.filter((p) => p?.type === 'pair').map((p) => p!.childForFieldName('value')!) : [v];
           for (const item of items) {
-            if (!item || item.type === 'string' || chainHasRead(item) || !tensorish(ctx, item, false)) continue;
+            if (reported || !item || item.type === 'string' || chainHasRead(item) || !tensorish(ctx, item, false)) continue;
             const hot = hotAt(ctx, item);
-            if (hot) report(item, hot, `Passing tensor \`${short(item.text, 30)}\` to \`${short(fnNode?.text ?? 'print', 30)}\``);
+            if (hot) {
+              report(item, hot, `Passing tensor \`${short(item.text, 30)}\` to \`${short(fnNode?.text ?? 'print', 30)}\``);
+              reported = true;
+            }
           }
         }
         continue;
