@@ -140,9 +140,10 @@ export default defineRule({
       // after `if not torch.cuda.is_available(): return`, in an `if torch.cuda.is_available():` arm: never runs on a TPU host
       if (cudaOnly(site, ctx.model)) return;
       // one finding per throttled logging block (`if step % k == 0:` and its nine `.item()`s): the first read carries it
-      // (a step-modulo guard only: `if RANK in {-1, 0}:` also counts as a throttle, but its reads run every step)
+      // (not a membership test alone: `if RANK in {-1, 0}:` also counts as a throttle, but its reads run every step)
       const block = hot.throttled ? throttleBlock(ctx, site, hot) : null;
-      if (block && /%/.test(block.childForFieldName('condition')?.text ?? '')) {
+      const condText = block?.childForFieldName('condition')?.text ?? '';
+      if (block && (/%/.test(condText) || !/\bin\s+[{[(]/.test(condText))) {
         if (throttledBlocks.has(block.id)) return;
         throttledBlocks.add(block.id);
       }
