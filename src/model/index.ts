@@ -19,7 +19,7 @@ import type { Semantics } from '../core/semantics';
 import { callArgs, calleeText, isFString, kwValue, methodName, receiver, stringContent } from '../core/semantics';
 import {
   DTYPE_ALIASES, UNKNOWN, bool, deviceKinds, deviceOf, deviceOfString, deviceTensor, hostTensor, isDeviceTensor, isHostValue, join, none, num, seq, str,
-  type DeviceKind, type Value,
+  type DeviceKind, type TensorValue, type Value,
 } from './values';
 
 export * from './values';
@@ -943,10 +943,28 @@ export class ProgramModel {
     if (meth) {
       const r = this.methodCall(node, meth, receiver(node)!);
       if (r) return r;
+      // Accelerate / Fabric collectives return what they were given, gathered across processes (on the device):
+      // `predictions, references = accelerator.gather_for_metrics((predictions, batch["labels"]))`
+      const first = callArgs(node).positional[0];
+      if (first && (/^(gather_for_metrics|pad_across_processes)$/.test(meth) || (/^(gather|reduce|all_gather|all_reduce)$/.test(meth) && /accelerator|fabric/i.test(receiver(node)?.text ?? '')))) {
+        const v = this.value(first);
+        if (v.kind === 'tensor' || v.kind === 'seq' || v.kind === 'dict') return { ...v, origin: node } as Value;
+      }
     }
     // a module's output is a tensor or a tuple/dict of them (`logits, loss = model(x, y)`): a bundle
     const f = this.value(fnNode);
     if (f.kind === 'module') return deviceTensor(node, 'unknown', { batch: true });
+    // a submodule of a model called on a device tensor (`model.visual_encoder(image)`, BLIP): its output, on that device
+    if (fnNode.type === 'attribute') {
+      const owner = fnNode.childForFieldName('object');
+      if (owner && this.value(owner).kind === 'module') {
+        const arg = callArgs(node).positional.find((a) => isDeviceTensor(this.value(a), true));
+        if (arg) {
+          const a = this.value(arg) as TensorValue;
+          return deviceTensor(node, a.device, { batch: true });
+        }
+      }
+    }
     // `self(x)` inside an nn.Module: its forward
     if (fnNode.type === 'identifier' && fnNode.text === 'self') {
       const cls = this.sema.enclosingClass(node);
@@ -974,6 +992,8 @@ export class ProgramModel {
     if (/^argparse\.ArgumentParser$/.test(callee)) return UNKNOWN;
     if (/^collections\.(defaultdict|Counter|OrderedDict)$/.test(callee)) return { kind: 'dict', origin: node, entries: new Map() };
     if (MODULE_CALLS.test(callee) || /\.from_pretrained$/.test(callee)) return { kind: 'module', origin: node };
+    // a file path (`os.path.join(out_dir, "checkpoint_{}".format(i))`): a string, never a tensor
+    if (/^os\.path\.(join|basename|dirname|abspath|realpath|normpath|expanduser|expandvars|relpath)$/.test(callee)) return str(node, []);
     if (/^os\.(environ\.get|getenv)$/.test(callee)) {
       const key = positional[0]?.type === 'string' ? stringContent(positional[0]) ?? '' : '';
       const def = positional[1] ?? kwValue(keywords.get('default'));

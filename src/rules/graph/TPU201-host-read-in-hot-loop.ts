@@ -4,6 +4,7 @@ import type { HotInfo } from '../../core/semantics';
 import { callArgs, enclosingStatement, kwValue, methodName, receiver } from '../../core/semantics';
 import { argumentAt, hotCallTarget, paramName } from '../../model/hotAcross';
 import { replace } from '../../core/edits';
+import { cudaOnly } from '../../model/guards';
 import { hostValue, hotAt, severityIn, short, tensorish } from './util';
 import { reportGenerationReads } from './generation-report';
 
@@ -39,6 +40,8 @@ function isReportCall(ctx: RuleContext, call: Node): boolean {
   const recv = receiver(call)?.text ?? '';
   if (/^(debug|info|warning|warn|error|critical|log)$/.test(meth) && /log|wandb|run|experiment|tracker|accelerator/i.test(recv)) return true;
   if (/^(add_scalar|add_scalars|log_metrics|log_metric|set_postfix|set_description|write)$/.test(meth)) return true;
+  // a metric of `evaluate`/`datasets` converts what it is given to NumPy/lists: `metric.add_batch(predictions=preds, references=refs)`
+  if (/^(add_batch|add)$/.test(meth) && /metric/i.test(recv) && callArgs(call).keywords.has('predictions')) return true;
   return meth === 'print' && /accelerator|fabric|xm/.test(recv);
 }
 
@@ -94,7 +97,11 @@ export default defineRule({
       '`.numpy()` of a tensor on the accelerator is an error: it raises. ' +
       'Whether a value is a device tensor or host data comes from the program model (src/model): a CPU tensor built from numbers, a Python float a helper returns, `int()` of a `.cpu()` copy, a step counter and `time.time()` are host values and not flagged. ' +
       'Static metadata (`.shape`, `.size()`, `.dtype`, `.device`, `len(t)`) and values handed to `xm.add_step_closure` are not flagged; ' +
-      'neither is code outside the loop (end of epoch, after training). With project scope a helper of another module that a hot loop calls is hot too: its own device reads are reported in the helper (naming the calling line), and a device tensor passed to a helper that reads that argument on the host (`logger.update(acc=acc)` where `update` calls `.item()` on each value) is reported at the call. Under a throttle guard (`if step % k == 0`) or in an eval loop the finding is info.',
+      'neither is code outside the loop (end of epoch, after training). With project scope a helper of another module that a hot loop calls is hot too: its own device reads are reported in the helper (naming the calling line), and a device tensor passed to a helper that reads that argument on the host (`logger.update(acc=acc)` where `update` calls `.item()` on each value) is reported at the call. Under a throttle guard (`if step % k == 0`) or in an eval loop the finding is info. ' +
+      'Not flagged: reads on the first few iterations only (`if batch_i < 3:` / `if i == 0:` on the loop\'s counter, e.g. plotting the first batches), ' +
+      'a throttled read of what a whole evaluation or generation run returned in the same guarded block (`val_loss = validate(model, val_loader)` then `val_loss.item()`), ' +
+      'and reads that run only with CUDA present (after `if not torch.cuda.is_available(): return`). ' +
+      'Accelerate\'s `gather_for_metrics` keeps its argument\'s values, and `metric.add_batch(predictions=...)` of device tensors is a host copy.',
     why:
       'torch_xla traces operations lazily and runs the graph at the step barrier. Reading a value before that forces an extra execution of the partial graph ' +
       'and a device-to-host copy: "The `item()` operation explicitly asks to evaluate the result. Don\'t use it unless it\'s necessary" (TS:309-313). ' +
@@ -120,12 +127,26 @@ export default defineRule({
   },
   check(ctx) {
     const seen = new Set<number>();
+    const throttledBlocks = new Set<number>();
     const report = (site: Node, hot: HotInfo, what: string) => {
       if (seen.has(site.id)) return;
       seen.add(site.id);
       // `if torch.min(y) < -1: print(torch.min(y))`: the condition already read that value (TPU202/TPU201 there)
       // (an explicit `.item()` there stays: it is a read of its own, as labelled on dino's `print(loss.item())`)
       if (!(site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '')) && readByGuard(site, hot.anchor)) return;
+      // `if batch_i < 3: plot_images(...)`: a read on the first few iterations only, not a per-step cost;
+      // a throttled read of what a whole evaluation run returned (`val_loss = validate(...)` then `val_loss.item()`)
+      if (firstIterationsOnly(ctx, site, hot) || evalRunResult(ctx, site, hot)) return;
+      // after `if not torch.cuda.is_available(): return`, in an `if torch.cuda.is_available():` arm: never runs on a TPU host
+      if (cudaOnly(site, ctx.model)) return;
+      // one finding per throttled logging block (`if step % k == 0:` and its nine `.item()`s): the first read carries it
+      // (not a membership test alone: `if RANK in {-1, 0}:` also counts as a throttle, but its reads run every step)
+      const block = hot.throttled ? throttleBlock(ctx, site, hot) : null;
+      const condText = block?.childForFieldName('condition')?.text ?? '';
+      if (block && (/%/.test(condText) || !/\bin\s+[{[(]/.test(condText))) {
+        if (throttledBlocks.has(block.id)) return;
+        throttledBlocks.add(block.id);
+      }
       const via = hot.via?.[0];
       // a helper's read of its own parameter is reported where the callers pass a device tensor (reportHelperReads)
       if (via && paramReads(hot.anchor, ctx.sema).some((r) => isAncestorOrSelf(r.read, site) || isAncestorOrSelf(site, r.read))) return;
@@ -186,12 +207,17 @@ export default defineRule({
       if (isReportCall(ctx, call)) {
         const { positional, keywords } = callArgs(call);
         const values: Node[] = [...positional, ...[...keywords.values()].map((k) => k.childForFieldName('value')!).filter(Boolean)];
+        // one finding per call (`metric.add_batch(predictions=p, references=r)` copies both at once)
+        let reported = false;
         for (const v of values) {
           const items = v.type === 'dictionary' ? v.namedChildren.filter((p) => p?.type === 'pair').map((p) => p!.childForFieldName('value')!) : [v];
           for (const item of items) {
-            if (!item || item.type === 'string' || chainHasRead(item) || !tensorish(ctx, item, false)) continue;
+            if (reported || !item || item.type === 'string' || chainHasRead(item) || !tensorish(ctx, item, false)) continue;
             const hot = hotAt(ctx, item);
-            if (hot) report(item, hot, `Passing tensor \`${short(item.text, 30)}\` to \`${short(fnNode?.text ?? 'print', 30)}\``);
+            if (hot) {
+              report(item, hot, `Passing tensor \`${short(item.text, 30)}\` to \`${short(fnNode?.text ?? 'print', 30)}\``);
+              reported = true;
+            }
           }
         }
         continue;
@@ -356,7 +382,7 @@ function reportHelperReads(ctx: RuleContext, seen: Set<number>): void {
         for (const p of positional) if (p.type === 'dictionary_splat' && p.namedChildren[0]) args.push(p.namedChildren[0]!);
       }
       for (const a of args) {
-        if (seen.has(a.id)) continue;
+        if (seen.has(a.id) || firstIterationsOnly(ctx, a, hot)) continue;
         const v = ctx.model.value(a);
         const device = (v.kind === 'tensor' && v.where === 'device' && !v.weak) || (v.kind === 'dict' && [...v.entries.values()].some((e) => e.kind === 'tensor' && e.where === 'device' && !e.weak));
         if (!device) continue;
@@ -610,4 +636,124 @@ function movesOtherElement(ctx: RuleContext, loop: Node, loopNames: string[], ch
     if (r?.type === 'identifier' && batch.has(r.text) && !chain.has(r.text)) return true;
   }
   return false;
+}
+
+/** The loop that `hot` anchors, or the loop (in the same function) that encloses `node` below it. */
+function anchorLoop(node: Node, hot: HotInfo): Node | null {
+  if (hot.anchor.type === 'for_statement' || hot.anchor.type === 'while_statement') return hot.anchor;
+  for (let p = node.parent; p && p.id !== hot.anchor.id; p = p.parent) {
+    if (p.type === 'for_statement' || p.type === 'while_statement') return p;
+    if (p.type === 'function_definition' || p.type === 'lambda') return null;
+  }
+  return null;
+}
+
+const FEW_ITERATIONS = 8;
+
+/**
+ * `if plots and batch_i < 3:` / `if i == 0:` in the loop, `batch_i` a counter of that loop (its `for` target, the
+ * index of `enumerate`): the body runs on the first few iterations only, so its host reads (plotting the first
+ * batches, printing the first step) are a one-off cost, not a per-step sync (yolov5 val.py's plot_images).
+ */
+function firstIterationsOnly(ctx: RuleContext, site: Node, hot: HotInfo): boolean {
+  const loop = anchorLoop(site, hot);
+  if (!loop || loop.type !== 'for_statement') return false;
+  const counters = new Set<string>();
+  const collect = (n: Node | null) => {
+    if (!n) return;
+    if (n.type === 'identifier') counters.add(n.text);
+    else if (/pattern_list|tuple_pattern/.test(n.type) && n.namedChildren[0]) collect(n.namedChildren[0]); // `for i, batch in enumerate(...)`
+  };
+  const right = loop.childForFieldName('right');
+  const iterFn = right?.type === 'call' ? right.childForFieldName('function')?.text : null;
+  if (iterFn === 'enumerate' || iterFn === 'range') collect(loop.childForFieldName('left'));
+  if (!counters.size) return false;
+  const early = (c: Node | null): boolean => {
+    if (!c) return false;
+    if (c.type === 'parenthesized_expression') return early(c.namedChildren[0]);
+    // `a and i < 3`: the conjunction holds on the first iterations at most
+    if (c.type === 'boolean_operator') return c.children.some((x) => x?.type === 'and') && c.namedChildren.some((x) => early(x));
+    if (c.type === 'not_operator') {
+      const arg = c.childForFieldName('argument');
+      return arg?.type === 'identifier' && counters.has(arg.text);
+    }
+    if (c.type !== 'comparison_operator' || c.namedChildren.length !== 2) return false;
+    const [l, r] = c.namedChildren as [Node, Node];
+    const op = c.children.find((x) => x && !x.isNamed)?.type;
+    const small = (n: Node) => n.type === 'integer' && Number(n.text) <= FEW_ITERATIONS;
+    if (l.type === 'identifier' && counters.has(l.text) && small(r)) return op === '<' || op === '<=' || op === '==';
+    if (r.type === 'identifier' && counters.has(r.text) && small(l)) return op === '>' || op === '>=' || op === '==';
+    return false;
+  };
+  for (let p = site.parent, child: Node = site; p && p.id !== loop.id; child = p, p = p.parent) {
+    if (p.type !== 'if_statement') continue;
+    const cond = p.childForFieldName('condition');
+    // the consequence only (an `else`/`elif` runs on the other iterations)
+    if (cond && child.id === p.childForFieldName('consequence')?.id && early(cond)) return true;
+  }
+  return false;
+}
+
+/** The identifier an expression reads (`val_loss` of `val_loss.item()`, `f(val_loss)`'s argument is not it). */
+function baseIdentifier(n: Node | null): Node | null {
+  for (let k = 0; n && k < 6; k++) {
+    if (n.type === 'identifier') return n;
+    if (n.type === 'call' && methodName(n)) n = receiver(n);
+    else if (n.type === 'call' && n.childForFieldName('function')?.type === 'identifier' && callArgs(n).positional.length === 1) n = callArgs(n).positional[0];
+    else if (n.type === 'attribute') n = n.childForFieldName('object');
+    else if (n.type === 'subscript') n = n.childForFieldName('value');
+    else if (n.type === 'parenthesized_expression') n = n.namedChildren[0];
+    else return null;
+  }
+  return null;
+}
+
+/** A function (same file, or another project module's) whose body runs a loop of its own: an evaluation run. */
+function runsLoop(ctx: RuleContext, call: Node): boolean {
+  const defs = [...ctx.sema.calledFunctions(call)];
+  // `raw_model.generate(x, n)` on a model of this file: the method of that name of a class here
+  const meth = methodName(call);
+  const recv = receiver(call);
+  if (meth && recv && ctx.model.value(recv).kind === 'module') {
+    defs.push(...ctx.sema.nodes('function_definition').filter((d) => d.childForFieldName('name')?.text === meth && ctx.sema.enclosingClass(d)));
+  }
+  if (defs.some((d) => ctx.sema.within('for_statement', d).length > 0 || ctx.sema.within('while_statement', d).length > 0)) return true;
+  const t = ctx.project?.resolveCall(call, ctx.sema, ctx.path);
+  if (t && (t.kind === 'function' || t.kind === 'method')) {
+    const sema = t.module.sema;
+    return sema.within('for_statement', t.def).length > 0 || sema.within('while_statement', t.def).length > 0;
+  }
+  return false;
+}
+
+/**
+ * Under a throttle guard, the value read was returned by a call, in that same guarded block, to a function that runs a
+ * loop of its own (`val_loss = validate(model, val_loader)` every `eval_interval` steps, then `val_loss.item()` to
+ * log it): the evaluation already ran its graphs; reading its result once per evaluation is the report itself
+ * (TinyLlama, lit-gpt pretrain). Rebindings from the value itself (`val_loss = val_loss.item()`) keep it.
+ */
+function evalRunResult(ctx: RuleContext, site: Node, hot: HotInfo): boolean {
+  if (!hot.throttled) return false;
+  const id = baseIdentifier(site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '') ? receiver(site) : site);
+  if (!id) return false;
+  const block = throttleBlock(ctx, site, hot);
+  if (!block) return false;
+  const scope = ctx.sema.enclosingFunction(site);
+  const rhs = ctx.sema.bindings(id.text).filter((r) => (ctx.sema.enclosingFunction(r)?.id ?? null) === (scope?.id ?? null) && r.startIndex < site.startIndex);
+  const inBlock = rhs.filter((r) => r.startIndex >= block!.startIndex && r.endIndex <= block!.endIndex);
+  if (!inBlock.length) return false;
+  let run = false;
+  for (const r of inBlock) {
+    if (r.type === 'call' && runsLoop(ctx, r)) run = true;
+    else if (baseIdentifier(r)?.text !== id.text) return false;
+  }
+  return run;
+}
+
+/** The innermost throttle `if` (`if step % k == 0:`) between `site` and its hot anchor. */
+function throttleBlock(ctx: RuleContext, site: Node, hot: HotInfo): Node | null {
+  for (let p = site.parent; p && p.id !== hot.anchor.id; p = p.parent) {
+    if (p.type === 'if_statement' && ctx.sema.isThrottleCondition(p)) return p;
+  }
+  return null;
 }

@@ -3,12 +3,13 @@ import type { Node } from '../../core/parse';
 import { callArgs, enclosingStatement, methodName } from '../../core/semantics';
 import { deleteStatement, insertLineAfter, insertLineBefore, replace } from '../../core/edits';
 import {
-  compiledStepNames, endOfBodyEdit, frameworkBackward, insideNestedLoop, isBackward, isBarrierCall, isOptimizerStep, isStepContext,
+  compiledStepNames, endOfBodyEdit, short, frameworkBackward, insideNestedLoop, isBackward, isBarrierCall, isOptimizerStep, isStepContext,
   iteratesBarrierLoader, reachableCalls, tensorish,
 } from './util';
 import { cudaGuardedPlacement, handMovedLoaders, xlaWrap } from '../data/util';
 import { reportGenerationBarrier } from './generation-report';
-import { reachesInHelpers, type HelperHit } from '../../model/hotAcross';
+import { hotFacts, reachesInHelpers, resolveCallee, type HelperHit } from '../../model/hotAcross';
+import type { Resolved } from '../../model/project';
 
 
 function helperName(h: HelperHit): string {
@@ -38,6 +39,22 @@ function isCompiledOrLoaderStep(ctx: RuleContext, call: Node, compiled: Set<stri
 }
 
 /** Statements directly in `body` (through `with` blocks only): their order is the iteration's order. */
+/**
+ * `R.step()` on the receiver of the iteration's `R.backward(loss)`: an engine that owns the optimizer and runs its
+ * step (DeepSpeed's `model_engine.backward(loss)` then `model_engine.step()`, cifar10_deepspeed, DeepSpeed-Chat);
+ * the loop is a training loop like one calling `optimizer.step()` directly.
+ */
+function engineStep(direct: Node[], all: Node[]): Node | undefined {
+  const backs = new Set<string>();
+  for (const c of all) {
+    if (methodName(c) !== 'backward' || !callArgs(c).positional.length) continue;
+    const r = c.childForFieldName('function')?.childForFieldName('object');
+    if (r && (r.type === 'identifier' || r.type === 'attribute')) backs.add(r.text);
+  }
+  if (!backs.size) return undefined;
+  return direct.find((c) => methodName(c) === 'step' && backs.has(c.childForFieldName('function')?.childForFieldName('object')?.text ?? '\0'));
+}
+
 function straightLine(stmt: Node, body: Node): boolean {
   for (let p = stmt.parent; p && p.id !== body.id; p = p.parent) {
     if (p.type !== 'block' && p.type !== 'with_statement') return false;
@@ -61,7 +78,8 @@ export default defineRule({
   docs: {
     what:
       'Sampling loops outside training (a loop that calls a model and carries a fixed-shape tensor to the next step: DDPM/DDIM/diffusers denoising) with no barrier, no per-step host read and more than 16 steps (info; the same end-of-step sync fix). ' +
-      'Checks training loops (a `for`/`while` whose iteration runs `backward` and an optimizer step, directly or through two levels of same-file calls; with project scope also a loop over a loader whose backward and step run in another module\'s helper, e.g. a loss scaler\'s `__call__`) ' +
+      'Checks training loops (a `for`/`while` whose iteration runs `backward` and an optimizer step, directly or through two levels of same-file calls; with project scope also a loop over a loader whose backward and step run in another module\'s helper, e.g. a loss scaler\'s `__call__`; a training engine that owns the optimizer, `engine.backward(loss)` then `engine.step()` as with DeepSpeed; ' +
+      'and a loop with no loader or backward of its own that calls, each iteration, another module\'s method running a whole step, e.g. an RL loop\'s `policy.train(replay_buffer)`) ' +
       'that contain no step barrier: `torch_xla.sync()`, `xm.mark_step()`, `xm.optimizer_step(opt, barrier=True)`, iteration over `pl.MpDeviceLoader` ' +
       'or `ParallelLoader(...).per_device_loader(...)`, a call to a `torch_xla.compile`-wrapped step, or `with torch_xla.step():` / `with torch_xla.compile():`. ' +
       'Loops driven by Accelerate or Lightning Fabric (`accelerator.backward(loss)`, `fabric.backward(loss)`) count as having a barrier. ' +
@@ -127,7 +145,9 @@ export default defineRule({
       // project scope: the backward and the optimizer step may live in a helper of another module (a loss scaler's
       // `__call__`, a trainer's `run_step`): the loop is a training loop when it reaches them there
       let helper: HelperHit | null = null;
-      if (!direct.some((c) => isOptimizerStep(ctx, c))) {
+      // a training engine that owns the optimizer (DeepSpeed's `engine.backward(loss); engine.step()`)
+      const engine = direct.some((c) => isOptimizerStep(ctx, c)) ? undefined : engineStep(direct, all);
+      if (!engine && !direct.some((c) => isOptimizerStep(ctx, c))) {
         if (!ctx.project || !(helper = reachesInHelpers(ctx.project, ctx.path, direct, (s, c) => methodName(c) === 'step' && s.isTrainSignal(c)))) continue;
       }
       if (!all.some((c) => isBackward(c))) {
@@ -174,6 +194,8 @@ export default defineRule({
       const related = helper ? { related: [{ start: helper.node.startIndex, end: helper.node.endIndex, path: helper.path, message: `the step in \`${helperName(helper)}\`` }] } : {};
       const what = usesOptStep
         ? '`optimizer_step` without `barrier=True` does not sync, and this loop has no other step barrier'
+        : engine
+          ? `Training loop has no step barrier (\`${engine.text}\` runs the engine's optimizer step)`
         : helper
           ? `Training loop has no step barrier (its backward/optimizer step run in \`${helperName(helper)}\`, ${helper.path.split('/').pop()}:${helper.sema.text.slice(0, helper.node.startIndex).split('\n').length})`
           : 'Training loop has no step barrier';
@@ -227,6 +249,7 @@ export default defineRule({
         fix: sync ? barrierFix(ctx, loop, body, sync.text, sync.imports, sync.needsAccel) : null,
       });
     }
+    reportStepInCalledHelper(ctx, sync);
     reportGenerationBarrier(ctx); // sampling loops outside training (info)
   },
 });
@@ -275,4 +298,63 @@ function barrierFix(ctx: RuleContext, loop: Node, body: Node, text: string, impo
   const edit = endOfBodyEdit(ctx, loop, last, body, text);
   if (!edit) return null;
   return { title: `Add \`${text}\` at the end of the training iteration`, edits: [edit], imports, needsAccel };
+}
+
+/**
+ * The step of another module's method, run once per call (its backward and optimizer step not in a loop of its own),
+ * found in `def`: `TD3.train(replay_buffer)` computes the losses, calls `backward()` and `critic_optimizer.step()`.
+ */
+function helperStep(def: Resolved): Node | null {
+  const sema = def.module.sema;
+  const own = sema.within('call', def.def).filter((c) => sema.enclosingFunction(c)?.id === def.def.id && !insideNestedLoop(c, def.def));
+  if (!own.some((c) => isBackward(c))) return null;
+  if (own.some((c) => /(^|\.)(mark_step|sync|optimizer_step)$/.test(sema.callee(c) ?? '') && /torch_xla/.test(sema.callee(c) ?? ''))) return null;
+  return own.find((c) => methodName(c) === 'step' && sema.isTrainSignal(c)) ?? null;
+}
+
+/**
+ * Project scope: a loop that is no hot loop of this file (no loader, no backward of its own) but calls, once per
+ * iteration, another module's method that runs a whole training step (an RL loop's `policy.train(replay_buffer)`
+ * between environment steps, TD3 main.py): the iteration is a training step with no barrier.
+ */
+function reportStepInCalledHelper(ctx: RuleContext, sync: ReturnType<RuleContext['idiom']['sync']>): void {
+  const project = ctx.project;
+  const facts = hotFacts(project);
+  const m = project?.module(ctx.path);
+  if (!project || !facts || !m) return;
+  const hotIds = new Set(ctx.sema.hotLoops().map((h) => h.anchor.id));
+  const compiled = compiledStepNames(ctx);
+  for (const loop of [...ctx.sema.nodes('for_statement'), ...ctx.sema.nodes('while_statement')]) {
+    if (hotIds.has(loop.id) || ctx.sema.hot(loop)) continue;
+    const body = loop.childForFieldName('body');
+    if (!body) continue;
+    const direct = reachableCalls(ctx, body, 1, true);
+    let hit: { call: Node; def: Resolved; step: Node } | null = null;
+    for (const c of direct) {
+      const fn = c.childForFieldName('function');
+      if (fn?.type !== 'attribute' && fn?.type !== 'identifier') continue;
+      const def = resolveCallee(project, facts, m, c, 2);
+      if (!def || def.path === m.path) continue;
+      const step = helperStep(def);
+      if (step) {
+        hit = { call: c, def, step };
+        break;
+      }
+    }
+    if (!hit) continue;
+    const all = reachableCalls(ctx, body, 2, false);
+    if (iteratesBarrierLoader(ctx, loop) || all.some((c) => isBarrierCall(ctx, c) || isCompiledOrLoaderStep(ctx, c, compiled))) continue;
+    if (ctx.sema.within('with_statement', body).some((w) => isStepContext(ctx, w))) continue;
+    const sema = hit.def.module.sema;
+    const cls = hit.def.kind === 'method' ? sema.enclosingClass(hit.def.def)?.childForFieldName('name')?.text : undefined;
+    const name = `${cls ? `${cls}.` : ''}${hit.def.def.childForFieldName('name')?.text ?? 'helper'}`;
+    const line = sema.text.slice(0, hit.step.startIndex).split('\n').length;
+    const what = `Loop runs a training step every iteration through \`${short(hit.call.text, 40)}\` (backward and \`${short(hit.step.text, 30)}\` in \`${name}\`, ${hit.def.path.split('/').pop()}:${line}) with no step barrier`;
+    const header = { start: loop.startIndex, end: headerEnd(loop) };
+    const related = { related: [{ start: hit.step.startIndex, end: hit.step.endIndex, path: hit.def.path, message: `the optimizer step in \`${name}\`` }] };
+    const message = sync
+      ? `${what}: the lazily traced graph grows across iterations; end each iteration with \`${sync.text}\``
+      : `${what}: check how the torchtpu step is compiled; no known barrier API`;
+    ctx.report(header, { message, ...related, fix: sync && !loop.hasError ? barrierFix(ctx, loop, body, sync.text, sync.imports, sync.needsAccel) : null });
+  }
 }

@@ -69,7 +69,7 @@ export function hotAt(ctx: RuleContext, node: Node): HotInfo | null {
   return hot;
 }
 
-const OPTIMIZER_RECEIVER = /(^|\.)(optim\w*|\w*optimizer\w*|opt)$/i;
+const OPTIMIZER_RECEIVER = /(^|\.)(\w*optim\w*|opt)$/i;
 const stepFunctions = new WeakMap<object, Map<number, HotInfo | null>>();
 
 /**
