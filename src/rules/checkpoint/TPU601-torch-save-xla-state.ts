@@ -1,6 +1,6 @@
 import { defineRule, type FixDraft } from '../../core/rule';
 import { replace } from '../../core/edits';
-import { deviceStateCallers, fsdpV1, holdsDeviceState, isMultiProcess, isSpmd, masterGuard, placesOnDevice, projectSaveWrapper, saveArgs, TORCH_SAVE } from './util';
+import { calledFromDeviceCode, deviceStateCallers, fsdpV1, holdsDeviceState, isMultiProcess, isSpmd, masterGuard, placesOnDevice, projectSaveWrapper, saveArgs, TORCH_SAVE } from './util';
 import { whereIn } from '../../model/facts';
 
 function short(text: string): string {
@@ -80,10 +80,14 @@ export default defineRule({
         });
       }
     }
-    if (!placesOnDevice(ctx)) return;
+    // a helper module that places nothing itself (SupContrast's util.save_model(model, optimizer, ...) builds the state
+    // dict from the model its caller passes): its saves write device state when the modules calling the helper place work
+    const placed = placesOnDevice(ctx);
+    if (!placed && !ctx.project) return;
     let multi: boolean | undefined;
     for (const call of ctx.sema.nodes('call')) {
       if (ctx.sema.inXlaAwareBranch(call)) continue;
+      if (!placed && (ctx.sema.callee(call) !== TORCH_SAVE || !calledFromDeviceCode(ctx, call))) continue;
       if (ctx.sema.callee(call) !== TORCH_SAVE) {
         // a save wrapper of another project module (`utils.save_on_master(...)`): judged here, where the state is passed
         const wrapped = !ctx.sema.callee(call)?.startsWith('torch') ? projectSaveWrapper(ctx, call) : null;

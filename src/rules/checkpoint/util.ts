@@ -251,6 +251,19 @@ function contextOf(ctx: RuleContext, m: ModuleEntry): RuleContext {
   return { ...ctx, path: m.path, text: m.text, root: m.sema.root, sema: m.sema, model: model!, notebook: null, report: () => undefined };
 }
 
+/**
+ * The function enclosing `node` is called from other project modules that place work on a device (`save_model(model,
+ * optimizer, opt, epoch, path)` in util.py, called by the training script): the state it builds from its parameters is
+ * device state.
+ */
+export function calledFromDeviceCode(ctx: RuleContext, node: Node): boolean {
+  const facts = hotFacts(ctx.project);
+  const fn = ctx.sema.enclosingFunction(node);
+  if (!facts || !fn) return false;
+  const abs = (ctx.project as { abs?: (p: string) => string }).abs?.(ctx.path) ?? ctx.path;
+  return facts.callers(abs, fn).some((ref) => placesOnDevice(contextOf(ctx, ref.module)));
+}
+
 /** The argument of a wrapper call that becomes `torch.save`'s object (`*args` forwarded, or a named parameter). */
 function forwardedArg(call: Node, def: Node, save: Node, method: boolean): Node | null {
   const saved = callArgs(save).positional[0] ?? null;

@@ -1,7 +1,7 @@
 import torch
 from torch.utils.data import DataLoader
 
-from pkg.checkpoint import build_checkpoint, save_model
+from pkg.checkpoint import build_checkpoint, save_full, save_model
 from somelib.ckpt import save_checkpoint
 
 
@@ -13,6 +13,7 @@ def main(model, ds, optimizer, device, epochs):
             loss.backward()
             optimizer.step()
         save_model(model, f"epoch_{epoch}.pt")
+        save_full(model, optimizer, "full.pt")
         ckpt = build_checkpoint(model, optimizer, epoch)
         torch.save(ckpt, "last.pt")  # expect: TPU601
         # a library helper named for checkpoints, given the model: it returns the dict it builds

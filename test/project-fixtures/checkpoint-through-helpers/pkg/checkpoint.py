@@ -23,3 +23,14 @@ def export_cpu(model, path):
 def build_checkpoint(model, optimizer, epoch):
     return {"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
 
+
+
+def save_full(model, optimizer, path):
+    # the state is built here from what the trainer passes
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
+    torch.save(state, path)  # expect: TPU601
+
+
+def save_unused(model, path):
+    # no module calls it: nothing says the model is on a device
+    torch.save(model.state_dict(), path)
