@@ -22,7 +22,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for `torch.load(...)` (and `torch.hub.load_state_dict_from_url`) whose `map_location` is a CUDA device (`"cuda:0"`, `torch.device("cuda")`, a CUDA-tainted variable, ' +
-      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name through `torch.save`/`xm.save`/a save wrapper: a checkpoint written on the host it runs on), ' +
+      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name through `torch.save`/`xm.save`/a save wrapper: a checkpoint written on the host it runs on; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function), ' +
       'and `torch.load` of a file the same script writes with `xser.save`.',
     why:
       'Tensors saved from a GPU carry their CUDA device; loading them on a host without CUDA fails unless they are mapped elsewhere. Load to the CPU, then let `load_state_dict` copy into the model already on the XLA device ' +
@@ -88,7 +88,8 @@ export default defineRule({
 });
 
 interface Written {
-  texts: Set<string>;
+  /** Path texts written, with the enclosing function of each write (-1: module level). */
+  texts: Map<string, Set<number>>;
   files: Set<string>;
 }
 
@@ -98,10 +99,15 @@ const CKPT_FILE = /^[\w-][\w.-]*\.(pt|pth|ckpt|bin|tar|pkl|safetensors)$/;
 
 /** The path expressions this file writes: the path of `torch.save`/`xm.save`, and the arguments of save wrappers (`save_checkpoint(state, path)`). */
 function writtenPaths(ctx: RuleContext): Written {
-  const out: Written = { texts: new Set(), files: new Set() };
+  const out: Written = { texts: new Map(), files: new Set() };
   const add = (n: Node | null | undefined) => {
     if (!n) return;
-    for (const t of pathForms(ctx, n)) out.texts.add(t);
+    const fn = ctx.sema.enclosingFunction(n)?.id ?? -1;
+    for (const t of pathForms(ctx, n)) {
+      let at = out.texts.get(t);
+      if (!at) out.texts.set(t, (at = new Set()));
+      at.add(fn);
+    }
     for (const f of fileNames(n)) out.files.add(f);
   };
   for (const c of ctx.sema.nodes('call')) {
@@ -140,7 +146,13 @@ function fileNames(n: Node): string[] {
 }
 
 function writesSame(ctx: RuleContext, w: Written, path: Node): boolean {
-  if (pathForms(ctx, path).some((t) => w.texts.has(t))) return true;
+  // `def load(self, filename): torch.load(filename + "_critic")` (TD3): the caller names the file, which may be any
+  // checkpoint (`--load_model`), so the same expression in `save(self, filename)` does not make it this program's own
+  const fn = ctx.sema.enclosingFunction(path);
+  const params = new Set((fn?.childForFieldName('parameters')?.namedChildren ?? []).map((p) => (p?.type === 'identifier' ? p.text : p?.childForFieldName('name')?.text ?? p?.namedChildren[0]?.text ?? '')));
+  const fromParam = ctx.sema.within('identifier', path).some((id) => params.has(id.text)) || (path.type === 'identifier' && params.has(path.text));
+  const fnId = fn?.id ?? -1;
+  if (pathForms(ctx, path).some((t) => w.texts.get(t)?.has(fnId) || (!fromParam && w.texts.has(t)))) return true;
   const forms = [path, ...(path.type === 'identifier' || path.type === 'attribute' ? ctx.sema.bindings(path.text) : [])];
   return forms.some((f) => fileNames(f).some((name) => w.files.has(name)));
 }
