@@ -24,6 +24,12 @@ function bf16For(ctx: RuleContext, node: Node): { text: string; imports: { modul
 const TORCH_AUTOCASTS = /^torch\.(autocast|amp\.autocast|amp\.autocast_mode\.autocast|cuda\.amp\.autocast|cpu\.amp\.autocast)$/;
 const FSDP_MP = /^torch\.distributed\.(fsdp\.(fully_sharded_data_parallel\.|api\.)?MixedPrecision|fsdp\.MixedPrecisionPolicy|_composable\.fsdp\.MixedPrecisionPolicy|_composable\.fsdp\.fully_shard\.MixedPrecisionPolicy|fsdp\._fully_shard\._fsdp_api\.MixedPrecisionPolicy)$/;
 
+/** A `from torch.distributed…fsdp import MixedPrecision…` statement inside the function that makes `call`. */
+function localFsdpImport(ctx: RuleContext, call: Node): boolean {
+  const fn = ctx.sema.enclosingFunction(call);
+  return !!fn && ctx.sema.within('import_from_statement', fn).some((s) => /^from\s+torch\.distributed\.[\w.]*fsdp[\w.]*\s+import\b[^\n]*\bMixedPrecision/.test(s.text));
+}
+
 /** The condition of the `if`/`elif` arm whose body holds `node` (in the same function). */
 function branchCondition(node: Node): Node | null {
   for (let p: Node | null = node.parent, child: Node = node; p; child = p, p = p.parent) {
@@ -328,7 +334,8 @@ export default defineRule({
         continue;
       }
       // torch FSDP mixed precision: `MixedPrecision(param_dtype=torch.float16)` (FSDP1), `MixedPrecisionPolicy(...)` (FSDP2)
-      if (FSDP_MP.test(q)) {
+      // (a function-local `from torch.distributed._composable.fsdp import MixedPrecisionPolicy`, open_clip, names it too)
+      if (FSDP_MP.test(q) || (!q && /^(MixedPrecision|MixedPrecisionPolicy)$/.test(call.childForFieldName('function')?.text ?? '') && localFsdpImport(ctx, call))) {
         for (const k of ['param_dtype', 'reduce_dtype', 'buffer_dtype', 'output_dtype']) {
           const d = kwValue(keywords.get(k));
           if (d) reportSinkDtype(d, call, `FSDP's \`${k}\``);
