@@ -1,6 +1,6 @@
 import { defineRule, type FixDraft } from '../../core/rule';
 import { replace } from '../../core/edits';
-import { deviceStateCallers, fsdpV1, holdsDeviceState, isMultiProcess, isSpmd, masterGuard, placesOnDevice, projectSaveWrapper, saveArgs, TORCH_SAVE } from './util';
+import { calledFromDeviceCode, deviceStateCallers, fsdpV1, holdsDeviceState, isMultiProcess, isSpmd, masterGuard, placesOnDevice, projectSaveWrapper, saveArgs, TORCH_SAVE } from './util';
 import { whereIn } from '../../model/facts';
 
 function short(text: string): string {
@@ -20,8 +20,8 @@ export default defineRule({
   triggers: ['save'],
   docs: {
     what:
-      'Checks for `torch.save(obj, path)`, or a save wrapper that forwards its argument to `torch.save` (`save_on_master(*args, **kwargs)`, in this file or in another project module, reported at the call with the wrapper\'s `torch.save` as a related location and no fix; with project scope the wrapper\'s `torch.save` is reported too, related to every caller, of this file or another module, that passes it device state), where `obj` holds device state: a `model.state_dict()`, `optimizer.state_dict()` or `scheduler.state_dict()`, a dict holding one, or a tensor, ' +
-      'in a file that uses torch_xla or places work on a CUDA device (the state becomes XLA state on TPU). Explicit CPU copies (`.cpu()`, `.to("cpu")`) are not reported; SPMD/FSDP code is TPU603\'s.',
+      'Checks for `torch.save(obj, path)`, or a save wrapper that forwards its argument to `torch.save` (`save_on_master(*args, **kwargs)`, in this file or in another project module, reported at the call with the wrapper\'s `torch.save` as a related location and no fix; with project scope the wrapper\'s `torch.save` is reported too, related to every caller, of this file or another module, that passes it device state), where `obj` holds device state: a `model.state_dict()`, `optimizer.state_dict()` or `scheduler.state_dict()`, a dict holding one, a tensor, or the result of a helper that builds one (a function of this file or another project module whose returns hold device state; outside the project, a helper named for checkpoints, `save_checkpoint(model, optimizer, ...)`, given a model or an optimizer), ' +
+      'in a file that uses torch_xla or places work on a CUDA device (the state becomes XLA state on TPU). A rank-0 save wrapper (`save_on_master(*args, **kwargs)`) that no module of the project calls is reported without a fix (what it is given is unknown; in training code, the model state); a checkpoint module that places nothing itself counts as device code when the modules calling it do. Explicit CPU copies (`.cpu()`, `.to("cpu")`) are not reported; SPMD/FSDP code is TPU603\'s.',
     why:
       '"Directly saving XLA tensors is possible but not recommended. XLA tensors are always loaded back to the device they were saved from, and if that device is unavailable the load will fail" (DEV:343-348; TS:363-375). ' +
       '`xm.save(data, file_or_path, master_only=True, global_master=False)` syncs the pending graph, moves every XLA tensor to the CPU and, with `master_only=True`, writes only on the master of each host ' +
@@ -54,7 +54,19 @@ export default defineRule({
         if (ctx.sema.callee(call) !== TORCH_SAVE || ctx.sema.inXlaAwareBranch(call)) continue;
         const { obj } = saveArgs(call);
         if (!obj || (obj.type !== 'list_splat' && obj.type !== 'identifier')) continue;
-        const callers = deviceStateCallers(ctx, call);
+        const stats = { callers: 0 };
+        const callers = deviceStateCallers(ctx, call, stats);
+        if (callers && !callers.length && !stats.callers && obj.type === 'list_splat' && masterGuard(call) && placesOnDevice(ctx)) {
+          // a rank-0 save wrapper no module of the project calls (`save_on_master(*args, **kwargs)`, the DeiT/BLIP
+          // utility): what it is given is unknown, and in training code it is the model's state
+          wrapperSaves.add(call.id);
+          const fn = ctx.sema.enclosingFunction(call)?.childForFieldName('name')?.text ?? 'helper';
+          ctx.report(call, {
+            message: `\`${short(call.text)}\` in \`${fn}\` saves whatever its callers pass; a model's or optimizer's state is device state, which reloads only where ${ctx.idiom.profile === 'torchtpu' ? 'the device exists: save CPU copies' : 'that XLA device exists: save CPU copies (`xm.save`)'}`,
+            fix: null,
+          });
+          continue;
+        }
         if (!callers?.length) continue;
         wrapperSaves.add(call.id);
         const fn = ctx.sema.enclosingFunction(call)?.childForFieldName('name')?.text ?? 'helper';
@@ -68,10 +80,14 @@ export default defineRule({
         });
       }
     }
-    if (!placesOnDevice(ctx)) return;
+    // a helper module that places nothing itself (SupContrast's util.save_model(model, optimizer, ...) builds the state
+    // dict from the model its caller passes): its saves write device state when the modules calling the helper place work
+    const placed = placesOnDevice(ctx);
+    if (!placed && !ctx.project) return;
     let multi: boolean | undefined;
     for (const call of ctx.sema.nodes('call')) {
       if (ctx.sema.inXlaAwareBranch(call)) continue;
+      if (!placed && (ctx.sema.callee(call) !== TORCH_SAVE || !calledFromDeviceCode(ctx, call))) continue;
       if (ctx.sema.callee(call) !== TORCH_SAVE) {
         // a save wrapper of another project module (`utils.save_on_master(...)`): judged here, where the state is passed
         const wrapped = !ctx.sema.callee(call)?.startsWith('torch') ? projectSaveWrapper(ctx, call) : null;

@@ -4,6 +4,8 @@ import { callArgs, kwValue } from '../../core/semantics';
 import { replace, replaceRange } from '../../core/edits';
 import { referencesCuda, saveArgs, XSER_SAVE } from './util';
 import { deviceExprFor } from '../shared';
+import { lastName } from '../../model/facts';
+import { deviceKinds } from '../../model/values';
 import type { RuleContext } from '../../core/rule';
 
 const LOADS = new Set(['torch.load', 'torch.hub.load_state_dict_from_url']);
@@ -20,8 +22,8 @@ export default defineRule({
   triggers: ['load'],
   docs: {
     what:
-      'Checks for `torch.load(...)` (and `torch.hub.load_state_dict_from_url`) whose `map_location` is a CUDA device (`"cuda:0"`, `torch.device("cuda")`, a CUDA-tainted variable, ' +
-      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors), ' +
+      'Checks for `torch.load(...)` (and `torch.hub.load_state_dict_from_url`) whose `map_location` is a CUDA device (`"cuda:0"`, `torch.device("cuda")`, a CUDA-tainted variable that is CUDA on every path (a `"cuda" if torch.cuda.is_available() else "cpu"` picker is the CPU on a TPU host, so that load works; TPU102 reports the picker), ' +
+      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name through `torch.save`/`xm.save`/a save wrapper: a checkpoint written on the host it runs on; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function), ' +
       'and `torch.load` of a file the same script writes with `xser.save`.',
     why:
       'Tensors saved from a GPU carry their CUDA device; loading them on a host without CUDA fails unless they are mapped elsewhere. Load to the CPU, then let `load_state_dict` copy into the model already on the XLA device ' +
@@ -31,12 +33,13 @@ export default defineRule({
     fixSafety:
       'Safe when the loaded object goes to `load_state_dict` (it copies into the parameters on their device). When the loaded tensors are used directly they now live on the CPU: ' +
       'the fix is then marked unsafe, move them with `.to(device)`; a whole model (`model = torch.load(...)` then used as `model(x)`/`model.eval()` and never moved) gets the `.to(device)` appended. Replacing `torch.load` by `xser.load` for an `xser.save` file is safe.',
-    sources: ['MIG:352-356 (load to CPU, load_state_dict, then move)', 'DEV:325-341 (xser.save/xser.load)', 'torch_xla/utils/serialization.py (save writes tensor references, load resolves them)'],
+    sources: ['MIG:352-356 (load to CPU, load_state_dict, then move)', 'DEV:325-341 (xser.save/xser.load)', 'torch_xla/utils/serialization.py (save writes tensor references, load resolves them)', 'PT:torch/_tensor.py `_reduce_ex_internal` (XLA tensors pickle as CPU numpy data plus their device string, rebuilt on that device by `_rebuild_device_tensor_from_numpy`)'],
     torchtpu: 'The same `map_location="cpu"` fix applies to torch_tpu.',
   },
   check(ctx) {
     if (!ctx.sema.usesTorch()) return;
     let cudaFile: boolean | undefined;
+    let written: Written | undefined;
     const xserPaths = new Set(ctx.sema.nodes('call').filter((c) => ctx.sema.callee(c) === XSER_SAVE).map((c) => saveArgs(c).path?.text).filter((t): t is string => !!t));
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
@@ -68,6 +71,11 @@ export default defineRule({
       } else {
         cudaFile ??= referencesCuda(ctx);
         if (!cudaFile || !list) continue;
+        // a file this program writes itself (`torch.save(sd, path)` then `torch.load(path)`): saved on the host it runs on,
+        // it is no foreign GPU checkpoint (XLA tensors pickle as CPU data plus their device and rebuild there,
+        // PT:torch/_tensor.py `_reduce_ex_internal`, the `xla` device branch, line 277 in torch 1.13); the save itself is TPU601's
+        written ??= writtenPaths(ctx);
+        if (first && writesSame(ctx, written, first)) continue;
         const args = list.namedChildren.filter((a): a is Node => !!a && a.type !== 'comment');
         const last = args[args.length - 1];
         if (!last) continue;
@@ -79,6 +87,76 @@ export default defineRule({
     }
   },
 });
+
+interface Written {
+  /** Path texts written, with the enclosing function of each write (-1: module level). */
+  texts: Map<string, Set<number>>;
+  files: Set<string>;
+}
+
+const SAVES = new Set(['torch.save', 'torch_xla.core.xla_model.save', 'torch_xla.utils.serialization.save']);
+const SAVE_WRAPPER = /save|ckpt|checkpoint/i;
+const CKPT_FILE = /^[\w-][\w.-]*\.(pt|pth|ckpt|bin|tar|pkl|safetensors)$/;
+
+/** The path expressions this file writes: the path of `torch.save`/`xm.save`, and the arguments of save wrappers (`save_checkpoint(state, path)`). */
+function writtenPaths(ctx: RuleContext): Written {
+  const out: Written = { texts: new Map(), files: new Set() };
+  const add = (n: Node | null | undefined) => {
+    if (!n) return;
+    const fn = ctx.sema.enclosingFunction(n)?.id ?? -1;
+    for (const t of pathForms(ctx, n)) {
+      let at = out.texts.get(t);
+      if (!at) out.texts.set(t, (at = new Set()));
+      at.add(fn);
+    }
+    for (const f of fileNames(n)) out.files.add(f);
+  };
+  for (const c of ctx.sema.nodes('call')) {
+    const callee = ctx.sema.callee(c) ?? '';
+    if (SAVES.has(callee)) add(saveArgs(c).path);
+    else if (!callee.startsWith('torch') && SAVE_WRAPPER.test(lastName(c.childForFieldName('function') ?? c))) {
+      const { positional, keywords } = callArgs(c);
+      for (const a of positional.slice(1)) add(a);
+      for (const v of keywords.values()) add(kwValue(v));
+    }
+  }
+  return out;
+}
+
+/** The expression's text, and the texts of its bindings when it is a name (`ckpt = os.path.join(d, "best.pt")`). */
+function pathForms(ctx: RuleContext, n: Node): string[] {
+  const forms = [n.text];
+  if (n.type === 'identifier' || n.type === 'attribute') for (const b of ctx.sema.bindings(n.text)) forms.push(b.text);
+  return forms;
+}
+
+/** Checkpoint file names written literally in the expression (`"best.pt"`, `f"{out}/model_best.pth"`). */
+function fileNames(n: Node): string[] {
+  const out: string[] = [];
+  const walk = (x: Node) => {
+    if (x.type === 'string') {
+      const body = x.text.replace(/^[a-zA-Z]*("""|\'\'\'|"|')/, '').replace(/("""|\'\'\'|"|')$/, '');
+      const last = body.split(/[\\/}]/).pop() ?? '';
+      if (CKPT_FILE.test(last)) out.push(last);
+      return;
+    }
+    for (const c of x.namedChildren) if (c) walk(c);
+  };
+  walk(n);
+  return out;
+}
+
+function writesSame(ctx: RuleContext, w: Written, path: Node): boolean {
+  // `def load(self, filename): torch.load(filename + "_critic")` (TD3): the caller names the file, which may be any
+  // checkpoint (`--load_model`), so the same expression in `save(self, filename)` does not make it this program's own
+  const fn = ctx.sema.enclosingFunction(path);
+  const params = new Set((fn?.childForFieldName('parameters')?.namedChildren ?? []).map((p) => (p?.type === 'identifier' ? p.text : p?.childForFieldName('name')?.text ?? p?.namedChildren[0]?.text ?? '')));
+  const fromParam = ctx.sema.within('identifier', path).some((id) => params.has(id.text)) || (path.type === 'identifier' && params.has(path.text));
+  const fnId = fn?.id ?? -1;
+  if (pathForms(ctx, path).some((t) => w.texts.get(t)?.has(fnId) || (!fromParam && w.texts.has(t)))) return true;
+  const forms = [path, ...(path.type === 'identifier' || path.type === 'attribute' ? ctx.sema.bindings(path.text) : [])];
+  return forms.some((f) => fileNames(f).some((name) => w.files.has(name)));
+}
 
 const MODULE_USE = /^(eval|train|parameters|named_parameters|forward|modules|children|state_dict|zero_grad|half|float|requires_grad_)$/;
 
@@ -112,7 +190,12 @@ function short(t: string): string {
 }
 
 function mapsToCuda(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['check']>>[0], v: Node): boolean {
-  if (ctx.model.namesCuda(v)) return true;
+  if (ctx.model.namesCuda(v)) {
+    // `device = "cuda" if torch.cuda.is_available() else "cpu"` as the map: on a TPU host it is the CPU arm, and the load
+    // works (the picker itself is TPU102's); only a map that is CUDA on every path fails there
+    const kinds = deviceKinds(ctx.model.value(v));
+    return !(kinds.length > 1 && kinds.includes('cpu'));
+  }
   if (v.type === 'lambda') return /\.cuda\(|['"]cuda/.test(v.childForFieldName('body')?.text ?? '');
   if (v.type === 'dictionary') return v.namedChildren.some((p) => p?.type === 'pair' && ctx.model.namesCuda(p.childForFieldName('value')));
   return false;

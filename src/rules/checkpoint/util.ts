@@ -42,7 +42,8 @@ export function holdsDeviceState(ctx: RuleContext, node: Node | null, depth = 0)
         return !recv || !movedToCpu(ctx, recv.text, node);
       }
       if (ctx.sema.callee(node) === 'dict') return node.childForFieldName('arguments')!.namedChildren.some((a) => !!a && holdsDeviceState(ctx, a.type === 'keyword_argument' ? kwValue(a) : a, depth + 1));
-      return ctx.model.isDeviceTensor(node) && !ctx.sema.callee(node)?.startsWith('torch.load');
+      if (ctx.model.isDeviceTensor(node) && !ctx.sema.callee(node)?.startsWith('torch.load')) return true;
+      return builtByHelper(ctx, node, depth);
     }
     case 'keyword_argument':
       return holdsDeviceState(ctx, kwValue(node), depth + 1);
@@ -63,6 +64,40 @@ export function holdsDeviceState(ctx: RuleContext, node: Node | null, depth = 0)
     default:
       return false;
   }
+}
+
+// helpers that build a checkpoint from the objects they are given (open_clip's `save_checkpoint(task, optimizer, ...)`
+// returning the dict it writes, `get_state_dict(model)`), by name, when given a model or an optimizer
+const STATE_BUILDER = /(^|_)(checkpoint|ckpt|state_dict|states?)(_|$)/i;
+const STATEFUL_ARG = /^(model|models|net|network|module|task|optimizer|optim|opt|scheduler|lr_scheduler|scaler|ema|model_ema|ema_model|model_without_ddp|unwrapped_model)$/i;
+const builtMemo = new WeakMap<Node, boolean>();
+
+/**
+ * A call of a helper whose result holds device state: a function of this file or of another project module whose
+ * returns hold device state (a dict of `state_dict()`s), or, when its definition is not in the project, a helper named
+ * for checkpoints (`save_checkpoint`, `get_state_dict`) given a model or an optimizer.
+ */
+function builtByHelper(ctx: RuleContext, call: Node, depth: number): boolean {
+  const fn = call.childForFieldName('function');
+  if (!fn || (fn.type !== 'identifier' && fn.type !== 'attribute') || ctx.sema.callee(call)?.startsWith('torch')) return false;
+  const memo = builtMemo.get(call);
+  if (memo !== undefined) return memo;
+  builtMemo.set(call, false);
+  let out = false;
+  const local = fn.type === 'identifier' || fn.childForFieldName('object')?.text === 'self' ? ctx.sema.calledFunctions(call) : [];
+  const r = !local.length && ctx.project ? ctx.project.resolveCall(call, ctx.sema, ctx.path) : null;
+  if (local.length === 1) {
+    const def = local[0];
+    out = ctx.sema.within('return_statement', def).some((ret) => ctx.sema.enclosingFunction(ret)?.id === def.id && holdsDeviceState(ctx, ret.namedChildren[0] ?? null, depth + 1));
+  } else if (r && r.kind === 'function' && ctx.project) {
+    const other = moduleContext(ctx, r.module);
+    out = r.module.sema.within('return_statement', r.def).some((ret) => r.module.sema.enclosingFunction(ret)?.id === r.def.id && holdsDeviceState(other, ret.namedChildren[0] ?? null, depth + 1));
+  } else if (!local.length && !r && STATE_BUILDER.test(lastName(fn))) {
+    const { positional, keywords } = callArgs(call);
+    out = [...positional, ...[...keywords.values()].map((k) => kwValue(k)).filter((v): v is Node => !!v)].some((a) => STATEFUL_ARG.test(lastName(a)) || ctx.model.value(a).kind === 'module');
+  }
+  builtMemo.set(call, out);
+  return out;
 }
 
 /** `model.cpu()` / `model.to("cpu")` as a statement before `at`. */
@@ -206,10 +241,27 @@ export interface WrapperCaller {
 const callerModels = new WeakMap<ModuleEntry, ProgramModel>();
 
 /** A rule context over another project module (its semantics, text and program model), for judging a caller there. */
+export function moduleContext(ctx: RuleContext, m: ModuleEntry): RuleContext {
+  return contextOf(ctx, m);
+}
+
 function contextOf(ctx: RuleContext, m: ModuleEntry): RuleContext {
   let model = callerModels.get(m);
   if (!model && ctx.project) callerModels.set(m, (model = new ProgramModel(m.sema, m.path, [projectResolver(ctx.project)])));
   return { ...ctx, path: m.path, text: m.text, root: m.sema.root, sema: m.sema, model: model!, notebook: null, report: () => undefined };
+}
+
+/**
+ * The function enclosing `node` is called from other project modules that place work on a device (`save_model(model,
+ * optimizer, opt, epoch, path)` in util.py, called by the training script): the state it builds from its parameters is
+ * device state.
+ */
+export function calledFromDeviceCode(ctx: RuleContext, node: Node): boolean {
+  const facts = hotFacts(ctx.project);
+  const fn = ctx.sema.enclosingFunction(node);
+  if (!facts || !fn) return false;
+  const abs = (ctx.project as { abs?: (p: string) => string }).abs?.(ctx.path) ?? ctx.path;
+  return facts.callers(abs, fn).some((ref) => placesOnDevice(contextOf(ctx, ref.module)));
 }
 
 /** The argument of a wrapper call that becomes `torch.save`'s object (`*args` forwarded, or a named parameter). */
@@ -230,21 +282,30 @@ function forwardedArg(call: Node, def: Node, save: Node, method: boolean): Node 
  * **kwargs)`), and the callers (this file's and other modules') that pass it device state. Empty when the project cannot
  * list its files (the callers of other modules are unknown): the call sites are reported instead.
  */
-export function deviceStateCallers(ctx: RuleContext, save: Node): WrapperCaller[] | null {
+export function deviceStateCallers(ctx: RuleContext, save: Node, stats?: { callers: number }): WrapperCaller[] | null {
   const facts = hotFacts(ctx.project);
   if (!facts) return null;
   const def = ctx.sema.enclosingFunction(save);
   if (!def) return [];
   const method = !!ctx.sema.enclosingClass(def);
   const out: WrapperCaller[] = [];
+  const abs = (ctx.project as { abs?: (p: string) => string }).abs?.(ctx.path) ?? ctx.path;
+  // a checkpoint module that places nothing itself (wenet's checkpoint.py: `save_checkpoint(model, path)` builds the
+  // state dict and hands it to `save_state_dict_and_infos`): its state is device state when the modules calling the
+  // caller place work on a device
+  const placedByCallers = (call: Node) => {
+    const outer = ctx.sema.enclosingFunction(call);
+    return !!outer && facts.callers(abs, outer).some((ref) => placesOnDevice(contextOf(ctx, ref.module)));
+  };
   for (const call of ctx.sema.callSitesOf(def)) {
     const arg = forwardedArg(call, def, save, method);
-    if (arg && placesOnDevice(ctx) && holdsDeviceState(ctx, arg)) out.push({ call, line: ctx.text.slice(0, call.startIndex).split('\n').length });
+    if (stats && arg) stats.callers++;
+    if (arg && (placesOnDevice(ctx) || placedByCallers(call)) && holdsDeviceState(ctx, arg)) out.push({ call, line: ctx.text.slice(0, call.startIndex).split('\n').length });
   }
-  const abs = (ctx.project as { abs?: (p: string) => string }).abs?.(ctx.path) ?? ctx.path;
   for (const ref of facts.callers(abs, def)) {
     const arg = forwardedArg(ref.call, def, save, method);
     if (!arg) continue;
+    if (stats) stats.callers++;
     const other = contextOf(ctx, ref.module);
     if (!placesOnDevice(other) || !holdsDeviceState(other, arg)) continue;
     out.push({ call: ref.call, path: ref.module.path, line: ref.module.text.slice(0, ref.call.startIndex).split('\n').length });

@@ -62,8 +62,8 @@ export default defineRule({
   triggers: ['DataLoader', 'pin_memory', 'non_blocking', 'loader'],
   docs: {
     what:
-      'Checks for training and eval loops that iterate a plain `torch.utils.data.DataLoader` (directly, or through `enumerate`/`tqdm`, or by hand with `batch = next(data_iter)` where `data_iter = iter(loader)`) and move the batch items with `.to(device)`/`.cuda()`, ' +
-      'with no `MpDeviceLoader`/`ParallelLoader` wrapper (with project scope, a loader returned by a factory of another module, `build_loader(...)`, alone or in a returned tuple, counts as a DataLoader; a plain loader passed into another module\'s loop that moves batches by hand, `engine.train_one_epoch(model, data_loader_train, ...)`, is reported at the call, info for an eval loop, with an unsafe wrap of the argument); and for the CUDA pinning flags `DataLoader(pin_memory=True)`, `pin_memory_device=`, `tensor.pin_memory()` and `.to(..., non_blocking=True)` (info; an unguarded `tensor.pin_memory()` is an error: it raises without CUDA). ' +
+      'Checks for training and eval loops that iterate a plain `torch.utils.data.DataLoader` (directly, or through `enumerate`/`tqdm`, or by hand with `batch = next(data_iter)` where `data_iter = iter(loader)`) and move the batch items with `.to(device)`/`.cuda()` (also after an unpacking, `images, labels = data`, through a batch-moving helper given a device, `move_to_device(batch, device)`/`to_device(batch, device)`/`task.prepare_batch(batch, device=device)`, through a same-file function whose body moves its parameter, or in a same-file method the loop hands the batch to, `self.train_step(batch)`), ' +
+      'with no `MpDeviceLoader`/`ParallelLoader` wrapper (with project scope, a loader returned by a factory of another module, `build_loader(...)`, alone or in a returned tuple, counts as a DataLoader; a plain loader passed into another module\'s loop that moves batches by hand, `engine.train_one_epoch(model, data_loader_train, ...)`, is reported at the call, info for an eval loop, with an unsafe wrap of the argument; a loader this file does not build, in a file that never imports torch_xla, a loader attribute `self.train_loader`/`data["train"].dataloader` or the loader `deepspeed.initialize(..., training_data=ds)` returns, is reported without a fix); and for the CUDA pinning flags `DataLoader(pin_memory=True)`, `pin_memory_device=`, `tensor.pin_memory()` and `.to(..., non_blocking=True)` (info; an unguarded `tensor.pin_memory()` is an error: it raises without CUDA). ' +
       'HF Trainer, Accelerate and Lightning scripts are not flagged: the framework owns data loading.',
     why:
       '"`MpDeviceLoader` handles prefetching data to the device, overlapping data transfers with computation" (MIG:121); it also issues the per-step `torch_xla.sync()` ' +
@@ -104,12 +104,16 @@ export default defineRule({
         const wrap = guard || h.param ? null : xlaWrap(ctx, h.loader.text);
         const what = ctx.idiom.profile === 'torchtpu'
           ? 'prefetch batches to the device instead'
+          : h.opaque
+            ? 'wrap the loader in `pl.MpDeviceLoader` where it is made (no fix here)'
           : h.param
             ? 'wrap the loader in `pl.MpDeviceLoader` where it is made (no fix here: the callers pass it)'
             : h.iterName ? 'wrap the loader in `pl.MpDeviceLoader`' : 'wrap it in `pl.MpDeviceLoader`';
         const factory = loaderFactory(ctx, h.loader);
         const made = factory ? ` (a \`DataLoader\` built by \`${factory.name}()\`, ${factory.path.split('/').pop()}:${lineIn(ctx, factory)})` : '';
-        const source = h.param
+        const source = h.opaque
+          ? `\`${short(h.loader.text)}\` (a loader made elsewhere) yields CPU batches that`
+          : h.param
           ? `The loader parameter \`${short(h.loader.text)}\` yields CPU batches (unless a caller passes ${ctx.idiom.profile === 'torchtpu' ? 'a loader that prefetches to the device' : 'an \`MpDeviceLoader\`'}) that`
           : h.iterName ? `\`next(${short(h.iterName)})\` yields CPU batches of \`${short(h.loader.text)}\`${made} that` : `\`${short(h.loader.text)}\`${made} yields CPU batches that`;
         // in a training loop TPU204 reports the loop header (it proposes the same wrap as the step barrier): this finding

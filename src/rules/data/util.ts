@@ -232,17 +232,97 @@ export function targetNames(target: Node | null): Set<string> {
   return out;
 }
 
-/** `.to(device…)`/`.cuda()` calls in a loop body that move the loop's batch items. */
+/** `.to(device…)`/`.cuda()` calls (or batch-moving helpers) in a loop body that move the loop's batch items. */
 export function batchMoves(ctx: RuleContext, loop: Node): Node[] {
   const body = loop.childForFieldName('body');
   if (!body) return [];
-  return movesOf(ctx, body, targetNames(loop.childForFieldName('left')));
+  const names = unpacked(ctx, body, targetNames(loop.childForFieldName('left')));
+  const direct = movesOf(ctx, body, names);
+  return direct.length ? direct : movesThroughCalls(ctx, body, names, 2);
+}
+
+/**
+ * The loop's names plus the names a plain unpacking of them binds in the body (`images, labels = data`, `x = batch[0]`),
+ * so a move of `images` is a move of the loop's batch.
+ */
+function unpacked(ctx: RuleContext, body: Node, names: Set<string>): Set<string> {
+  const out = new Set(names);
+  for (const a of ctx.sema.within('assignment', body)) {
+    const right = a.childForFieldName('right');
+    const root = right && (right.type === 'identifier' || right.type === 'subscript') ? rootName(right) : null;
+    if (!root || !out.has(root)) continue;
+    const left = a.childForFieldName('left');
+    if (left?.type === 'identifier' || left?.type === 'pattern_list' || left?.type === 'tuple_pattern') for (const n of targetNames(left)) out.add(n);
+  }
+  return out;
+}
+
+// helpers that copy a (nested) batch to a device, by their conventional names: OLMo's torch_util.move_to_device, DeepSpeed-Chat's
+// utils.to_device, accelerate.utils.send_to_device, open_clip's task.prepare_batch(batch, device=...); a call counts only
+// when it is also given a device (a second argument or `device=`)
+const MOVE_HELPER = /^_?(move_to_device|to_device|send_to_device|batch_to_device|move_batch_to_device|batch_to|prepare_batch|recursive_to|to_cuda|move_to_cuda|move_to)$/;
+
+/**
+ * A call that moves `names` to the device through a helper: `move_to_device(batch, device)` (a conventional name, given a
+ * device), or a same-file function whose body moves the parameter it receives (`.to(...)`/`.cuda()`).
+ */
+export function helperMove(ctx: RuleContext, call: Node, names: Set<string>): boolean {
+  const fn = call.childForFieldName('function');
+  if (!fn || (fn.type !== 'identifier' && fn.type !== 'attribute') || ctx.sema.callee(call)?.startsWith('torch')) return false;
+  const { positional, keywords } = callArgs(call);
+  const at = positional.findIndex((a) => (a.type === 'identifier' || a.type === 'subscript' || a.type === 'attribute') && names.has(rootName(a) ?? ''));
+  if (at < 0) return false;
+  if (MOVE_HELPER.test(lastName(fn))) return positional.length >= 2 || keywords.has('device');
+  const defs = ctx.sema.calledFunctions(call);
+  if (defs.length !== 1 || isAncestorOf(defs[0], call)) return false;
+  const param = paramNames(defs[0])[at + (fn.type === 'attribute' && !!ctx.sema.enclosingClass(defs[0]) ? 1 : 0)];
+  const body = defs[0].childForFieldName('body');
+  return !!param && !!body && movesOf(ctx, body, new Set([param]), false).length > 0;
+}
+
+function isAncestorOf(a: Node, b: Node): boolean {
+  return a.startIndex <= b.startIndex && b.endIndex <= a.endIndex;
+}
+
+function paramNames(def: Node): string[] {
+  return (def.childForFieldName('parameters')?.namedChildren ?? [])
+    .filter((p): p is Node => !!p && p.type !== 'comment')
+    .map((p) => (p.type === 'identifier' ? p.text : p.childForFieldName('name')?.text ?? p.namedChildren[0]?.text ?? ''));
+}
+
+/**
+ * Moves of the loop's batch inside same-file functions the body hands it to (`metrics = self.train_step(batch)` whose
+ * body does `batch = move_to_device(batch, self.device)`, OLMo), up to `depth` calls deep: the move, in the helper.
+ */
+export function movesThroughCalls(ctx: RuleContext, body: Node, names: Set<string>, depth: number): Node[] {
+  if (depth <= 0) return [];
+  for (const call of ctx.sema.callsWithin(body)) {
+    const fn = call.childForFieldName('function');
+    if (!fn || (fn.type !== 'identifier' && fn.type !== 'attribute')) continue;
+    const { positional } = callArgs(call);
+    const at = positional.findIndex((a) => a.type === 'identifier' && names.has(a.text));
+    if (at < 0) continue;
+    const defs = ctx.sema.calledFunctions(call);
+    if (defs.length !== 1 || isAncestorOf(defs[0], call)) continue;
+    const param = paramNames(defs[0])[at + (fn.type === 'attribute' && !!ctx.sema.enclosingClass(defs[0]) ? 1 : 0)];
+    const inner = defs[0].childForFieldName('body');
+    if (!param || !inner || param === 'self') continue;
+    const moves = movesOf(ctx, inner, new Set([param]));
+    if (moves.length) return moves;
+    const deeper = movesThroughCalls(ctx, inner, new Set([param]), depth - 1);
+    if (deeper.length) return deeper;
+  }
+  return [];
 }
 
 /** `.to(device…)`/`.cuda()` calls in `body` that move the values bound to `names` (or items of them). */
-export function movesOf(ctx: RuleContext, body: Node, names: Set<string>): Node[] {
+export function movesOf(ctx: RuleContext, body: Node, names: Set<string>, helpers = true): Node[] {
   const out: Node[] = [];
   for (const call of ctx.sema.callsWithin(body)) {
+    if (helpers && helperMove(ctx, call, names)) {
+      out.push(call);
+      continue;
+    }
     const meth = methodName(call);
     if (meth !== 'to' && meth !== 'cuda') continue;
     const recv = receiver(call);
@@ -322,6 +402,8 @@ export interface HandMoved {
   pulls: Node[];
   /** The loader is a parameter of a function in a file that builds no DataLoader: what its callers pass is unknown here. */
   param?: boolean;
+  /** The loader is made where this file does not show (a loader attribute, DeepSpeed's loader): no fix here. */
+  opaque?: boolean;
 }
 
 /**
@@ -364,6 +446,29 @@ function moveDevice(ctx: RuleContext, move: Node, loop: Node): Snippet {
   return arg && (arg.type === 'identifier' || arg.type === 'attribute') ? { text: arg.text, imports: [], needsAccel: false } : deviceExprFor(ctx, loop);
 }
 
+const LOADER_ATTR = /(^|_)(loader|dataloader)$|^(train|eval|val|test)_?(loader|dl)$/i;
+const DS_INIT = /^deepspeed\.initialize$/;
+
+/**
+ * A loader whose construction this file does not show but whose role is plain: an attribute named as a loader
+ * (`self.train_loader`, `data['train'].dataloader`), a local bound only to one, or the third value of
+ * `deepspeed.initialize(..., training_data=ds)` (DeepSpeed's loader yields CPU batches, deepspeed/runtime/dataloader.py).
+ */
+function opaqueLoader(ctx: RuleContext, it: Node, loop: Node): boolean {
+  if (it.type === 'attribute') return LOADER_ATTR.test(lastName(it)) && !ctx.sema.bindings(it.text).some((v) => isWrapperCall(ctx, v));
+  if (it.type !== 'identifier') return false;
+  const fn = ctx.sema.enclosingFunction(loop)?.id;
+  const values = ctx.sema.bindings(it.text).filter((v) => ctx.sema.enclosingFunction(v)?.id === fn);
+  if (values.length && values.every((v) => v.type === 'attribute' && LOADER_ATTR.test(lastName(v)))) return true;
+  for (const a of ctx.sema.nodes('assignment')) {
+    const left = a.childForFieldName('left');
+    const right = a.childForFieldName('right');
+    if (right?.type !== 'call' || !DS_INIT.test(ctx.sema.callee(right) ?? '') || (left?.type !== 'pattern_list' && left?.type !== 'tuple_pattern')) continue;
+    if (left.namedChildren.filter((c) => !!c && c.type !== 'comment')[2]?.text === it.text && callArgs(right).keywords.has('training_data')) return true;
+  }
+  return false;
+}
+
 /**
  * The plain DataLoaders a hot loop moves batches of by hand: a `for` over the loader (or over a loader
  * parameter in a file that builds DataLoaders and wraps none), or `batch = next(data_iter)` with
@@ -383,8 +488,13 @@ export function handMovedLoaders(ctx: RuleContext, loop: Node, opts: { anyParam?
         if (buildsLoaders(ctx)) plain = true;
         else if (opts.anyParam && !ctx.sema.xlaAware) plain = param = true;
       }
+      // a loader of unknown make in a file that never touches torch_xla (so it cannot be an MpDeviceLoader): a loader
+      // attribute (`self.train_loader`, `data['train'].dataloader`) or the loader `deepspeed.initialize` returns; the
+      // wrap belongs where it is made (no fix here)
+      let opaque = false;
+      if (!plain && !opts.plainOnly && opts.anyParam && !ctx.sema.xlaAware && !fileWrapsLoaders(ctx) && opaqueLoader(ctx, it, loop)) plain = param = opaque = true;
       const moves = plain ? batchMoves(ctx, loop) : [];
-      if (moves.length) out.push({ loader: it, sites: [it], move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName: null, pulls: [], param });
+      if (moves.length) out.push({ loader: it, sites: [it], move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName: null, pulls: [], param, opaque });
     }
   }
   const body = loop.childForFieldName('body');

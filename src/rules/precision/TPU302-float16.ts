@@ -21,6 +21,24 @@ function bf16For(ctx: RuleContext, node: Node): { text: string; imports: { modul
   return torchAttr(ctx, 'bfloat16');
 }
 
+const TORCH_AUTOCASTS = /^torch\.(autocast|amp\.autocast|amp\.autocast_mode\.autocast|cuda\.amp\.autocast|cpu\.amp\.autocast)$/;
+const FSDP_MP = /^torch\.distributed\.(fsdp\.(fully_sharded_data_parallel\.|api\.)?MixedPrecision|fsdp\.MixedPrecisionPolicy|_composable\.fsdp\.MixedPrecisionPolicy|_composable\.fsdp\.fully_shard\.MixedPrecisionPolicy|fsdp\._fully_shard\._fsdp_api\.MixedPrecisionPolicy)$/;
+
+/** A `from torch.distributed…fsdp import MixedPrecision…` statement inside the function that makes `call`. */
+function localFsdpImport(ctx: RuleContext, call: Node): boolean {
+  const fn = ctx.sema.enclosingFunction(call);
+  return !!fn && ctx.sema.within('import_from_statement', fn).some((s) => /^from\s+torch\.distributed\.[\w.]*fsdp[\w.]*\s+import\b[^\n]*\bMixedPrecision/.test(s.text));
+}
+
+/** The condition of the `if`/`elif` arm whose body holds `node` (in the same function). */
+function branchCondition(node: Node): Node | null {
+  for (let p: Node | null = node.parent, child: Node = node; p; child = p, p = p.parent) {
+    if ((p.type === 'if_statement' || p.type === 'elif_clause') && child.id === p.childForFieldName('consequence')?.id) return p.childForFieldName('condition');
+    if (p.type === 'function_definition' || p.type === 'module') return null;
+  }
+  return null;
+}
+
 const short = (t: string, max = 60) => (t.length > max ? t.slice(0, max - 3) + '…' : t);
 
 /** A dtype lookup table: a dict literal with string keys (written inline or bound to a name). */
@@ -156,6 +174,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for float16 as the compute or AMP dtype: `autocast(..., dtype=torch.float16|torch.half)`, `.half()`, `.to(torch.float16)`, ' +
+      'a dtype name set to float16 on one arm of a precision switch (`if precision == "amp": amp_dtype = torch.float16 elif ...`) that reaches an autocast, `functools.partial(torch.amp.autocast, dtype=...)`, a local alias of an autocast (`amp_autocast = torch.cuda.amp.autocast`) or torch FSDP\'s `MixedPrecision`/`MixedPrecisionPolicy(param_dtype=..., reduce_dtype=..., buffer_dtype=...)`, ' +
       '`from_pretrained(torch_dtype=torch.float16)`, HF `TrainingArguments(fp16=True)`, Lightning `Trainer(precision=16|"16"|"16-mixed"|"16-true")`, ' +
       'Accelerate `Accelerator(mixed_precision="fp16")` and `mixed_precision: fp16` in Accelerate config YAML, `--fp16` (HF example scripts) and `--mixed_precision fp16` (`accelerate launch`) in shell launchers, DeepSpeed `"fp16": {"enabled": True}` config dicts, ' +
       'and dtype pickers keyed on CUDA such as nanoGPT\'s `\'bfloat16\' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else \'float16\'`, which evaluate to float16 on a TPU host (or whose arms are both float16). ' +
@@ -261,12 +280,80 @@ export default defineRule({
         });
       }
     };
+    /**
+     * A dtype name bound on several branches (`if precision == 'amp': amp_dtype = torch.float16 elif ...: amp_dtype =
+     * torch.bfloat16`, wenet's `if dtype == "fp16": dtype = torch.float16`) whose float16 arm reaches a mixed-precision
+     * sink: each float16 binding is reported where it is written (the other arms are the user's choices).
+     */
+    const reportBranchDtypes = (name: Node, defs: Node[], what: string): boolean => {
+      const f16 = defs.filter((v) => isFloat16(ctx, v) && v.type !== 'string');
+      if (!f16.length || f16.length === defs.length) return false;
+      let any = false;
+      for (const def of f16) {
+        // a straight-line rebinding (`d = torch.float16` then `d = torch.bfloat16`) leaves no float16: only a branch's arm
+        const cond = branchCondition(def);
+        if (!cond || dtypeDefs.has(def.id) || ctx.sema.inXlaAwareBranch(def)) continue;
+        dtypeDefs.add(def.id);
+        any = true;
+        ctx.report(def, {
+          message: `\`${name.text} = ${def.text}\` (when \`${short(cond.text, 40)}\`) becomes ${what}: TPU mixed precision is bfloat16${ctx.idiom.profile === 'torchtpu' || what !== 'the autocast dtype' ? '' : ' (torch_xla disables autocast for other dtypes)'}`,
+          fix: dtypeFix(def),
+        });
+      }
+      return any;
+    };
+    /** A dtype expression reaching a mixed-precision sink (`functools.partial(torch.autocast, dtype=d)`, FSDP `MixedPrecision(param_dtype=d)`). */
+    const reportSinkDtype = (d: Node, call: Node, what: string) => {
+      if (isFloat16(ctx, d) && d.type !== 'string') {
+        if (dtypeDefs.has(d.id)) return;
+        dtypeDefs.add(d.id);
+        ctx.report(d, { severity: sev(call), message: `\`${d.text}\` is ${what}: TPU mixed precision is bfloat16`, fix: dtypeFix(d) });
+        return;
+      }
+      if (d.type !== 'identifier') return;
+      const fn = ctx.sema.enclosingFunction(call);
+      const defs = ctx.sema.bindings(d.text).filter((v) => {
+        const f = ctx.sema.enclosingFunction(v);
+        return (f?.id ?? -1) === (fn?.id ?? -1) && v.startIndex < call.startIndex;
+      });
+      if (defs.length > 1) reportBranchDtypes(d, defs, what);
+      else if (defs.length === 1 && isFloat16(ctx, defs[0]) && defs[0].type !== 'string' && !dtypeDefs.has(defs[0].id)) {
+        dtypeDefs.add(defs[0].id);
+        ctx.report(defs[0], { message: `\`${d.text} = ${defs[0].text}\` is ${what}: TPU mixed precision is bfloat16`, fix: dtypeFix(defs[0]) });
+      }
+    };
     for (const call of ctx.sema.nodes('call')) {
       if (ctx.sema.inXlaAwareBranch(call) || underCudaOnlyBranch(ctx, call)) continue;
       const q = ctx.sema.callee(call) ?? '';
       const { positional, keywords } = callArgs(call);
 
+      // `functools.partial(torch.amp.autocast, device_type=..., dtype=amp_dtype)` (open_clip's get_autocast)
+      if (q === 'functools.partial' && positional[0] && TORCH_AUTOCASTS.test(ctx.sema.resolve(positional[0]) ?? '')) {
+        const d = kwValue(keywords.get('dtype'));
+        if (d) reportSinkDtype(d, call, 'the autocast dtype');
+        continue;
+      }
+      // torch FSDP mixed precision: `MixedPrecision(param_dtype=torch.float16)` (FSDP1), `MixedPrecisionPolicy(...)` (FSDP2)
+      // (a function-local `from torch.distributed._composable.fsdp import MixedPrecisionPolicy`, open_clip, names it too)
+      if (FSDP_MP.test(q) || (!q && /^(MixedPrecision|MixedPrecisionPolicy)$/.test(call.childForFieldName('function')?.text ?? '') && localFsdpImport(ctx, call))) {
+        for (const k of ['param_dtype', 'reduce_dtype', 'buffer_dtype', 'output_dtype']) {
+          const d = kwValue(keywords.get(k));
+          if (d) reportSinkDtype(d, call, `FSDP's \`${k}\``);
+        }
+        continue;
+      }
+
       const ac = autocastCall(ctx, call);
+      // `amp_autocast = torch.cuda.amp.autocast` ... `amp_autocast(enabled=..., dtype=dtype)` (wenet): a local alias of an autocast
+      const fnNode = call.childForFieldName('function');
+      if (!ac && fnNode?.type === 'identifier' && !q.startsWith('torch')) {
+        const aliases = ctx.sema.bindings(fnNode.text);
+        const d = kwValue(keywords.get('dtype'));
+        if (d && aliases.length && aliases.some((v) => TORCH_AUTOCASTS.test(ctx.sema.resolve(v) ?? ''))) {
+          reportSinkDtype(d, call, 'the autocast dtype');
+          continue;
+        }
+      }
       // the generated `accel.autocast(dtype=torch.float16)` already picks bf16 on XLA/TPU and keeps float16 for CUDA
       if (ac?.kind === 'accel') continue;
       if (ac) {
@@ -286,6 +373,7 @@ export default defineRule({
           const def = defs[0];
           // `ptdtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}[dtype]` (nanoGPT)
           if (defs.length === 1 && def.type === 'subscript') reportLookup(def, ac.dtype.text);
+          else if (defs.length > 1 && reportBranchDtypes(ac.dtype, defs, 'the autocast dtype')) continue;
           else if (def && defs.every((v) => isFloat16(ctx, v) && v.type !== 'string') && !dtypeDefs.has(def.id)) {
             dtypeDefs.add(def.id);
             ctx.report(def, {
