@@ -233,7 +233,7 @@ const rule = defineRule({
       } else if (n.type === 'attribute') {
         const attr = n.childForFieldName('attribute')?.text ?? '';
         // `torch.float16`, `torch.bfloat16`: a torch attribute is never a CUDA device (no model needed)
-        if (n.childForFieldName('object')?.type !== 'call' && !sema.resolve(n)?.startsWith('torch.') && ctx.model.namesCuda(n)) out = attributeOrigins(attr, depth);
+        if (n.childForFieldName('object')?.type !== 'call' && !sema.resolve(n)?.startsWith('torch.') && ctx.model.namesCuda(n)) out = attributeOrigins(attr, depth, selfClass(n));
       } else if (n.type === 'call') {
         const callee = sema.callee(n);
         if (callee === 'torch.device') out = origins(callArgs(n).positional[0], depth + 1);
@@ -277,23 +277,35 @@ const rule = defineRule({
       }
       return argparseIndex;
     };
+    /** `self.x` / `cls.x` read in a class: the class whose assignments it can see (as the model's attribute bindings). */
+    const selfClass = (n: Node): Node | null => {
+      const obj = n.childForFieldName('object');
+      return obj?.type === 'identifier' && (obj.text === 'self' || obj.text === 'cls') ? sema.enclosingClass(n) : null;
+    };
     const attrMemo = new Map<string, Site[]>();
-    const attributeOrigins = (attr: string, depth: number): Site[] => {
-      const cached = attrMemo.get(attr);
+    const attributeOrigins = (attr: string, depth: number, cls: Node | null): Site[] => {
+      // `self.device` in `class A` reads A's `self.device = ...`, not another class's (d2l SSD: a loss class's dead
+      // `device="cuda:0"` default reported through a sibling class's `self.device`)
+      const key = `${cls?.id ?? -1}\0${attr}`;
+      const cached = attrMemo.get(key);
       if (cached) return cached;
-      attrMemo.set(attr, []);
+      attrMemo.set(key, []);
       const out: Site[] = [];
-      for (const a of sema.nodes('assignment')) {
-        const left = a.childForFieldName('left');
+      const inScope = (a: Node) => !cls || sema.enclosingClass(a)?.id === cls.id;
+      for (const a of sema.attributeAssignments(attr)) {
         const right = a.childForFieldName('right');
-        if (!left || !right) continue;
-        if (left.type === 'attribute' && left.childForFieldName('attribute')?.text === attr) out.push(...origins(right, depth + 1));
-        else if (left.type === 'identifier' && left.text === attr && sema.enclosingClass(a) && !sema.enclosingFunction(a)) {
-          out.push(...origins(right, depth + 1).map((s) => ({ ...s, defTime: true })));
-        }
+        if (!right || !inScope(a)) continue;
+        if (cls && !/^(self|cls)$/.test(a.childForFieldName('left')?.childForFieldName('object')?.text ?? '')) continue;
+        out.push(...origins(right, depth + 1));
       }
-      for (const { def, call } of cudaArgparseDefaults().get(attr) ?? []) out.push({ node: def, defTime: true, argparse: call });
-      attrMemo.set(attr, out);
+      // class-body fields (`device = "cuda"` in a config class or dataclass)
+      for (const right of sema.bindings(attr)) {
+        const a = right.parent;
+        if (a?.type !== 'assignment' || a.childForFieldName('left')?.type !== 'identifier' || !sema.enclosingClass(a) || sema.enclosingFunction(a) || !inScope(a)) continue;
+        out.push(...origins(right, depth + 1).map((s) => ({ ...s, defTime: true })));
+      }
+      if (!cls) for (const { def, call } of cudaArgparseDefaults().get(attr) ?? []) out.push({ node: def, defTime: true, argparse: call });
+      attrMemo.set(key, out);
       return out;
     };
 
