@@ -51,7 +51,8 @@ const rule = defineRule({
       'parameter default, argparse default, dataclass field or helper return value that holds a CUDA device is reported once, where it is set. ' +
       'A device picker of another project module (`utils.select_device(...)`, `get_device()`) that returns a CUDA device is reported at the call that reaches the sink, with the helper\'s CUDA expression as a related location (no fix here: change the helper), unless the helper\'s own file already reports a CUDA device inside the helper, or the helper sets it in an `if torch.cuda.is_available():` branch that does more than choose it (TPU103 reports that check). A CUDA device set in an `if torch.cuda.is_available():` branch that does more than choose the device is left to TPU103, which reports the check. ' +
       'Hard-coded CUDA devices inside an `nn.Module`\'s `forward` or `__init__` are reported with their own message. ' +
-      'Also checks Lightning `Trainer(accelerator="gpu"|"cuda")` and `Fabric(accelerator=...)`, which pin the run to CUDA.',
+      'Also checks Lightning `Trainer(accelerator="gpu"|"cuda")` and `Fabric(accelerator=...)`, which pin the run to CUDA, and Hugging Face ' +
+      '`from_pretrained(device_map=...)` with `"auto"`/`"balanced"`/`"sequential"` (every layer loads on the CPU of a TPU host) or an int, rank or `"cuda:N"` entry (`{"": local_rank}`: a CUDA ordinal), reported where the map is set, with no fix.',
     why:
       '`"cuda"` and int ordinals name CUDA devices, which a TPU host does not have: moving a tensor there fails. The XLA device is ' +
       '`torch.device("xla")` (MIG:41-55) or `torch_xla.device()` (DEV:81-84; TX:19), and each process started by `torch_xla.launch` ' +
@@ -80,6 +81,7 @@ const rule = defineRule({
       'catalog §0.5 CUDA device expression, CUDA-device taint, device sinks',
       'Lightning-AI/pytorch-lightning src/lightning/pytorch/trainer/connectors/accelerator_connector.py `_set_parallel_devices_and_init_accelerator` ' +
         '(raises "can not run on your system since the accelerator is not available") and `_choose_auto_accelerator` (XLA before CUDA); same in lightning/fabric/connector.py',
+      'huggingface/accelerate src/accelerate/utils/modeling.py `get_max_memory` (@16cb6eb8: NPU/MLU/SDAA/MUSA/XPU/HPU, else CUDA ordinals `torch.tensor([0], device=i)`, then "cpu"; no XLA branch), which `device_map="auto"` uses',
     ],
     torchtpu: 'The replacement is `torch.device("tpu")` (or `"tpu"` where the value is a string) after `import torch_tpu`.',
   },
@@ -433,6 +435,9 @@ const rule = defineRule({
     }
     for (const { at, more, opts } of pendingExternal) ctx.report(at, { ...opts, related: [...opts.related, ...more] });
 
+    // ---- Hugging Face `from_pretrained(device_map=...)`: accelerate's placement knows GPUs (and NPU/XPU/MLU), not XLA
+    reportDeviceMaps(ctx, isRankName);
+
     // ---- Lightning `Trainer(accelerator="gpu")` / `Fabric(accelerator="cuda")`: raises when the Trainer is built on a TPU host
     for (const call of lightning) {
       const { keywords } = callArgs(call);
@@ -451,6 +456,64 @@ const rule = defineRule({
     }
   },
 });
+
+/** `device_map` strings that ask accelerate to spread the model over the GPUs it finds. */
+const AUTO_MAP = /^(auto|balanced|balanced_low_0|sequential)$/;
+
+/**
+ * `AutoModel.from_pretrained(..., device_map="auto")` or `device_map={"": local_rank}` (qlora): accelerate's
+ * `get_max_memory` counts CUDA (and NPU/XPU/MLU) devices only, so on a TPU host "auto" puts every layer on the CPU, and an
+ * int or `"cuda:N"` entry names a CUDA device. Reported where the map is set (the literal, or each binding of the name
+ * passed), once per call. No fix: load on the CPU and move the model with `.to(device)` (accelerate has no XLA map).
+ */
+function reportDeviceMaps(ctx: RuleContext, isRankName: (n: Node) => boolean): void {
+  const sema = ctx.sema;
+  const seen = new Set<number>();
+  const bad = (v: Node): string | null => {
+    if (v.type === 'string') {
+      const t = stringContent(v) ?? '';
+      if (AUTO_MAP.test(t)) return `\`device_map=${v.text}\` spreads the model over the GPUs accelerate finds: a TPU host has none, so every layer loads on the CPU`;
+      if (/^cuda(:\d+)?$/.test(t)) return `\`device_map=${v.text}\` places the model on a CUDA device; a TPU host has none`;
+      return null;
+    }
+    if (v.type === 'integer' || (v.type === 'identifier' && isRankName(v))) return `\`device_map=${short(v.text)}\` names CUDA device \`${v.text}\`; a TPU host has none`;
+    if (v.type === 'dictionary') {
+      for (const pair of v.namedChildren) {
+        const val = pair?.type === 'pair' ? pair.childForFieldName('value') : null;
+        if (!val) continue;
+        if (val.type === 'integer' || isRankName(val) || (val.type === 'string' && /^cuda(:\d+)?$/.test(stringContent(val) ?? ''))) {
+          return `\`${short(v.text, 30)}\` maps modules to CUDA device \`${val.text}\` (accelerate reads an int as a CUDA ordinal); a TPU host has none`;
+        }
+      }
+    }
+    return null;
+  };
+  for (const kw of sema.nodes('keyword_argument')) {
+    if (kw.childForFieldName('name')?.text !== 'device_map') continue;
+    const call = kw.parent?.parent;
+    if (call?.type !== 'call' || !/(^|\.)from_pretrained$/.test(call.childForFieldName('function')?.text ?? '')) continue;
+    if (sema.inXlaAwareBranch(call) || cudaGuarded(call)) continue;
+    const value = kw.childForFieldName('value');
+    if (!value) continue;
+    let sources: Node[] = [value];
+    if (value.type === 'identifier') {
+      const fn = sema.enclosingFunction(call);
+      sources = sema.bindings(value.text).filter((b) => (sema.enclosingFunction(b)?.id ?? -1) === (fn?.id ?? -1));
+    }
+    const hits = sources.map((n) => ({ n, why: bad(n) })).filter((h): h is { n: Node; why: string } => !!h.why && !sema.inXlaAwareBranch(h.n) && !cudaGuarded(h.n));
+    if (!hits.length || seen.has(hits[0].n.id)) continue;
+    hits.forEach((h) => seen.add(h.n.id));
+    const [first, ...more] = hits;
+    ctx.report(first.n, {
+      message: `${first.why}; load it without \`device_map\` and move it with \`.to(device)\` (accelerate's device maps know no XLA device)`,
+      fix: null,
+      related: [
+        ...more.map((h) => ({ start: h.n.startIndex, end: h.n.endIndex, message: 'another device map this call receives' })),
+        ...(value.id !== first.n.id ? [{ start: call.startIndex, end: call.endIndex, message: 'the model load' }] : []),
+      ],
+    });
+  }
+}
 
 /**
  * `device = torch.device("cuda" if ... else "cpu")` followed, in the same block and before any read of `device`, by an
