@@ -52,7 +52,7 @@ const rule = defineRule({
       'A device picker of another project module (`utils.select_device(...)`, `get_device()`) that returns a CUDA device is reported at the call that reaches the sink, with the helper\'s CUDA expression as a related location (no fix here: change the helper), unless the helper\'s own file already reports a CUDA device inside the helper, or the helper sets it in an `if torch.cuda.is_available():` branch that does more than choose it (TPU103 reports that check). A CUDA device set in an `if torch.cuda.is_available():` branch that does more than choose the device is left to TPU103, which reports the check. ' +
       'Hard-coded CUDA devices inside an `nn.Module`\'s `forward` or `__init__` are reported with their own message. ' +
       'Also checks Lightning `Trainer(accelerator="gpu"|"cuda")` and `Fabric(accelerator=...)`, which pin the run to CUDA, and Hugging Face ' +
-      '`from_pretrained(device_map=...)` with `"auto"`/`"balanced"`/`"sequential"` (every layer loads on the CPU of a TPU host) or an int, rank or `"cuda:N"` entry (`{"": local_rank}`: a CUDA ordinal), reported where the map is set, with no fix.',
+      '`init_device_mesh("cuda", ...)` (no fix: torch_xla meshes are SPMD ones), and `from_pretrained(device_map=...)` with `"auto"`/`"balanced"`/`"sequential"` (every layer loads on the CPU of a TPU host) or an int, rank or `"cuda:N"` entry (`{"": local_rank}`: a CUDA ordinal), reported where the map is set, with no fix.',
     why:
       '`"cuda"` and int ordinals name CUDA devices, which a TPU host does not have: moving a tensor there fails. The XLA device is ' +
       '`torch.device("xla")` (MIG:41-55) or `torch_xla.device()` (DEV:81-84; TX:19), and each process started by `torch_xla.launch` ' +
@@ -81,6 +81,7 @@ const rule = defineRule({
       'catalog §0.5 CUDA device expression, CUDA-device taint, device sinks',
       'Lightning-AI/pytorch-lightning src/lightning/pytorch/trainer/connectors/accelerator_connector.py `_set_parallel_devices_and_init_accelerator` ' +
         '(raises "can not run on your system since the accelerator is not available") and `_choose_auto_accelerator` (XLA before CUDA); same in lightning/fabric/connector.py',
+      'torch_xla/distributed/spmd/api.py:54-82 (v2.3.0; :55-83 at v2.9.0) `convert_to_xla_mesh(DeviceMesh("xla", ...))`, `xla_distribute_tensor`/`xla_distribute_module`: the DTensor mesh torch_xla accepts is an SPMD one; torch_xla/distributed/spmd/xla_sharding.py `Mesh`',
       'huggingface/accelerate src/accelerate/utils/modeling.py `get_max_memory` (@16cb6eb8: NPU/MLU/SDAA/MUSA/XPU/HPU, else CUDA ordinals `torch.tensor([0], device=i)`, then "cpu"; no XLA branch), which `device_map="auto"` uses',
     ],
     torchtpu: 'The replacement is `torch.device("tpu")` (or `"tpu"` where the value is a string) after `import torch_tpu`.',
@@ -434,6 +435,24 @@ const rule = defineRule({
       });
     }
     for (const { at, more, opts } of pendingExternal) ctx.report(at, { ...opts, related: [...opts.related, ...more] });
+
+    // ---- `init_device_mesh("cuda", ...)`: a DTensor mesh of CUDA devices (hybrid-sharded FSDP, tensor parallel)
+    for (const call of sema.nodes('call')) {
+      if (!/^torch\.distributed\.(device_mesh\.|tensor\.|_tensor\.)?init_device_mesh$/.test(sema.callee(call) ?? '')) continue;
+      if (sema.inXlaAwareBranch(call) || cudaGuarded(call)) continue;
+      const { positional, keywords } = callArgs(call);
+      const arg = positional[0] ?? kwValue(keywords.get('device_type'));
+      if (!arg) continue;
+      const at = isDirect(arg) || (arg.type === 'string' && /^(cuda|gpu)$/.test(stringContent(arg) ?? '')) ? arg : origins(arg).find((o) => !o.external)?.node;
+      if (!at || reported.some((r) => r.id === at.id)) continue;
+      reported.push(at);
+      ctx.report(at, {
+        message: ctx.idiom.profile === 'torchtpu'
+          ? `\`init_device_mesh(${short(arg.text, 20)}, ...)\` builds a mesh of CUDA devices (and NCCL groups); a TPU host has none, and no replacement is known: no fix`
+          : `\`init_device_mesh(${short(arg.text, 20)}, ...)\` builds a mesh of CUDA devices (and NCCL groups); a TPU host has none. torch_xla's meshes are SPMD ones (\`torch_xla.distributed.spmd.Mesh\`, or a DTensor \`DeviceMesh("xla", ...)\` for \`xla_distribute_module\`); no replacement is known for a torch FSDP/HSDP mesh: no fix`,
+        fix: null,
+      });
+    }
 
     // ---- Hugging Face `from_pretrained(device_map=...)`: accelerate's placement knows GPUs (and NPU/XPU/MLU), not XLA
     reportDeviceMaps(ctx, isRankName);
