@@ -52,7 +52,7 @@ const rule = defineRule({
       'A device picker of another project module (`utils.select_device(...)`, `get_device()`) that returns a CUDA device is reported at the call that reaches the sink, with the helper\'s CUDA expression as a related location (no fix here: change the helper), unless the helper\'s own file already reports a CUDA device inside the helper, or the helper sets it in an `if torch.cuda.is_available():` branch that does more than choose it (TPU103 reports that check). A CUDA device set in an `if torch.cuda.is_available():` branch that does more than choose the device is left to TPU103, which reports the check. ' +
       'Hard-coded CUDA devices inside an `nn.Module`\'s `forward` or `__init__` are reported with their own message. ' +
       'Also checks Lightning `Trainer(accelerator="gpu"|"cuda")` and `Fabric(accelerator=...)`, which pin the run to CUDA, and Hugging Face ' +
-      '`init_device_mesh("cuda", ...)` (no fix: torch_xla meshes are SPMD ones), and `from_pretrained(device_map=...)` with `"auto"`/`"balanced"`/`"sequential"` (every layer loads on the CPU of a TPU host) or an int, rank or `"cuda:N"` entry (`{"": local_rank}`: a CUDA ordinal), reported where the map is set, with no fix.',
+      'a `--device` option whose CUDA default comes with `choices=` naming no XLA device (reported even when the value is used in another module; unsafe fix: the XLA default and choice), `init_device_mesh("cuda", ...)` (no fix: torch_xla meshes are SPMD ones), and `from_pretrained(device_map=...)` with `"auto"`/`"balanced"`/`"sequential"` (every layer loads on the CPU of a TPU host) or an int, rank or `"cuda:N"` entry (`{"": local_rank}`: a CUDA ordinal), reported where the map is set, with no fix.',
     why:
       '`"cuda"` and int ordinals name CUDA devices, which a TPU host does not have: moving a tensor there fails. The XLA device is ' +
       '`torch.device("xla")` (MIG:41-55) or `torch_xla.device()` (DEV:81-84; TX:19), and each process started by `torch_xla.launch` ' +
@@ -435,6 +435,23 @@ const rule = defineRule({
       });
     }
     for (const { at, more, opts } of pendingExternal) ctx.report(at, { ...opts, related: [...opts.related, ...more] });
+
+    // ---- `parser.add_argument("--device", default="cuda", choices=["cpu", "npu", "cuda"])` (wenet): even when the value is
+    // consumed in another module, no command line can select the XLA device
+    for (const list of cudaArgparseDefaults().values()) {
+      for (const { def, call } of list) {
+        const flag = callArgs(call).positional.find((x) => x.type === 'string');
+        const choices = kwValue(callArgs(call).keywords.get('choices'));
+        if (!flag || !/(^|[-_])(device|accelerator)s?$/.test(stringContent(flag) ?? '') || !choices || (choices.type !== 'list' && choices.type !== 'tuple')) continue;
+        if (mentionsXla(choices.text) || /['"]tpu['"]/.test(choices.text) || reported.some((r) => r.id === def.id) || sema.inXlaAwareBranch(call)) continue;
+        reported.push(def);
+        const site: Site = { node: def, defTime: true, argparse: call };
+        ctx.report(def, {
+          message: `\`${stringContent(flag)}\` defaults to ${def.text} and its choices ${short(choices.text, 40)} name no ${ctx.idiom.profile === 'torchtpu' ? 'TPU' : 'XLA'} device: no command line runs this script on a TPU host`,
+          fix: sourceFix(ctx, site),
+        });
+      }
+    }
 
     // ---- `init_device_mesh("cuda", ...)`: a DTensor mesh of CUDA devices (hybrid-sharded FSDP, tensor parallel)
     for (const call of sema.nodes('call')) {
