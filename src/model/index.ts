@@ -593,8 +593,8 @@ export class ProgramModel {
 
   /**
    * The argument expressions same-file call sites pass to parameter `p` of `fn` (positionally or by keyword), and
-   * whether the default is dead: `fn` is a plain function whose name is used only by its calls, each of which passes
-   * the parameter.
+   * whether the default is dead: `fn` is a plain function (or the `__init__` of a class, whose calls are its
+   * constructions) whose name is used only by its calls, each of which passes the parameter.
    */
   argumentsFor(fn: Node, p: Node): { args: Node[]; allPass: boolean } {
     const memo = this.argsMemo.get(p.id);
@@ -608,12 +608,20 @@ export class ProgramModel {
     const method = !!this.sema.enclosingClass(fn) && (firstName === 'self' || firstName === 'cls');
     const args: Node[] = [];
     let passing = 0;
-    const calls = this.sema.callSitesOf(fn);
+    // `__init__` of a class with one same-file definition: its call sites are the constructions `Cls(...)` (self is not
+    // passed); every other use of the class name (a subclass, `super().__init__` through it, a factory table) keeps the
+    // default alive
+    const cls = method && fn.childForFieldName('name')?.text === '__init__' && fn.parent?.parent?.type === 'class_definition' ? fn.parent.parent : null;
+    const clsName = cls?.childForFieldName('name')?.text ?? '';
+    const ctor = !!cls && this.classesNamed(clsName).length === 1;
+    const calls = ctor
+      ? this.sema.identifiersNamed(clsName).filter((id) => id.parent?.type === 'call' && id.parent.childForFieldName('function')?.id === id.id).map((id) => id.parent!)
+      : this.sema.callSitesOf(fn);
     for (const call of calls) {
       if (contains(fn, call) && this.sema.enclosingFunction(call)?.id === fn.id) continue; // recursion
       const { positional, keywords } = callArgs(call);
       const fnNode = call.childForFieldName('function');
-      const shift = method && fnNode?.type === 'attribute' ? 1 : 0;
+      const shift = ctor || (method && fnNode?.type === 'attribute') ? 1 : 0;
       let arg: Node | null = kwValue(keywords.get(name));
       if (!arg && index >= 0) {
         const pos = positional[index - shift];
@@ -632,8 +640,17 @@ export class ProgramModel {
       // finding a name's uses scans the text)
       get allPass(): boolean {
         if (dead === undefined) {
-          const fname = fn.childForFieldName('name')?.text ?? '';
-          dead = !method && calls.length > 0 && passing === calls.length && !!fname && sema.identifiersNamed(fname).length === calls.length + 1;
+          const fname = ctor ? clsName : fn.childForFieldName('name')?.text ?? '';
+          let uses = fname ? sema.identifiersNamed(fname).length : 0;
+          // `Cls.helper(...)` (a static helper called through the class) builds no instance, unless a classmethod
+          // constructs one as `cls(...)`
+          if (ctor && cls && !sema.within('call', cls).some((c) => /^(cls|type\(self\))$/.test(c.childForFieldName('function')?.text ?? ''))) {
+            uses -= sema.identifiersNamed(fname).filter((id) => {
+              const p = id.parent;
+              return p?.type === 'attribute' && p.childForFieldName('object')?.id === id.id && p.childForFieldName('attribute')?.text !== '__init__';
+            }).length;
+          }
+          dead = (!method || ctor) && calls.length > 0 && passing === calls.length && !!fname && uses === calls.length + 1;
         }
         return dead;
       },

@@ -51,7 +51,8 @@ const rule = defineRule({
       'parameter default, argparse default, dataclass field or helper return value that holds a CUDA device is reported once, where it is set. ' +
       'A device picker of another project module (`utils.select_device(...)`, `get_device()`) that returns a CUDA device is reported at the call that reaches the sink, with the helper\'s CUDA expression as a related location (no fix here: change the helper), unless the helper\'s own file already reports a CUDA device inside the helper, or the helper sets it in an `if torch.cuda.is_available():` branch that does more than choose it (TPU103 reports that check). A CUDA device set in an `if torch.cuda.is_available():` branch that does more than choose the device is left to TPU103, which reports the check. ' +
       'Hard-coded CUDA devices inside an `nn.Module`\'s `forward` or `__init__` are reported with their own message. ' +
-      'Also checks Lightning `Trainer(accelerator="gpu"|"cuda")` and `Fabric(accelerator=...)`, which pin the run to CUDA.',
+      'Also checks Lightning `Trainer(accelerator="gpu"|"cuda")` and `Fabric(accelerator=...)`, which pin the run to CUDA; ' +
+      'a `--device` option whose CUDA default comes with `choices=` naming no XLA device (reported even when the value is used in another module; unsafe fix: the XLA default and choice); `init_device_mesh("cuda", ...)` (no fix: torch_xla meshes are SPMD ones); and Hugging Face `from_pretrained(device_map=...)` with `"auto"`/`"balanced"`/`"sequential"` (every layer loads on the CPU of a TPU host) or an int, rank or `"cuda:N"` entry (`{"": local_rank}`: a CUDA ordinal), reported where the map is set, with no fix.',
     why:
       '`"cuda"` and int ordinals name CUDA devices, which a TPU host does not have: moving a tensor there fails. The XLA device is ' +
       '`torch.device("xla")` (MIG:41-55) or `torch_xla.device()` (DEV:81-84; TX:19), and each process started by `torch_xla.launch` ' +
@@ -80,6 +81,8 @@ const rule = defineRule({
       'catalog §0.5 CUDA device expression, CUDA-device taint, device sinks',
       'Lightning-AI/pytorch-lightning src/lightning/pytorch/trainer/connectors/accelerator_connector.py `_set_parallel_devices_and_init_accelerator` ' +
         '(raises "can not run on your system since the accelerator is not available") and `_choose_auto_accelerator` (XLA before CUDA); same in lightning/fabric/connector.py',
+      'torch_xla/distributed/spmd/api.py:54-82 (v2.3.0; :55-83 at v2.9.0) `convert_to_xla_mesh(DeviceMesh("xla", ...))`, `xla_distribute_tensor`/`xla_distribute_module`: the DTensor mesh torch_xla accepts is an SPMD one; torch_xla/distributed/spmd/xla_sharding.py `Mesh`',
+      'huggingface/accelerate src/accelerate/utils/modeling.py `get_max_memory` (@16cb6eb8: NPU/MLU/SDAA/MUSA/XPU/HPU, else CUDA ordinals `torch.tensor([0], device=i)`, then "cpu"; no XLA branch), which `device_map="auto"` uses',
     ],
     torchtpu: 'The replacement is `torch.device("tpu")` (or `"tpu"` where the value is a string) after `import torch_tpu`.',
   },
@@ -233,7 +236,7 @@ const rule = defineRule({
       } else if (n.type === 'attribute') {
         const attr = n.childForFieldName('attribute')?.text ?? '';
         // `torch.float16`, `torch.bfloat16`: a torch attribute is never a CUDA device (no model needed)
-        if (n.childForFieldName('object')?.type !== 'call' && !sema.resolve(n)?.startsWith('torch.') && ctx.model.namesCuda(n)) out = attributeOrigins(attr, depth);
+        if (n.childForFieldName('object')?.type !== 'call' && !sema.resolve(n)?.startsWith('torch.') && ctx.model.namesCuda(n)) out = attributeOrigins(attr, depth, selfClass(n));
       } else if (n.type === 'call') {
         const callee = sema.callee(n);
         if (callee === 'torch.device') out = origins(callArgs(n).positional[0], depth + 1);
@@ -277,23 +280,35 @@ const rule = defineRule({
       }
       return argparseIndex;
     };
+    /** `self.x` / `cls.x` read in a class: the class whose assignments it can see (as the model's attribute bindings). */
+    const selfClass = (n: Node): Node | null => {
+      const obj = n.childForFieldName('object');
+      return obj?.type === 'identifier' && (obj.text === 'self' || obj.text === 'cls') ? sema.enclosingClass(n) : null;
+    };
     const attrMemo = new Map<string, Site[]>();
-    const attributeOrigins = (attr: string, depth: number): Site[] => {
-      const cached = attrMemo.get(attr);
+    const attributeOrigins = (attr: string, depth: number, cls: Node | null): Site[] => {
+      // `self.device` in `class A` reads A's `self.device = ...`, not another class's (d2l SSD: a loss class's dead
+      // `device="cuda:0"` default reported through a sibling class's `self.device`)
+      const key = `${cls?.id ?? -1}\0${attr}`;
+      const cached = attrMemo.get(key);
       if (cached) return cached;
-      attrMemo.set(attr, []);
+      attrMemo.set(key, []);
       const out: Site[] = [];
-      for (const a of sema.nodes('assignment')) {
-        const left = a.childForFieldName('left');
+      const inScope = (a: Node) => !cls || sema.enclosingClass(a)?.id === cls.id;
+      for (const a of sema.attributeAssignments(attr)) {
         const right = a.childForFieldName('right');
-        if (!left || !right) continue;
-        if (left.type === 'attribute' && left.childForFieldName('attribute')?.text === attr) out.push(...origins(right, depth + 1));
-        else if (left.type === 'identifier' && left.text === attr && sema.enclosingClass(a) && !sema.enclosingFunction(a)) {
-          out.push(...origins(right, depth + 1).map((s) => ({ ...s, defTime: true })));
-        }
+        if (!right || !inScope(a)) continue;
+        if (cls && !/^(self|cls)$/.test(a.childForFieldName('left')?.childForFieldName('object')?.text ?? '')) continue;
+        out.push(...origins(right, depth + 1));
       }
-      for (const { def, call } of cudaArgparseDefaults().get(attr) ?? []) out.push({ node: def, defTime: true, argparse: call });
-      attrMemo.set(attr, out);
+      // class-body fields (`device = "cuda"` in a config class or dataclass)
+      for (const right of sema.bindings(attr)) {
+        const a = right.parent;
+        if (a?.type !== 'assignment' || a.childForFieldName('left')?.type !== 'identifier' || !sema.enclosingClass(a) || sema.enclosingFunction(a) || !inScope(a)) continue;
+        out.push(...origins(right, depth + 1).map((s) => ({ ...s, defTime: true })));
+      }
+      if (!cls) for (const { def, call } of cudaArgparseDefaults().get(attr) ?? []) out.push({ node: def, defTime: true, argparse: call });
+      attrMemo.set(key, out);
       return out;
     };
 
@@ -421,6 +436,44 @@ const rule = defineRule({
     }
     for (const { at, more, opts } of pendingExternal) ctx.report(at, { ...opts, related: [...opts.related, ...more] });
 
+    // ---- `parser.add_argument("--device", default="cuda", choices=["cpu", "npu", "cuda"])` (wenet): even when the value is
+    // consumed in another module, no command line can select the XLA device
+    for (const list of cudaArgparseDefaults().values()) {
+      for (const { def, call } of list) {
+        const flag = callArgs(call).positional.find((x) => x.type === 'string');
+        const choices = kwValue(callArgs(call).keywords.get('choices'));
+        if (!flag || !/(^|[-_])(device|accelerator)s?$/.test(stringContent(flag) ?? '') || !choices || (choices.type !== 'list' && choices.type !== 'tuple')) continue;
+        if (mentionsXla(choices.text) || /['"]tpu['"]/.test(choices.text) || reported.some((r) => r.id === def.id) || sema.inXlaAwareBranch(call)) continue;
+        reported.push(def);
+        const site: Site = { node: def, defTime: true, argparse: call };
+        ctx.report(def, {
+          message: `\`${stringContent(flag)}\` defaults to ${def.text} and its choices ${short(choices.text, 40)} name no ${ctx.idiom.profile === 'torchtpu' ? 'TPU' : 'XLA'} device: no command line runs this script on a TPU host`,
+          fix: sourceFix(ctx, site),
+        });
+      }
+    }
+
+    // ---- `init_device_mesh("cuda", ...)`: a DTensor mesh of CUDA devices (hybrid-sharded FSDP, tensor parallel)
+    for (const call of sema.nodes('call')) {
+      if (!/^torch\.distributed\.(device_mesh\.|tensor\.|_tensor\.)?init_device_mesh$/.test(sema.callee(call) ?? '')) continue;
+      if (sema.inXlaAwareBranch(call) || cudaGuarded(call)) continue;
+      const { positional, keywords } = callArgs(call);
+      const arg = positional[0] ?? kwValue(keywords.get('device_type'));
+      if (!arg) continue;
+      const at = isDirect(arg) || (arg.type === 'string' && /^(cuda|gpu)$/.test(stringContent(arg) ?? '')) ? arg : origins(arg).find((o) => !o.external)?.node;
+      if (!at || reported.some((r) => r.id === at.id)) continue;
+      reported.push(at);
+      ctx.report(at, {
+        message: ctx.idiom.profile === 'torchtpu'
+          ? `\`init_device_mesh(${short(arg.text, 20)}, ...)\` builds a mesh of CUDA devices (and NCCL groups); a TPU host has none, and no replacement is known: no fix`
+          : `\`init_device_mesh(${short(arg.text, 20)}, ...)\` builds a mesh of CUDA devices (and NCCL groups); a TPU host has none. torch_xla's meshes are SPMD ones (\`torch_xla.distributed.spmd.Mesh\`, or a DTensor \`DeviceMesh("xla", ...)\` for \`xla_distribute_module\`); no replacement is known for a torch FSDP/HSDP mesh: no fix`,
+        fix: null,
+      });
+    }
+
+    // ---- Hugging Face `from_pretrained(device_map=...)`: accelerate's placement knows GPUs (and NPU/XPU/MLU), not XLA
+    reportDeviceMaps(ctx, isRankName);
+
     // ---- Lightning `Trainer(accelerator="gpu")` / `Fabric(accelerator="cuda")`: raises when the Trainer is built on a TPU host
     for (const call of lightning) {
       const { keywords } = callArgs(call);
@@ -439,6 +492,64 @@ const rule = defineRule({
     }
   },
 });
+
+/** `device_map` strings that ask accelerate to spread the model over the GPUs it finds. */
+const AUTO_MAP = /^(auto|balanced|balanced_low_0|sequential)$/;
+
+/**
+ * `AutoModel.from_pretrained(..., device_map="auto")` or `device_map={"": local_rank}` (qlora): accelerate's
+ * `get_max_memory` counts CUDA (and NPU/XPU/MLU) devices only, so on a TPU host "auto" puts every layer on the CPU, and an
+ * int or `"cuda:N"` entry names a CUDA device. Reported where the map is set (the literal, or each binding of the name
+ * passed), once per call. No fix: load on the CPU and move the model with `.to(device)` (accelerate has no XLA map).
+ */
+function reportDeviceMaps(ctx: RuleContext, isRankName: (n: Node) => boolean): void {
+  const sema = ctx.sema;
+  const seen = new Set<number>();
+  const bad = (v: Node): string | null => {
+    if (v.type === 'string') {
+      const t = stringContent(v) ?? '';
+      if (AUTO_MAP.test(t)) return `\`device_map=${v.text}\` spreads the model over the GPUs accelerate finds: a TPU host has none, so every layer loads on the CPU`;
+      if (/^cuda(:\d+)?$/.test(t)) return `\`device_map=${v.text}\` places the model on a CUDA device; a TPU host has none`;
+      return null;
+    }
+    if (v.type === 'integer' || (v.type === 'identifier' && isRankName(v))) return `\`device_map=${short(v.text)}\` names CUDA device \`${v.text}\`; a TPU host has none`;
+    if (v.type === 'dictionary') {
+      for (const pair of v.namedChildren) {
+        const val = pair?.type === 'pair' ? pair.childForFieldName('value') : null;
+        if (!val) continue;
+        if (val.type === 'integer' || isRankName(val) || (val.type === 'string' && /^cuda(:\d+)?$/.test(stringContent(val) ?? ''))) {
+          return `\`${short(v.text, 30)}\` maps modules to CUDA device \`${val.text}\` (accelerate reads an int as a CUDA ordinal); a TPU host has none`;
+        }
+      }
+    }
+    return null;
+  };
+  for (const kw of sema.nodes('keyword_argument')) {
+    if (kw.childForFieldName('name')?.text !== 'device_map') continue;
+    const call = kw.parent?.parent;
+    if (call?.type !== 'call' || !/(^|\.)from_pretrained$/.test(call.childForFieldName('function')?.text ?? '')) continue;
+    if (sema.inXlaAwareBranch(call) || cudaGuarded(call)) continue;
+    const value = kw.childForFieldName('value');
+    if (!value) continue;
+    let sources: Node[] = [value];
+    if (value.type === 'identifier') {
+      const fn = sema.enclosingFunction(call);
+      sources = sema.bindings(value.text).filter((b) => (sema.enclosingFunction(b)?.id ?? -1) === (fn?.id ?? -1));
+    }
+    const hits = sources.map((n) => ({ n, why: bad(n) })).filter((h): h is { n: Node; why: string } => !!h.why && !sema.inXlaAwareBranch(h.n) && !cudaGuarded(h.n));
+    if (!hits.length || seen.has(hits[0].n.id)) continue;
+    hits.forEach((h) => seen.add(h.n.id));
+    const [first, ...more] = hits;
+    ctx.report(first.n, {
+      message: `${first.why}; load it without \`device_map\` and move it with \`.to(device)\` (accelerate's device maps know no XLA device)`,
+      fix: null,
+      related: [
+        ...more.map((h) => ({ start: h.n.startIndex, end: h.n.endIndex, message: 'another device map this call receives' })),
+        ...(value.id !== first.n.id ? [{ start: call.startIndex, end: call.endIndex, message: 'the model load' }] : []),
+      ],
+    });
+  }
+}
 
 /**
  * `device = torch.device("cuda" if ... else "cpu")` followed, in the same block and before any read of `device`, by an

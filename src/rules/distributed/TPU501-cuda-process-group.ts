@@ -3,8 +3,8 @@ import { callArgs, kwValue, stringContent } from '../../core/semantics';
 import { deleteStatement } from '../../core/edits';
 import type { Node } from '../../core/parse';
 import type { Edit, ImportSpec } from '../../core/types';
-import { INIT_PG, callsTo, editArgs, envWrites, ncclChoice, projectConfigString, replaceStringContent, short, spmdEnabled, stringSource } from './util';
-import { mpsOnly } from '../../model/guards';
+import { INIT_PG, callsTo, editArgs, envWrites, ncclChoice, projectConfigString, projectProcessGroups, replaceStringContent, short, spmdEnabled, stringSource } from './util';
+import { cudaOnly, mpsOnly } from '../../model/guards';
 
 const XLA_BACKEND: ImportSpec = { module: 'torch_xla.distributed.xla_backend' };
 const NCCL = /(^|[,:]\s*)nccl\s*$|^nccl\b|[,:]\s*nccl\b/;
@@ -47,7 +47,9 @@ export default defineRule({
     what:
       'Checks for `torch.distributed.init_process_group` with the `nccl` backend (a literal, or a variable, parameter or argparse default that holds `"nccl"`), ' +
       'a name bound to `"gloo" if not torch.cuda.is_available() else "nccl"` (warning: a TPU host takes the CPU `gloo` arm), a `cfg.dist_backend` whose value is a `dist_backend="nccl"` keyword in a config factory of an imported project module (no fix: the value lives there), ' +
-      'an `env://`/`tcp://` rendezvous next to the `xla` backend, and `os.environ["MASTER_ADDR"|"MASTER_PORT"]` writes in files that set up an NCCL group.',
+      'an `env://`/`tcp://` rendezvous next to the `xla` backend, and `os.environ["MASTER_ADDR"|"MASTER_PORT"]` writes in files that set up an NCCL group. ' +
+      'A device-type → backend map (`{"cuda": "nccl", "npu": "hccl"}` looked up with `.get(device_type, "gloo")`) with no `xla` entry is reported at its CUDA entry (no fix: the key is a device type the program chooses elsewhere). ' +
+      'An NCCL group created only under `if torch.cuda.is_available():` is not reported there (a TPU host never runs it): the `gloo` group of the same `if` chain\'s fallback arm, which a TPU host does run, is reported instead (unsafe fix in tpu-only style: a CPU-only host takes that arm too).',
     why:
       'NCCL is a CUDA library: on a TPU VM the group cannot be created. torch_xla registers its own backend and rendezvous when ' +
       '`torch_xla.distributed.xla_backend` is imported (`dist.Backend.register_backend("xla", …)` and `dist.register_rendezvous_handler("xla", …)`, XBK:18-24); ' +
@@ -82,10 +84,49 @@ export default defineRule({
       });
     const backendName = spmd ? 'gloo' : 'xla';
     let cudaGroups = 0;
+    // `if torch.cuda.is_available(): init_process_group("nccl") ... else: init_process_group("gloo")` (OLMo scripts/train.py):
+    // a TPU host never runs the CUDA arm; the group it creates is the CPU `gloo` one of the fallback arm, reported there
+    const guardedNccl: Node[] = [];
+    const glooFallbacks: { site: InitSite; literal: Node }[] = [];
+    for (const site of sites) {
+      const b = site.backend;
+      const src = b && (b.type === 'string' ? { literal: b } : b.type === 'identifier' || b.type === 'attribute' ? stringSource(ctx, b) : null);
+      const value = src ? stringContent(src.literal) ?? '' : '';
+      if (!src) continue;
+      if (NCCL.test(value) && cudaOnly(site.call)) guardedNccl.push(site.call);
+      else if (value === 'gloo' && !spmd && !cudaOnly(site.call) && !mpsOnly(site.call)) glooFallbacks.push({ site, literal: src.literal });
+    }
+    const skipped = new Set(guardedNccl.map((c) => c.id));
+    /** The `if` chain that holds both calls (the CUDA arm and the fallback arm of one choice), else null. */
+    const commonIf = (a: Node, b: Node): Node | null => {
+      for (let p = a.parent; p && p.type !== 'function_definition'; p = p.parent) {
+        if (p.type === 'if_statement') return p.startIndex <= b.startIndex && b.endIndex <= p.endIndex ? p : null;
+      }
+      return null;
+    };
+    if (guardedNccl.length) {
+      for (const { site, literal } of glooFallbacks) {
+        const arms = guardedNccl.filter((c) => commonIf(c, site.call));
+        if (!arms.length) continue;
+        cudaGroups++;
+        const im = initMethodEdits(site.call);
+        const torchtpu = ctx.idiom.profile === 'torchtpu';
+        ctx.report(site.backend!, {
+          message: torchtpu
+            ? 'on a TPU host `torch.cuda.is_available()` is False, so the program creates this CPU `gloo` group instead of the NCCL one (the TorchTPU process-group backend is not public yet)'
+            : 'on a TPU host `torch.cuda.is_available()` is False, so the program creates this CPU `gloo` group instead of the NCCL one; use the `xla` backend with `init_method="xla://"`',
+          // the fallback arm is also what a CPU-only host runs: switching it to `xla` changes that run
+          fix: xlaIdiom && literal.id === site.backend?.id
+            ? { title: 'Use the `xla` backend with `init_method="xla://"`', applicability: 'unsafe', edits: [replaceStringContent(literal, 'xla'), ...im.edits], imports: [XLA_BACKEND] }
+            : null,
+          related: arms.map((c) => ({ start: c.startIndex, end: c.endIndex, message: 'the NCCL group, created only when CUDA is available' })),
+        });
+      }
+    }
     const bySource = new Map<number, { literal: Node; fromUser: boolean; calls: Node[] }>();
     for (const site of sites) {
       const b = site.backend;
-      if (!b) continue;
+      if (!b || skipped.has(site.call.id)) continue;
       /** Reports the CUDA backend at `at`; the fix replaces it (`backendEdit`) and sets init_method="xla://". */
       const reportBackend = (at: Node, backendEdit: Edit, applicability: 'safe' | 'unsafe') => {
         cudaGroups++;
@@ -180,10 +221,46 @@ export default defineRule({
           : null,
       });
     }
+    // `dist_backends = {"cuda": "nccl", "npu": "hccl"}; backend = dist_backends.get(device_type, "gloo")` (open_clip
+    // distributed.py): a device-type → backend map with no `xla` entry
+    if (sites.length || projectProcessGroups(ctx).length) {
+      // from the "nccl" strings (dictionaries are not indexed): each one a pair's value
+      const dicts = ctx.sema.nodes('string')
+        .filter((v) => stringContent(v) === 'nccl' && v.parent?.type === 'pair' && v.parent.childForFieldName('value')?.id === v.id && v.parent.parent?.type === 'dictionary')
+        .map((v) => v.parent!.parent!);
+      for (const d of dicts) {
+        const pairs = d.namedChildren.filter((c): c is Node => !!c && c.type === 'pair');
+        const key = (p: Node) => {
+          const k = p.childForFieldName('key');
+          return k?.type === 'string' ? (stringContent(k) ?? '').toLowerCase() : null;
+        };
+        const value = (p: Node) => {
+          const v = p.childForFieldName('value');
+          return v?.type === 'string' ? stringContent(v) ?? '' : null;
+        };
+        const cuda = pairs.find((p) => (key(p) === 'cuda' || key(p) === 'gpu') && value(p) === 'nccl');
+        if (!cuda || pairs.some((p) => key(p) === 'xla' || key(p) === 'tpu') || ctx.sema.inXlaAwareBranch(d)) continue;
+        // every key a device type: not a config dict that happens to hold "cuda"
+        if (!pairs.every((p) => /^(cuda|gpu|cpu|mps|npu|hpu|xpu|mlu|musa|meta)$/.test(key(p) ?? ''))) continue;
+        const lookup = dictLookup(ctx, d);
+        if (!lookup) continue;
+        cudaGroups++;
+        const fallback = lookup.fallback
+          ? `falls back to ${lookup.fallback.text}${stringContent(lookup.fallback) === 'gloo' ? ' (a CPU group)' : ''}`
+          : `raises KeyError for the ${ctx.idiom.profile === 'torchtpu' ? 'TPU' : '`xla`'} device type`;
+        ctx.report(cuda, {
+          message: ctx.idiom.profile === 'torchtpu'
+            ? `this backend map sends CUDA to \`nccl\` and has no entry for the TPU: on a TPU host the lookup ${fallback} (the TorchTPU process-group backend is not public yet)`
+            : `this backend map sends CUDA to \`nccl\` and has no \`xla\` entry: on a TPU host the lookup ${fallback}; create the group with the \`xla\` backend and \`init_method="xla://"\` (after \`import torch_xla.distributed.xla_backend\`)`,
+          related: [{ start: lookup.at.startIndex, end: lookup.at.endIndex, message: 'the backend lookup' }],
+        });
+      }
+    }
     if (!cudaGroups) return;
     for (const name of ['MASTER_ADDR', 'MASTER_PORT']) {
       for (const w of envWrites(ctx, name)) {
-        if (ctx.sema.inXlaAwareBranch(w.node) || mpsOnly(w.node)) continue; // an MPS-only branch: never runs on a TPU host
+        // an MPS-only or CUDA-only branch: never runs on a TPU host
+        if (ctx.sema.inXlaAwareBranch(w.node) || mpsOnly(w.node) || (guardedNccl.length > 0 && cudaOnly(w.node))) continue;
         const stmtOk = w.stmt.type === 'expression_statement';
         ctx.report(w.node, {
           severity: 'warning',
@@ -200,6 +277,36 @@ export default defineRule({
     }
   },
 });
+
+/**
+ * Where a dict literal bound to a name is looked up: `name.get(key, fallback)` or `name[key]` in the same function
+ * (or the literal itself looked up in place), with the fallback of `.get`.
+ */
+function dictLookup(ctx: RuleContext, d: Node): { at: Node; fallback: Node | null } | null {
+  const fromCall = (call: Node | null | undefined) => {
+    if (call?.type !== 'call') return null;
+    const fn = call.childForFieldName('function');
+    if (fn?.type !== 'attribute' || fn.childForFieldName('attribute')?.text !== 'get') return null;
+    return { at: call, fallback: callArgs(call).positional[1] ?? null };
+  };
+  // `{...}.get(device_type, "gloo")`
+  if (d.parent?.type === 'attribute') return fromCall(d.parent.parent);
+  const a = d.parent;
+  if (a?.type !== 'assignment' || a.childForFieldName('right')?.id !== d.id) return null;
+  const name = a.childForFieldName('left');
+  if (name?.type !== 'identifier') return null;
+  const fn = ctx.sema.enclosingFunction(d);
+  for (const id of ctx.sema.identifiersNamed(name.text)) {
+    if (id.id === name.id || ctx.sema.enclosingFunction(id)?.id !== fn?.id) continue;
+    const p = id.parent;
+    if (p?.type === 'attribute' && p.childForFieldName('object')?.id === id.id) {
+      const hit = fromCall(p.parent);
+      if (hit) return hit;
+    }
+    if (p?.type === 'subscript' && p.childForFieldName('value')?.id === id.id) return { at: p, fallback: null };
+  }
+  return null;
+}
 
 function messageFor(ctx: RuleContext, spmd: boolean): string {
   if (ctx.idiom.profile === 'torchtpu') return 'The NCCL process-group backend needs CUDA GPUs; look for where this group is created (the TorchTPU backend is not public yet)';

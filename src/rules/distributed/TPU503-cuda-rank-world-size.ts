@@ -3,7 +3,7 @@ import { callArgs, kwValue, mentionsXla, stringContent } from '../../core/semant
 import type { Snippet } from '../../core/idioms';
 import { Idioms } from '../../core/idioms';
 import type { Node } from '../../core/parse';
-import { INIT_PG, callsTo, envRead, isXlaLauncher, launchedFunctions, projectProcessGroups, withCallees } from './util';
+import { INIT_PG, callsTo, envRead, isXlaLauncher, launchedFunctions, projectProcessGroups, short, withCallees } from './util';
 import { mpsOnly } from '../../model/guards';
 
 type Kind = 'rank' | 'local' | 'world';
@@ -42,8 +42,9 @@ export default defineRule({
   docs: {
     what:
       'Checks for rank and world size taken from the CUDA launcher: `int(os.environ["RANK"|"LOCAL_RANK"|"WORLD_SIZE"])` (also `.get`/`os.getenv`), the torchrun `LOCAL_WORLD_SIZE` (no fix: `xr.local_process_count()`), `args.local_rank` from a `--local_rank` flag (once, at its first read; the fix rewrites every read), ' +
+      'launcher variables read through a loop over their names (`for v in ("LOCAL_RANK", "SLURM_LOCALID"): ... os.environ[v]`, reported at the name, no fix), ' +
       '`torch.cuda.device_count()` used as the world size, `dist.get_rank()`/`dist.get_world_size()` in files that create no process group, and the removed `xm.get_ordinal()`/`xm.xrt_world_size()`. ' +
-      'Launcher environment reads and `--local_rank` flags stay quiet in files that use the HF Trainer, Accelerate or Lightning, which own ranks (and set them up on XLA); ' +
+      'Launcher environment reads and `--local_rank` flags stay quiet in files that use the HF Trainer, Accelerate or Lightning, which own ranks (and set them up on XLA), except the first `LOCAL_RANK`/`RANK` read of a function that builds a `from_pretrained(device_map={"": local_rank})` map (no fix); ' +
       '`engine.local_rank` of a DeepSpeed engine (`engine, … = deepspeed.initialize(…)`) is DeepSpeed\'s own and is left to TPU705.',
     why:
       '`torch_xla.launch` does not set `RANK`/`WORLD_SIZE` (it sets them only when torchrun started the job), `torch.cuda.device_count()` is 0 on a TPU host, and `dist.get_rank()` raises without a process group, ' +
@@ -86,6 +87,7 @@ export default defineRule({
       }
       return false;
     };
+    const loopReported = new Set<number>();
     const launcherInFile = ctx.sema.nodes('call').some((c) => isXlaLauncher(ctx, c) || /^torch\.multiprocessing\.spawn/.test(ctx.sema.callee(c) ?? ''));
     const report = (node: Node, kind: Kind, what: string, replace: Node | null, forceUnsafe = false, custom?: Snippet | null) => {
       // at module level of a launching script the runtime call would run in the parent before the fork
@@ -134,6 +136,51 @@ export default defineRule({
         : natural ? undefined : null;
       const sentinel = dflt && custom === null && wrapper && !compared ? ` (its default \`${dflt.text}\` is what a run without a launcher sees, and the runtime call has none: no fix)` : '';
       report(outer, kind, ctx.idiom.profile === 'torchtpu' ? `\`${read.name}\` is set by torchrun only` : `\`${read.name}\` is set by torchrun, not by \`torch_xla.launch\`${sentinel}`, wrapper && !compared ? wrapper : null, false, custom);
+    }
+
+    // the HF Trainer owns ranks, but not the placement of a model loaded with `from_pretrained(device_map={"": local_rank})`
+    // (qlora): the first launcher read of a function that builds such a map, once
+    if (managed) {
+      const mapFns = new Set<number>();
+      for (const kw of ctx.sema.nodes('keyword_argument')) {
+        if (kw.childForFieldName('name')?.text !== 'device_map') continue;
+        const fn = ctx.sema.enclosingFunction(kw);
+        const value = kw.childForFieldName('value');
+        if (!fn || !value) continue;
+        const maps = value.type === 'identifier' ? ctx.sema.bindings(value.text).filter((b) => ctx.sema.enclosingFunction(b)?.id === fn.id) : [value];
+        if (maps.some((m) => m.type === 'dictionary' && m.namedChildren.some((p) => p?.type === 'pair' && p.childForFieldName('value')?.type === 'identifier'))) mapFns.add(fn.id);
+      }
+      const done = new Set<number>();
+      for (const node of mapFns.size ? [...ctx.sema.nodes('subscript'), ...ctx.sema.nodes('call')].sort((a, b) => a.startIndex - b.startIndex) : []) {
+        const read = envRead(ctx, node);
+        const fn = read && (read.name === 'LOCAL_RANK' || read.name === 'RANK') ? ctx.sema.enclosingFunction(node) : null;
+        if (!read || !fn || !mapFns.has(fn.id) || done.has(fn.id) || ctx.sema.inXlaAwareBranch(node) || mpsOnly(node)) continue;
+        done.add(fn.id);
+        // no replacement: an XLA ordinal in a device map would still be read as a CUDA ordinal by accelerate (TPU102)
+        ctx.report(node, {
+          message: ctx.idiom.profile === 'torchtpu'
+            ? `\`${read.name}\` is set by torchrun only, and the model's \`device_map\` is built from it: an int there is a CUDA ordinal`
+            : `\`${read.name}\` is set by torchrun, not by \`torch_xla.launch\`, and the model's \`device_map\` is built from it: an int there is a CUDA ordinal (accelerate has no XLA device map; load without one and move the model)`,
+          fix: null,
+        });
+      }
+    }
+
+    // `for v in ("LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"): if v in os.environ: local_rank = int(os.environ[v])`
+    // (open_clip world_info_from_env): the launcher variable is named in the loop's tuple, reported there; no fix (the
+    // other names are other launchers' variables, the loop is the script's own launcher detection)
+    for (const node of managed ? [] : [...ctx.sema.nodes('subscript'), ...ctx.sema.nodes('call')]) {
+      const key = loopEnvKey(ctx, node);
+      if (!key || ctx.sema.inXlaAwareBranch(node) || xlaFunction(node) || mpsOnly(node)) continue;
+      for (const item of key.items) {
+        const name = stringContent(item) ?? '';
+        if (!(name in ENV_KIND) || loopReported.has(item.id)) continue;
+        loopReported.add(item.id);
+        const kind = ENV_KIND[name];
+        report(item, kind, ctx.idiom.profile === 'torchtpu'
+          ? `\`${name}\` (read as \`${short(node.text)}\` in this loop) is set by torchrun only`
+          : `\`${name}\` (read as \`${short(node.text)}\` in this loop) is set by torchrun, not by \`torch_xla.launch\``, null);
+      }
     }
 
     // LOCAL_WORLD_SIZE: torchrun sets it; torch_xla sets it only for its GPU client (torch_xla/_internal/gpu.py
@@ -248,6 +295,32 @@ export default defineRule({
     }
   },
 });
+
+/**
+ * `os.environ[v]` / `os.environ.get(v)` / `os.getenv(v)` where `v` is the target of an enclosing `for v in (<strings>)`:
+ * the string literals the loop iterates.
+ */
+function loopEnvKey(ctx: RuleContext, node: Node): { items: Node[] } | null {
+  let key: Node | null | undefined = null;
+  if (node.type === 'subscript') {
+    if (ctx.sema.resolve(node.childForFieldName('value')) !== 'os.environ') return null;
+    const p = node.parent;
+    if (p?.type === 'assignment' && p.childForFieldName('left')?.id === node.id) return null;
+    key = node.childForFieldName('subscript');
+  } else if (node.type === 'call') {
+    const callee = ctx.sema.callee(node);
+    if (callee !== 'os.environ.get' && callee !== 'os.getenv') return null;
+    key = callArgs(node).positional[0];
+  }
+  if (key?.type !== 'identifier') return null;
+  for (let p = node.parent; p && p.type !== 'function_definition'; p = p.parent) {
+    if (p.type !== 'for_statement' || p.childForFieldName('left')?.text !== key.text) continue;
+    const right = p.childForFieldName('right');
+    const items = right && (right.type === 'tuple' || right.type === 'list') ? right.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment') : [];
+    return items.length && items.every((c) => c.type === 'string') ? { items } : null;
+  }
+  return null;
+}
 
 /** The `default=` text of `add_argument("--local_rank", ...)` (null when it has none, i.e. None). */
 function localRankFlagDefault(ctx: RuleContext): string | null {

@@ -15,7 +15,7 @@ export default defineRule({
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Drop `device_ids`/`output_device`, add `gradient_as_bucket_view=True`' },
   triggers: ['DistributedDataParallel', 'DDP', 'DataParallel', 'device_ids'],
   docs: {
-    what: 'Checks for `DistributedDataParallel(model, device_ids=[…], output_device=…)`, `torch.nn.DataParallel(model, …)` and `dist.barrier(device_ids=[…])` (warning, no fix), through import aliases.',
+    what: 'Checks for `DistributedDataParallel(model, device_ids=[…], output_device=…)`, `torch.nn.DataParallel(model, …)` and `dist.barrier(device_ids=[…])` (warning, no fix), through import aliases, and `device_ids=` passed to a DDP-wrapping helper of the project (`task.prepare_distributed(device_ids=[device])`, no fix: the helper builds the wrapper).',
     why:
       'The XLA form of DDP is `DDP(model, gradient_as_bucket_view=True)`: the torch_xla README diff removes `device_ids=[rank]` (README.md:208-211; DDP:45-46); how `device_ids=[rank]` fails on XLA is unverified. ' +
       '`nn.DataParallel` silently runs the bare module when no CUDA-like device is available, which is the case on a TPU host ' +
@@ -63,6 +63,22 @@ export default defineRule({
                 edits: editArgs(call, [ids, out].filter((k): k is NonNullable<typeof k> => !!k), add),
               }
             : null,
+        });
+        continue;
+      }
+      // `task.prepare_distributed(device_ids=[device], **ddp_args)` (open_clip main.py): a project helper that wraps the model
+      // in DDP receives the CUDA ids; the change belongs in the helper (no fix here)
+      const helperName = call.childForFieldName('function');
+      const helperLast = helperName?.type === 'attribute' ? helperName.childForFieldName('attribute')?.text ?? '' : helperName?.text ?? '';
+      if (keywords.has('device_ids') && !callee.startsWith('torch.') && /(distributed|ddp|data_?parallel)/i.test(helperLast) && !DATA_PARALLEL.has(callee)) {
+        const ids = keywords.get('device_ids')!;
+        const v = ids.childForFieldName('value');
+        if (v?.type === 'none') continue;
+        ctx.report(ids, {
+          message:
+            ctx.idiom.profile === 'torchtpu'
+              ? `\`${helperLast}(device_ids=…)\` hands CUDA device ids to the DDP wrapper it builds; look for how the model is wrapped (TorchTPU DDP is not public yet)`
+              : `\`${helperLast}(device_ids=…)\` hands CUDA device ids to the DDP wrapper it builds; on XLA the helper should wrap the model as \`DDP(model, gradient_as_bucket_view=True)\`, without \`device_ids\``,
         });
         continue;
       }

@@ -4,6 +4,8 @@ import { kwValue } from '../../core/semantics';
 import { argShape, importInfos, isOptionalImport, literal, projectCudaImports } from './util';
 import { cudaGuarded } from '../device/cuda-util';
 
+/** CUDA-only packages whose optional import is checked for a fallback that raises (owned by TPU701/TPU702/TPU704 otherwise). */
+const OPTIONAL_CUDA = /^(flash_attn|xformers|apex|mamba_ssm|causal_conv1d)(\.|$)/;
 const KERNEL_LIBS = /^(triton|cupy|pycuda|numba\.cuda|cuda\.(cuda|cudart|bindings)|warp)(\.|$)/;
 const EXT = 'torch.utils.cpp_extension.';
 /** Compiled CUDA extension modules that ship with flash-attn, apex and Mamba (each is a CUDA-only `.so`). */
@@ -40,6 +42,7 @@ export default defineRule({
       'Checks for custom GPU kernels: `import triton` / `triton.language`, `@triton.jit` kernels, `torch.library.triton_op`/`wrap_triton`, custom ops registered only for the CUDA dispatch key ' +
       '(`torch.library.impl(..., "CUDA")`, `register_kernel(..., "cuda")`), `torch.utils.cpp_extension` builds (`CUDAExtension`, `load(sources=[*.cu])`, `load_inline(cuda_sources=...)`, also in setup.py), and `cupy`, `pycuda`, `numba.cuda`; ' +
       'imports of compiled CUDA extensions by their module name: flash-attn\'s `xentropy_cuda_lib`, `rotary_emb`, `fused_dense_lib`, `dropout_layer_norm`, apex\'s `amp_C`, `fused_layer_norm_cuda`, Mamba\'s `selective_scan_cuda`, and any module named `*_cuda`, `*_cuda_lib`, `*_cuda_ext` (by name only: the message says "appears to be"; optional imports under `try/except ImportError` and imports under a CUDA guard are not flagged). ' +
+      'An optional import of a CUDA-only package (flash-attn, xFormers, Apex, Triton, Mamba) is a warning when its `except ImportError` sets a name to None and an `if name is None` / `is not None` elsewhere raises: on a TPU host that option always raises. ' +
       'CPU-only C++ extensions (`CppExtension`, `load` of .cpp sources, `load_inline` without CUDA sources) are reported as warnings. ' +
       'With project scope, an import of a project module whose module level imports a CUDA-only library unconditionally (flash-attn, a compiled CUDA extension, Triton, apex, bitsandbytes) is reported at the import, with the inner import as a related location.',
     why:
@@ -59,7 +62,25 @@ export default defineRule({
     torchtpu: 'The same: torch_tpu has no CUDA or Triton path; a TPU kernel language for torch_tpu is not documented yet.',
   },
   check(ctx) {
+    const optionalSeen = new Set<number>();
     for (const info of importInfos(ctx)) {
+      const opt = info.modules.find((m) => KERNEL_LIBS.test(m) || OPTIONAL_CUDA.test(m));
+      if (opt && isOptionalImport(info.stmt) && !ctx.sema.inXlaAwareBranch(info.stmt)) {
+        // `try: from flash_attn.ops.triton.cross_entropy import ... ; def fused_loss_fn(...)` / `except ImportError:
+        // fused_loss_fn = None`, and the option that needs it raises when it is None (OLMo): on a TPU host the fallback
+        // is always taken, so that option always raises
+        const req = requiredOptional(ctx, info.stmt);
+        if (req && !optionalSeen.has(req.tryStmt.id)) {
+          optionalSeen.add(req.tryStmt.id);
+          const lib = opt.split('.')[0];
+          ctx.report(info.stmt, {
+            severity: 'warning',
+            message: `\`${lib}\` is an optional import here, but it is built only for CUDA: on a TPU host \`${req.name}\` is always None, and the option that needs it raises; keep that option off on TPU or give it a PyTorch fallback`,
+            related: [{ start: req.raise.startIndex, end: req.raise.endIndex, message: `raised when \`${req.name}\` is None` }],
+          });
+        }
+        continue;
+      }
       const mod = info.modules.find((m) => KERNEL_LIBS.test(m));
       if (!mod || isOptionalImport(info.stmt) || ctx.sema.inXlaAwareBranch(info.stmt)) continue;
       const lib = mod.startsWith('triton') ? 'Triton' : mod.split('.').slice(0, 2).join('.');
@@ -141,6 +162,53 @@ export default defineRule({
     }
   },
 });
+
+/**
+ * For an optional import inside `try:`: a name the `try` body binds (a `def` or an import) that the `except ImportError`
+ * handler sets to None, and a `raise` in an `if` on `name is None` / `name is not None` elsewhere in the file.
+ */
+function requiredOptional(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['check']>>[0], stmt: Node): { tryStmt: Node; name: string; raise: Node } | null {
+  let tryStmt: Node | null = null;
+  for (let p = stmt.parent; p; p = p.parent) {
+    if (p.type === 'try_statement') {
+      tryStmt = p;
+      break;
+    }
+    if (p.type === 'function_definition' || p.type === 'class_definition') return null;
+  }
+  if (!tryStmt) return null;
+  const handler = tryStmt.namedChildren.find((c): c is Node => !!c && c.type === 'except_clause' && /ImportError|ModuleNotFoundError/.test(c.text.split('\n')[0]));
+  const body = handler?.namedChildren.find((c) => c?.type === 'block');
+  if (!handler || !body) return null;
+  const noned = new Set<string>();
+  for (const s of body.namedChildren) {
+    const a = s?.type === 'expression_statement' ? s.namedChildren[0] : null;
+    if (a?.type === 'assignment' && a.childForFieldName('left')?.type === 'identifier' && a.childForFieldName('right')?.type === 'none') noned.add(a.childForFieldName('left')!.text);
+  }
+  for (const name of noned) {
+    for (const id of ctx.sema.identifiersNamed(name)) {
+      if (id.startIndex >= tryStmt.startIndex && id.endIndex <= tryStmt.endIndex) continue;
+      const cmp = id.parent;
+      if (cmp?.type !== 'comparison_operator' || !/^\S+\s+is\s+(not\s+)?None$/.test(cmp.text.trim())) continue;
+      const owner = cmp.parent;
+      if (owner?.type !== 'if_statement' || owner.childForFieldName('condition')?.id !== cmp.id) continue;
+      const raise = firstRaise(owner);
+      if (raise) return { tryStmt, name, raise };
+    }
+  }
+  return null;
+}
+
+/** The first `raise` statement under `node` (raise statements are not indexed). */
+function firstRaise(node: Node): Node | null {
+  for (const c of node.namedChildren) {
+    if (!c || c.type === 'function_definition' || c.type === 'class_definition') continue;
+    if (c.type === 'raise_statement') return c;
+    const r = firstRaise(c);
+    if (r) return r;
+  }
+  return null;
+}
 
 /** `torch.library.impl("lib::op", "CUDA")` with no registration of the same op for another dispatch key in the file. */
 function cudaOnlyOp(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['check']>>[0], call: Node): boolean {
