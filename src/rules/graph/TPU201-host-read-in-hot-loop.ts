@@ -452,6 +452,10 @@ function closureFix(ctx: RuleContext, site: Node, hot: HotInfo) {
   if (stmt.type !== 'expression_statement' || stmt.namedChildCount !== 1) return null;
   const call = stmt.namedChildren[0];
   if (call?.type !== 'call' || !isReportCall(ctx, call)) return null;
+  // `with open(log) as f: f.write(f"{loss.item()}")` in the loop: the closure runs at the step barrier, after the
+  // `with` has exited (a closed file, a finished context); a name a `with` inside the loop binds stays unwrapped
+  const withBound = withAliasesBetween(stmt, hot.anchor);
+  if (withBound.size && ctx.sema.within('identifier', call).some((id) => withBound.has(id.text))) return null;
   const params = closureParams(ctx, call, hot.anchor);
   const values = [...params];
   // `self.iter_num += 1` later in the iteration: the closure runs at the step barrier, after the increment, so
@@ -497,6 +501,26 @@ function closureFix(ctx: RuleContext, site: Node, hot: HotInfo) {
     imports: snippet.imports,
     needsAccel: snippet.needsAccel,
   };
+}
+
+/** Names bound by `with ... as NAME` of the with-statements enclosing `stmt` inside `anchor` (the hot loop). */
+function withAliasesBetween(stmt: Node, anchor: Node): Set<string> {
+  const out = new Set<string>();
+  const collect = (n: Node) => {
+    if (n.type === 'identifier') out.add(n.text);
+    for (const c of n.namedChildren) if (c) collect(c);
+  };
+  for (let p = stmt.parent; p && p.id !== anchor.id; p = p.parent) {
+    if (p.type !== 'with_statement') continue;
+    const clause = p.namedChildren.find((c) => c?.type === 'with_clause');
+    for (const item of clause?.namedChildren ?? []) {
+      const value = item?.childForFieldName('value');
+      if (value?.type !== 'as_pattern') continue;
+      const alias = value.childForFieldName('alias');
+      if (alias) collect(alias);
+    }
+  }
+  return out;
 }
 
 type Binder = { kind: 'for' | 'assign'; node: Node; names: string[] };
