@@ -487,6 +487,19 @@ function closureFix(ctx: RuleContext, site: Node, hot: HotInfo) {
     }
     renames.push({ start: a.startIndex, end: a.endIndex, name });
   }
+  // `optimizer.param_groups[0]["lr"]`: a scheduler's step() later in the iteration rewrites it in place, and the closure
+  // runs at the barrier after it, so the value is passed as it is at the report (a host float: no sync)
+  for (const sub of ctx.sema.within('subscript', call)) {
+    if (sub.parent?.type === 'subscript' && sub.parent.childForFieldName('value')?.id === sub.id) continue; // the outermost one
+    if (!/^[A-Za-z_][\w.]*\.param_groups\s*\[/.test(sub.text) || /\b(lambda|for)\b/.test(sub.text)) continue;
+    if (renames.some((r) => sub.startIndex < r.end && sub.endIndex > r.start)) continue;
+    const key = /\[\s*["'](\w+)["']\s*\]\s*$/.exec(sub.text)?.[1] ?? 'value';
+    let name = /^[A-Za-z_]\w*$/.test(key) ? key : 'value';
+    while (used.has(name) || params.includes(name) || BUILTINS.has(name)) name += '_';
+    params.push(name);
+    values.push(sub.text);
+    renames.push({ start: sub.startIndex, end: sub.endIndex, name });
+  }
   let body = call.text;
   for (const r of [...renames].sort((x, y) => y.start - x.start)) {
     body = body.slice(0, r.start - call.startIndex) + r.name + body.slice(r.end - call.startIndex);
