@@ -241,7 +241,7 @@ export default defineRule({
     useInstead:
       'tok(texts, padding="max_length", truncation=True, max_length=512)      # one compiled shape\nDataCollatorWithPadding(tok, pad_to_multiple_of=128)                 # at most L/128 shapes\nT.Compose([T.Resize((256, 256)), T.ToTensor()])                       # or RandomResizedCrop(S)/CenterCrop(S)',
     fixSafety:
-      'Unsafe: padding to `max_length` costs compute on padding tokens (attention masks keep results the same); `pad_to_multiple_of=128` buckets shapes; `Resize((S, S))` changes the aspect ratio. ' +
+      'Unsafe: padding to `max_length` costs compute on padding tokens (attention masks keep results the same); `pad_to_multiple_of=128` buckets shapes; `Resize(int)` is reported without a fix: `Resize((S, S))` changes the aspect ratio and so the shape of every batch of non-square images (a model sized for it breaks, on every backend), and the (H, W) the model expects is the author\'s choice. ' +
       'The tokenizer fix is offered only when the call already has a `max_length`; collate functions, `group_by_length` and per-batch truncation are reported without a fix.',
     sources: [
       'RECOMP (docs/source/perf/recompilation.md, "#1 dynamic shape from input data")',
@@ -376,9 +376,12 @@ export default defineRule({
         const later = list.namedChildren.filter((c): c is Node => !!c && c.startIndex > call.endIndex);
         const cropped = later.some((c) => c.type === 'call' && (FIXED_CROP.test(ctx.sema.callee(c) ?? '') || (RESIZE.test(ctx.sema.callee(c) ?? '') && /^[([]/.test(callArgs(c).positional[0]?.text ?? ''))));
         if (cropped) continue;
+        // no fix: `Resize((S, S))` changes the shape of every batch of non-square images, on XLA too, so a model sized for
+        // their aspect ratio (a Linear over the flattened map) breaks, and CPU/CUDA results change; the (H, W) the model
+        // expects is the author's choice (found on a 12x20 FakeData program: test/programs/amp_logfile)
         ctx.report(call, {
           message: `\`${call.text}\` resizes the shorter side and keeps the aspect ratio: images of different shapes give batches of different shapes; add a fixed crop or resize to \`(H, W)\``,
-          fix: { title: `Resize to \`(${size.text}, ${size.text})\``, edits: [replace(size, `(${size.text}, ${size.text})`)] },
+          fix: null,
         });
         continue;
       }

@@ -1,6 +1,6 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, mentionsXla, stringContent } from '../../core/semantics';
+import { callArgs, kwValue, mentionsXla, stringContent } from '../../core/semantics';
 import { guardsCudaExtrasOnly } from '../../model/guards';
 import { chainOf, conditionOwner, cudaGuarded, cudaOnlyBlock, short, usesCudaOnlyKernel, xlaArmed } from './cuda-util';
 
@@ -46,7 +46,9 @@ export default defineRule({
       'device-type ternary gets an XLA arm in front of the original (`"xla" if "xla" in str(device) else (<original>)`), which keeps the ' +
       'CUDA and CPU behaviour; `torch.cuda.device_count()` becomes `xr.global_runtime_device_count()` (torch_xla profile, tpu-only ' +
       'style; it initialises the runtime, so do not call it before `torch_xla.launch`, see TPU901). No fix for `nprocs=` (a launcher ' +
-      'concern) or for `is_available()` guards.',
+      'concern), for a count assigned to a name that a launcher\'s `nprocs` uses later (`n = torch.cuda.device_count()` … ' +
+      '`mp.spawn(fn, nprocs=n)`: the replacement would open the TPU runtime in the parent, which xmp.spawn refuses, ' +
+      'torch_xla/_internal/pjrt.py v2.9.0:144), or for `is_available()` guards.',
     sources: [
       'XR: torch_xla/runtime.py `device_type()`, `world_size()`, `global_runtime_device_count()` (pytorch/xla@022ecde; catalog XR:74-83, 106-115)',
       'pytorch/xla#7765 (xm.xla_real_devices initialises the runtime)',
@@ -93,7 +95,13 @@ export default defineRule({
         const assigned = call.parent?.type === 'assignment' ? call.parent.childForFieldName('left')?.text : null;
         // reported once, under the more specific rule: `nprocs=` by TPU502 (launchers), world sizes by TPU503
         if (kw === 'nprocs' || WORLD_SIZE_NAME.test(kw ?? assigned ?? '')) continue;
-        const snip = ctx.idiom.xlaOnly('xr.global_runtime_device_count()', { module: 'torch_xla.runtime', alias: 'xr' });
+        // `ngpus = torch.cuda.device_count()` … `mp.spawn(fn, nprocs=ngpus)`: the count starts processes (TPU502 reports the
+        // launcher, with no mechanical fix). `xr.global_runtime_device_count()` would start N plain processes that each
+        // open the TPU, and it initialises the runtime in the parent, which xmp.spawn / torch_xla.launch then refuse
+        // ("Runtime is already initialized. Do not use the XLA device before calling xmp.spawn": torch_xla/_internal/pjrt.py
+        // v2.3.0:146, v2.9.0:144; the count queries the runtime's devices, torch_xla/runtime.py v2.9.0:178-180): no fix
+        const spawnsWith = !!assigned && /^[A-Za-z_]\w*$/.test(assigned) && countsProcesses(ctx, assigned);
+        const snip = spawnsWith ? null : ctx.idiom.xlaOnly('xr.global_runtime_device_count()', { module: 'torch_xla.runtime', alias: 'xr' });
         ctx.report(call, {
           message: '`torch.cuda.device_count()` is 0 on a TPU host: process counts, world size or batch scaling built on it break',
           fix: snip
@@ -322,4 +330,16 @@ function ternaryFix(ctx: RuleContext, tern: Node, cmp: Node, operand: Node) {
     applicability: 'unsafe' as const,
     title: `Add an \`${kind}\` arm`,
   };
+}
+
+/** `name` (a process count) is the `nprocs` of a launcher call in the file (`mp.spawn(fn, args, nprocs)`, `nprocs=name`, `nprocs=name * k`). */
+function countsProcesses(ctx: RuleContext, name: string): boolean {
+  const mentions = (n: Node | null | undefined) => !!n && (n.type === 'identifier' ? n.text === name : ctx.sema.within('identifier', n).some((i) => i.text === name));
+  for (const c of ctx.sema.nodes('call')) {
+    const fq = ctx.sema.callee(c) ?? c.childForFieldName('function')?.text ?? '';
+    if (!/(^|\.)(spawn|start_processes|launch)$/.test(fq)) continue;
+    const { positional, keywords } = callArgs(c);
+    if (mentions(kwValue(keywords.get('nprocs'))) || mentions(positional[2])) return true;
+  }
+  return false;
 }

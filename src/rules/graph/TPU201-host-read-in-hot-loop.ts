@@ -478,6 +478,10 @@ function closureFix(ctx: RuleContext, site: Node, hot: HotInfo) {
   if (stmt.type !== 'expression_statement' || stmt.namedChildCount !== 1) return null;
   const call = stmt.namedChildren[0];
   if (call?.type !== 'call' || !isReportCall(ctx, call)) return null;
+  // `with open(log) as f: f.write(f"{loss.item()}")` in the loop: the closure runs at the step barrier, after the
+  // `with` has exited (a closed file, a finished context); a name a `with` inside the loop binds stays unwrapped
+  const withBound = withAliasesBetween(stmt, hot.anchor);
+  if (withBound.size && ctx.sema.within('identifier', call).some((id) => withBound.has(id.text))) return null;
   const params = closureParams(ctx, call, hot.anchor);
   const values = [...params];
   // `self.iter_num += 1` later in the iteration: the closure runs at the step barrier, after the increment, so
@@ -509,6 +513,19 @@ function closureFix(ctx: RuleContext, site: Node, hot: HotInfo) {
     }
     renames.push({ start: a.startIndex, end: a.endIndex, name });
   }
+  // `optimizer.param_groups[0]["lr"]`: a scheduler's step() later in the iteration rewrites it in place, and the closure
+  // runs at the barrier after it, so the value is passed as it is at the report (a host float: no sync)
+  for (const sub of ctx.sema.within('subscript', call)) {
+    if (sub.parent?.type === 'subscript' && sub.parent.childForFieldName('value')?.id === sub.id) continue; // the outermost one
+    if (!/^[A-Za-z_][\w.]*\.param_groups\s*\[/.test(sub.text) || /\b(lambda|for)\b/.test(sub.text)) continue;
+    if (renames.some((r) => sub.startIndex < r.end && sub.endIndex > r.start)) continue;
+    const key = /\[\s*["'](\w+)["']\s*\]\s*$/.exec(sub.text)?.[1] ?? 'value';
+    let name = /^[A-Za-z_]\w*$/.test(key) ? key : 'value';
+    while (used.has(name) || params.includes(name) || BUILTINS.has(name)) name += '_';
+    params.push(name);
+    values.push(sub.text);
+    renames.push({ start: sub.startIndex, end: sub.endIndex, name });
+  }
   let body = call.text;
   for (const r of [...renames].sort((x, y) => y.start - x.start)) {
     body = body.slice(0, r.start - call.startIndex) + r.name + body.slice(r.end - call.startIndex);
@@ -523,6 +540,26 @@ function closureFix(ctx: RuleContext, site: Node, hot: HotInfo) {
     imports: snippet.imports,
     needsAccel: snippet.needsAccel,
   };
+}
+
+/** Names bound by `with ... as NAME` of the with-statements enclosing `stmt` inside `anchor` (the hot loop). */
+function withAliasesBetween(stmt: Node, anchor: Node): Set<string> {
+  const out = new Set<string>();
+  const collect = (n: Node) => {
+    if (n.type === 'identifier') out.add(n.text);
+    for (const c of n.namedChildren) if (c) collect(c);
+  };
+  for (let p = stmt.parent; p && p.id !== anchor.id; p = p.parent) {
+    if (p.type !== 'with_statement') continue;
+    const clause = p.namedChildren.find((c) => c?.type === 'with_clause');
+    for (const item of clause?.namedChildren ?? []) {
+      const value = item?.childForFieldName('value');
+      if (value?.type !== 'as_pattern') continue;
+      const alias = value.childForFieldName('alias');
+      if (alias) collect(alias);
+    }
+  }
+  return out;
 }
 
 type Binder = { kind: 'for' | 'assign'; node: Node; names: string[] };
