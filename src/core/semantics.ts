@@ -232,8 +232,6 @@ export class Semantics {
 
   private readonly resolveMemo = new Map<number, string | null>();
   private readonly calleeMemo = new Map<number, string | null>();
-  private readonly fnMemo = new Map<number, Node | null>();
-  private readonly classMemo = new Map<number, Node | null>();
   private readonly xlaBranchMemo = new Map<number, boolean>();
   private readonly xlaAwareMemo = new Map<number, boolean>();
   /** Per block: where its first early-exit XLA guard starts (Infinity: none). */
@@ -326,35 +324,12 @@ export class Semantics {
 
   /** The innermost enclosing function definition. */
   enclosingFunction(node: Node): Node | null {
-    return this.enclosing(node, 'function_definition', this.fnMemo);
+    return nearestAncestor(node, FUNCTION_DEF)?.ancestor ?? null;
   }
 
   /** The innermost enclosing class definition. */
   enclosingClass(node: Node): Node | null {
-    return this.enclosing(node, 'class_definition', this.classMemo);
-  }
-
-  private enclosing(node: Node, type: string, memo: Map<number, Node | null>): Node | null {
-    // up the ancestors to the first of `type` or a memoized answer (a loop: a recursion as deep as the tree overflows the stack)
-    const path: Node[] = [];
-    let r: Node | null = null;
-    for (let n: Node = node; ; ) {
-      const hit = memo.get(n.id);
-      if (hit !== undefined) {
-        r = hit;
-        break;
-      }
-      path.push(n);
-      const p = n.parent;
-      if (!p) break;
-      if (p.type === type) {
-        r = p;
-        break;
-      }
-      n = p;
-    }
-    for (const n of path) memo.set(n.id, r);
-    return r;
+    return nearestAncestor(node, CLASS_DEF)?.ancestor ?? null;
   }
 
   /** Name of the method when `node` is inside `class X(nn.Module)`'s `forward`/`__init__`, else null. */
@@ -932,6 +907,8 @@ export class Semantics {
 // ---------------------------------------------------------------------------------------------
 // Node helpers
 
+const FUNCTION_DEF: ReadonlySet<string> = new Set(['function_definition']);
+const CLASS_DEF: ReadonlySet<string> = new Set(['class_definition']);
 const nearestMemos = new WeakMap<ReadonlySet<string>, WeakMap<Tree, Map<number, { ancestor: Node; child: Node } | null>>>();
 
 /**
