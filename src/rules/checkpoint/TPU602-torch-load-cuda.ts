@@ -5,7 +5,6 @@ import { replace, replaceRange } from '../../core/edits';
 import { referencesCuda, saveArgs, XSER_SAVE } from './util';
 import { deviceExprFor } from '../shared';
 import { lastName } from '../../model/facts';
-import { deviceKinds } from '../../model/values';
 import type { RuleContext } from '../../core/rule';
 
 const LOADS = new Set(['torch.load', 'torch.hub.load_state_dict_from_url']);
@@ -22,7 +21,7 @@ export default defineRule({
   triggers: ['load'],
   docs: {
     what:
-      'Checks for `torch.load(...)` (and `torch.hub.load_state_dict_from_url`) whose `map_location` is a CUDA device (`"cuda:0"`, `torch.device("cuda")`, a CUDA-tainted variable that is CUDA on every path (a `"cuda" if torch.cuda.is_available() else "cpu"` picker is the CPU on a TPU host, so that load works; TPU102 reports the picker), ' +
+      'Checks for `torch.load(...)` (and `torch.hub.load_state_dict_from_url`) whose `map_location` is a CUDA device (`"cuda:0"`, `torch.device("cuda")`, a CUDA-tainted variable, ' +
       '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name through `torch.save`/`xm.save`/a save wrapper: a checkpoint written on the host it runs on; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function), ' +
       'and `torch.load` of a file the same script writes with `xser.save`.',
     why:
@@ -190,12 +189,7 @@ function short(t: string): string {
 }
 
 function mapsToCuda(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['check']>>[0], v: Node): boolean {
-  if (ctx.model.namesCuda(v)) {
-    // `device = "cuda" if torch.cuda.is_available() else "cpu"` as the map: on a TPU host it is the CPU arm, and the load
-    // works (the picker itself is TPU102's); only a map that is CUDA on every path fails there
-    const kinds = deviceKinds(ctx.model.value(v));
-    return !(kinds.length > 1 && kinds.includes('cpu'));
-  }
+  if (ctx.model.namesCuda(v)) return true;
   if (v.type === 'lambda') return /\.cuda\(|['"]cuda/.test(v.childForFieldName('body')?.text ?? '');
   if (v.type === 'dictionary') return v.namedChildren.some((p) => p?.type === 'pair' && ctx.model.namesCuda(p.childForFieldName('value')));
   return false;
