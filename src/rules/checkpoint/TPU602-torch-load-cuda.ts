@@ -2,7 +2,7 @@ import { defineRule } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, kwValue } from '../../core/semantics';
 import { replace, replaceRange } from '../../core/edits';
-import { referencesCuda, saveArgs, XSER_SAVE } from './util';
+import { holdsDeviceState, referencesCuda, saveArgs, XSER_SAVE } from './util';
 import { deviceExprFor } from '../shared';
 import { lastName } from '../../model/facts';
 import type { RuleContext } from '../../core/rule';
@@ -22,7 +22,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for `torch.load(...)` (and `torch.hub.load_state_dict_from_url`) whose `map_location` is a CUDA device (`"cuda:0"`, `torch.device("cuda")`, a CUDA-tainted variable, ' +
-      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name through `torch.save`/`xm.save`/a save wrapper: a checkpoint written on the host it runs on; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function), ' +
+      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name through `torch.save`/`xm.save`/a save wrapper, earlier in the same run (a write before the load in its function or at module level) or only ever with no device state in it (a dataset cache): a file written on the host it runs on; a resume of device state the program writes later may come from a GPU run and stays reported; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function), ' +
       'and `torch.load` of a file the same script writes with `xser.save`.',
     why:
       'Tensors saved from a GPU carry their CUDA device; loading them on a host without CUDA fails unless they are mapped elsewhere. Load to the CPU, then let `load_state_dict` copy into the model already on the XLA device ' +
@@ -74,7 +74,7 @@ export default defineRule({
         // it is no foreign GPU checkpoint (XLA tensors pickle as CPU data plus their device and rebuild there,
         // PT:torch/_tensor.py `_reduce_ex_internal`, the `xla` device branch, line 277 in torch 1.13); the save itself is TPU601's
         written ??= writtenPaths(ctx);
-        if (first && writesSame(ctx, written, first)) continue;
+        if (first && ownFile(ctx, written, call, first)) continue;
         const args = list.namedChildren.filter((a): a is Node => !!a && a.type !== 'comment');
         const last = args[args.length - 1];
         if (!last) continue;
@@ -87,36 +87,47 @@ export default defineRule({
   },
 });
 
+/** A write of a checkpoint path: where it is, the function it runs in (-1: module level) and the object written. */
+interface Save {
+  start: number;
+  fn: number;
+  obj: Node | null;
+}
+
 interface Written {
-  /** Path texts written, with the enclosing function of each write (-1: module level). */
-  texts: Map<string, Set<number>>;
-  files: Set<string>;
+  /** Path texts written (the expression and the texts of its bindings). */
+  texts: Map<string, Save[]>;
+  /** Checkpoint file names written literally. */
+  files: Map<string, Save[]>;
 }
 
 const SAVES = new Set(['torch.save', 'torch_xla.core.xla_model.save', 'torch_xla.utils.serialization.save']);
 const SAVE_WRAPPER = /save|ckpt|checkpoint/i;
 const CKPT_FILE = /^[\w-][\w.-]*\.(pt|pth|ckpt|bin|tar|pkl|safetensors)$/;
 
-/** The path expressions this file writes: the path of `torch.save`/`xm.save`, and the arguments of save wrappers (`save_checkpoint(state, path)`). */
+/** The paths this file writes: the path of `torch.save`/`xm.save`, and the arguments of save wrappers (`save_checkpoint(state, path)`). */
 function writtenPaths(ctx: RuleContext): Written {
-  const out: Written = { texts: new Map(), files: new Set() };
-  const add = (n: Node | null | undefined) => {
+  const out: Written = { texts: new Map(), files: new Map() };
+  const push = (m: Map<string, Save[]>, k: string, s: Save) => {
+    const list = m.get(k);
+    if (list) list.push(s);
+    else m.set(k, [s]);
+  };
+  const add = (n: Node | null | undefined, at: Node, obj: Node | null) => {
     if (!n) return;
-    const fn = ctx.sema.enclosingFunction(n)?.id ?? -1;
-    for (const t of pathForms(ctx, n)) {
-      let at = out.texts.get(t);
-      if (!at) out.texts.set(t, (at = new Set()));
-      at.add(fn);
-    }
-    for (const f of fileNames(n)) out.files.add(f);
+    const save: Save = { start: at.startIndex, fn: ctx.sema.enclosingFunction(at)?.id ?? -1, obj };
+    for (const t of pathForms(ctx, n)) push(out.texts, t, save);
+    for (const f of fileNames(n)) push(out.files, f, save);
   };
   for (const c of ctx.sema.nodes('call')) {
     const callee = ctx.sema.callee(c) ?? '';
-    if (SAVES.has(callee)) add(saveArgs(c).path);
-    else if (!callee.startsWith('torch') && SAVE_WRAPPER.test(lastName(c.childForFieldName('function') ?? c))) {
+    if (SAVES.has(callee)) {
+      const { path, obj } = saveArgs(c);
+      add(path, c, obj);
+    } else if (!callee.startsWith('torch') && SAVE_WRAPPER.test(lastName(c.childForFieldName('function') ?? c))) {
       const { positional, keywords } = callArgs(c);
-      for (const a of positional.slice(1)) add(a);
-      for (const v of keywords.values()) add(kwValue(v));
+      for (const a of positional.slice(1)) add(a, c, positional[0] ?? null);
+      for (const v of keywords.values()) add(kwValue(v), c, positional[0] ?? null);
     }
   }
   return out;
@@ -145,16 +156,33 @@ function fileNames(n: Node): string[] {
   return out;
 }
 
-function writesSame(ctx: RuleContext, w: Written, path: Node): boolean {
+/** The writes of this file that the loaded path names (same expression, a name bound to it, the same checkpoint file name). */
+function writesOf(ctx: RuleContext, w: Written, path: Node): Save[] {
   // `def load(self, filename): torch.load(filename + "_critic")` (TD3): the caller names the file, which may be any
   // checkpoint (`--load_model`), so the same expression in `save(self, filename)` does not make it this program's own
   const fn = ctx.sema.enclosingFunction(path);
   const params = new Set((fn?.childForFieldName('parameters')?.namedChildren ?? []).map((p) => (p?.type === 'identifier' ? p.text : p?.childForFieldName('name')?.text ?? p?.namedChildren[0]?.text ?? '')));
   const fromParam = ctx.sema.within('identifier', path).some((id) => params.has(id.text)) || (path.type === 'identifier' && params.has(path.text));
   const fnId = fn?.id ?? -1;
-  if (pathForms(ctx, path).some((t) => w.texts.get(t)?.has(fnId) || (!fromParam && w.texts.has(t)))) return true;
+  const out: Save[] = [];
+  for (const t of pathForms(ctx, path)) for (const s of w.texts.get(t) ?? []) if (s.fn === fnId || !fromParam) out.push(s);
   const forms = [path, ...(path.type === 'identifier' || path.type === 'attribute' ? ctx.sema.bindings(path.text) : [])];
-  return forms.some((f) => fileNames(f).some((name) => w.files.has(name)));
+  for (const f of forms) for (const name of fileNames(f)) out.push(...(w.files.get(name) ?? []));
+  return out;
+}
+
+/**
+ * A load of a file this program writes itself that cannot be a GPU checkpoint: written earlier in the same run (a
+ * write before the load, in its function or at module level: a tutorial saving then reloading its model), or only ever
+ * written with no device state in it (a dataset cache). A resume of device state this program saves later (`queue.pth`
+ * read at start-up, written every epoch) may come from a run on a GPU: still reported.
+ */
+function ownFile(ctx: RuleContext, w: Written, load: Node, path: Node): boolean {
+  const saves = writesOf(ctx, w, path);
+  if (!saves.length) return false;
+  const fn = ctx.sema.enclosingFunction(load)?.id ?? -1;
+  if (saves.some((s) => s.start < load.startIndex && (s.fn === fn || s.fn === -1))) return true;
+  return saves.every((s) => !holdsDeviceState(ctx, s.obj));
 }
 
 const MODULE_USE = /^(eval|train|parameters|named_parameters|forward|modules|children|state_dict|zero_grad|half|float|requires_grad_)$/;
