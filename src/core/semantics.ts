@@ -686,7 +686,7 @@ export class Semantics {
       /%\s*[\w.()\[\]'"]+\s*==\s*0/.test(cond) ||
       /^not\s+[\w.]+\s*%/.test(cond) ||
       /\b\w*(step|iter|it|epoch|batch_idx|i)\w*\s*==\s*\w*(last|final|max|total|num|end)\w*/i.test(cond) ||
-      /\b\w+\s+in\s+[{[(]/.test(cond) ||
+      stepMembership(cond) ||
       /\b(master_process|is_master|rank\s*==\s*0|is_main_process)\b/.test(cond) && /%/.test(cond)
     );
   }
@@ -1051,6 +1051,22 @@ export function enclosingStatement(node: Node): Node {
   let n: Node = node;
   while (n.parent && n.parent.type !== 'block' && n.parent.type !== 'module') n = n.parent;
   return n;
+}
+
+/**
+ * Names of a process, not of a step: `if RANK in {-1, 0}:` / `if args.local_rank in [-1, 0]:` runs its block on every step
+ * of those ranks, so it throttles nothing.
+ */
+const PROCESS_NAME = /rank|gpu|device|process|proc|node|world|worker|host|master|main/i;
+
+/** `step in {10, 1000}` / `epoch in (0, last)`: a literal-collection membership test of something other than a rank (nor `not in`). */
+function stepMembership(cond: string): boolean {
+  for (const m of cond.matchAll(/([\w.]+)\s+in\s+[{[(]/g)) {
+    const left = m[1].split('.').pop() ?? '';
+    if (left === 'not' || PROCESS_NAME.test(left)) continue;
+    return true;
+  }
+  return false;
 }
 
 /**

@@ -227,7 +227,7 @@ export default defineRule({
       '`pad_sequence(...)`, `max(len(s) for s in batch)` / `max([x.size(1) for x in batch])` / a max-named helper over the items\' shapes (`_max_by_axis([list(img.shape) for img in images])`, DETR\'s NestedTensor padding) or the first of the lengths sorted descending (`lengths[0]` after `torch.sort(..., descending=True)`) in a `collate_fn` or a same-file helper it calls (two levels); ' +
       'speechbrain PaddedBatch batches (padded to the longest item, `wav_lens` relative; once per file, where `batch.to(self.device)` runs in a `Brain` method) and `DynamicBatchSampler` (once per file); ' +
       'a small `pad_to_multiple_of` (below 64, e.g. 8, info: it still pads per batch, up to max_length/8 shapes); HF `DataCollatorWithPadding`/`DataCollatorForSeq2Seq`/`DataCollatorForLanguageModeling`/`DataCollatorForTokenClassification` ' +
-      'without `pad_to_multiple_of`, or with one that is `None` on TPU such as `pad_to_multiple_of=(8 if accelerator.use_fp16 else None)` (unless the script pre-pads to a fixed length); `group_by_length=True`; torchvision `Resize(int)` not followed by a fixed crop in the same `Compose`; ' +
+      'without `pad_to_multiple_of`, or with one that is `None` on TPU such as `pad_to_multiple_of=(8 if accelerator.use_fp16 else None)` (unless the script pre-pads to a fixed length); `group_by_length=True`; torchvision `Resize(int)` with no fixed crop (or `(H, W)` resize) before or after it in the same `Compose`; ' +
       'random sizes in `Resize`/`F.interpolate`, also through local names (multi-scale training: `sz = random.randrange(...)` … `interpolate(imgs, size=ns)`, reported at the draw); ' +
       'batches of litgpt\'s instruction-tuning data modules (`from litgpt.data import Alpaca`, …: `get_sft_collate_fn` pads to the longest sample), once per file where the training loop reads `batch["input_ids"]`; ' +
       'a loop variable filled by `torch.cat(labels, 0)` in the collate function (here, or in the project module whose function builds the loader: YOLO\'s `collate_fn`), reported where the step moves it; ' +
@@ -236,7 +236,7 @@ export default defineRule({
     why:
       '"it\'s pretty common that input dataset contains examples with different shapes … Without normalization, it\'ll cause recompilation for every new input shape" (RECOMP #1). ' +
       'The HF Accelerate TPU guide asks for the same: "all tensors in your batches must have the same length (for example, no dynamic padding for NLP tasks)". ' +
-      '`Resize(int)` resizes the shorter side and keeps the aspect ratio, so image batches differ in shape unless a fixed crop follows.',
+      '`Resize(int)` resizes the shorter side and keeps the aspect ratio, so image batches differ in shape unless a fixed crop precedes or follows it.',
     example: 'tok(texts, padding=True, truncation=True, max_length=512)\nDataCollatorWithPadding(tok)\nT.Compose([T.Resize(256), T.ToTensor()])',
     useInstead:
       'tok(texts, padding="max_length", truncation=True, max_length=512)      # one compiled shape\nDataCollatorWithPadding(tok, pad_to_multiple_of=128)                 # at most L/128 shapes\nT.Compose([T.Resize((256, 256)), T.ToTensor()])                       # or RandomResizedCrop(S)/CenterCrop(S)',
@@ -373,8 +373,10 @@ export default defineRule({
         }
         const list = call.parent?.type === 'list' ? call.parent : null;
         if (!list) continue;
-        const later = list.namedChildren.filter((c): c is Node => !!c && c.startIndex > call.endIndex);
-        const cropped = later.some((c) => c.type === 'call' && (FIXED_CROP.test(ctx.sema.callee(c) ?? '') || (RESIZE.test(ctx.sema.callee(c) ?? '') && /^[([]/.test(callArgs(c).positional[0]?.text ?? ''))));
+        // a fixed crop (or an (H, W) resize) after it fixes the output; one before it too: `RandomCrop(32)` then `Resize(64)`
+        // resizes images that all have the crop's shape, so every output has one shape as well
+        const fixes = (c: Node) => c.type === 'call' && (FIXED_CROP.test(ctx.sema.callee(c) ?? '') || (RESIZE.test(ctx.sema.callee(c) ?? '') && /^[([]/.test(callArgs(c).positional[0]?.text ?? '')));
+        const cropped = list.namedChildren.some((c) => !!c && c.id !== call.id && fixes(c));
         if (cropped) continue;
         // no fix: `Resize((S, S))` changes the shape of every batch of non-square images, on XLA too, so a model sized for
         // their aspect ratio (a Linear over the flattened map) breaks, and CPU/CUDA results change; the (H, W) the model

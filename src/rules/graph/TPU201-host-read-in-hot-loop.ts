@@ -140,10 +140,9 @@ export default defineRule({
       // after `if not torch.cuda.is_available(): return`, in an `if torch.cuda.is_available():` arm: never runs on a TPU host
       if (cudaOnly(site, ctx.model)) return;
       // one finding per throttled logging block (`if step % k == 0:` and its nine `.item()`s): the first read carries it
-      // (not a membership test alone: `if RANK in {-1, 0}:` also counts as a throttle, but its reads run every step)
+      // (a rank check `if RANK in {-1, 0}:` is no throttle: Semantics.isThrottleCondition, each of its reads is reported)
       const block = hot.throttled ? throttleBlock(ctx, site, hot) : null;
-      const condText = block?.childForFieldName('condition')?.text ?? '';
-      if (block && (/%/.test(condText) || !/\bin\s+[{[(]/.test(condText))) {
+      if (block) {
         if (throttledBlocks.has(block.id)) return;
         throttledBlocks.add(block.id);
       }

@@ -7,6 +7,19 @@ const FEATURE = /^(vocab_size|n_vocab|padded_vocab_size|hidden_size|n_embd|n_emb
 const BATCH = /^(batch_size|train_batch_size|per_device_train_batch_size|micro_batch_size|train_micro_batch_size_per_gpu)$/;
 /** Training sequence lengths: batch x sequence is the row count of every token matmul. */
 const SEQUENCE = /^(block_size|seq_len|seq_length|max_seq_len|max_seq_length|sequence_length|context_length|ctx_len|max_len)$/;
+/**
+ * Weights loaded into a model (`model.load_state_dict(torch.load(ckpt))`, `GPT.from_pretrained(...)`, safetensors `load_file`,
+ * `load_checkpoint(...)`): a padded size no longer matches the saved tensors, so the size is not rewritten.
+ */
+const LOADS_WEIGHTS = /\.load_state_dict\s*\(|\btorch\.load\s*\(|\bload_checkpoint\s*\(|\.from_pretrained\s*\(|\bload_file\s*\(|\bload_model\s*\(/;
+
+/** Whether this file or another Python file of the project loads weights into a model. */
+function loadsWeights(text: string, project: { projectFiles?(): string[]; textOf(p: string): string | null; derived?<T>(key: string, build: () => T): T } | null): boolean {
+  if (LOADS_WEIGHTS.test(text)) return true;
+  if (!project?.projectFiles) return false;
+  const scan = () => project.projectFiles!().some((f) => LOADS_WEIGHTS.test(project.textOf(f) ?? ''));
+  return project.derived ? project.derived('TPU807.loadsWeights', scan) : scan();
+}
 
 function intValue(node: Node | null | undefined): number | null {
   if (node?.type !== 'integer' || !/^\d+$/.test(node.text)) return null;
@@ -41,7 +54,9 @@ export default defineRule({
       'indexes `range(batch_size)`; the advice is not given when batch x sequence length (`block_size`, `seq_len`, ... in the same file), the row count of the ' +
       'token matmuls, is already a multiple of 128. Model sizes: unsafe, tpu-only style only (in dual-path every fix keeps CPU and CUDA results, and a padded ' +
       'size is a different model there too): a padded vocabulary changes the embedding and output shapes (pretrained checkpoints no longer load as-is, and ' +
-      'padded logits must be masked or ignored); a different hidden size is a different model. Review each one.',
+      'padded logits must be masked or ignored); a different hidden size is a different model. Review each one. No fix at all when this file or another ' +
+      'file of the project loads weights into a model (`load_state_dict`, `torch.load`, `from_pretrained`, `load_checkpoint`, safetensors `load_file`): ' +
+      'the saved tensors keep the old shape.',
     sources: ['Cloud TPU performance guide (general advice; unverified against torch_xla docs)', 'nanoGPT model.py GPTConfig (vocab_size 50304 padding comment)',
       'HF transformers modeling_utils.py PreTrainedModel.resize_token_embeddings(new_num_tokens, pad_to_multiple_of): warns when resizing without pad_to_multiple_of (Tensor Cores)'],
     torchtpu: 'The same advice applies to the native TPU device.',
@@ -96,6 +111,7 @@ export default defineRule({
         message: `\`${call.text.length > 60 ? 'resize_token_embeddings(len(…))' : call.text}\` after adding tokens sets the vocabulary to the tokenizer's length, rarely a multiple of 128 (the tile TPU matrix units work on): \`pad_to_multiple_of=128\` pads the embedding and output rows; the extra rows are extra logits, so it is not rewritten`,
       });
     }
+    let loads: boolean | null = null;
     const sequences = found.filter((f) => SEQUENCE.test(f.name) && f.n > 0).map((f) => f.n);
     // one finding per name and value: `vocab_size=50257` in each of four model-size configs is one problem
     const seen = new Set<string>();
@@ -105,10 +121,17 @@ export default defineRule({
       seen.add(key);
       if (FEATURE.test(name) && n >= 128 && n % 128 !== 0) {
         const up = Math.ceil(n / 128) * 128;
-        // a padded model size changes CPU and CUDA results too: no dual-path fix
+        const vocab = /vocab/.test(name);
+        const changes = vocab
+          ? `padding changes the embedding and output-layer shapes of every model built with it (checkpoints saved with ${n} no longer load as-is, and the ${up - n} extra logits must be masked or ignored)`
+          : `padding changes the parameter shapes of every model built with it (a different model on every device; checkpoints saved with ${n} no longer load)`;
+        loads ??= loadsWeights(ctx.text, ctx.project);
+        // a padded model size changes CPU and CUDA results too: no dual-path fix; weights loaded into a model in the
+        // project (a resumed checkpoint, pretrained weights) no longer fit a padded shape: advice only
+        const rewrite = !ctx.idiom.dualPath && !loads;
         ctx.report(value, {
-          message: `\`${name}\` = ${n} is not a multiple of 128, the tile size TPU matrix units work best with (pad to ${up})`,
-          fix: ctx.idiom.dualPath ? null : { title: `Pad \`${name}\` to ${up}`, edits: [replace(value, String(up))] },
+          message: `\`${name}\` = ${n} is not a multiple of 128, the tile size TPU matrix units work best with (pad to ${up}); ${changes}${loads ? ': the project loads saved weights into a model, so it is not rewritten' : ''}`,
+          fix: rewrite ? { title: `Pad \`${name}\` to ${up} (changes the model's parameter shapes)`, applicability: 'unsafe', edits: [replace(value, String(up))] } : null,
         });
       } else if (BATCH.test(name) && n > 8 && n % 8 !== 0) {
         // the token matmuls have batch x sequence rows: already a multiple of 128, the batch size is not what pads
