@@ -4,6 +4,9 @@ import { callArgs, kwValue, stringContent } from '../../core/semantics';
 import { replace } from '../../core/edits';
 
 const FEATURE = /^(vocab_size|n_vocab|padded_vocab_size|hidden_size|n_embd|n_embed|d_model|embed_dim|emb_dim|embedding_dim|intermediate_size|ffn_dim|ffn_hidden_size|d_ff|dim_feedforward|hidden_dim)$/;
+/** Model widths that attention splits into heads: padded, they must still divide by every head count. */
+const WIDTH = /^(hidden_size|n_embd|n_embed|d_model|embed_dim|emb_dim|embedding_dim|hidden_dim)$/;
+const HEADS = /^(n_head|n_heads|num_heads|nhead|num_attention_heads|num_key_value_heads|n_kv_head|n_kv_heads|n_query_groups)$/;
 const BATCH = /^(batch_size|train_batch_size|per_device_train_batch_size|micro_batch_size|train_micro_batch_size_per_gpu)$/;
 /** Training sequence lengths: batch x sequence is the row count of every token matmul. */
 const SEQUENCE = /^(block_size|seq_len|seq_length|max_seq_len|max_seq_length|sequence_length|context_length|ctx_len|max_len)$/;
@@ -56,7 +59,8 @@ export default defineRule({
       'size is a different model there too): a padded vocabulary changes the embedding and output shapes (pretrained checkpoints no longer load as-is, and ' +
       'padded logits must be masked or ignored); a different hidden size is a different model. Review each one. No fix at all when this file or another ' +
       'file of the project loads weights into a model (`load_state_dict`, `torch.load`, `from_pretrained`, `load_checkpoint`, safetensors `load_file`): ' +
-      'the saved tensors keep the old shape.',
+      'the saved tensors keep the old shape. A width attention splits into heads (`n_embd`, `hidden_size`, `d_model`, ...) is padded only when the head ' +
+      'counts set beside it (the same call, dataclass, dict or parameters) still divide the padded width (GPT-2 XL: `n_embd` 1600 with 25 heads cannot become 1664).',
     sources: ['Cloud TPU performance guide (general advice; unverified against torch_xla docs)', 'nanoGPT model.py GPTConfig (vocab_size 50304 padding comment)',
       'HF transformers modeling_utils.py PreTrainedModel.resize_token_embeddings(new_num_tokens, pad_to_multiple_of): warns when resizing without pad_to_multiple_of (Tensor Cores)'],
     torchtpu: 'The same advice applies to the native TPU device.',
@@ -112,6 +116,14 @@ export default defineRule({
       });
     }
     let loads: boolean | null = null;
+    // head counts set beside a width: the same call's arguments, class body (dataclass fields), dict, parameters or module
+    const holder = (v: Node) => {
+      let p = v.parent;
+      while (p && p.type !== 'argument_list' && p.type !== 'block' && p.type !== 'dictionary' && p.type !== 'parameters' && p.type !== 'module') p = p.parent;
+      return p?.id ?? -1;
+    };
+    const headsBy = new Map<number, number[]>();
+    for (const f of found) if (HEADS.test(f.name) && f.n > 0) headsBy.set(holder(f.value), [...(headsBy.get(holder(f.value)) ?? []), f.n]);
     const sequences = found.filter((f) => SEQUENCE.test(f.name) && f.n > 0).map((f) => f.n);
     // one finding per name and value: `vocab_size=50257` in each of four model-size configs is one problem
     const seen = new Set<string>();
@@ -128,9 +140,21 @@ export default defineRule({
         loads ??= loadsWeights(ctx.text, ctx.project);
         // a padded model size changes CPU and CUDA results too: no dual-path fix; weights loaded into a model in the
         // project (a resumed checkpoint, pretrained weights) no longer fit a padded shape: advice only
-        const rewrite = !ctx.idiom.dualPath && !loads;
+        // a width attention splits into heads (GPT-2 XL: n_embd 1600, n_head 25): padded, it must still divide by each
+        // head count, known only when the heads are set beside it
+        const heads = WIDTH.test(name) ? headsBy.get(holder(value)) ?? [] : [];
+        const split = [...new Set(heads.filter((h) => up % h !== 0))];
+        const unsplit = WIDTH.test(name) && (!heads.length || split.length > 0);
+        const rewrite = !ctx.idiom.dualPath && !loads && !unsplit;
+        const why = loads
+          ? ': the project loads saved weights into a model, so it is not rewritten'
+          : unsplit
+            ? split.length
+              ? `; ${up} does not split into ${split.join(' or ')} attention heads, so it is not rewritten`
+              : '; the padded width must still divide by the attention heads (not set beside it), so it is not rewritten'
+            : '';
         ctx.report(value, {
-          message: `\`${name}\` = ${n} is not a multiple of 128, the tile size TPU matrix units work best with (pad to ${up}); ${changes}${loads ? ': the project loads saved weights into a model, so it is not rewritten' : ''}`,
+          message: `\`${name}\` = ${n} is not a multiple of 128, the tile size TPU matrix units work best with (pad to ${up}); ${changes}${why}`,
           fix: rewrite ? { title: `Pad \`${name}\` to ${up} (changes the model's parameter shapes)`, applicability: 'unsafe', edits: [replace(value, String(up))] } : null,
         });
       } else if (BATCH.test(name) && n > 8 && n % 8 !== 0) {
