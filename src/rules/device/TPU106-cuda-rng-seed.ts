@@ -3,6 +3,9 @@ import { callArgs } from '../../core/semantics';
 import { insertLineAfter } from '../../core/edits';
 import { Idioms, type Snippet } from '../../core/idioms';
 import { cudaGuarded, directlyIn, scopeOf, short, statementOf } from './cuda-util';
+import { cudaOnly } from '../../model/guards';
+import type { RuleContext } from '../../core/rule';
+import type { Node } from '../../core/parse';
 
 const SEED = new Set(['manual_seed', 'manual_seed_all']);
 const STATE = new Set(['get_rng_state', 'get_rng_state_all', 'set_rng_state', 'set_rng_state_all']);
@@ -37,7 +40,9 @@ export default defineRule({
     fixSafety:
       'Safe: the fix adds one line after the first CUDA seeding call of the scope and changes nothing else: ' +
       '`torch_xla.manual_seed(seed)` (torch_xla 2.5+; `xm.set_rng_state(seed)` for older targets), dual-path `accel.manual_seed(seed)`, ' +
-      'which seeds the host and the active device and keeps CUDA seeding on CUDA. Unsafe: `torch.cuda.get_rng_state()` / ' +
+      'which seeds the host and the active device and keeps CUDA seeding on CUDA. ' +
+      'When the CUDA seed sits under `if torch.cuda.is_available():` (never run on a TPU host) the line goes after that `if` chain, at its indentation; ' +
+      'no fix when the seed expression is bound inside the chain, or, in dual-path style (`accel.manual_seed` also calls `torch.manual_seed`), unless the chain only seeds or sets `torch.backends` flags right after a `torch.manual_seed` of the same seed. Unsafe: `torch.cuda.get_rng_state()` / ' +
       '`set_rng_state(s)` become `xm.get_rng_state()` / `xm.set_rng_state(s)`; the XLA state is an int seed, not a ByteTensor, so saved ' +
       'checkpoints change shape. Save and restore both sides together.',
     sources: [
@@ -84,8 +89,11 @@ export default defineRule({
               if (name && (SEED.has(name) || RANDOM.has(name))) last = next;
               else if (next.type !== 'comment') break;
             }
-            fix = {
-              edits: [insertLineAfter(ctx.text, last, snip.text)],
+            // inside `if torch.cuda.is_available():` the seeding would never run on a TPU host: after the guarded
+            // `if` chain instead, at its indentation (or no fix when that is not the same program elsewhere)
+            const anchor = cudaOnly(stmt) ? unguardedAnchor(ctx, stmt, seedArg, idiom.dualPath) : last;
+            if (anchor) fix = {
+              edits: [insertLineAfter(ctx.text, anchor, snip.text)],
               imports: snip.imports,
               needsAccel: snip.needsAccel,
               applicability: 'safe' as const,
@@ -127,3 +135,73 @@ function seedSnippet(idiom: Idioms, seed: string): Snippet | null {
   return idiom.manualSeed(seed);
 }
 
+
+/**
+ * The statement after which the XLA seeding runs on every host when the CUDA seed sits in a CUDA-only block: the
+ * innermost enclosing `if` chain of the same function that is not itself CUDA-only. Null when there is none, when the
+ * seed expression names something the chain binds (it would be unbound or different after it), or, in dual-path style
+ * (`accel.manual_seed` also reseeds the host RNG with `torch.manual_seed`), unless the chain only seeds or sets backend
+ * flags and follows a `torch.manual_seed(<same seed>)`: then the reseed leaves the CPU/CUDA RNG where it was.
+ */
+function unguardedAnchor(ctx: RuleContext, stmt: Node, seed: Node, dualPath: boolean): Node | null {
+  const sema = ctx.sema;
+  let anchor: Node | null = null;
+  for (let p = stmt.parent; p && p.type !== 'function_definition' && p.type !== 'class_definition' && p.type !== 'lambda'; p = p.parent) {
+    if (p.type !== 'if_statement') continue;
+    if (!cudaOnly(p)) {
+      anchor = p;
+      break;
+    }
+  }
+  if (!anchor || (anchor.parent?.type !== 'block' && anchor.parent?.type !== 'module')) return null;
+  const seedNames = new Set<string>();
+  const collect = (n: Node) => {
+    if (n.type === 'identifier') seedNames.add(n.text);
+    for (const c of n.namedChildren) if (c) collect(c);
+  };
+  collect(seed);
+  const bound = (n: Node): boolean => {
+    if (n.type === 'assignment' || n.type === 'augmented_assignment' || n.type === 'for_statement' || n.type === 'named_expression') {
+      const left = n.childForFieldName('left') ?? n.childForFieldName('name');
+      const names: string[] = [];
+      const walk = (x: Node | null) => {
+        if (!x) return;
+        if (x.type === 'identifier') names.push(x.text);
+        else if (x.type === 'pattern_list' || x.type === 'tuple_pattern' || x.type === 'list_pattern') for (const c of x.namedChildren) walk(c);
+      };
+      walk(left);
+      if (names.some((x) => seedNames.has(x))) return true;
+    }
+    return n.namedChildren.some((c) => !!c && bound(c));
+  };
+  if (bound(anchor)) return null;
+  if (!dualPath) return anchor;
+  // every statement of the chain seeds, sets a `torch.backends` flag, or passes
+  const quiet = (block: Node | null): boolean => !!block && block.namedChildren.every((st) => {
+    if (!st || st.type === 'comment' || st.type === 'pass_statement') return true;
+    if (st.type === 'if_statement') {
+      return quiet(st.childForFieldName('consequence')) && st.childrenForFieldName('alternative').every((alt) =>
+        !alt || quiet(alt.type === 'else_clause' ? alt.childForFieldName('body') : alt.childForFieldName('consequence')));
+    }
+    if (st.type !== 'expression_statement' || st.namedChildren.length !== 1) return false;
+    const e = st.namedChildren[0]!;
+    if (e.type === 'assignment') return /^torch\.backends\./.test(sema.resolve(e.childForFieldName('left')) ?? '');
+    if (e.type !== 'call') return false;
+    const callee = sema.callee(e) ?? '';
+    return /^torch\.cuda\.(random\.)?(manual_seed|manual_seed_all)$/.test(callee) || callee === 'torch.manual_seed' || callee === 'random.seed' || callee === 'numpy.random.seed';
+  });
+  const wrapper: Node = anchor;
+  const arms = [wrapper.childForFieldName('consequence'), ...wrapper.childrenForFieldName('alternative').map((alt) =>
+    alt ? (alt.type === 'else_clause' ? alt.childForFieldName('body') : alt.childForFieldName('consequence')) : null)];
+  if (!arms.every((b) => quiet(b))) return null;
+  // the host RNG was seeded with the same value just before the chain (random/numpy seeds and comments in between)
+  for (let prev = anchor.previousNamedSibling; prev; prev = prev.previousNamedSibling) {
+    if (prev.type === 'comment') continue;
+    const c = prev.type === 'expression_statement' && prev.namedChildren.length === 1 ? prev.namedChildren[0] : null;
+    if (c?.type !== 'call') return null;
+    const callee = sema.callee(c) ?? '';
+    if (callee === 'torch.manual_seed') return callArgs(c).positional[0]?.text === seed.text ? anchor : null;
+    if (callee !== 'random.seed' && callee !== 'numpy.random.seed') return null;
+  }
+  return null;
+}

@@ -37,11 +37,11 @@ export default defineRule({
     example: 'torch.backends.cudnn.benchmark = True\ntorch.backends.cuda.matmul.allow_tf32 = True\ntorch.set_float32_matmul_precision("highest")',
     useInstead: 'import torch_xla.backends\n\ntorch_xla.backends.set_mat_mul_precision("highest")',
     fixSafety:
-      'Removing a `cudnn.*` flag is safe in the torch_xla tpu-only style (it is inert on TPU). Mapping TF32 to an XLA precision is unsafe (suggested: TF32 on or `"high"`/`"medium"` → `"default"`, ' +
-      'TF32 off or `"highest"` → `"highest"`; only the first such setting in a file is mapped, later ones are removed) and needs torch_xla ≥ 2.8. ' +
+      'Removing a `cudnn.*` flag is safe in the torch_xla tpu-only style (it is inert on TPU). Mapping TF32 to an XLA precision is unsafe (suggested: `"medium"` (bf16) and TF32 on → `"default"` (one bf16 pass), `"high"` (TF32 or bf16x3) → `"high"` (three bf16 passes), ' +
+      'TF32 off or `"highest"` → `"highest"` (six passes); only the first such setting in a file is mapped, later ones are removed) and needs torch_xla ≥ 2.8. ' +
       'In dual-path style the flags stay (they still matter on CUDA) and no fix is offered; SDPA backend contexts need a manual rewrite.',
     sources: [
-      'pytorch/xla torch_xla/backends/__init__.py@0a55d94:41-80 (`set_mat_mul_precision`, levels, "Setting mat mul precision multiple times is not recommended")',
+      'pytorch/xla torch_xla/backends/__init__.py@0a55d94:41-80 (`set_mat_mul_precision`, levels, "Setting mat mul precision multiple times is not recommended"); the same file at v2.8.0 and v2.9.0, absent at v2.3.0-v2.7.0 (the fix is gated at 2.8)',
       'catalog TPU107: commit 41c9913 (added in 2.8); docs/jupyter_execute/tutorials/precision_tutorial.ipynb',
     ],
     torchtpu: 'The precision knob of the native `tpu` device is not known yet: the flags are reported, no fix is offered.',
@@ -123,12 +123,19 @@ export default defineRule({
       if (!callee || inCompatBranch(call) || sema.inXlaAwareBranch(call)) continue;
       if (callee === 'torch.set_float32_matmul_precision') {
         const arg = literal(callArgs(call).positional[0]);
-        const precision = arg === 'highest' ? 'highest' : arg === 'high' || arg === 'medium' ? 'default' : null;
+        // torch: 'highest' = full f32, 'high' = TF32 or bf16x3 (each f32 as two bf16), 'medium' = bf16; torch_xla
+        // (backends/__init__.py:41-80 at v2.8.0 and v2.9.0, absent before 2.8): `default` one bf16 pass, `high` three
+        // passes (~14 bits), `highest` six passes (~22 bits). So each name maps to its namesake, 'medium' to `default`.
+        const precision = arg === 'highest' ? 'highest' : arg === 'high' ? 'high' : arg === 'medium' ? 'default' : null;
         mapping(
           precision, call, arg === 'highest' ? 'warning' : 'info',
           arg === 'highest'
             ? (tpuPreview ? '`set_float32_matmul_precision("highest")`: whether the TorchTPU preview honours it is not public' : '`set_float32_matmul_precision("highest")` has no effect on TPU: f32 matmuls default to one bf16 pass there; use `torch_xla.backends.set_mat_mul_precision("highest")`')
-            : (tpuPreview ? '`torch.set_float32_matmul_precision`: whether the TorchTPU preview honours it is not public' : '`torch.set_float32_matmul_precision` has no effect on TPU; the XLA knob is `torch_xla.backends.set_mat_mul_precision`'),
+            : (tpuPreview
+              ? '`torch.set_float32_matmul_precision`: whether the TorchTPU preview honours it is not public'
+              : arg === 'high'
+                ? '`set_float32_matmul_precision("high")` has no effect on TPU: f32 matmuls default to one bf16 pass there; the XLA knob is `torch_xla.backends.set_mat_mul_precision`, whose `"high"` (three bf16 passes, ~14 bits) matches torch\'s bf16x3 `"high"`'
+                : '`torch.set_float32_matmul_precision` has no effect on TPU; the XLA knob is `torch_xla.backends.set_mat_mul_precision`'),
         );
       } else if (callee === 'torch.backends.cuda.sdp_kernel') {
         ctx.report(call, { severity: 'info', message: '`torch.backends.cuda.sdp_kernel(...)` selects CUDA attention kernels; it has no TPU effect (remove the context on the TPU path)' });

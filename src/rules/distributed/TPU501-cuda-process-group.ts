@@ -47,20 +47,21 @@ export default defineRule({
     what:
       'Checks for `torch.distributed.init_process_group` with the `nccl` backend (a literal, or a variable, parameter or argparse default that holds `"nccl"`), ' +
       'a name bound to `"gloo" if not torch.cuda.is_available() else "nccl"` (warning: a TPU host takes the CPU `gloo` arm), a `cfg.dist_backend` whose value is a `dist_backend="nccl"` keyword in a config factory of an imported project module (no fix: the value lives there), ' +
-      'an `env://`/`tcp://` rendezvous next to the `xla` backend, and `os.environ["MASTER_ADDR"|"MASTER_PORT"]` writes in files that set up an NCCL group. ' +
+      'an `env://`/`tcp://` rendezvous next to the `xla` backend, and `os.environ["MASTER_ADDR"] = "localhost"` (or another loopback address) in files that set up an NCCL group. ' +
       'A device-type → backend map (`{"cuda": "nccl", "npu": "hccl"}` looked up with `.get(device_type, "gloo")`) with no `xla` entry is reported at its CUDA entry (no fix: the key is a device type the program chooses elsewhere). ' +
       'An NCCL group created only under `if torch.cuda.is_available():` is not reported there (a TPU host never runs it): the `gloo` group of the same `if` chain\'s fallback arm, which a TPU host does run, is reported instead (unsafe fix in tpu-only style: a CPU-only host takes that arm too).',
     why:
       'NCCL is a CUDA library: on a TPU VM the group cannot be created. torch_xla registers its own backend and rendezvous when ' +
       '`torch_xla.distributed.xla_backend` is imported (`dist.Backend.register_backend("xla", …)` and `dist.register_rendezvous_handler("xla", …)`, XBK:18-24); ' +
-      'with `init_method="xla://"` rank, world size and the master address come from the XLA runtime, so `MASTER_ADDR`/`MASTER_PORT` and `rank=`/`world_size=` are not needed. ' +
+      'with `init_method="xla://"` rank and world size come from the XLA runtime, so `rank=`/`world_size=` are not needed. ' +
+      'The `xla://` handler still reads `MASTER_ADDR` when it is set (only otherwise it discovers the master worker\'s IP on a TPU, or uses `localhost`) and `MASTER_PORT` (default 12355), RDZ:34-39 at every version 2.3-2.9: a `MASTER_ADDR` pinned to `localhost` makes every host of a multi-host slice look for the store on itself; a user-set address (a flag, a launcher variable) and a port are still used and are not reported. ' +
       'Under SPMD the `xla` backend asserts ("XLA backend is not supported with SPMD. Please use a CPU process group instead.", XBK:12-16): use a CPU `gloo` group with `xla://` there. ' +
       'The native data-parallel path (`xm.optimizer_step` in a `torch_xla.launch` target) needs no process group at all.',
     example:
       'os.environ["MASTER_ADDR"] = "localhost"\nos.environ["MASTER_PORT"] = "12355"\ndist.init_process_group("nccl", rank=rank, world_size=world_size)',
     useInstead: 'import torch_xla.distributed.xla_backend  # registers the "xla" backend and xla://\n\ndist.init_process_group("xla", init_method="xla://")',
     fixSafety:
-      'Safe for one-process-per-device code: the backend becomes `xla`, the rendezvous `xla://` (which supplies rank and world size), and the now unused `MASTER_ADDR`/`MASTER_PORT` writes are deleted. ' +
+      'Safe for one-process-per-device code: the backend becomes `xla`, the rendezvous `xla://` (which supplies rank and world size), and a loopback `MASTER_ADDR` write is deleted (on one host the discovered master is this host, so nothing changes; on several hosts every one then finds the same master). `MASTER_PORT` writes and non-loopback addresses are kept: `xla://` reads them. ' +
       'The `xla://` handler accepts and ignores `rank=`/`world_size=` (it takes `url` and `**kwargs` and yields the runtime\'s `global_ordinal()`/`world_size()`, RDZ:22-24, 62-66), so dropping them changes nothing on XLA; the fix drops them so that no CUDA- or torchrun-derived value (`int(os.environ["WORLD_SIZE"])`, unset under `torch_xla.launch`) is still evaluated. ' +
       'Unsafe when the backend comes from a CLI flag or parameter (users may still pass `gloo` for CPU runs), when the `init_method` is a variable, when a `"nccl" if … else "gloo"` choice collapses to `xla`, and under SPMD (the fix then picks `gloo` with `xla://`). ' +
       'Dual-path style offers no fix: the `xla` backend exists only once torch_xla is imported, which a CUDA run cannot do.',
@@ -68,7 +69,7 @@ export default defineRule({
       'XBK: torch_xla/distributed/xla_backend.py:11-24 (_create_xla_process_group SPMD assert, register_backend("xla"), register_rendezvous_handler("xla")), read at pytorch/xla@035c6ac',
       'README.md:196-225 (DDP on XLA: init_process_group("xla", init_method="xla://"))',
       'PJRT:302-336 (xla:// finds replica ids, world size and master IP)',
-      'RDZ: torch_xla/_internal/rendezvous.py:22-24, 34-39, 62-66 at v2.9.0 (pjrt_rendezvous_handler(url, timeout, **kwargs): MASTER_ADDR or the discovered master, rank and world size from the runtime); registered as "xla" at XBK:24',
+      'RDZ: torch_xla/_internal/rendezvous.py:22-24, 34-39, 62-66 at v2.9.0 (pjrt_rendezvous_handler(url, timeout, **kwargs): MASTER_ADDR if set, else discover_master_worker_ip() on TPU or localhost; MASTER_PORT default 12355; rank and world size from the runtime; the same reads at v2.3.0:25-30, v2.4.0:28-33, v2.5.0-v2.8.0:34-39); registered as "xla" at XBK:24',
       'DCP:127-141 (SPMD: dist.init_process_group("gloo", init_method="xla://"))',
     ],
     torchtpu: 'The TorchTPU process-group backend is not public yet: the finding names the NCCL call and offers no fix.',
@@ -257,17 +258,25 @@ export default defineRule({
       }
     }
     if (!cudaGroups) return;
-    for (const name of ['MASTER_ADDR', 'MASTER_PORT']) {
+    // torch_xla's `xla://` handler reads both variables too (RDZ:34-39, the same at v2.3.0-v2.9.0): `MASTER_ADDR` when
+    // set, else the discovered master worker IP (TPU) or `localhost`; `MASTER_PORT` with default 12355. So a write is
+    // only wrong on XLA when it pins the address to this host (a multi-host slice would look for the store on every
+    // host); a user-set address or a port is still used by `xla://` and is kept (deleting `args.master_addr` would make
+    // a non-TPU XLA job fall back to `localhost`, deleting a port moves the store to 12355).
+    const names = ctx.idiom.profile === 'torchtpu' ? ['MASTER_ADDR', 'MASTER_PORT'] : ['MASTER_ADDR'];
+    for (const name of names) {
       for (const w of envWrites(ctx, name)) {
         // an MPS-only or CUDA-only branch: never runs on a TPU host
         if (ctx.sema.inXlaAwareBranch(w.node) || mpsOnly(w.node) || (guardedNccl.length > 0 && cudaOnly(w.node))) continue;
+        const local = w.value?.type === 'string' && LOOPBACK.test(stringContent(w.value) ?? '');
+        if (ctx.idiom.profile !== 'torchtpu' && !local) continue;
         const stmtOk = w.stmt.type === 'expression_statement';
         ctx.report(w.node, {
           severity: 'warning',
           message:
             ctx.idiom.profile === 'torchtpu'
               ? `\`${name}\` only feeds the \`env://\` rendezvous of the NCCL group`
-              : `\`${name}\` only feeds the \`env://\` rendezvous of the NCCL group; \`xla://\` discovers the master itself`,
+              : `\`MASTER_ADDR\` = ${w.value!.text} pins the rendezvous store to this host, and \`xla://\` reads it too (it uses \`MASTER_ADDR\` when set and only otherwise discovers the master worker's IP on a TPU): on a multi-host slice every host would look for the store on itself`,
           fix:
             xlaIdiom && stmtOk
               ? { title: `Delete the \`${name}\` write`, applicability: 'safe', edits: [deleteStatement(ctx.text, w.stmt)] }
@@ -307,6 +316,9 @@ function dictLookup(ctx: RuleContext, d: Node): { at: Node; fallback: Node | nul
   }
   return null;
 }
+
+/** A connect address that means this host. */
+const LOOPBACK = /^(localhost|127\.0\.0\.1|0\.0\.0\.0|::1)$/;
 
 function messageFor(ctx: RuleContext, spmd: boolean): string {
   if (ctx.idiom.profile === 'torchtpu') return 'The NCCL process-group backend needs CUDA GPUs; look for where this group is created (the TorchTPU backend is not public yet)';

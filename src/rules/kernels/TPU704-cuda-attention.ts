@@ -47,6 +47,7 @@ export default defineRule({
       'it is offered only for `flash_attn_func`/`memory_efficient_attention` with plain q, k, v names, no dropout (or a literal 0) and no other options. ' +
       'Check: grouped-query attention (fewer k/v heads than q heads) needs k/v repeated; flash-attn aligns the causal mask to the bottom-right corner when the query and key lengths differ, SDPA to the top-left. ' +
       'The torch_xla tpu-only style uses the Pallas kernel (needs the `torch_xla[pallas]` extra, PALLAS:112; offered for targets from 2.4: the 2.3 kernel has no `sm_scale` parameter, so 2.3 targets get `scaled_dot_product_attention`); the dual-path style and the torchtpu profile use `torch.nn.functional.scaled_dot_product_attention`, which runs on CUDA, CPU and XLA. ' +
+      'No fix for a flash-attn call inside a function installed as `F.scaled_dot_product_attention` (a lambda assigned to it, or a `def` whose name is): rewritten into SDPA it would call itself; and no SDPA rewrite anywhere in a file that reassigns SDPA (the call would run the patch). ' +
       'Switching Hugging Face to `"eager"` is slower on GPUs. Adding `SDPBackend.MATH` to a pinned `sdpa_kernel` keeps the CUDA kernels allowed on GPUs.',
     sources: [
       'torch_xla/experimental/custom_kernel.py: def flash_attention(q, k, v, causal=False, q_segment_ids=None, kv_segment_ids=None, sm_scale=1.0, *, ab=None, partition_spec=None, mesh=None) (custom_kernel.py:854-866 at 41398bf)',
@@ -93,9 +94,15 @@ export default defineRule({
       if (FLASH_FUNCS.test(callee) || XFORMERS.test(callee)) {
         const name = callee.split('.').pop()!;
         const tpu = ctx.idiom.profile === 'torchtpu' || ctx.idiom.dualPath ? '`F.scaled_dot_product_attention`' : "torch_xla's Pallas `flash_attention`";
+        // `F.scaled_dot_product_attention = lambda *a, **k: flash_attn_func(...)`: the patch itself replaces SDPA, so
+        // rewriting its body into SDPA would make it call itself; the patch is what to drop on TPU (no fix)
+        const patch = sdpaPatch(ctx, call);
         ctx.report(call, {
-          message: `\`${name}\` is a CUDA kernel; on TPU use ${tpu} ([B, H, S, D] layout, explicit scale)`,
-          fix: attentionFix(ctx, call, XFORMERS.test(callee)),
+          message: patch
+            ? `\`${name}\` is a CUDA kernel, and this patch makes every \`scaled_dot_product_attention\` call run it; on TPU keep the stock SDPA (do not apply the patch)`
+            : `\`${name}\` is a CUDA kernel; on TPU use ${tpu} ([B, H, S, D] layout, explicit scale)`,
+          fix: patch ? null : attentionFix(ctx, call, XFORMERS.test(callee)),
+          ...(patch ? { related: [{ start: patch.startIndex, end: patch.endIndex, message: 'the assignment that replaces SDPA' }] } : {}),
         });
       } else if (callee === 'torch.nn.attention.sdpa_kernel') {
         const { positional, keywords } = argShape(call);
@@ -163,6 +170,33 @@ export default defineRule({
 });
 
 /** flash_attn_func(q, k, v, dropout_p, softmax_scale, causal) / memory_efficient_attention(q, k, v, attn_bias, p, scale). */
+const SDPA = 'torch.nn.functional.scaled_dot_product_attention';
+
+/**
+ * The assignment that installs the function around `call` as `torch.nn.functional.scaled_dot_product_attention`
+ * (a lambda on its right side, or a `def` whose name is assigned there), else null.
+ */
+function sdpaPatch(ctx: RuleContext, call: Node): Node | null {
+  const isSdpa = (left: Node | null) => !!left && ctx.sema.resolve(left) === SDPA;
+  for (let p = call.parent; p; p = p.parent) {
+    if (p.type === 'lambda') {
+      let top: Node = p;
+      while (top.parent?.type === 'parenthesized_expression') top = top.parent;
+      const a = top.parent;
+      return a?.type === 'assignment' && a.childForFieldName('right')?.id === top.id && isSdpa(a.childForFieldName('left')) ? a : null;
+    }
+    if (p.type === 'function_definition') {
+      const name = p.childForFieldName('name')?.text;
+      if (!name) return null;
+      return ctx.sema.nodes('assignment').find((a) => {
+        const r = a.childForFieldName('right');
+        return r?.type === 'identifier' && r.text === name && isSdpa(a.childForFieldName('left'));
+      }) ?? null;
+    }
+  }
+  return null;
+}
+
 /** `import xformers` under `if is_xformers_available():` (diffusers): an optional import, like try/except ImportError. */
 function availabilityGuarded(stmt: Node): boolean {
   for (let p = stmt.parent; p && p.type !== 'function_definition' && p.type !== 'module'; p = p.parent) {
@@ -215,6 +249,8 @@ function attentionFix(ctx: RuleContext, call: Node, xformers: boolean): FixDraft
     }
     text = `${fname}(${t(q!)}, ${t(k!)}, ${t(v!)}${causal ? `, causal=${causal}` : ''}, sm_scale=${sm}).transpose(1, 2)`;
   } else {
+    // a file that reassigns SDPA (`F.scaled_dot_product_attention = flash_sdpa`): an SDPA call would run the patch
+    if (ctx.sema.nodes('assignment').some((a) => { const l = a.childForFieldName('left'); return !!l && ctx.sema.resolve(l) === SDPA; })) return null;
     const sdpa = refFor(ctx, 'torch.nn.functional.scaled_dot_product_attention');
     imports.push(...sdpa.imports);
     text = `${sdpa.text}(${t(q!)}, ${t(k!)}, ${t(v!)}${causal ? `, is_causal=${causal}` : ''}${scaleText ? `, scale=${scaleText}` : ''}).transpose(1, 2)`;
