@@ -90,6 +90,8 @@ export default defineRule({
     const opStmts = new Set<number>();
     for (const n of [...ctx.sema.nodes('identifier'), ...ctx.sema.nodes('attribute')]) {
       if (n.parent?.type === 'attribute' && n.parent.childForFieldName('object')?.id === n.id) continue;
+      // the attribute name of `torch.optim.Adam` is no reference to a name bound by `from deepspeed.ops.adam import FusedAdam as Adam`
+      if (n.type === 'identifier' && n.parent?.type === 'attribute' && n.parent.childForFieldName('attribute')?.id === n.id) continue;
       const full = ctx.sema.resolve(n) ?? '';
       const m = /^deepspeed\.ops\.(\w+)\.(\w+)$/.exec(full);
       if (!m || !/^[A-Z]/.test(m[2])) continue;
