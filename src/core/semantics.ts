@@ -837,38 +837,18 @@ export class Semantics {
 
   /** Inside an `if`/ternary that has an XLA or TPU arm or condition: code already made XLA-aware. */
   inXlaAwareBranch(node: Node): boolean {
-    // the answer for a node is its parent's test plus the answer for the parent: memoized per node, found by a loop up
-    // the ancestors (a recursion overflowed the stack on a 20,000-term `a + b + …` chain)
-    const path: Node[] = [];
-    let r = false;
-    for (let n: Node = node; ; ) {
-      const hit = this.xlaAwareMemo.get(n.id);
-      if (hit !== undefined) {
-        r = hit;
-        break;
-      }
-      path.push(n);
-      const p = n.parent;
-      if (!p) break;
+    // the answer for a node is its parent's test plus the answer for the parent (memoized per node)
+    return memoizedUp(node, this.xlaAwareMemo, false, (p, n) => {
       if (p.type === 'if_statement' || p.type === 'conditional_expression') {
         let hit = this.xlaBranchMemo.get(p.id);
         if (hit === undefined) this.xlaBranchMemo.set(p.id, (hit = mentionsXla(p.text)));
         // the condition or another branch names XLA; XLA calls in the node's own branch alone
         // (`if step % 100 == 0: torch_xla.sync(); print(torch.cuda.max_memory_allocated())`) do not make it XLA-aware
-        if (hit && (p.type !== 'if_statement' || this.xlaOutside(p, n))) {
-          r = true;
-          break;
-        }
+        if (hit && (p.type !== 'if_statement' || this.xlaOutside(p, n))) return true;
       }
-      if ((p.type === 'block' || p.type === 'module') && this.afterXlaGuard(p, n)) {
-        r = true;
-        break;
-      }
-      if (p.type === 'function_definition' || p.type === 'module') break;
-      n = p;
-    }
-    for (const n of path) this.xlaAwareMemo.set(n.id, r);
-    return r;
+      if ((p.type === 'block' || p.type === 'module') && this.afterXlaGuard(p, n)) return true;
+      return p.type === 'function_definition' || p.type === 'module' ? false : undefined;
+    });
   }
 
   /**
@@ -921,8 +901,18 @@ export function nearestAncestor(node: Node, types: ReadonlySet<string>): { ances
   if (!byTree) nearestMemos.set(types, (byTree = new WeakMap()));
   let memo = byTree.get(node.tree);
   if (!memo) byTree.set(node.tree, (memo = new Map()));
+  return memoizedUp<{ ancestor: Node; child: Node } | null>(node, memo, null, (p, n) => (types.has(p.type) ? { ancestor: p, child: n } : undefined));
+}
+
+/**
+ * Walks up from `node` until a step answers (`step(parent, child)` returns a value), a node on the way is already
+ * answered in `memo`, or the root (`fallback`); every node passed gets that answer. Asked for every node, that is one
+ * visit per ancestor, not one walk per node, and a loop: a recursion as deep as the tree overflowed the stack on a
+ * 20,000-term `a + b + …` chain.
+ */
+export function memoizedUp<T>(node: Node, memo: Map<number, T>, fallback: T, step: (parent: Node, child: Node) => T | undefined): T {
   const path: Node[] = [];
-  let r: { ancestor: Node; child: Node } | null = null;
+  let r = fallback;
   for (let n: Node = node; ; ) {
     const hit = memo.get(n.id);
     if (hit !== undefined) {
@@ -932,8 +922,9 @@ export function nearestAncestor(node: Node, types: ReadonlySet<string>): { ances
     path.push(n);
     const p = n.parent;
     if (!p) break;
-    if (types.has(p.type)) {
-      r = { ancestor: p, child: n };
+    const answer = step(p, n);
+    if (answer !== undefined) {
+      r = answer;
       break;
     }
     n = p;
