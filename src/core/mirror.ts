@@ -20,6 +20,7 @@
  */
 import { Query, Tree, type Node, type Language, type Point } from 'web-tree-sitter';
 import { budgetTick, checkBudget } from './budget';
+import { LineIndex } from './source';
 
 const NAMED = 1;
 const MISSING = 2;
@@ -51,7 +52,7 @@ export class Mirror {
    * Its field lookups go to the real node; test/mirror.test.ts compares every field of every node.
    */
   readonly inheritsFields: number;
-  private lineStarts?: Int32Array;
+  private lines?: LineIndex;
 
   constructor(readonly tree: Tree, realRoot: Node) {
     const n = realRoot.descendantCount;
@@ -156,15 +157,9 @@ export class Mirror {
   }
 
   point(offset: number): Point {
-    const ls = (this.lineStarts ??= lineStartsOf(this.text));
-    let lo = 0;
-    let hi = ls.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (ls[mid] <= offset) lo = mid;
-      else hi = mid - 1;
-    }
-    return { row: lo, column: offset - ls[lo] };
+    const li = (this.lines ??= new LineIndex(this.text));
+    const row = li.lineOf(offset);
+    return { row, column: offset - li.starts[row] };
   }
 
   /** The handle of a real node of this tree (found by start offset and id), or null when it is not in the mirror. */
@@ -204,15 +199,6 @@ export class Mirror {
     const f = this.language.fields.indexOf(name);
     return f === -1 ? -1 : f;
   }
-}
-
-function lineStartsOf(text: string): Int32Array {
-  let count = 1;
-  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) count++;
-  const ls = new Int32Array(count);
-  let k = 1;
-  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) ls[k++] = i + 1;
-  return ls;
 }
 
 const namedTables = new WeakMap<Language, Uint8Array>();
