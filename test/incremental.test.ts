@@ -13,6 +13,7 @@ import type { NotebookCell } from '../src/core/notebook';
 import { RULES } from '../src/rules';
 import { parsePython } from '../src/core/parse';
 import { DEFAULT_OPTIONS, type Finding } from '../src/core/types';
+import { randomEdit as structuredEdit, rng as seeded } from './incremental-edits';
 
 const files: { name: string; text: string }[] = [];
 
@@ -56,12 +57,16 @@ function randomEdit(text: string, rand: () => number): string {
   return text.slice(0, lineStart) + text.slice(lineEnd < 0 ? text.length : lineEnd + 1);
 }
 
-const view = (fs: Finding[]) => fs.map((f) => ({ rule: f.rule, start: f.start, end: f.end, severity: f.severity, message: f.message, fix: f.fix }));
+const view = (fs: Finding[]) => fs.map((f) => ({ rule: f.rule, start: f.start, end: f.end, severity: f.severity, message: f.message, related: f.related ?? [], fix: f.fix }));
 
-function fullFindings(doc: SourceDocument): Finding[] {
+function fullAnalysis(doc: SourceDocument) {
   const a = analyze(doc, RULES, DEFAULT_OPTIONS);
   a.tree?.delete();
-  return a.findings;
+  return a;
+}
+
+function fullFindings(doc: SourceDocument): Finding[] {
+  return fullAnalysis(doc).findings;
 }
 
 describe('incremental re-analysis', () => {
@@ -113,6 +118,39 @@ describe('incremental re-analysis', () => {
     // the comparison is not vacuous: most edited files still have findings
     expect(withFindings).toBeGreaterThan(compared / 2);
   }, 240_000); // ~500 analyses: minutes on a loaded 2-core machine
+
+  it('equals full analysis after edits that change what other scopes see (renames, imports, host reads, loops, defs, brackets)', () => {
+    const rand = seeded(SEED + 2);
+    const picked = files.filter((_, i) => i % 4 === 1);
+    const kinds = new Map<string, number>();
+    let withFindings = 0;
+    for (const [i, f] of picked.entries()) {
+      let text = i % 3 === 1 ? f.text.replace(/\r?\n/g, '\r\n') : i % 3 === 2 ? `# données é 🙂 ü\n${f.text}` : f.text;
+      const analyzer = new DocumentAnalyzer();
+      try {
+        analyzer.analyze(pythonDocument('t.py', text), RULES, DEFAULT_OPTIONS);
+        for (let step = 0; step < 5; step++) {
+          const e = structuredEdit(text, rand);
+          text = e.text;
+          kinds.set(e.kind, (kinds.get(e.kind) ?? 0) + 1);
+          const doc = pythonDocument('t.py', text);
+          const inc = analyzer.analyze(doc, RULES, DEFAULT_OPTIONS);
+          const full = fullAnalysis(doc);
+          const want = full.findings;
+          expect(view(inc.findings), `${f.name} (seed ${SEED}) after edit ${step + 1} (${e.kind}):\n${text}`).toEqual(view(want));
+          expect(inc.ruleErrors.map((r) => r.rule)).toEqual(full.ruleErrors.map((r) => r.rule));
+          if (want.length) withFindings++;
+        }
+      } finally {
+        analyzer.dispose();
+      }
+    }
+    // every kind of edit was exercised, and most edited files still have findings
+    for (const k of ['word+', 'word-', 'body', 'import', 'host-read', 'train-loop', 'bracket']) expect(kinds.get(k), k).toBeGreaterThan(0);
+    expect(kinds.has('rename-def') || kinds.has('rename-calls')).toBe(true);
+    expect(kinds.has('add-def') && kinds.has('remove-def')).toBe(true);
+    expect(withFindings).toBeGreaterThan(picked.length * 2);
+  }, 240_000);
 
   it('equals full analysis after seeded random edits of notebook cells', () => {
     const rand = rng(SEED + 1);

@@ -112,6 +112,25 @@ export function collectRuleTimings(into: Map<string, number> | null): void {
   ruleTimings = into;
 }
 
+let phaseTimings: Map<string, number> | null = null;
+
+/**
+ * Time spent in each phase of an analysis (ms, summed over analyses) into `into`, or stop with null: `parse`
+ * (tree-sitter, incremental when an old tree is given), `mirror` (the tree mirror, src/core/mirror.ts, built on
+ * the first `rootNode`), `semantics` (the node index and the import table), `rules` (every rule's check, the
+ * program model included: it is built lazily by the first rule asking) and `assemble` (sorting and merging the
+ * findings). What the bench's incremental section prints to say where a re-analysis spends its time.
+ */
+export function collectPhaseTimings(into: Map<string, number> | null): void {
+  phaseTimings = into;
+}
+
+function lap(phase: string, t0: number): number {
+  const now = performance.now();
+  if (phaseTimings) phaseTimings.set(phase, (phaseTimings.get(phase) ?? 0) + now - t0);
+  return now;
+}
+
 /** Whether a rule's trigger strings occur in the text; each distinct trigger is searched once per text. */
 function triggered(rule: Rule, text: string, seen: Map<string, boolean>): boolean {
   if (rule.triggers.length === 0) return true;
@@ -139,16 +158,24 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
   );
   if (!active.length) return result;
   const prevBudget = arm(options.deadline, options.memory);
+  let t = phaseTimings ? performance.now() : 0;
   const tree = parsePython(text, oldTree);
   try {
     checkBudget();
+    if (phaseTimings) {
+      t = lap('parse', t);
+      void tree.rootNode;
+      t = lap('mirror', t);
+    }
     const sema = new Semantics(tree, text);
+    if (phaseTimings) t = lap('semantics', t);
     // project scope: functions of this file that other modules' hot loops call are hot here too
     const project = options.project;
     if (project && doc.kind === 'python') sema.useProjectHot(() => hotDefsOf(project, doc.path));
     result.tree = tree;
     result.sema = sema;
     runRules(doc, text, tree, sema, active, options, result);
+    if (phaseTimings) t = lap('rules', t);
   } catch (e) {
     // over budget (time or memory): the tree goes now, the caller reports the file as skipped
     if (e instanceof BudgetExceeded) tree.delete();
@@ -158,6 +185,7 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
   }
   result.findings.sort((a, b) => a.start - b.start || a.rule.localeCompare(b.rule));
   result.findings = mergeSameProblem(result.findings, text);
+  if (phaseTimings) lap('assemble', t);
   return result;
 }
 
