@@ -139,7 +139,14 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
   );
   if (!active.length) return result;
   const prevBudget = arm(options.deadline, options.memory);
-  const tree = parsePython(text, oldTree);
+  let tree: Tree;
+  try {
+    // the budget reaches into the parse (src/core/parse.ts): a stopped parse throws BudgetExceeded, and disarms here
+    tree = parsePython(text, oldTree);
+  } catch (e) {
+    disarm(prevBudget);
+    throw e;
+  }
   try {
     checkBudget();
     const sema = new Semantics(tree, text);

@@ -1,6 +1,7 @@
 import { Language, Parser, type Tree, type Node, type Edit as TsEdit, type Point } from 'web-tree-sitter';
 import { installNodeCache } from './nodecache';
 import { installMirror } from './mirror';
+import { parseBudget } from './budget';
 
 export type { Tree, Node };
 
@@ -50,11 +51,21 @@ export function getLanguage(): Language {
   return language;
 }
 
-/** Parses Python text; pass the previous tree (already `edit()`ed) for an incremental re-parse. */
+/**
+ * Parses Python text; pass the previous tree (already `edit()`ed) for an incremental re-parse. While a per-file budget
+ * is armed (src/core/budget.ts) the parse itself is stopped when the budget is spent: BudgetExceeded (`parsing`), and
+ * the parser is reset so that the next parse starts afresh (tree-sitter resumes a cancelled parse otherwise).
+ */
 export function parsePython(text: string, oldTree?: Tree | null): Tree {
   if (!parser) throw new Error('tpu-ready: initParser() has not completed');
-  const tree = parser.parse(text, oldTree ?? null);
-  if (!tree) throw new Error('tpu-ready: tree-sitter returned no tree');
+  const budget = parseBudget();
+  const tree = budget ? parser.parse(text, oldTree ?? null, { progressCallback: budget.progress }) : parser.parse(text, oldTree ?? null);
+  if (!tree) {
+    parser.reset();
+    const why = budget?.stopped();
+    if (why) throw why;
+    throw new Error('tpu-ready: tree-sitter returned no tree');
+  }
   return tree;
 }
 
