@@ -272,14 +272,51 @@ describe('output injection', () => {
 describe('per-file analysis budget and linear paths', () => {
   const nested = (kb: number) => 'import torch\nx = ' + 'f(t.cuda(), "s", '.repeat(Math.floor((kb * 1000) / 18)) + '1' + ')'.repeat(Math.floor((kb * 1000) / 18)) + '\n';
 
+  // 1 s, not less: the deep file's parse is now stopped before any rule has run, so the next file runs with a cold JIT
+  // (on a loaded machine t.py alone took 0.1 s); a megabyte of nested calls takes seconds to parse
   it('a file over --file-budget is skipped with the reason; the others are analysed', () => {
-    const { ws } = project({ 'deep.py': nested(60), 't.py': FIXABLE });
-    const r = run(['check', '.', '--file-budget', '0.05', '--format', 'json'], ws);
+    const { ws } = project({ 'deep.py': nested(1000), 't.py': FIXABLE });
+    const r = run(['check', '.', '--file-budget', '1', '--format', 'json'], ws);
     const j = JSON.parse(r.out);
-    expect(j.notices).toContainEqual({ path: 'deep.py', message: expect.stringMatching(/^skipped: analysis took longer than the 0\.05 s budget per file .*--file-budget$/), error: false });
+    expect(j.notices).toContainEqual({ path: 'deep.py', message: expect.stringMatching(/^skipped: analysis took longer than the 1 s budget per file .*--file-budget$/), error: false });
     expect(j.findings.map((f: { path: string }) => f.path)).toEqual(['t.py']);
     expect(run(['check', '.', '--file-budget', '0'], ws).err).toContain('--file-budget must be a number of seconds');
   });
+
+  // the budget reaches into tree-sitter's parse (its progress callback): a deep file's parse took 0.4-0.6 s on a quiet
+  // machine (seconds on a loaded one) before the first budget check; now the parse itself stops
+  it('a 0.05 s budget stops the parse of a deep file near 0.05 s; the parser then parses afresh and the budget is disarmed', async () => {
+    const { init } = await import('./setup');
+    await init();
+    const { analyze, pythonDocument } = await import('../src/core/engine');
+    const { BudgetExceeded, budgetSkipReason } = await import('../src/core/budget');
+    const { parsePython, countErrors } = await import('../src/core/parse');
+    const { RULES } = await import('../src/rules');
+    const { DEFAULT_OPTIONS } = await import('../src/core/types');
+    const deep = nested(600);
+    let thrown: unknown;
+    const t0 = performance.now();
+    try {
+      analyze(pythonDocument('deep.py', deep), RULES, { ...DEFAULT_OPTIONS, deadline: performance.now() + 50 });
+    } catch (e) {
+      thrown = e;
+    }
+    const ms = performance.now() - t0;
+    expect(thrown).toBeInstanceOf(BudgetExceeded);
+    const e = thrown as InstanceType<typeof BudgetExceeded>;
+    expect([e.kind, e.parsing, e.rule]).toEqual(['time', true, null]);
+    expect(budgetSkipReason(e, { ms: 50, bytes: 1 }, ms, { time: '--file-budget', memory: 'M' })).toMatch(/^analysis took longer than the 0\.05 s budget per file \(stopped after \d+\.\d s, while parsing\); raise it with --file-budget$/);
+    // generous for a loaded machine: an unstopped parse of this file takes seconds
+    expect(ms).toBeLessThan(500);
+    // the cancelled parse is not resumed: the same text parses whole, and a small file after it too
+    const tree = parsePython(deep);
+    expect([tree.rootNode.endIndex, countErrors(tree), tree.rootNode.namedChildren.length]).toEqual([deep.length, 0, 2]);
+    tree.delete();
+    // no budget is left armed (its deadline has passed: a leak would stop this analysis)
+    const ok = analyze(pythonDocument('t.py', FIXABLE), RULES, DEFAULT_OPTIONS);
+    expect(ok.findings.map((f) => f.rule)).toEqual(['TPU101']);
+    ok.tree?.delete();
+  }, 120_000);
 
   it('LineIndex.codePointColumn equals codePointColumn(lineText) for BMP, astral and lone surrogates', async () => {
     const { LineIndex, codePointColumn } = await import('../src/core/source');

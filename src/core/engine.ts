@@ -4,7 +4,7 @@
  */
 import { countErrors, parsePython, type Node, type Tree } from './parse';
 import { Semantics } from './semantics';
-import { detectEol, LineIndex } from './source';
+import { detectEol, interner, LineIndex } from './source';
 import { combineCells, spanAt, type CombinedProgram, type NotebookCell } from './notebook';
 import { collectSuppressions, isSuppressed } from './suppress';
 import { selectNonOverlapping, applyEdits } from './edits';
@@ -159,7 +159,14 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
   if (!active.length) return result;
   const prevBudget = arm(options.deadline, options.memory);
   let t = phaseTimings ? performance.now() : 0;
-  const tree = parsePython(text, oldTree);
+  let tree: Tree;
+  try {
+    // the budget reaches into the parse (src/core/parse.ts): a stopped parse throws BudgetExceeded, and disarms here
+    tree = parsePython(text, oldTree);
+  } catch (e) {
+    disarm(prevBudget);
+    throw e;
+  }
   try {
     checkBudget();
     if (phaseTimings) {
@@ -194,6 +201,7 @@ function runRules(doc: PythonDocument | NotebookDocument, text: string, tree: Tr
   const suppressions = collectSuppressions(sema.nodes('comment'), lines);
   const idiom = new Idioms(options);
   const seen = new Set<string>();
+  const intern = interner();
   // the program model is built on first use, once per file: files whose rules never ask pay nothing
   let model: ProgramModel | undefined;
   const modelOf = () => (model ??= new ProgramModel(sema, doc.path, options.project ? [projectResolver(options.project)] : []));
@@ -221,7 +229,7 @@ function runRules(doc: PythonDocument | NotebookDocument, text: string, tree: Tr
         const key = `${rule.id}:${start}:${end}`;
         if (seen.has(key)) return;
         seen.add(key);
-        result.findings.push(makeFinding(rule, start, end, opts));
+        result.findings.push(makeFinding(rule, start, end, opts, intern));
       },
     };
     budgetRule(rule.id);
@@ -502,14 +510,16 @@ function analyzeText(doc: TextDocument, rules: Rule[], options: AnalyzeOptions, 
   return result;
 }
 
-function makeFinding(rule: Rule, start: number, end: number, opts: ReportOptions): Finding {
+function makeFinding(rule: Rule, start: number, end: number, opts: ReportOptions, intern: (s: string) => string = (s) => s): Finding {
   const draft = opts.fix;
   const related = opts.related?.length ? { related: opts.related } : {};
+  // equal strings of many findings are kept once (src/core/source.ts interner): edits' texts in place, unless frozen
+  if (draft) for (const e of draft.edits) if (typeof e.text === 'string' && !Object.isFrozen(e)) e.text = intern(e.text);
   return {
     ...related,
     rule: rule.id,
     severity: opts.severity ?? rule.severity,
-    message: opts.message ?? rule.message,
+    message: intern(opts.message ?? rule.message),
     start,
     end,
     step: rule.step,
@@ -517,7 +527,7 @@ function makeFinding(rule: Rule, start: number, end: number, opts: ReportOptions
     fix:
       draft && draft.edits.length
         ? {
-            title: draft.title ?? rule.fix.title ?? `Fix ${rule.id}`,
+            title: intern(draft.title ?? rule.fix.title ?? `Fix ${rule.id}`),
             applicability: draft.applicability ?? rule.fix.applicability ?? 'unsafe',
             edits: draft.edits,
             imports: draft.imports ?? [],

@@ -80,6 +80,8 @@ export class Mirror {
     let i = 0;
     try {
       walk: for (;;) {
+        // a deep file's walk is long (several WebAssembly calls a node): the budget can stop it
+        budgetTick();
         const t = cursor.nodeTypeId;
         const depth = stack.length;
         this.typeId[i] = t;
@@ -562,6 +564,7 @@ function mirrorCaptures(m: Mirror, root: number, byName: Map<string, number>): {
   }
   const stop = m.descEnd[root];
   for (let k = root; k < stop; k++) {
+    budgetTick();
     const t = m.typeId[k];
     const p = t < pattern.length ? pattern[t] : -1;
     // a query's `(name)` matches named nodes only

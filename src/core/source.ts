@@ -135,3 +135,18 @@ export function codePointColumn(lineText: string, utf16Column: number): number {
   }
   return col + 1;
 }
+
+/**
+ * One copy of each distinct string (per analysis): a finding's message, fix title and edit texts are built by
+ * concatenation, and a rule that reports 20,000 times on one file kept 20,000 trees of string pieces (heap snapshot of
+ * the bench's "+ chain" shape: 11 MB of its 40 MB). The strings are equal, so every output is the same.
+ */
+export function interner(): (s: string) => string {
+  const seen = new Map<string, string>();
+  return (s) => {
+    const t = seen.get(s);
+    if (t !== undefined) return t;
+    seen.set(s, s);
+    return s;
+  };
+}
