@@ -136,7 +136,7 @@ export class Semantics {
     hit = [];
     if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
       for (const at of this.wordOffsets(name)) {
-        const n = this.root.descendantForIndex(at, at + name.length - 1);
+        const n = descendantForRange(this.root, at, at + name.length - 1);
         if (n?.type === 'identifier' && n.startIndex === at && n.endIndex === at + name.length) hit.push(n);
       }
     } else {
@@ -931,6 +931,44 @@ export function memoizedUp<T>(node: Node, memo: Map<number, T>, fallback: T, ste
   }
   for (const n of path) memo.set(n.id, r);
   return r;
+}
+
+/**
+ * `root.descendantForIndex(start, end)` answered by a walk down the node API: tree-sitter's
+ * ts_node__descendant_for_byte_range (lib/src/node.c) over the visible children, the same tests in the same order (a
+ * child that ends before `end`, or at/before `start` unless it is empty, is passed over; one that starts after `start`
+ * ends the search; else the walk goes into it). A long child list (the module's statements) is entered by a binary
+ * search on the children's ends, which never decrease. web-tree-sitter's own call walked every earlier statement of
+ * the module inside WebAssembly, once per occurrence of a name: quadratic in the module's length (a 1 MB file).
+ */
+export function descendantForRange(root: Node, start: number, end: number): Node {
+  let node = root;
+  for (let descended = true; descended; ) {
+    descended = false;
+    const kids = node.children;
+    let k = 0;
+    if (kids.length > 8) {
+      let hi = kids.length;
+      while (k < hi) {
+        const mid = (k + hi) >> 1;
+        if (kids[mid]!.endIndex < end) k = mid + 1;
+        else hi = mid;
+      }
+    }
+    for (; k < kids.length; k++) {
+      const child = kids[k];
+      if (!child) continue;
+      const childEnd = child.endIndex;
+      if (childEnd < end) continue;
+      const childStart = child.startIndex;
+      if (childStart === childEnd ? childEnd < start : childEnd <= start) continue;
+      if (start < childStart) break;
+      node = child;
+      descended = true;
+      break;
+    }
+  }
+  return node;
 }
 
 export function isAncestor(ancestor: Node, node: Node): boolean {
