@@ -322,6 +322,11 @@ export class Semantics {
     return this.functionIndex().get(name) ?? [];
   }
 
+  /** The function definitions of this file named `name`, in document order (indexed once: do not modify). */
+  functionsNamed(name: string): readonly Node[] {
+    return this.functionIndex().get(name) ?? [];
+  }
+
   /** The innermost enclosing function definition. */
   enclosingFunction(node: Node): Node | null {
     return nearestAncestor(node, FUNCTION_DEF)?.ancestor ?? null;
@@ -675,7 +680,7 @@ export class Semantics {
       const fn = b.type === 'call' ? b.childForFieldName('function') : null;
       const fname = fn?.type === 'identifier' ? fn.text : fn?.type === 'attribute' && fn.childForFieldName('object')?.text === 'self' ? fn.childForFieldName('attribute')?.text : null;
       if (!fname || callArgs(b).positional.length) return false;
-      const defs = this.nodes('function_definition').filter((d) => d.childForFieldName('name')?.text === fname);
+      const defs = this.functionsNamed(fname);
       return defs.length === 1 && this.within('return_statement', defs[0]).some((r) => this.throttleText(r.text));
     }
     return this.throttleText(condNode?.text ?? '');
