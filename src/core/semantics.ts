@@ -154,12 +154,20 @@ export class Semantics {
   /** Where `name` occurs in the text as a whole word (no ASCII letter, digit or `_` on either side), in text order. */
   private wordOffsets(name: string): number[] {
     if (!this.words && ++this.wordQueries > 2) {
+      // the runs of /[A-Za-z0-9_]+/g, scanned by character code (no match object per word)
       const words = new Map<string, number[]>();
-      const re = /[A-Za-z0-9_]+/g;
-      for (let m = re.exec(this.text); m; m = re.exec(this.text)) {
-        const list = words.get(m[0]);
-        if (list) list.push(m.index);
-        else words.set(m[0], [m.index]);
+      const text = this.text;
+      for (let i = 0, n = text.length; i < n; ) {
+        if (!isWordCode(text.charCodeAt(i))) {
+          i++;
+          continue;
+        }
+        const start = i;
+        while (++i < n && isWordCode(text.charCodeAt(i)));
+        const word = text.slice(start, i);
+        const list = words.get(word);
+        if (list) list.push(start);
+        else words.set(word, [start]);
       }
       this.words = words;
     }
@@ -329,11 +337,20 @@ export class Semantics {
 
   /** The innermost enclosing function definition. */
   enclosingFunction(node: Node): Node | null {
+    // the shared per-tree memo of nearestAncestor, held here: a hit costs one lookup, not two WeakMap lookups first
+    const memo = (this.functionMemo ??= nearestMemo(FUNCTION_DEF, this.tree));
+    const hit = node.tree === this.tree ? memo.get(node.id) : undefined;
+    if (hit !== undefined) return hit?.ancestor ?? null;
     return nearestAncestor(node, FUNCTION_DEF)?.ancestor ?? null;
   }
+  private functionMemo?: Map<number, { ancestor: Node; child: Node } | null>;
+  private classMemo?: Map<number, { ancestor: Node; child: Node } | null>;
 
   /** The innermost enclosing class definition. */
   enclosingClass(node: Node): Node | null {
+    const memo = (this.classMemo ??= nearestMemo(CLASS_DEF, this.tree));
+    const hit = node.tree === this.tree ? memo.get(node.id) : undefined;
+    if (hit !== undefined) return hit?.ancestor ?? null;
     return nearestAncestor(node, CLASS_DEF)?.ancestor ?? null;
   }
 
@@ -842,6 +859,8 @@ export class Semantics {
 
   /** Inside an `if`/ternary that has an XLA or TPU arm or condition: code already made XLA-aware. */
   inXlaAwareBranch(node: Node): boolean {
+    const hit = this.xlaAwareMemo.get(node.id);
+    if (hit !== undefined) return hit;
     // the answer for a node is its parent's test plus the answer for the parent (memoized per node)
     return memoizedUp(node, this.xlaAwareMemo, false, (p, n) => {
       if (p.type === 'if_statement' || p.type === 'conditional_expression') {
@@ -902,11 +921,16 @@ const nearestMemos = new WeakMap<ReadonlySet<string>, WeakMap<Tree, Map<number, 
  * it for every node costs one visit per ancestor, not one walk per node (a 20,000-deep `a + b + …` chain was quadratic).
  */
 export function nearestAncestor(node: Node, types: ReadonlySet<string>): { ancestor: Node; child: Node } | null {
+  return memoizedUp<{ ancestor: Node; child: Node } | null>(node, nearestMemo(types, node.tree), null, (p, n) => (types.has(p.type) ? { ancestor: p, child: n } : undefined));
+}
+
+/** nearestAncestor's memo for `types` in `tree` (created on first use). */
+function nearestMemo(types: ReadonlySet<string>, tree: Tree): Map<number, { ancestor: Node; child: Node } | null> {
   let byTree = nearestMemos.get(types);
   if (!byTree) nearestMemos.set(types, (byTree = new WeakMap()));
-  let memo = byTree.get(node.tree);
-  if (!memo) byTree.set(node.tree, (memo = new Map()));
-  return memoizedUp<{ ancestor: Node; child: Node } | null>(node, memo, null, (p, n) => (types.has(p.type) ? { ancestor: p, child: n } : undefined));
+  let memo = byTree.get(tree);
+  if (!memo) byTree.set(tree, (memo = new Map()));
+  return memo;
 }
 
 /**
@@ -916,6 +940,9 @@ export function nearestAncestor(node: Node, types: ReadonlySet<string>): { ances
  * 20,000-term `a + b + …` chain.
  */
 export function memoizedUp<T>(node: Node, memo: Map<number, T>, fallback: T, step: (parent: Node, child: Node) => T | undefined): T {
+  // an answered node (most asks): no path to record
+  const known = memo.get(node.id);
+  if (known !== undefined) return known;
   const path: Node[] = [];
   let r = fallback;
   for (let n: Node = node; ; ) {
@@ -974,6 +1001,11 @@ export function descendantForRange(root: Node, start: number, end: number): Node
     }
   }
   return node;
+}
+
+/** An ASCII letter, digit or `_` (a character of /[A-Za-z0-9_]/). */
+function isWordCode(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95;
 }
 
 export function isAncestor(ancestor: Node, node: Node): boolean {
