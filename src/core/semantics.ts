@@ -1100,10 +1100,18 @@ export function kwValue(kw: Node | undefined): Node | null {
   return kw?.childForFieldName('value') ?? null;
 }
 
+/** Per node object, like callArgs: rules ask the method name of the same calls over and over (two field lookups each). */
+const methodNameMemo = new WeakMap<Node, string | null>();
+
 /** Method name of `x.meth(...)`, else null. */
 export function methodName(call: Node): string | null {
-  const fn = call.childForFieldName('function');
-  return fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text ?? null : null;
+  let r = methodNameMemo.get(call);
+  if (r === undefined) {
+    const fn = call.childForFieldName('function');
+    r = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text ?? null : null;
+    methodNameMemo.set(call, r);
+  }
+  return r;
 }
 
 /** Receiver of `x.meth(...)`, else null. */
