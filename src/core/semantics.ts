@@ -136,7 +136,7 @@ export class Semantics {
     hit = [];
     if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
       for (const at of this.wordOffsets(name)) {
-        const n = this.root.descendantForIndex(at, at + name.length - 1);
+        const n = descendantForRange(this.root, at, at + name.length - 1);
         if (n?.type === 'identifier' && n.startIndex === at && n.endIndex === at + name.length) hit.push(n);
       }
     } else {
@@ -154,12 +154,20 @@ export class Semantics {
   /** Where `name` occurs in the text as a whole word (no ASCII letter, digit or `_` on either side), in text order. */
   private wordOffsets(name: string): number[] {
     if (!this.words && ++this.wordQueries > 2) {
+      // the runs of /[A-Za-z0-9_]+/g, scanned by character code (no match object per word)
       const words = new Map<string, number[]>();
-      const re = /[A-Za-z0-9_]+/g;
-      for (let m = re.exec(this.text); m; m = re.exec(this.text)) {
-        const list = words.get(m[0]);
-        if (list) list.push(m.index);
-        else words.set(m[0], [m.index]);
+      const text = this.text;
+      for (let i = 0, n = text.length; i < n; ) {
+        if (!isWordCode(text.charCodeAt(i))) {
+          i++;
+          continue;
+        }
+        const start = i;
+        while (++i < n && isWordCode(text.charCodeAt(i)));
+        const word = text.slice(start, i);
+        const list = words.get(word);
+        if (list) list.push(start);
+        else words.set(word, [start]);
       }
       this.words = words;
     }
@@ -322,13 +330,27 @@ export class Semantics {
     return this.functionIndex().get(name) ?? [];
   }
 
+  /** The function definitions of this file named `name`, in document order (indexed once: do not modify). */
+  functionsNamed(name: string): readonly Node[] {
+    return this.functionIndex().get(name) ?? [];
+  }
+
   /** The innermost enclosing function definition. */
   enclosingFunction(node: Node): Node | null {
+    // the shared per-tree memo of nearestAncestor, held here: a hit costs one lookup, not two WeakMap lookups first
+    const memo = (this.functionMemo ??= nearestMemo(FUNCTION_DEF, this.tree));
+    const hit = node.tree === this.tree ? memo.get(node.id) : undefined;
+    if (hit !== undefined) return hit?.ancestor ?? null;
     return nearestAncestor(node, FUNCTION_DEF)?.ancestor ?? null;
   }
+  private functionMemo?: Map<number, { ancestor: Node; child: Node } | null>;
+  private classMemo?: Map<number, { ancestor: Node; child: Node } | null>;
 
   /** The innermost enclosing class definition. */
   enclosingClass(node: Node): Node | null {
+    const memo = (this.classMemo ??= nearestMemo(CLASS_DEF, this.tree));
+    const hit = node.tree === this.tree ? memo.get(node.id) : undefined;
+    if (hit !== undefined) return hit?.ancestor ?? null;
     return nearestAncestor(node, CLASS_DEF)?.ancestor ?? null;
   }
 
@@ -675,7 +697,7 @@ export class Semantics {
       const fn = b.type === 'call' ? b.childForFieldName('function') : null;
       const fname = fn?.type === 'identifier' ? fn.text : fn?.type === 'attribute' && fn.childForFieldName('object')?.text === 'self' ? fn.childForFieldName('attribute')?.text : null;
       if (!fname || callArgs(b).positional.length) return false;
-      const defs = this.nodes('function_definition').filter((d) => d.childForFieldName('name')?.text === fname);
+      const defs = this.functionsNamed(fname);
       return defs.length === 1 && this.within('return_statement', defs[0]).some((r) => this.throttleText(r.text));
     }
     return this.throttleText(condNode?.text ?? '');
@@ -837,6 +859,8 @@ export class Semantics {
 
   /** Inside an `if`/ternary that has an XLA or TPU arm or condition: code already made XLA-aware. */
   inXlaAwareBranch(node: Node): boolean {
+    const hit = this.xlaAwareMemo.get(node.id);
+    if (hit !== undefined) return hit;
     // the answer for a node is its parent's test plus the answer for the parent (memoized per node)
     return memoizedUp(node, this.xlaAwareMemo, false, (p, n) => {
       if (p.type === 'if_statement' || p.type === 'conditional_expression') {
@@ -897,11 +921,16 @@ const nearestMemos = new WeakMap<ReadonlySet<string>, WeakMap<Tree, Map<number, 
  * it for every node costs one visit per ancestor, not one walk per node (a 20,000-deep `a + b + …` chain was quadratic).
  */
 export function nearestAncestor(node: Node, types: ReadonlySet<string>): { ancestor: Node; child: Node } | null {
+  return memoizedUp<{ ancestor: Node; child: Node } | null>(node, nearestMemo(types, node.tree), null, (p, n) => (types.has(p.type) ? { ancestor: p, child: n } : undefined));
+}
+
+/** nearestAncestor's memo for `types` in `tree` (created on first use). */
+function nearestMemo(types: ReadonlySet<string>, tree: Tree): Map<number, { ancestor: Node; child: Node } | null> {
   let byTree = nearestMemos.get(types);
   if (!byTree) nearestMemos.set(types, (byTree = new WeakMap()));
-  let memo = byTree.get(node.tree);
-  if (!memo) byTree.set(node.tree, (memo = new Map()));
-  return memoizedUp<{ ancestor: Node; child: Node } | null>(node, memo, null, (p, n) => (types.has(p.type) ? { ancestor: p, child: n } : undefined));
+  let memo = byTree.get(tree);
+  if (!memo) byTree.set(tree, (memo = new Map()));
+  return memo;
 }
 
 /**
@@ -911,6 +940,9 @@ export function nearestAncestor(node: Node, types: ReadonlySet<string>): { ances
  * 20,000-term `a + b + …` chain.
  */
 export function memoizedUp<T>(node: Node, memo: Map<number, T>, fallback: T, step: (parent: Node, child: Node) => T | undefined): T {
+  // an answered node (most asks): no path to record
+  const known = memo.get(node.id);
+  if (known !== undefined) return known;
   const path: Node[] = [];
   let r = fallback;
   for (let n: Node = node; ; ) {
@@ -931,6 +963,49 @@ export function memoizedUp<T>(node: Node, memo: Map<number, T>, fallback: T, ste
   }
   for (const n of path) memo.set(n.id, r);
   return r;
+}
+
+/**
+ * `root.descendantForIndex(start, end)` answered by a walk down the node API: tree-sitter's
+ * ts_node__descendant_for_byte_range (lib/src/node.c) over the visible children, the same tests in the same order (a
+ * child that ends before `end`, or at/before `start` unless it is empty, is passed over; one that starts after `start`
+ * ends the search; else the walk goes into it). A long child list (the module's statements) is entered by a binary
+ * search on the children's ends, which never decrease. web-tree-sitter's own call walked every earlier statement of
+ * the module inside WebAssembly, once per occurrence of a name: quadratic in the module's length (a 1 MB file).
+ */
+export function descendantForRange(root: Node, start: number, end: number): Node {
+  let node = root;
+  for (let descended = true; descended; ) {
+    descended = false;
+    const kids = node.children;
+    let k = 0;
+    if (kids.length > 8) {
+      let hi = kids.length;
+      while (k < hi) {
+        const mid = (k + hi) >> 1;
+        if (kids[mid]!.endIndex < end) k = mid + 1;
+        else hi = mid;
+      }
+    }
+    for (; k < kids.length; k++) {
+      const child = kids[k];
+      if (!child) continue;
+      const childEnd = child.endIndex;
+      if (childEnd < end) continue;
+      const childStart = child.startIndex;
+      if (childStart === childEnd ? childEnd < start : childEnd <= start) continue;
+      if (start < childStart) break;
+      node = child;
+      descended = true;
+      break;
+    }
+  }
+  return node;
+}
+
+/** An ASCII letter, digit or `_` (a character of /[A-Za-z0-9_]/). */
+function isWordCode(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95;
 }
 
 export function isAncestor(ancestor: Node, node: Node): boolean {
@@ -1031,10 +1106,18 @@ export function kwValue(kw: Node | undefined): Node | null {
   return kw?.childForFieldName('value') ?? null;
 }
 
+/** Per node object, like callArgs: rules ask the method name of the same calls over and over (two field lookups each). */
+const methodNameMemo = new WeakMap<Node, string | null>();
+
 /** Method name of `x.meth(...)`, else null. */
 export function methodName(call: Node): string | null {
-  const fn = call.childForFieldName('function');
-  return fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text ?? null : null;
+  let r = methodNameMemo.get(call);
+  if (r === undefined) {
+    const fn = call.childForFieldName('function');
+    r = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text ?? null : null;
+    methodNameMemo.set(call, r);
+  }
+  return r;
 }
 
 /** Receiver of `x.meth(...)`, else null. */

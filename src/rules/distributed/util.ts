@@ -27,7 +27,7 @@ export function isXlaLauncher(ctx: RuleContext, call: Node): boolean {
 export function launchedFunctions(ctx: RuleContext, call: Node): Node[] {
   const first = callArgs(call).positional[0] ?? kwValue(callArgs(call).keywords.get('fn'));
   if (first?.type !== 'identifier') return [];
-  return ctx.sema.nodes('function_definition').filter((f) => f.childForFieldName('name')?.text === first.text && !ctx.sema.enclosingClass(f));
+  return ctx.sema.functionsNamed(first.text).filter((f) => !ctx.sema.enclosingClass(f));
 }
 
 /** `xmp.spawn(fn, nprocs=1)` and `torch_xla.launch(fn, debug_single_process=True)` run one process. */

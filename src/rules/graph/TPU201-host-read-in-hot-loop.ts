@@ -581,6 +581,54 @@ function targetNames(left: Node | null): string[] | null {
 /** bindersOf's answers per file index, scope and name: every read of a name in one scope asks the same (a module scope scanned the whole file each time). */
 const bindersMemo = new WeakMap<object, Map<string, Binder[] | null>>();
 
+/**
+ * The binding statements of a scope (nested defs excluded), read once per file index and scope: its `for` targets and
+ * assignments by bound name (each list in the order bindersOf returns them: loops, then assignments, then augmented
+ * assignments, each in document order), and the target texts of other shapes, which make a name they mention unknown.
+ * Asking for each name of a module scanned every loop and assignment of the file once per name.
+ */
+interface ScopeBinders {
+  fors: Map<string, Binder[]>;
+  assigns: Map<string, Binder[]>;
+  augs: Map<string, Binder[]>;
+  /** Left sides of `for` loops and assignments that are no plain name list (a subscript or attribute of an assignment excluded). */
+  opaque: string[];
+}
+const scopeBindersMemo = new WeakMap<object, Map<number, ScopeBinders>>();
+
+function scopeBinders(ctx: RuleContext, scope: Node): ScopeBinders {
+  let memo = scopeBindersMemo.get(ctx.sema);
+  if (!memo) scopeBindersMemo.set(ctx.sema, (memo = new Map()));
+  let r = memo.get(scope.id);
+  if (r) return r;
+  r = { fors: new Map(), assigns: new Map(), augs: new Map(), opaque: [] };
+  const own = (n: Node) => (ctx.sema.enclosingFunction(n)?.id ?? null) === (scope.type === 'function_definition' ? scope.id : null);
+  const add = (into: Map<string, Binder[]>, b: Binder) => {
+    for (const name of new Set(b.names)) {
+      const list = into.get(name);
+      if (list) list.push(b);
+      else into.set(name, [b]);
+    }
+  };
+  for (const f of ctx.sema.within('for_statement', scope)) {
+    if (!own(f)) continue;
+    const names = targetNames(f.childForFieldName('left'));
+    if (names) add(r.fors, { kind: 'for', node: f, names });
+    else r.opaque.push(f.childForFieldName('left')?.text ?? '');
+  }
+  for (const [list, into] of [[ctx.sema.within('assignment', scope), r.assigns], [ctx.sema.within('augmented_assignment', scope), r.augs]] as const) {
+    for (const a of list) {
+      if (!own(a)) continue;
+      const left = a.childForFieldName('left');
+      const names = targetNames(left);
+      if (names) add(into, { kind: 'assign', node: a, names });
+      else if (left?.type !== 'subscript' && left?.type !== 'attribute') r.opaque.push(left?.text ?? '');
+    }
+  }
+  memo.set(scope.id, r);
+  return r;
+}
+
 /** Every statement of `scope` (nested defs excluded) that binds `name`. */
 function bindersOf(ctx: RuleContext, scope: Node, name: string): Binder[] | null {
   let memo = bindersMemo.get(ctx.sema);
@@ -592,23 +640,12 @@ function bindersOf(ctx: RuleContext, scope: Node, name: string): Binder[] | null
 }
 
 function bindersUncached(ctx: RuleContext, scope: Node, name: string): Binder[] | null {
-  const out: Binder[] = [];
-  const own = (n: Node) => (ctx.sema.enclosingFunction(n)?.id ?? null) === (scope.type === 'function_definition' ? scope.id : null);
-  for (const f of ctx.sema.within('for_statement', scope)) {
-    if (!own(f)) continue;
-    const names = targetNames(f.childForFieldName('left'));
-    if (names?.includes(name)) out.push({ kind: 'for', node: f, names });
-    else if (!names && new RegExp(`\\b${name}\\b`).test(f.childForFieldName('left')?.text ?? '')) return null;
-  }
-  for (const a of [...ctx.sema.within('assignment', scope), ...ctx.sema.within('augmented_assignment', scope)]) {
-    if (!own(a)) continue;
-    const names = targetNames(a.childForFieldName('left'));
-    const left = a.childForFieldName('left');
-    if (names?.includes(name)) out.push({ kind: 'assign', node: a, names });
-    else if (!names && left?.type !== 'subscript' && left?.type !== 'attribute' && new RegExp(`\\b${name}\\b`).test(a.childForFieldName('left')?.text ?? '')) return null;
-  }
-  if (scope.type === 'function_definition' && new RegExp(`\\b${name}\\b`).test(scope.childForFieldName('parameters')?.text ?? '')) return null;
-  return out;
+  const s = scopeBinders(ctx, scope);
+  // a loop target or assignment of another shape that mentions the name, or a parameter: not a plain binding
+  const word = new RegExp(`\\b${name}\\b`);
+  if (s.opaque.some((text) => word.test(text))) return null;
+  if (scope.type === 'function_definition' && word.test(scope.childForFieldName('parameters')?.text ?? '')) return null;
+  return [...(s.fors.get(name) ?? []), ...(s.assigns.get(name) ?? []), ...(s.augs.get(name) ?? [])];
 }
 
 /**
@@ -751,7 +788,7 @@ function runsLoop(ctx: RuleContext, call: Node): boolean {
   const meth = methodName(call);
   const recv = receiver(call);
   if (meth && recv && ctx.model.value(recv).kind === 'module') {
-    defs.push(...ctx.sema.nodes('function_definition').filter((d) => d.childForFieldName('name')?.text === meth && ctx.sema.enclosingClass(d)));
+    defs.push(...ctx.sema.functionsNamed(meth).filter((d) => ctx.sema.enclosingClass(d)));
   }
   if (defs.some((d) => ctx.sema.within('for_statement', d).length > 0 || ctx.sema.within('while_statement', d).length > 0)) return true;
   const t = ctx.project?.resolveCall(call, ctx.sema, ctx.path);
