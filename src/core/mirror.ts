@@ -198,9 +198,22 @@ export class Mirror {
   }
 
   fieldId(name: string): number {
-    const f = this.language.fields.indexOf(name);
-    return f === -1 ? -1 : f;
+    return fieldTable(this.language).get(name) ?? -1;
   }
+}
+
+/** Field name -> field id, once per language (a linear `fields.indexOf` per `childForFieldName` was 3.9% of a 5,000-line analysis). */
+const fieldTables = new WeakMap<Language, Map<string, number>>();
+function fieldTable(lang: Language): Map<string, number> {
+  let t = fieldTables.get(lang);
+  if (!t) {
+    t = new Map();
+    lang.fields.forEach((name, id) => {
+      if (name !== null && !t!.has(name)) t!.set(name, id);
+    });
+    fieldTables.set(lang, t);
+  }
+  return t;
 }
 
 const namedTables = new WeakMap<Language, Uint8Array>();
