@@ -3,7 +3,7 @@ import type { Node } from '../../core/parse';
 import { callArgs, enclosingStatement, methodName } from '../../core/semantics';
 import { deleteStatement, insertLineAfter, insertLineBefore, replace } from '../../core/edits';
 import {
-  compiledStepNames, endOfBodyEdit, short, frameworkBackward, insideNestedLoop, isBackward, isBarrierCall, isOptimizerStep, isStepContext,
+  accelerateBackward, compiledStepNames, endOfBodyEdit, generatorBatchSource, short, frameworkBackward, insideNestedLoop, isBackward, isBarrierCall, isOptimizerStep, isStepContext,
   iteratesBarrierLoader, reachableCalls, tensorish,
 } from './util';
 import { cudaGuardedPlacement, handMovedLoaders, xlaWrap } from '../data/util';
@@ -150,12 +150,20 @@ export default defineRule({
       if (!engine && !direct.some((c) => isOptimizerStep(ctx, c))) {
         if (!ctx.project || !(helper = reachesInHelpers(ctx.project, ctx.path, direct, (s, c) => methodName(c) === 'step' && s.isTrainSignal(c)))) continue;
       }
-      if (!all.some((c) => isBackward(c))) {
+      // an optimizer step of this iteration (not of a nested loop) makes it a training step even when its backward is
+      // out of sight: deeper than two calls (torchtitan's train_step -> forward_backward_step -> self.fwd_bwd_fn), in a
+      // pipeline engine of another package (nanotron's train_batch_iter), in the model's own method (dinov2's
+      // model.forward_backward)
+      const ownStep = !helper && !engine && direct.some((c) => isOptimizerStep(ctx, c));
+      if (!ownStep && !all.some((c) => isBackward(c))) {
         const back = ctx.project ? reachesInHelpers(ctx.project, ctx.path, all, (_s, c) => isBackward(c)) : null;
         if (!back) continue;
         helper ??= back;
       }
-      if (all.some((c) => frameworkBackward(ctx, c) || methodName(c) === 'manual_backward')) continue;
+      // Lightning Fabric's XLA optimizer step passes barrier=True; Accelerate's barrier is the MpDeviceLoaderWrapper that
+      // prepare() puts around a DataLoader, so a loop fed by a generator (`cycle(loader)`) has none
+      const generator = all.some((c) => accelerateBackward(ctx, c)) ? generatorBatchSource(ctx, loop, body) : null;
+      if (!generator && all.some((c) => frameworkBackward(ctx, c) || methodName(c) === 'manual_backward')) continue;
       // a helper that ends the step itself (`xm.optimizer_step(opt, barrier=True)`, `torch_xla.sync()`)
       if (helper && reachesInHelpers(ctx.project, ctx.path, all, (s, c) => /(^|\.)(mark_step|sync|optimizer_step)$/.test(s.callee(c) ?? '') && /torch_xla/.test(s.callee(c) ?? ''))) continue;
 
@@ -194,6 +202,8 @@ export default defineRule({
       const related = helper ? { related: [{ start: helper.node.startIndex, end: helper.node.endIndex, path: helper.path, message: `the step in \`${helperName(helper)}\`` }] } : {};
       const what = usesOptStep
         ? '`optimizer_step` without `barrier=True` does not sync, and this loop has no other step barrier'
+        : generator
+          ? `Training loop has no step barrier (its batches come from the generator \`${short(generator.text, 40)}\`, which \`accelerator.prepare()\` leaves unwrapped: only a DataLoader gets its syncing XLA loader)`
         : engine
           ? `Training loop has no step barrier (\`${engine.text}\` runs the engine's optimizer step)`
         : helper

@@ -263,6 +263,44 @@ export function frameworkBackward(ctx: RuleContext, call: Node): boolean {
   return recv.type === 'identifier' && ctx.sema.bindings(recv.text).some((v) => v.type === 'call' && /(Accelerator|Fabric)$/.test(ctx.sema.callee(v) ?? ''));
 }
 
+/** `accelerator.backward(loss)` (Accelerate, not Lightning Fabric). */
+export function accelerateBackward(ctx: RuleContext, call: Node): boolean {
+  if (!frameworkBackward(ctx, call)) return false;
+  const recv = receiver(call);
+  if (!recv || /fabric/i.test(recv.text)) return false;
+  return /accelerator/i.test(recv.text) || (recv.type === 'identifier' && ctx.sema.bindings(recv.text).some((v) => v.type === 'call' && /Accelerator$/.test(ctx.sema.callee(v) ?? '')));
+}
+
+/**
+ * A batch source of the loop that is a Python generator, not a DataLoader: the loop iterates (or pulls `next()` from)
+ * a name bound to a call of a same-file generator function (`def cycle(dl): while True: for b in dl: yield b`) or to
+ * `itertools.cycle(...)`. `accelerator.prepare()` wraps only `torch.utils.data.DataLoader` objects (in
+ * `MpDeviceLoaderWrapper`, the one step barrier Accelerate adds on XLA: accelerate data_loader.py:1328, accelerator.py:1400)
+ * and returns anything else unchanged; its optimizer step does not sync (optimizer.py:145-181).
+ */
+export function generatorBatchSource(ctx: RuleContext, loop: Node, body: Node): Node | null {
+  const isGenCall = (v: Node | null | undefined, depth = 0): boolean => {
+    if (!v || depth > 3) return false;
+    if (v.type === 'identifier') return ctx.sema.bindings(v.text).some((b) => b.id !== v.id && isGenCall(b, depth + 1));
+    if (v.type !== 'call') return false;
+    const c = ctx.sema.callee(v) ?? v.childForFieldName('function')?.text ?? '';
+    if (c === 'itertools.cycle') return true;
+    if (/^(iter|enumerate|tqdm|tqdm\.tqdm)$/.test(c)) return isGenCall(callArgs(v).positional[0], depth + 1);
+    const fn = v.childForFieldName('function');
+    if (fn?.type !== 'identifier') return false;
+    const defs = ctx.sema.calledFunctions(v);
+    return defs.length > 0 && defs.every((d) => /\byield\b/.test(d.childForFieldName('body')?.text ?? ''));
+  };
+  if (loop.type === 'for_statement' && isGenCall(loop.childForFieldName('right'))) return loop.childForFieldName('right');
+  for (const call of ctx.sema.callsWithin(body)) {
+    const fn = call.childForFieldName('function');
+    if (fn?.type !== 'identifier' || fn.text !== 'next') continue;
+    const it = callArgs(call).positional[0];
+    if (it && isGenCall(it)) return it;
+  }
+  return null;
+}
+
 const JUMP_STATEMENTS = new Set(['continue_statement', 'break_statement', 'return_statement', 'raise_statement']);
 
 /**
