@@ -127,7 +127,7 @@ export default defineRule({
   },
   check(ctx) {
     const seen = new Set<number>();
-    const throttledBlocks = new Set<number>();
+    const throttledBlocks = new Map<number, { site: Node; hot: HotInfo; what: string }[]>();
     const report = (site: Node, hot: HotInfo, what: string) => {
       if (seen.has(site.id)) return;
       seen.add(site.id);
@@ -141,14 +141,22 @@ export default defineRule({
       if (cudaOnly(site, ctx.model)) return;
       // one finding per throttled logging block (`if step % k == 0:` and its nine `.item()`s): the first read carries it
       // (a rank check `if RANK in {-1, 0}:` is no throttle: Semantics.isThrottleCondition, each of its reads is reported)
-      const block = hot.throttled ? throttleBlock(ctx, site, hot) : null;
-      if (block) {
-        if (throttledBlocks.has(block.id)) return;
-        throttledBlocks.add(block.id);
-      }
       const via = hot.via?.[0];
       // a helper's read of its own parameter is reported where the callers pass a device tensor (reportHelperReads)
       if (via && paramReads(hot.anchor, ctx.sema).some((r) => isAncestorOrSelf(r.read, site) || isAncestorOrSelf(site, r.read))) return;
+      // (the reads are found kind by kind, calls before `%` formatting: the block's finding is its first read in the
+      // text, picked once all are known, with the others as related locations)
+      const block = hot.throttled ? throttleBlock(ctx, site, hot) : null;
+      if (block) {
+        const list = throttledBlocks.get(block.id);
+        if (list) list.push({ site, hot, what });
+        else throttledBlocks.set(block.id, [{ site, hot, what }]);
+        return;
+      }
+      emit(site, hot, what, []);
+    };
+    const emit = (site: Node, hot: HotInfo, what: string, others: Node[]) => {
+      const via = hot.via?.[0];
       const where = via
         ? `in \`${hot.anchor.childForFieldName('name')?.text ?? 'this helper'}()\`, called from the ${via.kind === 'eval' ? 'eval' : 'training'} loop (${baseName(via.path)}:${via.line}),`
         : `inside the ${hot.kind === 'eval' ? 'eval' : 'training'} ${hot.anchor.type === 'function_definition' ? 'step' : 'loop'}`;
@@ -156,8 +164,22 @@ export default defineRule({
         severity: severityIn('warning', hot),
         message: `${what} ${where} forces the pending graph to run and copies the value to the host`,
         fix: via ? null : closureFix(ctx, site, hot),
-        ...(hot.via?.length ? { related: hot.via.slice(0, 3).map((v) => ({ start: v.start, end: v.end, path: v.path, message: `the ${v.kind === 'eval' ? 'eval' : 'training'} loop's call` })) } : {}),
+        ...(hot.via?.length || others.length
+          ? {
+              related: [
+                ...(hot.via ?? []).slice(0, 3).map((v) => ({ start: v.start, end: v.end, path: v.path, message: `the ${v.kind === 'eval' ? 'eval' : 'training'} loop's call` })),
+                ...others.slice(0, 5).map((o) => ({ start: o.startIndex, end: o.endIndex, message: 'another host read in this throttled block' })),
+              ],
+            }
+          : {}),
       });
+    };
+    const flushBlocks = () => {
+      for (const list of throttledBlocks.values()) {
+        list.sort((a, b) => a.site.startIndex - b.site.startIndex);
+        emit(list[0].site, list[0].hot, list[0].what, list.slice(1).map((x) => x.site));
+      }
+      throttledBlocks.clear();
     };
     reportHelperReads(ctx, seen);
 
@@ -265,6 +287,7 @@ export default defineRule({
       }
     }
     reportIterationReads(ctx, report);
+    flushBlocks();
     reportGenerationReads(ctx); // per-token reads in decode loops outside training (info)
   },
 });
@@ -788,8 +811,12 @@ function evalRunResult(ctx: RuleContext, site: Node, hot: HotInfo): boolean {
 
 /** The innermost throttle `if` (`if step % k == 0:`) between `site` and its hot anchor. */
 function throttleBlock(ctx: RuleContext, site: Node, hot: HotInfo): Node | null {
+  let inner: Node | null = null;
   for (let p = site.parent; p && p.id !== hot.anchor.id; p = p.parent) {
     if (p.type === 'if_statement' && ctx.sema.isThrottleCondition(p)) return p;
+    if (!inner && p.type === 'block') inner = p;
   }
-  return null;
+  // a helper the loop calls under its throttle guard (`if step % k == 0: self.log_metrics()`): each statement block of
+  // it (the `.item()`s of one metrics list, of one per-head loop) is one logging block
+  return hot.anchor.type === 'function_definition' ? inner : null;
 }
