@@ -70,6 +70,7 @@ const XLA_LOADERS = /(^|\.)(MpDeviceLoader|ParallelLoader|per_device_loader)$/;
 const MODULE_NAME = /^(model|net|network|module|criterion|loss_fn|lossfn|loss_func|loss_function|ddp_model|raw_model|encoder|decoder|classifier|backbone|generator|discriminator|unet|vae|teacher|student|ema_model|head|lm_head|policy|critic|actor|q_net|value_net)$|model$/i;
 const SELF_MODULE_ATTR = /model|net|head|criterion|loss|encoder|decoder|layer|block|proj|embed|mlp|attn|conv|linear|fc|norm|backbone/i;
 const MODULE_CALLS = /^(torch\.nn\.(?!functional)[A-Z]\w*|torch\.nn\.parallel\.\w+|torch\.nn\.utils\.(spectral_norm|weight_norm|parametrizations\.\w+)|torchvision\.models\.[\w.]+|timm\.create_model|transformers\.\w+\.from_pretrained|torch\.compile|torch\.jit\.(script|trace)|torch_xla\.compile)$/;
+const OUTPUT_TUPLES = /^(hidden_states|attentions)$/;
 const OUTPUT_ATTRS = /^(loss|logits|last_hidden_state|hidden_states|pooler_output|attentions|sample|prev_sample|pred_original_sample|image_embeds|text_embeds)$/;
 const META_BOOL = /^(is_cuda|requires_grad|is_leaf|training|is_xla|is_sparse|is_floating_point|is_contiguous)$/;
 const HOT_PARAM_EXCLUDED = [
@@ -731,7 +732,10 @@ export class ProgramModel {
     if (OUTPUT_ATTRS.test(attr)) {
       const o = this.value(obj);
       if (o.kind === 'tensor' || obj.type === 'call' || (o.kind === 'unknown' && attr !== 'sample')) {
-        return o.kind === 'tensor' && o.where === 'host' ? o : deviceTensor(node, o.kind === 'tensor' ? o.device : 'unknown', { weak: o.kind !== 'tensor' && obj.type !== 'call' && !/^(loss|logits)$/.test(attr) });
+        const t = o.kind === 'tensor' && o.where === 'host' ? o : deviceTensor(node, o.kind === 'tensor' ? o.device : 'unknown', { weak: o.kind !== 'tensor' && obj.type !== 'call' && !/^(loss|logits)$/.test(attr) });
+        // a model output's `hidden_states`/`attentions` is a tuple with one tensor per layer (transformers ModelOutput):
+        // iterating it walks the tuple, indexing it gives a layer's tensor
+        return OUTPUT_TUPLES.test(attr) ? seq(node, { ...t, origin: node } as Value) : t;
       }
     }
     const bound = this.attributeBindings(node, obj, attr);

@@ -5,7 +5,7 @@ import { callArgs, enclosingStatement, kwValue, methodName, receiver } from '../
 import { argumentAt, hotCallTarget, paramName } from '../../model/hotAcross';
 import { replace } from '../../core/edits';
 import { cudaOnly } from '../../model/guards';
-import { hostValue, hotAt, severityIn, short, tensorish } from './util';
+import { hostValue, hotAt, severityIn, short, tensorish, throttledEvalWork } from './util';
 import { reportGenerationReads } from './generation-report';
 
 const MATERIALIZE = new Set(['item', 'tolist', 'cpu', 'numpy']);
@@ -136,7 +136,7 @@ export default defineRule({
       if (!(site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '')) && readByGuard(site, hot.anchor)) return;
       // `if batch_i < 3: plot_images(...)`: a read on the first few iterations only, not a per-step cost;
       // a throttled read of what a whole evaluation run returned (`val_loss = validate(...)` then `val_loss.item()`)
-      if (firstIterationsOnly(ctx, site, hot) || evalRunResult(ctx, site, hot)) return;
+      if (firstIterationsOnly(ctx, site, hot) || evalRunResult(ctx, site, hot) || throttledEvalWork(ctx, site, hot)) return;
       // after `if not torch.cuda.is_available(): return`, in an `if torch.cuda.is_available():` arm: never runs on a TPU host
       if (cudaOnly(site, ctx.model)) return;
       // one finding per throttled logging block (`if step % k == 0:` and its nine `.item()`s): the first read carries it
@@ -461,7 +461,14 @@ function reportIterationReads(ctx: RuleContext, report: (site: Node, hot: HotInf
     }
   };
   for (const loop of ctx.sema.nodes('for_statement')) iterated(loop.childForFieldName('right'), 'Looping');
-  for (const clause of ctx.sema.nodes('for_in_clause')) iterated(clause.childForFieldName('right'), 'Iterating');
+  for (const clause of ctx.sema.nodes('for_in_clause')) {
+    // `[b.to(device) for b in batch[1:]]`: elements moved to the device one by one were on the host (a list of CPU
+    // batch tensors), and walking a host sequence reads nothing back
+    const body = clause.parent?.childForFieldName('body');
+    const left = clause.childForFieldName('left');
+    if (body?.type === 'call' && left?.type === 'identifier' && /^(to|cuda)$/.test(methodName(body) ?? '') && receiver(body)?.text === left.text) continue;
+    iterated(clause.childForFieldName('right'), 'Iterating');
+  }
   for (const a of ctx.sema.nodes('assignment')) {
     const left = a.childForFieldName('left');
     const right = a.childForFieldName('right');

@@ -263,6 +263,27 @@ export function frameworkBackward(ctx: RuleContext, call: Node): boolean {
   return recv.type === 'identifier' && ctx.sema.bindings(recv.text).some((v) => v.type === 'call' && /(Accelerator|Fabric)$/.test(ctx.sema.callee(v) ?? ''));
 }
 
+/**
+ * A read (TPU201) or a value-sized shape (TPU203) in evaluation work that runs once per throttle interval, outside any loop of its own: a validation print under
+ * `if i % validate_every == 0:` + `with torch.no_grad():`, an eval loop's `if idx % 100 == 0: print(...)`, the
+ * spectrogram a throttled `evaluate()` copies out for TensorBoard after its loop. One sync per interval for output
+ * the user asked for: noise. (Per-batch reads of an eval loop, a loop between the read and the throttle, stay info.)
+ */
+export function throttledEvalWork(ctx: RuleContext, site: Node, hot: HotInfo): boolean {
+  if (!hot.throttled) return false;
+  let guard: Node | null = null;
+  for (let p = site.parent; p && p.id !== hot.anchor.id; p = p.parent) {
+    if (p.type === 'for_statement' || p.type === 'while_statement') return false;
+    if (!guard && p.type === 'if_statement' && ctx.sema.isThrottleCondition(p)) guard = p;
+  }
+  if (hot.kind === 'eval') return true;
+  // the throttled block (or the helper the loop calls under its throttle) switches the model to eval mode before the
+  // read: a validation pass (`model.eval()` then `with torch.no_grad():`, vits' `generator.eval()` in evaluate)
+  const scope = guard ?? (hot.anchor.type === 'function_definition' ? hot.anchor : null);
+  if (!scope) return false;
+  return ctx.sema.callsWithin(scope).some((c) => c.endIndex <= site.startIndex && methodName(c) === 'eval' && !callArgs(c).positional.length && receiver(c)?.type !== 'string');
+}
+
 /** `accelerator.backward(loss)` (Accelerate, not Lightning Fabric). */
 export function accelerateBackward(ctx: RuleContext, call: Node): boolean {
   if (!frameworkBackward(ctx, call)) return false;
