@@ -391,7 +391,7 @@ export class ProgramModel {
       if (cls.length) return UNKNOWN;
       return UNKNOWN;
     }
-    const only = this.dominating(node, bindings);
+    const only = this.dominating(node, bindings) ?? this.parameterReaching(node, bindings);
     if (only) return this.bindingValue(only);
     let v: Value = UNKNOWN;
     for (const b of bindings) v = join(v, this.bindingValue(b));
@@ -431,6 +431,20 @@ export class ProgramModel {
       }
       if (!fn) return [];
     }
+  }
+
+  /**
+   * The parameter, when it is the only binding before `use` in its function and no loop around `use` rebinds the name:
+   * `def mel(y): if torch.min(y) < -1: ...` then `y = F.pad(y, ...)` later reads the caller's `y` at the test.
+   */
+  private parameterReaching(use: Node, bindings: Binding[]): Binding | null {
+    const param = bindings.find((b) => b.param);
+    if (!param || this.sema.enclosingFunction(use)?.id !== param.stmt.id) return null;
+    if (bindings.some((b) => b !== param && (b.pos < use.startIndex || contains(b.stmt, use)))) return null;
+    for (let p = use.parent; p && p.id !== param.stmt.id; p = p.parent) {
+      if ((p.type === 'for_statement' || p.type === 'while_statement') && bindings.some((b) => b !== param && contains(p!, b.stmt))) return null;
+    }
+    return param;
   }
 
   /** The one binding that reaches `use` in straight-line code (see the file comment), else null. */
