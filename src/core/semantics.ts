@@ -313,13 +313,25 @@ export class Semantics {
     const fn = call.childForFieldName('function');
     if (!fn) return [];
     let name: string | undefined;
+    let own = false;
     if (fn.type === 'identifier') name = fn.text;
     else if (fn.type === 'attribute') {
       const obj = fn.childForFieldName('object');
-      if (obj?.type === 'identifier' && (obj.text === 'self' || obj.text === 'cls')) name = fn.childForFieldName('attribute')?.text;
+      if (obj?.type === 'identifier' && (obj.text === 'self' || obj.text === 'cls')) {
+        name = fn.childForFieldName('attribute')?.text;
+        own = true;
+      }
     }
     if (!name) return [];
-    return this.functionIndex().get(name) ?? [];
+    const all = this.functionIndex().get(name) ?? [];
+    // `self.train_step()`: the enclosing class's own method when it defines one (several trainer classes of a file
+    // each define train_step); else any class's (a method inherited from a base class of the file)
+    if (own && all.length > 1) {
+      const cls = this.enclosingClass(call);
+      const mine = cls ? all.filter((d) => this.enclosingClass(d)?.id === cls.id) : [];
+      if (mine.length) return mine;
+    }
+    return all;
   }
 
   /** The innermost enclosing function definition. */

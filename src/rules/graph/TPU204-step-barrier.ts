@@ -55,6 +55,13 @@ function engineStep(direct: Node[], all: Node[]): Node | undefined {
   return direct.find((c) => methodName(c) === 'step' && backs.has(c.childForFieldName('function')?.childForFieldName('object')?.text ?? '\0'));
 }
 
+/** The leading name of a method call's receiver (`opt` of `opt.step()`, `self` of `self.opt.step()`). */
+function rootName(call: Node): string {
+  let n = call.childForFieldName('function')?.childForFieldName('object') ?? null;
+  while (n && (n.type === 'attribute' || n.type === 'subscript')) n = n.childForFieldName(n.type === 'attribute' ? 'object' : 'value');
+  return n?.type === 'identifier' ? n.text : '';
+}
+
 function straightLine(stmt: Node, body: Node): boolean {
   for (let p = stmt.parent; p && p.id !== body.id; p = p.parent) {
     if (p.type !== 'block' && p.type !== 'with_statement') return false;
@@ -154,7 +161,9 @@ export default defineRule({
       // out of sight: deeper than two calls (torchtitan's train_step -> forward_backward_step -> self.fwd_bwd_fn), in a
       // pipeline engine of another package (nanotron's train_batch_iter), in the model's own method (dinov2's
       // model.forward_backward)
-      const ownStep = !helper && !engine && direct.some((c) => isOptimizerStep(ctx, c));
+      // (not a loop over the optimizers themselves: `for name, opt in self.optimizers(): opt.step()`)
+      const targets = new Set(loop.type === 'for_statement' ? ctx.sema.within('identifier', loop.childForFieldName('left') ?? loop).map((i) => i.text) : []);
+      const ownStep = !helper && !engine && direct.some((c) => isOptimizerStep(ctx, c) && !targets.has(rootName(c)));
       if (!ownStep && !all.some((c) => isBackward(c))) {
         const back = ctx.project ? reachesInHelpers(ctx.project, ctx.path, all, (_s, c) => isBackward(c)) : null;
         if (!back) continue;
@@ -162,7 +171,7 @@ export default defineRule({
       }
       // Lightning Fabric's XLA optimizer step passes barrier=True; Accelerate's barrier is the MpDeviceLoaderWrapper that
       // prepare() puts around a DataLoader, so a loop fed by a generator (`cycle(loader)`) has none
-      const generator = all.some((c) => accelerateBackward(ctx, c)) ? generatorBatchSource(ctx, loop, body) : null;
+      const generator = all.some((c) => accelerateBackward(ctx, c)) ? generatorBatchSource(ctx, loop, all) : null;
       if (!generator && all.some((c) => frameworkBackward(ctx, c) || methodName(c) === 'manual_backward')) continue;
       // a helper that ends the step itself (`xm.optimizer_step(opt, barrier=True)`, `torch_xla.sync()`)
       if (helper && reachesInHelpers(ctx.project, ctx.path, all, (s, c) => /(^|\.)(mark_step|sync|optimizer_step)$/.test(s.callee(c) ?? '') && /torch_xla/.test(s.callee(c) ?? ''))) continue;

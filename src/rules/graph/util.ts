@@ -292,34 +292,69 @@ export function accelerateBackward(ctx: RuleContext, call: Node): boolean {
   return /accelerator/i.test(recv.text) || (recv.type === 'identifier' && ctx.sema.bindings(recv.text).some((v) => v.type === 'call' && /Accelerator$/.test(ctx.sema.callee(v) ?? '')));
 }
 
+const preparedMemo = new WeakMap<object, Set<string>>();
+
+/** The texts of the arguments given to `accelerator.prepare(...)` in the file (`self.dl`, `train_loader`). */
+function preparedArguments(ctx: RuleContext): Set<string> {
+  let hit = preparedMemo.get(ctx.sema);
+  if (hit) return hit;
+  hit = new Set();
+  for (const c of ctx.sema.nodes('call')) {
+    if (methodName(c) !== 'prepare' || !/accelerator/i.test(receiver(c)?.text ?? '')) continue;
+    for (const a of callArgs(c).positional) hit.add(a.text);
+  }
+  preparedMemo.set(ctx.sema, hit);
+  return hit;
+}
+
 /**
- * A batch source of the loop that is a Python generator, not a DataLoader: the loop iterates (or pulls `next()` from)
- * a name bound to a call of a same-file generator function (`def cycle(dl): while True: for b in dl: yield b`) or to
- * `itertools.cycle(...)`. `accelerator.prepare()` wraps only `torch.utils.data.DataLoader` objects (in
- * `MpDeviceLoaderWrapper`, the one step barrier Accelerate adds on XLA: accelerate data_loader.py:1328, accelerator.py:1400)
- * and returns anything else unchanged; its optimizer step does not sync (optimizer.py:145-181).
+ * A batch source of the loop that is a Python generator over a loader `accelerator.prepare()` never saw: the loop
+ * iterates (or, in its iteration and the same-file methods it calls, pulls `next()` from) a name or attribute bound to
+ * a call of a same-file generator function (`def cycle(dl): while True: for b in dl: yield b`) or to
+ * `itertools.cycle(...)`, whose loader argument is no argument of `accelerator.prepare(...)`. Accelerate wraps only
+ * `torch.utils.data.DataLoader` objects (in `MpDeviceLoaderWrapper`, the one step barrier it adds on XLA:
+ * accelerate data_loader.py:1328, accelerator.py:1400) and returns anything else unchanged; its optimizer step does
+ * not sync (optimizer.py:145-181). `cycle(prepared_dl)` iterates the wrapper, which syncs on every batch.
  */
-export function generatorBatchSource(ctx: RuleContext, loop: Node, body: Node): Node | null {
+export function generatorBatchSource(ctx: RuleContext, loop: Node, calls: readonly Node[]): Node | null {
+  const prepared = preparedArguments(ctx);
   const isGenCall = (v: Node | null | undefined, depth = 0): boolean => {
     if (!v || depth > 3) return false;
     if (v.type === 'identifier') return ctx.sema.bindings(v.text).some((b) => b.id !== v.id && isGenCall(b, depth + 1));
+    if (v.type === 'attribute') {
+      const attr = v.childForFieldName('attribute')?.text;
+      // `self.dl_iter` of this class (another trainer class of the file has its own)
+      const cls = v.childForFieldName('object')?.text === 'self' ? ctx.sema.enclosingClass(v)?.id : undefined;
+      return (
+        !!attr &&
+        ctx.sema
+          .attributeAssignments(attr)
+          .some((a) => a.childForFieldName('left')?.text === v.text && (cls === undefined || ctx.sema.enclosingClass(a)?.id === cls) && isGenCall(a.childForFieldName('right'), depth + 1))
+      );
+    }
     if (v.type !== 'call') return false;
     const c = ctx.sema.callee(v) ?? v.childForFieldName('function')?.text ?? '';
-    if (c === 'itertools.cycle') return true;
     if (/^(iter|enumerate|tqdm|tqdm\.tqdm)$/.test(c)) return isGenCall(callArgs(v).positional[0], depth + 1);
+    const args = callArgs(v).positional;
+    if (!args.length || args.some((a) => prepared.has(a.text))) return false;
+    if (c === 'itertools.cycle') return true;
     const fn = v.childForFieldName('function');
     if (fn?.type !== 'identifier') return false;
     const defs = ctx.sema.calledFunctions(v);
     return defs.length > 0 && defs.every((d) => /\byield\b/.test(d.childForFieldName('body')?.text ?? ''));
   };
   if (loop.type === 'for_statement' && isGenCall(loop.childForFieldName('right'))) return loop.childForFieldName('right');
-  for (const call of ctx.sema.callsWithin(body)) {
+  // every `next()` pull of the iteration from such a generator: one from a prepared loader (`cycle(self.dl)` after
+  // `self.dl = accelerator.prepare(...)`) syncs the step, whatever a throttled validation pull reads
+  let first: Node | null = null;
+  for (const call of calls) {
     const fn = call.childForFieldName('function');
     if (fn?.type !== 'identifier' || fn.text !== 'next') continue;
     const it = callArgs(call).positional[0];
-    if (it && isGenCall(it)) return it;
+    if (!it || !isGenCall(it)) return null;
+    first ??= it;
   }
-  return null;
+  return first;
 }
 
 const JUMP_STATEMENTS = new Set(['continue_statement', 'break_statement', 'return_statement', 'raise_statement']);
