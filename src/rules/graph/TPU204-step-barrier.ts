@@ -89,7 +89,8 @@ export default defineRule({
       'and a loop with no loader or backward of its own that calls, each iteration, another module\'s method running a whole step, e.g. an RL loop\'s `policy.train(replay_buffer)`) ' +
       'that contain no step barrier: `torch_xla.sync()`, `xm.mark_step()`, `xm.optimizer_step(opt, barrier=True)`, iteration over `pl.MpDeviceLoader` ' +
       'or `ParallelLoader(...).per_device_loader(...)`, a call to a `torch_xla.compile`-wrapped step, or `with torch_xla.step():` / `with torch_xla.compile():`. ' +
-      'Loops driven by Accelerate or Lightning Fabric (`accelerator.backward(loss)`, `fabric.backward(loss)`) count as having a barrier. ' +
+      'An iteration that runs an optimizer step itself (not a loop over the optimizers) is a training step even when its backward is out of sight (deeper calls, another package\'s engine, the model\'s own `forward_backward`). ' +
+      'Loops driven by Accelerate or Lightning Fabric (`accelerator.backward(loss)`, `fabric.backward(loss)`) count as having a barrier, except an Accelerate loop whose batches all come from a generator over a loader `accelerator.prepare()` never saw (`cycle(DataLoader(...))` passed to prepare, `itertools.cycle(ds)`): prepare wraps only DataLoaders in its syncing XLA loader and returns a generator unchanged. ' +
       'With gradient accumulation the loop that runs the optimizer step is the iteration; the micro-batch loop is not. The finding sits on the loop header. ' +
       'It also reports, as info, barriers placed wrong: inside `forward()`, inside the micro-batch loop of gradient accumulation, or between the forward ' +
       'pass and `backward`/the optimizer step of the same iteration (which splits one step into several graphs).',
@@ -117,6 +118,7 @@ export default defineRule({
       'PL:39-56 PerDeviceLoader.next() calls the barrier before each batch (torch_xla/distributed/parallel_loader.py; read at pytorch/xla@017acb1)',
       'TX:78 torch_xla.sync(wait=False, reset_scope=True) since 2.4; TX:99-106 torch_xla.step(); TX:114 torch_xla.compile (torch_xla/torch_xla.py; read at pytorch/xla@022ecde)',
       'lightning/fabric/plugins/precision/xla.py passes barrier=True to xm.optimizer_step',
+      'accelerate src/accelerate/accelerator.py:1400 (_prepare_one wraps torch.utils.data.DataLoader only), data_loader.py:1328 (MpDeviceLoaderWrapper on XLA), optimizer.py:145-181 (AcceleratedOptimizer.step: no mark_step; read at huggingface/accelerate@16cb6eb)',
     ],
     torchtpu: 'The torchtpu preview has no known step-barrier API, so no fix is offered: the message names the loop so you can check how its step is compiled.',
   },
