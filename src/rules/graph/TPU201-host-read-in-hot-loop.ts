@@ -101,7 +101,7 @@ export default defineRule({
       'Not flagged: reads on the first few iterations only (`if batch_i < 3:` / `if i == 0:` on the loop\'s counter, e.g. plotting the first batches), ' +
       'a throttled read of what a whole evaluation or generation run returned in the same guarded block (`val_loss = validate(model, val_loader)` then `val_loss.item()`), ' +
       'evaluation work that runs once per throttle interval outside a loop of its own (a validation print after `model.eval()` under the throttle, an eval loop\'s `if idx % 100 == 0: print(...)`, the TensorBoard copy a throttled `evaluate()` makes after its loop), ' +
-      'walking a host sequence whose elements are moved one by one (`[b.to(device) for b in batch]`), and iterating a model output\'s `hidden_states`/`attentions` tuple, ' +
+      'walking a host sequence whose elements are moved one by one (`[b.to(device) for b in batch]`), iterating a model output\'s `hidden_states`/`attentions` tuple, ' +
       'and reads that run only with CUDA present (after `if not torch.cuda.is_available(): return`). ' +
       'Accelerate\'s `gather_for_metrics` keeps its argument\'s values, and `metric.add_batch(predictions=...)` of device tensors is a host copy.',
     why:
