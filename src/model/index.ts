@@ -70,6 +70,7 @@ const XLA_LOADERS = /(^|\.)(MpDeviceLoader|ParallelLoader|per_device_loader)$/;
 const MODULE_NAME = /^(model|net|network|module|criterion|loss_fn|lossfn|loss_func|loss_function|ddp_model|raw_model|encoder|decoder|classifier|backbone|generator|discriminator|unet|vae|teacher|student|ema_model|head|lm_head|policy|critic|actor|q_net|value_net)$|model$/i;
 const SELF_MODULE_ATTR = /model|net|head|criterion|loss|encoder|decoder|layer|block|proj|embed|mlp|attn|conv|linear|fc|norm|backbone/i;
 const MODULE_CALLS = /^(torch\.nn\.(?!functional)[A-Z]\w*|torch\.nn\.parallel\.\w+|torch\.nn\.utils\.(spectral_norm|weight_norm|parametrizations\.\w+)|torchvision\.models\.[\w.]+|timm\.create_model|transformers\.\w+\.from_pretrained|torch\.compile|torch\.jit\.(script|trace)|torch_xla\.compile)$/;
+const MOVE_CALL = /\.(to|cuda)\(|to_device\(/;
 const OUTPUT_TUPLES = /^(hidden_states|attentions)$/;
 const OUTPUT_ATTRS = /^(loss|logits|last_hidden_state|hidden_states|pooler_output|attentions|sample|prev_sample|pred_original_sample|image_embeds|text_embeds)$/;
 const META_BOOL = /^(is_cuda|requires_grad|is_leaf|training|is_xla|is_sparse|is_floating_point|is_contiguous)$/;
@@ -441,6 +442,9 @@ export class ProgramModel {
     const param = bindings.find((b) => b.param);
     if (!param || this.sema.enclosingFunction(use)?.id !== param.stmt.id) return null;
     if (bindings.some((b) => b !== param && (b.pos < use.startIndex || contains(b.stmt, use)))) return null;
+    // `batch = move_to_device(batch, device)` below the use: what the caller passes is the loader's host batch, which
+    // the join with the moved value describes (OLMo's train_step writes `batch["index"]` before the move)
+    if (bindings.some((b) => b !== param && MOVE_CALL.test(b.stmt.text) && new RegExp(`\\b${use.text}\\b`).test(b.stmt.text.slice(b.stmt.text.indexOf('=') + 1)))) return null;
     for (let p = use.parent; p && p.id !== param.stmt.id; p = p.parent) {
       if ((p.type === 'for_statement' || p.type === 'while_statement') && bindings.some((b) => b !== param && contains(p!, b.stmt))) return null;
     }
