@@ -321,13 +321,25 @@ export class Semantics {
     const fn = call.childForFieldName('function');
     if (!fn) return [];
     let name: string | undefined;
+    let own = false;
     if (fn.type === 'identifier') name = fn.text;
     else if (fn.type === 'attribute') {
       const obj = fn.childForFieldName('object');
-      if (obj?.type === 'identifier' && (obj.text === 'self' || obj.text === 'cls')) name = fn.childForFieldName('attribute')?.text;
+      if (obj?.type === 'identifier' && (obj.text === 'self' || obj.text === 'cls')) {
+        name = fn.childForFieldName('attribute')?.text;
+        own = true;
+      }
     }
     if (!name) return [];
-    return this.functionIndex().get(name) ?? [];
+    const all = this.functionIndex().get(name) ?? [];
+    // `self.train_step()`: the enclosing class's own method when it defines one (several trainer classes of a file
+    // each define train_step); else any class's (a method inherited from a base class of the file)
+    if (own && all.length > 1) {
+      const cls = this.enclosingClass(call);
+      const mine = cls ? all.filter((d) => this.enclosingClass(d)?.id === cls.id) : [];
+      if (mine.length) return mine;
+    }
+    return all;
   }
 
   /** The function definitions of this file named `name`, in document order (indexed once: do not modify). */
@@ -654,8 +666,9 @@ export class Semantics {
       }
       if (p.type === 'function_definition') {
         const kind = this.hotFunctionIds!.get(p.id);
-        // a helper called from the training loop that runs under `@torch.no_grad()` (nanoGPT's estimate_loss) is eval work
-        if (kind) return { anchor: p, kind: kind === 'train' && this.underNoGrad(node, p.parent ?? undefined) ? 'eval' : kind, throttled };
+        // a helper called from the training loop that runs under `@torch.no_grad()` (nanoGPT's estimate_loss) is eval work;
+        // one that the hot code calls only under a throttle guard (`if step % k == 0: self.log_metrics(...)`) is throttled
+        if (kind) return { anchor: p, kind: kind === 'train' && this.underNoGrad(node, p.parent ?? undefined) ? 'eval' : kind, throttled: throttled || this.calledOnlyThrottled(p) };
         // a helper that another module's hot loop calls (project scope)
         const ext = this.projectHotFns || this.projectHotSource ? this.projectHotFor(p) : null;
         if (ext) {
@@ -669,6 +682,41 @@ export class Semantics {
       }
     }
     return null;
+  }
+
+  private readonly throttledFnMemo = new Map<number, boolean>();
+
+  /**
+   * A function of this file whose hot call sites (calls by name or `self.name(...)` that resolve to it) all sit under a
+   * throttle guard: nanotron's `if (step - 1) % interval == 0: self.train_step_logs(...)`. Memoised per function.
+   */
+  private calledOnlyThrottled(fn: Node): boolean {
+    let r = this.throttledFnMemo.get(fn.id);
+    if (r !== undefined) return r;
+    this.throttledFnMemo.set(fn.id, false); // recursion guard
+    const name = fn.childForFieldName('name')?.text;
+    let any = false;
+    r = true;
+    for (const id of name ? this.identifiersNamed(name) : []) {
+      const p = id.parent;
+      const call =
+        p?.type === 'call' && p.childForFieldName('function')?.id === id.id
+          ? p
+          : p?.type === 'attribute' && p.childForFieldName('attribute')?.id === id.id && p.parent?.type === 'call' && p.parent.childForFieldName('function')?.id === p.id
+            ? p.parent
+            : null;
+      if (!call || isAncestor(fn, call) || !this.calledFunctions(call).some((f) => f.id === fn.id)) continue;
+      const h = this.hot(call);
+      if (!h) continue;
+      any = true;
+      if (!h.throttled) {
+        r = false;
+        break;
+      }
+    }
+    r = any && r;
+    this.throttledFnMemo.set(fn.id, r);
+    return r;
   }
 
   /** The hot-loop anchors found in the file (loops only). */

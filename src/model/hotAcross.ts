@@ -95,7 +95,7 @@ class Facts implements HotFacts {
       for (const m of this.importers(path)) {
         for (const call of m.sema.nodes('call')) {
           const head = headName(call.childForFieldName('function'));
-          if (!head || !m.imports.has(head)) continue;
+          if (!head || (!m.imports.has(head) && !hasStarImport(m))) continue;
           const r = this.project.resolveCall(call, m.sema, m.path);
           if (!r || r.path !== path || (r.kind !== 'function' && r.kind !== 'method' && r.kind !== 'class')) continue;
           push(byDef, r.def.startIndex, { module: m, call, target: r });
@@ -158,6 +158,15 @@ class Facts implements HotFacts {
     }
     return out;
   }
+}
+
+const starMemo = new WeakMap<ModuleEntry, boolean>();
+
+/** The module has a `from m import *` (a name it calls may come from another module without a binding of its own). */
+function hasStarImport(m: ModuleEntry): boolean {
+  let r = starMemo.get(m);
+  if (r === undefined) starMemo.set(m, (r = [...m.imports.values()].some((i) => i.star)));
+  return r;
 }
 
 function push<K, V>(map: Map<K, V[]>, key: K, v: V): void {

@@ -70,6 +70,8 @@ const XLA_LOADERS = /(^|\.)(MpDeviceLoader|ParallelLoader|per_device_loader)$/;
 const MODULE_NAME = /^(model|net|network|module|criterion|loss_fn|lossfn|loss_func|loss_function|ddp_model|raw_model|encoder|decoder|classifier|backbone|generator|discriminator|unet|vae|teacher|student|ema_model|head|lm_head|policy|critic|actor|q_net|value_net)$|model$/i;
 const SELF_MODULE_ATTR = /model|net|head|criterion|loss|encoder|decoder|layer|block|proj|embed|mlp|attn|conv|linear|fc|norm|backbone/i;
 const MODULE_CALLS = /^(torch\.nn\.(?!functional)[A-Z]\w*|torch\.nn\.parallel\.\w+|torch\.nn\.utils\.(spectral_norm|weight_norm|parametrizations\.\w+)|torchvision\.models\.[\w.]+|timm\.create_model|transformers\.\w+\.from_pretrained|torch\.compile|torch\.jit\.(script|trace)|torch_xla\.compile)$/;
+const MOVE_CALL = /\.(to|cuda)\(|to_device\(/;
+const OUTPUT_TUPLES = /^(hidden_states|attentions)$/;
 const OUTPUT_ATTRS = /^(loss|logits|last_hidden_state|hidden_states|pooler_output|attentions|sample|prev_sample|pred_original_sample|image_embeds|text_embeds)$/;
 const META_BOOL = /^(is_cuda|requires_grad|is_leaf|training|is_xla|is_sparse|is_floating_point|is_contiguous)$/;
 const HOT_PARAM_EXCLUDED = [
@@ -390,7 +392,7 @@ export class ProgramModel {
       if (cls.length) return UNKNOWN;
       return UNKNOWN;
     }
-    const only = this.dominating(node, bindings);
+    const only = this.dominating(node, bindings) ?? this.parameterReaching(node, bindings);
     if (only) return this.bindingValue(only);
     let v: Value = UNKNOWN;
     for (const b of bindings) v = join(v, this.bindingValue(b));
@@ -430,6 +432,23 @@ export class ProgramModel {
       }
       if (!fn) return [];
     }
+  }
+
+  /**
+   * The parameter, when it is the only binding before `use` in its function and no loop around `use` rebinds the name:
+   * `def mel(y): if torch.min(y) < -1: ...` then `y = F.pad(y, ...)` later reads the caller's `y` at the test.
+   */
+  private parameterReaching(use: Node, bindings: Binding[]): Binding | null {
+    const param = bindings.find((b) => b.param);
+    if (!param || this.sema.enclosingFunction(use)?.id !== param.stmt.id) return null;
+    if (bindings.some((b) => b !== param && (b.pos < use.startIndex || contains(b.stmt, use)))) return null;
+    // `batch = move_to_device(batch, device)` below the use: what the caller passes is the loader's host batch, which
+    // the join with the moved value describes (OLMo's train_step writes `batch["index"]` before the move)
+    if (bindings.some((b) => b !== param && MOVE_CALL.test(b.stmt.text) && new RegExp(`\\b${use.text}\\b`).test(b.stmt.text.slice(b.stmt.text.indexOf('=') + 1)))) return null;
+    for (let p = use.parent; p && p.id !== param.stmt.id; p = p.parent) {
+      if ((p.type === 'for_statement' || p.type === 'while_statement') && bindings.some((b) => b !== param && contains(p!, b.stmt))) return null;
+    }
+    return param;
   }
 
   /** The one binding that reaches `use` in straight-line code (see the file comment), else null. */
@@ -731,7 +750,10 @@ export class ProgramModel {
     if (OUTPUT_ATTRS.test(attr)) {
       const o = this.value(obj);
       if (o.kind === 'tensor' || obj.type === 'call' || (o.kind === 'unknown' && attr !== 'sample')) {
-        return o.kind === 'tensor' && o.where === 'host' ? o : deviceTensor(node, o.kind === 'tensor' ? o.device : 'unknown', { weak: o.kind !== 'tensor' && obj.type !== 'call' && !/^(loss|logits)$/.test(attr) });
+        const t = o.kind === 'tensor' && o.where === 'host' ? o : deviceTensor(node, o.kind === 'tensor' ? o.device : 'unknown', { weak: o.kind !== 'tensor' && obj.type !== 'call' && !/^(loss|logits)$/.test(attr) });
+        // a model output's `hidden_states`/`attentions` is a tuple with one tensor per layer (transformers ModelOutput):
+        // iterating it walks the tuple, indexing it gives a layer's tensor
+        return OUTPUT_TUPLES.test(attr) ? seq(node, { ...t, origin: node } as Value) : t;
       }
     }
     const bound = this.attributeBindings(node, obj, attr);

@@ -37,6 +37,8 @@ export interface ImportRef {
   module: string;
   /** The imported member (`from m import name`), absent for `import m`. */
   name?: string;
+  /** `from m import *` (stored under the key `*:<level>:<module>`): binds whatever m defines. */
+  star?: boolean;
   /** `import a.b` binds `a`: the bound name refers to the first segment only. */
   headOnly?: boolean;
   /** The import statement. */
@@ -149,6 +151,8 @@ export function importBindings(root: Node): Map<string, ImportRef> {
           level = prefix.length;
           module = modNode.namedChildren.find((n) => n?.type === 'dotted_name')?.text ?? '';
         }
+        // `from utils import *` (StyleTTS2's train script): a name the file does not bind may come from there
+        if (st.namedChildren.some((c) => c?.type === 'wildcard_import')) out.set(`*:${level}:${module}`, { level, module, star: true, node: st });
         for (const c of st.childrenForFieldName('name')) {
           if (!c) continue;
           if (c.type === 'dotted_name') out.set(c.text, { level, module, name: c.text, node: st });
@@ -459,11 +463,24 @@ export class ProjectIndex implements ProjectView {
     }
     if (!n || n.type !== 'identifier') return null;
     const from = this.abs(path);
-    const ref = this.bindingsOf(sema).get(n.text);
-    if (!ref) return null;
+    const bindings = this.bindingsOf(sema);
+    const ref = bindings.get(n.text);
+    const stars = ref ? [] : [...bindings.values()].filter((r) => r.star);
+    if (!ref && !stars.length) return null;
     // a name the file binds again itself (a local def or assignment) is not the import
     if (sema.bindings(n.text).some((v) => sema.enclosingFunction(v) === null) || this.localDef(sema, n.text)) return null;
-    return this.follow(from, ref, chain, 0, new Set());
+    if (ref) return this.follow(from, ref, chain, 0, new Set());
+    // a name only a star import can bind: the first star-imported module that defines it (a later import would win
+    // in Python; the names a file uses this way are rarely defined twice)
+    for (const s of stars) {
+      const mod = this.resolveModule(from, s.level, s.module);
+      const m = mod ? this.module(mod) : null;
+      if (!m || !(m.functions.has(n.text) || m.classes.has(n.text) || m.constants.has(n.text))) continue;
+      this.record(from, mod!);
+      const hit = this.lookup(mod!, [n.text, ...chain], 0, new Set());
+      if (hit) return hit;
+    }
+    return null;
   }
 
   private localDef(sema: Semantics, name: string): boolean {

@@ -5,7 +5,7 @@ import { callArgs, enclosingStatement, kwValue, methodName, receiver } from '../
 import { argumentAt, hotCallTarget, paramName } from '../../model/hotAcross';
 import { replace } from '../../core/edits';
 import { cudaOnly } from '../../model/guards';
-import { hostValue, hotAt, severityIn, short, tensorish } from './util';
+import { hostValue, hotAt, severityIn, short, tensorish, throttledEvalWork } from './util';
 import { reportGenerationReads } from './generation-report';
 
 const MATERIALIZE = new Set(['item', 'tolist', 'cpu', 'numpy']);
@@ -97,9 +97,11 @@ export default defineRule({
       '`.numpy()` of a tensor on the accelerator is an error: it raises. ' +
       'Whether a value is a device tensor or host data comes from the program model (src/model): a CPU tensor built from numbers, a Python float a helper returns, `int()` of a `.cpu()` copy, a step counter and `time.time()` are host values and not flagged. ' +
       'Static metadata (`.shape`, `.size()`, `.dtype`, `.device`, `len(t)`) and values handed to `xm.add_step_closure` are not flagged; ' +
-      'neither is code outside the loop (end of epoch, after training). With project scope a helper of another module that a hot loop calls is hot too: its own device reads are reported in the helper (naming the calling line), and a device tensor passed to a helper that reads that argument on the host (`logger.update(acc=acc)` where `update` calls `.item()` on each value) is reported at the call. Under a throttle guard (`if step % k == 0`) or in an eval loop the finding is info. ' +
+      'neither is code outside the loop (end of epoch, after training). With project scope a helper of another module that a hot loop calls is hot too: its own device reads are reported in the helper (naming the calling line), and a device tensor passed to a helper that reads that argument on the host (`logger.update(acc=acc)` where `update` calls `.item()` on each value) is reported at the call. Under a throttle guard (`if step % k == 0`), in a helper the loop calls only under one, or in an eval loop the finding is info; a throttled block (or a statement block of such a helper) gets one finding, on its first read, with the others as related locations. ' +
       'Not flagged: reads on the first few iterations only (`if batch_i < 3:` / `if i == 0:` on the loop\'s counter, e.g. plotting the first batches), ' +
       'a throttled read of what a whole evaluation or generation run returned in the same guarded block (`val_loss = validate(model, val_loader)` then `val_loss.item()`), ' +
+      'evaluation work that runs once per throttle interval outside a loop of its own (a validation print after `model.eval()` under the throttle, an eval loop\'s `if idx % 100 == 0: print(...)`, the TensorBoard copy a throttled `evaluate()` makes after its loop), ' +
+      'walking a host sequence whose elements are moved one by one (`[b.to(device) for b in batch]`), iterating a model output\'s `hidden_states`/`attentions` tuple, ' +
       'and reads that run only with CUDA present (after `if not torch.cuda.is_available(): return`). ' +
       'Accelerate\'s `gather_for_metrics` keeps its argument\'s values, and `metric.add_batch(predictions=...)` of device tensors is a host copy.',
     why:
@@ -127,7 +129,7 @@ export default defineRule({
   },
   check(ctx) {
     const seen = new Set<number>();
-    const throttledBlocks = new Set<number>();
+    const throttledBlocks = new Map<number, { site: Node; hot: HotInfo; what: string }[]>();
     const report = (site: Node, hot: HotInfo, what: string) => {
       if (seen.has(site.id)) return;
       seen.add(site.id);
@@ -136,19 +138,27 @@ export default defineRule({
       if (!(site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '')) && readByGuard(site, hot.anchor)) return;
       // `if batch_i < 3: plot_images(...)`: a read on the first few iterations only, not a per-step cost;
       // a throttled read of what a whole evaluation run returned (`val_loss = validate(...)` then `val_loss.item()`)
-      if (firstIterationsOnly(ctx, site, hot) || evalRunResult(ctx, site, hot)) return;
+      if (firstIterationsOnly(ctx, site, hot) || evalRunResult(ctx, site, hot) || throttledEvalWork(ctx, site, hot)) return;
       // after `if not torch.cuda.is_available(): return`, in an `if torch.cuda.is_available():` arm: never runs on a TPU host
       if (cudaOnly(site, ctx.model)) return;
       // one finding per throttled logging block (`if step % k == 0:` and its nine `.item()`s): the first read carries it
       // (a rank check `if RANK in {-1, 0}:` is no throttle: Semantics.isThrottleCondition, each of its reads is reported)
-      const block = hot.throttled ? throttleBlock(ctx, site, hot) : null;
-      if (block) {
-        if (throttledBlocks.has(block.id)) return;
-        throttledBlocks.add(block.id);
-      }
       const via = hot.via?.[0];
       // a helper's read of its own parameter is reported where the callers pass a device tensor (reportHelperReads)
       if (via && paramReads(hot.anchor, ctx.sema).some((r) => isAncestorOrSelf(r.read, site) || isAncestorOrSelf(site, r.read))) return;
+      // (the reads are found kind by kind, calls before `%` formatting: the block's finding is its first read in the
+      // text, picked once all are known, with the others as related locations)
+      const block = hot.throttled ? throttleBlock(ctx, site, hot) : null;
+      if (block) {
+        const list = throttledBlocks.get(block.id);
+        if (list) list.push({ site, hot, what });
+        else throttledBlocks.set(block.id, [{ site, hot, what }]);
+        return;
+      }
+      emit(site, hot, what, []);
+    };
+    const emit = (site: Node, hot: HotInfo, what: string, others: Node[]) => {
+      const via = hot.via?.[0];
       const where = via
         ? `in \`${hot.anchor.childForFieldName('name')?.text ?? 'this helper'}()\`, called from the ${via.kind === 'eval' ? 'eval' : 'training'} loop (${baseName(via.path)}:${via.line}),`
         : `inside the ${hot.kind === 'eval' ? 'eval' : 'training'} ${hot.anchor.type === 'function_definition' ? 'step' : 'loop'}`;
@@ -156,8 +166,22 @@ export default defineRule({
         severity: severityIn('warning', hot),
         message: `${what} ${where} forces the pending graph to run and copies the value to the host`,
         fix: via ? null : closureFix(ctx, site, hot),
-        ...(hot.via?.length ? { related: hot.via.slice(0, 3).map((v) => ({ start: v.start, end: v.end, path: v.path, message: `the ${v.kind === 'eval' ? 'eval' : 'training'} loop's call` })) } : {}),
+        ...(hot.via?.length || others.length
+          ? {
+              related: [
+                ...(hot.via ?? []).slice(0, 3).map((v) => ({ start: v.start, end: v.end, path: v.path, message: `the ${v.kind === 'eval' ? 'eval' : 'training'} loop's call` })),
+                ...others.slice(0, 5).map((o) => ({ start: o.startIndex, end: o.endIndex, message: 'another host read in this throttled block' })),
+              ],
+            }
+          : {}),
       });
+    };
+    const flushBlocks = () => {
+      for (const list of throttledBlocks.values()) {
+        list.sort((a, b) => a.site.startIndex - b.site.startIndex);
+        emit(list[0].site, list[0].hot, list[0].what, list.slice(1).map((x) => x.site));
+      }
+      throttledBlocks.clear();
     };
     reportHelperReads(ctx, seen);
 
@@ -265,6 +289,7 @@ export default defineRule({
       }
     }
     reportIterationReads(ctx, report);
+    flushBlocks();
     reportGenerationReads(ctx); // per-token reads in decode loops outside training (info)
   },
 });
@@ -438,7 +463,14 @@ function reportIterationReads(ctx: RuleContext, report: (site: Node, hot: HotInf
     }
   };
   for (const loop of ctx.sema.nodes('for_statement')) iterated(loop.childForFieldName('right'), 'Looping');
-  for (const clause of ctx.sema.nodes('for_in_clause')) iterated(clause.childForFieldName('right'), 'Iterating');
+  for (const clause of ctx.sema.nodes('for_in_clause')) {
+    // `[b.to(device) for b in batch[1:]]`: elements moved to the device one by one were on the host (a list of CPU
+    // batch tensors), and walking a host sequence reads nothing back
+    const body = clause.parent?.childForFieldName('body');
+    const left = clause.childForFieldName('left');
+    if (body?.type === 'call' && left?.type === 'identifier' && /^(to|cuda)$/.test(methodName(body) ?? '') && receiver(body)?.text === left.text) continue;
+    iterated(clause.childForFieldName('right'), 'Iterating');
+  }
   for (const a of ctx.sema.nodes('assignment')) {
     const left = a.childForFieldName('left');
     const right = a.childForFieldName('right');
@@ -825,8 +857,12 @@ function evalRunResult(ctx: RuleContext, site: Node, hot: HotInfo): boolean {
 
 /** The innermost throttle `if` (`if step % k == 0:`) between `site` and its hot anchor. */
 function throttleBlock(ctx: RuleContext, site: Node, hot: HotInfo): Node | null {
+  let inner: Node | null = null;
   for (let p = site.parent; p && p.id !== hot.anchor.id; p = p.parent) {
     if (p.type === 'if_statement' && ctx.sema.isThrottleCondition(p)) return p;
+    if (!inner && p.type === 'block') inner = p;
   }
-  return null;
+  // a helper the loop calls under its throttle guard (`if step % k == 0: self.log_metrics()`): each statement block of
+  // it (the `.item()`s of one metrics list, of one per-head loop) is one logging block
+  return hot.anchor.type === 'function_definition' ? inner : null;
 }

@@ -3,7 +3,7 @@ import type { Node } from '../../core/parse';
 import type { HotInfo } from '../../core/semantics';
 import { callArgs, methodName, receiver } from '../../core/semantics';
 import { replace } from '../../core/edits';
-import { hostValue, hotAt, isNmsCall, localBindings, maskIndex, severityIn, short, tensorish, torchName } from './util';
+import { hostValue, hotAt, isNmsCall, throttledEvalWork, localBindings, maskIndex, severityIn, short, tensorish, torchName } from './util';
 
 const DYNAMIC_FNS = new Set(['nonzero', 'argwhere', 'masked_select', 'unique', 'unique_consecutive', 'bincount', 'repeat_interleave']);
 const FACTORIES = /^torch\.(zeros|ones|empty|full|rand|randn|randint|arange|randperm)$/;
@@ -112,7 +112,7 @@ export default defineRule({
     const readReported = new Set<number>();
     const report = (at: Node, what: string, fix: FixDraft | null = null, operand?: Node | null) => {
       const hot = hotAt(ctx, at) ?? (operand ? deviceHelper(ctx, at, operand) : null);
-      if (!hot) return;
+      if (!hot || throttledEvalWork(ctx, at, hot)) return;
       ctx.report(at, {
         severity: severityIn('warning', hot),
         message: `${what}: the shape depends on tensor values, so each new size compiles a new graph${hot.anchor.type === 'function_definition' ? '' : ' in this loop'}`,

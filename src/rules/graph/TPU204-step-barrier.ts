@@ -3,7 +3,7 @@ import type { Node } from '../../core/parse';
 import { callArgs, enclosingStatement, methodName } from '../../core/semantics';
 import { deleteStatement, insertLineAfter, insertLineBefore, replace } from '../../core/edits';
 import {
-  compiledStepNames, endOfBodyEdit, short, frameworkBackward, insideNestedLoop, isBackward, isBarrierCall, isOptimizerStep, isStepContext,
+  accelerateBackward, compiledStepNames, endOfBodyEdit, generatorBatchSource, short, frameworkBackward, insideNestedLoop, isBackward, isBarrierCall, isOptimizerStep, isStepContext,
   iteratesBarrierLoader, reachableCalls, tensorish,
 } from './util';
 import { cudaGuardedPlacement, handMovedLoaders, xlaWrap } from '../data/util';
@@ -55,6 +55,13 @@ function engineStep(direct: Node[], all: Node[]): Node | undefined {
   return direct.find((c) => methodName(c) === 'step' && backs.has(c.childForFieldName('function')?.childForFieldName('object')?.text ?? '\0'));
 }
 
+/** The leading name of a method call's receiver (`opt` of `opt.step()`, `self` of `self.opt.step()`). */
+function rootName(call: Node): string {
+  let n = call.childForFieldName('function')?.childForFieldName('object') ?? null;
+  while (n && (n.type === 'attribute' || n.type === 'subscript')) n = n.childForFieldName(n.type === 'attribute' ? 'object' : 'value');
+  return n?.type === 'identifier' ? n.text : '';
+}
+
 function straightLine(stmt: Node, body: Node): boolean {
   for (let p = stmt.parent; p && p.id !== body.id; p = p.parent) {
     if (p.type !== 'block' && p.type !== 'with_statement') return false;
@@ -82,7 +89,8 @@ export default defineRule({
       'and a loop with no loader or backward of its own that calls, each iteration, another module\'s method running a whole step, e.g. an RL loop\'s `policy.train(replay_buffer)`) ' +
       'that contain no step barrier: `torch_xla.sync()`, `xm.mark_step()`, `xm.optimizer_step(opt, barrier=True)`, iteration over `pl.MpDeviceLoader` ' +
       'or `ParallelLoader(...).per_device_loader(...)`, a call to a `torch_xla.compile`-wrapped step, or `with torch_xla.step():` / `with torch_xla.compile():`. ' +
-      'Loops driven by Accelerate or Lightning Fabric (`accelerator.backward(loss)`, `fabric.backward(loss)`) count as having a barrier. ' +
+      'An iteration that runs an optimizer step itself (not a loop over the optimizers) is a training step even when its backward is out of sight (deeper calls, another package\'s engine, the model\'s own `forward_backward`). ' +
+      'Loops driven by Accelerate or Lightning Fabric (`accelerator.backward(loss)`, `fabric.backward(loss)`) count as having a barrier, except an Accelerate loop whose batches all come from a generator over a loader `accelerator.prepare()` never saw (`cycle(DataLoader(...))` passed to prepare, `itertools.cycle(ds)`): prepare wraps only DataLoaders in its syncing XLA loader and returns a generator unchanged. ' +
       'With gradient accumulation the loop that runs the optimizer step is the iteration; the micro-batch loop is not. The finding sits on the loop header. ' +
       'It also reports, as info, barriers placed wrong: inside `forward()`, inside the micro-batch loop of gradient accumulation, or between the forward ' +
       'pass and `backward`/the optimizer step of the same iteration (which splits one step into several graphs).',
@@ -110,6 +118,7 @@ export default defineRule({
       'PL:39-56 PerDeviceLoader.next() calls the barrier before each batch (torch_xla/distributed/parallel_loader.py; read at pytorch/xla@017acb1)',
       'TX:78 torch_xla.sync(wait=False, reset_scope=True) since 2.4; TX:99-106 torch_xla.step(); TX:114 torch_xla.compile (torch_xla/torch_xla.py; read at pytorch/xla@022ecde)',
       'lightning/fabric/plugins/precision/xla.py passes barrier=True to xm.optimizer_step',
+      'accelerate src/accelerate/accelerator.py:1400 (_prepare_one wraps torch.utils.data.DataLoader only), data_loader.py:1328 (MpDeviceLoaderWrapper on XLA), optimizer.py:145-181 (AcceleratedOptimizer.step: no mark_step; read at huggingface/accelerate@16cb6eb)',
     ],
     torchtpu: 'The torchtpu preview has no known step-barrier API, so no fix is offered: the message names the loop so you can check how its step is compiled.',
   },
@@ -150,12 +159,22 @@ export default defineRule({
       if (!engine && !direct.some((c) => isOptimizerStep(ctx, c))) {
         if (!ctx.project || !(helper = reachesInHelpers(ctx.project, ctx.path, direct, (s, c) => methodName(c) === 'step' && s.isTrainSignal(c)))) continue;
       }
-      if (!all.some((c) => isBackward(c))) {
+      // an optimizer step of this iteration (not of a nested loop) makes it a training step even when its backward is
+      // out of sight: deeper than two calls (torchtitan's train_step -> forward_backward_step -> self.fwd_bwd_fn), in a
+      // pipeline engine of another package (nanotron's train_batch_iter), in the model's own method (dinov2's
+      // model.forward_backward)
+      // (not a loop over the optimizers themselves: `for name, opt in self.optimizers(): opt.step()`)
+      const targets = new Set(loop.type === 'for_statement' ? ctx.sema.within('identifier', loop.childForFieldName('left') ?? loop).map((i) => i.text) : []);
+      const ownStep = !helper && !engine && direct.some((c) => isOptimizerStep(ctx, c) && !targets.has(rootName(c)));
+      if (!ownStep && !all.some((c) => isBackward(c))) {
         const back = ctx.project ? reachesInHelpers(ctx.project, ctx.path, all, (_s, c) => isBackward(c)) : null;
         if (!back) continue;
         helper ??= back;
       }
-      if (all.some((c) => frameworkBackward(ctx, c) || methodName(c) === 'manual_backward')) continue;
+      // Lightning Fabric's XLA optimizer step passes barrier=True; Accelerate's barrier is the MpDeviceLoaderWrapper that
+      // prepare() puts around a DataLoader, so a loop fed by a generator (`cycle(loader)`) has none
+      const generator = all.some((c) => accelerateBackward(ctx, c)) ? generatorBatchSource(ctx, loop, all) : null;
+      if (!generator && all.some((c) => frameworkBackward(ctx, c) || methodName(c) === 'manual_backward')) continue;
       // a helper that ends the step itself (`xm.optimizer_step(opt, barrier=True)`, `torch_xla.sync()`)
       if (helper && reachesInHelpers(ctx.project, ctx.path, all, (s, c) => /(^|\.)(mark_step|sync|optimizer_step)$/.test(s.callee(c) ?? '') && /torch_xla/.test(s.callee(c) ?? ''))) continue;
 
@@ -194,6 +213,8 @@ export default defineRule({
       const related = helper ? { related: [{ start: helper.node.startIndex, end: helper.node.endIndex, path: helper.path, message: `the step in \`${helperName(helper)}\`` }] } : {};
       const what = usesOptStep
         ? '`optimizer_step` without `barrier=True` does not sync, and this loop has no other step barrier'
+        : generator
+          ? `Training loop has no step barrier (its batches come from the generator \`${short(generator.text, 40)}\`, which \`accelerator.prepare()\` leaves unwrapped: only a DataLoader gets its syncing XLA loader)`
         : engine
           ? `Training loop has no step barrier (\`${engine.text}\` runs the engine's optimizer step)`
         : helper

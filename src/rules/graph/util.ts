@@ -263,6 +263,100 @@ export function frameworkBackward(ctx: RuleContext, call: Node): boolean {
   return recv.type === 'identifier' && ctx.sema.bindings(recv.text).some((v) => v.type === 'call' && /(Accelerator|Fabric)$/.test(ctx.sema.callee(v) ?? ''));
 }
 
+/**
+ * A read (TPU201) or a value-sized shape (TPU203) in evaluation work that runs once per throttle interval, outside any loop of its own: a validation print under
+ * `if i % validate_every == 0:` + `with torch.no_grad():`, an eval loop's `if idx % 100 == 0: print(...)`, the
+ * spectrogram a throttled `evaluate()` copies out for TensorBoard after its loop. One sync per interval for output
+ * the user asked for: noise. (Per-batch reads of an eval loop, a loop between the read and the throttle, stay info.)
+ */
+export function throttledEvalWork(ctx: RuleContext, site: Node, hot: HotInfo): boolean {
+  if (!hot.throttled) return false;
+  let guard: Node | null = null;
+  for (let p = site.parent; p && p.id !== hot.anchor.id; p = p.parent) {
+    if (p.type === 'for_statement' || p.type === 'while_statement') return false;
+    if (!guard && p.type === 'if_statement' && ctx.sema.isThrottleCondition(p)) guard = p;
+  }
+  if (hot.kind === 'eval') return true;
+  // the throttled block (or the helper the loop calls under its throttle) switches the model to eval mode before the
+  // read: a validation pass (`model.eval()` then `with torch.no_grad():`, vits' `generator.eval()` in evaluate)
+  const scope = guard ?? (hot.anchor.type === 'function_definition' ? hot.anchor : null);
+  if (!scope) return false;
+  return ctx.sema.callsWithin(scope).some((c) => c.endIndex <= site.startIndex && methodName(c) === 'eval' && !callArgs(c).positional.length && receiver(c)?.type !== 'string');
+}
+
+/** `accelerator.backward(loss)` (Accelerate, not Lightning Fabric). */
+export function accelerateBackward(ctx: RuleContext, call: Node): boolean {
+  if (!frameworkBackward(ctx, call)) return false;
+  const recv = receiver(call);
+  if (!recv || /fabric/i.test(recv.text)) return false;
+  return /accelerator/i.test(recv.text) || (recv.type === 'identifier' && ctx.sema.bindings(recv.text).some((v) => v.type === 'call' && /Accelerator$/.test(ctx.sema.callee(v) ?? '')));
+}
+
+const preparedMemo = new WeakMap<object, Set<string>>();
+
+/** The texts of the arguments given to `accelerator.prepare(...)` in the file (`self.dl`, `train_loader`). */
+function preparedArguments(ctx: RuleContext): Set<string> {
+  let hit = preparedMemo.get(ctx.sema);
+  if (hit) return hit;
+  hit = new Set();
+  for (const c of ctx.sema.nodes('call')) {
+    if (methodName(c) !== 'prepare' || !/accelerator/i.test(receiver(c)?.text ?? '')) continue;
+    for (const a of callArgs(c).positional) hit.add(a.text);
+  }
+  preparedMemo.set(ctx.sema, hit);
+  return hit;
+}
+
+/**
+ * A batch source of the loop that is a Python generator over a loader `accelerator.prepare()` never saw: the loop
+ * iterates (or, in its iteration and the same-file methods it calls, pulls `next()` from) a name or attribute bound to
+ * a call of a same-file generator function (`def cycle(dl): while True: for b in dl: yield b`) or to
+ * `itertools.cycle(...)`, whose loader argument is no argument of `accelerator.prepare(...)`. Accelerate wraps only
+ * `torch.utils.data.DataLoader` objects (in `MpDeviceLoaderWrapper`, the one step barrier it adds on XLA:
+ * accelerate data_loader.py:1328, accelerator.py:1400) and returns anything else unchanged; its optimizer step does
+ * not sync (optimizer.py:145-181). `cycle(prepared_dl)` iterates the wrapper, which syncs on every batch.
+ */
+export function generatorBatchSource(ctx: RuleContext, loop: Node, calls: readonly Node[]): Node | null {
+  const prepared = preparedArguments(ctx);
+  const isGenCall = (v: Node | null | undefined, depth = 0): boolean => {
+    if (!v || depth > 3) return false;
+    if (v.type === 'identifier') return ctx.sema.bindings(v.text).some((b) => b.id !== v.id && isGenCall(b, depth + 1));
+    if (v.type === 'attribute') {
+      const attr = v.childForFieldName('attribute')?.text;
+      // `self.dl_iter` of this class (another trainer class of the file has its own)
+      const cls = v.childForFieldName('object')?.text === 'self' ? ctx.sema.enclosingClass(v)?.id : undefined;
+      return (
+        !!attr &&
+        ctx.sema
+          .attributeAssignments(attr)
+          .some((a) => a.childForFieldName('left')?.text === v.text && (cls === undefined || ctx.sema.enclosingClass(a)?.id === cls) && isGenCall(a.childForFieldName('right'), depth + 1))
+      );
+    }
+    if (v.type !== 'call') return false;
+    const c = ctx.sema.callee(v) ?? v.childForFieldName('function')?.text ?? '';
+    if (/^(iter|enumerate|tqdm|tqdm\.tqdm)$/.test(c)) return isGenCall(callArgs(v).positional[0], depth + 1);
+    const args = callArgs(v).positional;
+    if (!args.length || args.some((a) => prepared.has(a.text))) return false;
+    if (c === 'itertools.cycle') return true;
+    const fn = v.childForFieldName('function');
+    if (fn?.type !== 'identifier') return false;
+    const defs = ctx.sema.calledFunctions(v);
+    return defs.length > 0 && defs.every((d) => /\byield\b/.test(d.childForFieldName('body')?.text ?? ''));
+  };
+  if (loop.type === 'for_statement' && isGenCall(loop.childForFieldName('right'))) return loop.childForFieldName('right');
+  // every `next()` pull of the iteration from such a generator: one from a prepared loader (`cycle(self.dl)` after
+  // `self.dl = accelerator.prepare(...)`) syncs the step, whatever a throttled validation pull reads
+  let first: Node | null = null;
+  for (const call of calls) {
+    const fn = call.childForFieldName('function');
+    if (fn?.type !== 'identifier' || fn.text !== 'next') continue;
+    const it = callArgs(call).positional[0];
+    if (!it || !isGenCall(it)) return null;
+    first ??= it;
+  }
+  return first;
+}
+
 const JUMP_STATEMENTS = new Set(['continue_statement', 'break_statement', 'return_statement', 'raise_statement']);
 
 /**
