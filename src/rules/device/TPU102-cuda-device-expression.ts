@@ -447,6 +447,9 @@ const rule = defineRule({
       if (!left || !right || (left.type !== 'identifier' && left.type !== 'attribute') || !HOLDER.test(lastName(left))) continue;
       if (!isDirect(right) || reported.some((r) => r.id === right.id || isAncestor(r, right) || isAncestor(right, r))) continue;
       if (sema.inXlaAwareBranch(right) || gpuSelfTest(sema, right) || guardedAmongOthers(ctx.model, right) || sema.moduleMethod(right) === 'forward') continue;
+      // CUDA-only code (`if not torch.cuda.is_available(): return`) never runs on a TPU host, except the CUDA arm of a
+      // device choice (`if torch.cuda.is_available(): DEVICE = "cuda"`), whose else arm a TPU host takes
+      if (cudaGuarded(right) && !availabilityArm(a)) continue;
       // a local that is neither handed on (stored on an attribute, returned, passed) nor module-level: its reads were the sinks above
       if (left.type === 'identifier' && ((sema.enclosingFunction(a) && !handedOn(sema, a, left.text)) || overwritten(right, left.text))) continue;
       reported.push(right);
@@ -796,12 +799,21 @@ function guardedAmongOthers(model: ProgramModel, n: Node): boolean {
   });
 }
 
+/** `X = ...` is the only statement of the consequence of an `if torch.cuda.is_available():` (a device choice). */
+function availabilityArm(a: Node): boolean {
+  const stmt = a.parent;
+  const block = stmt?.type === 'expression_statement' ? stmt.parent : null;
+  const ifs = block?.parent;
+  return block?.type === 'block' && ifs?.type === 'if_statement' && ifs.childForFieldName('consequence')?.id === block.id &&
+    AVAILABILITY.test(ifs.childForFieldName('condition')?.text ?? '') && !/\bnot\b/.test(ifs.childForFieldName('condition')?.text ?? '');
+}
+
 /** Names and attributes that hold a device: `device`, `DEVICE`, `self.device`, `args.device`, `sync_device`. */
 const HOLDER = /^(\w+_)?device$/i;
 
 /**
  * A local device holder `name` (bound by `a`) that leaves its function: stored on an attribute (`args.device = device`),
- * or returned.
+ * returned, or passed to a call other than a print or log.
  */
 function handedOn(sema: Semantics, a: Node, name: string): boolean {
   const fn = sema.enclosingFunction(a);
@@ -810,6 +822,12 @@ function handedOn(sema: Semantics, a: Node, name: string): boolean {
     const p = id.parent;
     if (p?.type === 'assignment' && p.childForFieldName('right')?.id === id.id && p.childForFieldName('left')?.type === 'attribute') return true;
     if (p?.type === 'return_statement' || (p?.type === 'expression_list' && p.parent?.type === 'return_statement')) return true;
+    // passed to a call that is no print or log (`init_multiprocessing(rank=..., sync_device=sync_device)`): a device sink
+    // of this file was reported above, so this call takes it elsewhere
+    const arg = p?.type === 'keyword_argument' && p.childForFieldName('value')?.id === id.id ? p.parent : p;
+    const call = arg?.type === 'argument_list' ? arg.parent : null;
+    const fnText = call?.type === 'call' ? call.childForFieldName('function')?.text ?? '' : '';
+    if (call && fnText && !/^(print|str|repr|format|len|isinstance|getattr|setattr|hasattr|type)$|(^|\.)(info|debug|warning|warn|error|log|print|format|append)$/.test(fnText)) return true;
   }
   return false;
 }
