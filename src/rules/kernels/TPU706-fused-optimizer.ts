@@ -22,7 +22,7 @@ export default defineRule({
   triggers: ['fused', 'foreach'],
   docs: {
     what:
-      'Checks for `torch.optim.*(..., fused=True)`, Hugging Face `optim="adamw_torch_fused"`, `clip_grad_norm_(..., foreach=True)`, PyTorch\'s `get_total_norm`/`clip_grads_with_norm_`/`clip_grad_value_(..., foreach=True)`, through import aliases, and a project\'s own `clip_grad_norm_` wrapper called with `foreach=True` (it hands the flag on to those functions; no fix).',
+      'Checks for `torch.optim.*(..., fused=True)`, Hugging Face `optim="adamw_torch_fused"`, `clip_grad_norm_(..., foreach=True)`, PyTorch\'s `get_total_norm`/`clip_grads_with_norm_`/`clip_grad_value_(..., foreach=True)`, through import aliases, and a project\'s own `clip_grad_norm_` wrapper called with `foreach=True` (such wrappers hand the flag on to those functions; warning, no fix).',
     why:
       'PyTorch runs fused optimizer kernels only on the devices `torch.utils._foreach_utils._get_fused_kernels_supported_devices()` lists ' +
       '(mps, cuda, xpu, hpu, cpu, mtia and the privateuse1 backend); `xla` is not among them, so `fused=True` with XLA parameters is rejected (the exact error text is unverified). ' +
