@@ -452,10 +452,10 @@ const rule = defineRule({
       if (cudaGuarded(right) && !availabilityArm(a)) continue;
       // a local that is neither handed on (stored on an attribute, passed to a call) nor module-level: its reads were the sinks above
       if (left.type === 'identifier' && ((sema.enclosingFunction(a) && !handedOn(sema, a, left.text)) || overwritten(right, left.text))) continue;
-      // a device picker that tests CUDA availability (`if device == "auto": device = "cuda"` ... `if ... not
+      // a device picker (it returns the holder) that tests CUDA availability (`if device == "auto": device = "cuda"` ... `if ... not
       // th.cuda.is_available(): return th.device("cpu")`, stable-baselines3 get_device): TPU103 reports its fallback
       const owner = left.type === 'identifier' ? sema.enclosingFunction(a) : null;
-      if (owner && AVAILABILITY.test(owner.text)) continue;
+      if (owner && AVAILABILITY.test(owner.text) && sema.within('return_statement', owner).some((r) => r.namedChildren[0]?.text === left.text)) continue;
       reported.push(right);
       const site: Site = { node: right, defTime: !sema.enclosingFunction(a) };
       ctx.report(right, {
