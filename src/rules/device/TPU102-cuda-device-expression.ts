@@ -50,6 +50,7 @@ const rule = defineRule({
       '`DDP(device_ids=)`, `torch.cuda.set_device` and `torch.autocast(device_type=)`. A variable, attribute (`self.device`, `args.device`), ' +
       'parameter default, argparse default, dataclass field or helper return value that holds a CUDA device is reported once, where it is set. ' +
       'A device picker of another project module (`utils.select_device(...)`, `get_device()`) that returns a CUDA device is reported at the call that reaches the sink, with the helper\'s CUDA expression as a related location (no fix here: change the helper), unless the helper\'s own file already reports a CUDA device inside the helper, or the helper sets it in an `if torch.cuda.is_available():` branch that does more than choose it (TPU103 reports that check). A CUDA device set in an `if torch.cuda.is_available():` branch that does more than choose the device is left to TPU103, which reports the check. ' +
+      'A CUDA device stored in a device holder that no sink of the file reads (a module-level `DEVICE` constant other modules import, `self.device`/`args.device`, a local `device` stored on an attribute or passed to another call) is reported where it is set. ' +
       'Hard-coded CUDA devices inside an `nn.Module`\'s `forward` or `__init__` are reported with their own message. ' +
       'Also checks Lightning `Trainer(accelerator="gpu"|"cuda")` and `Fabric(accelerator=...)`, which pin the run to CUDA; ' +
       'a `--device` option whose CUDA default comes with `choices=` naming no XLA device (reported even when the value is used in another module; unsafe fix: the XLA default and choice); `init_device_mesh("cuda", ...)` (no fix: torch_xla meshes are SPMD ones); and Hugging Face `from_pretrained(device_map=...)` with `"auto"`/`"balanced"`/`"sequential"` (every layer loads on the CPU of a TPU host) or an int, rank or `"cuda:N"` entry (`{"": local_rank}`: a CUDA ordinal), reported where the map is set, with no fix.',
@@ -436,6 +437,35 @@ const rule = defineRule({
     }
     for (const { at, more, opts } of pendingExternal) ctx.report(at, { ...opts, related: [...opts.related, ...more] });
 
+    // ---- a CUDA device stored in a device holder that no sink of this file reads: a config constant
+    // (`DEVICE = "cuda" if torch.cuda.is_available() else "cpu"` read as `config.DEVICE` by the training script), an
+    // attribute (`self.device = torch.device("cuda:{}".format(gpu_ids[0])) if gpu_ids else ...` in a base class whose
+    // subclasses move the data, `args.device = device` handed to the trainer), or a local the function hands on to a call
+    for (const a of sema.nodes('assignment')) {
+      const left = a.childForFieldName('left');
+      const right = a.childForFieldName('right');
+      if (!left || !right || (left.type !== 'identifier' && left.type !== 'attribute') || !HOLDER.test(lastName(left))) continue;
+      if (!isDirect(right) || reported.some((r) => r.id === right.id || isAncestor(r, right) || isAncestor(right, r))) continue;
+      if (sema.inXlaAwareBranch(right) || gpuSelfTest(sema, right) || guardedAmongOthers(ctx.model, right) || sema.moduleMethod(right) === 'forward') continue;
+      // CUDA-only code (`if not torch.cuda.is_available(): return`) never runs on a TPU host, except the CUDA arm of a
+      // device choice (`if torch.cuda.is_available(): DEVICE = "cuda"`), whose else arm a TPU host takes
+      if (cudaGuarded(right) && !availabilityArm(a)) continue;
+      // a local that is neither handed on (stored on an attribute, passed to a call) nor module-level: its reads were the sinks above
+      if (left.type === 'identifier' && ((sema.enclosingFunction(a) && !handedOn(sema, a, left.text)) || overwritten(right, left.text))) continue;
+      // a device picker (it returns the holder) that tests CUDA availability (`if device == "auto": device = "cuda"` ... `if ... not
+      // th.cuda.is_available(): return th.device("cpu")`, stable-baselines3 get_device): TPU103 reports its fallback
+      const owner = left.type === 'identifier' ? sema.enclosingFunction(a) : null;
+      if (owner && AVAILABILITY.test(owner.text) && sema.within('return_statement', owner).some((r) => r.namedChildren[0]?.text === left.text)) continue;
+      reported.push(right);
+      const site: Site = { node: right, defTime: !sema.enclosingFunction(a) };
+      ctx.report(right, {
+        message: cpuFallback(sema, right) || cudaGuarded(right)
+          ? `\`${short(left.text, 30)}\` is CUDA or else the CPU (\`${short(right.text, 40)}\`): on a TPU host \`torch.cuda.is_available()\` is False, so the program silently runs on the CPU`
+          : `\`${short(left.text, 30)}\` is set to a CUDA device (\`${short(right.text, 40)}\`); a TPU host has none`,
+        fix: sourceFix(ctx, site),
+      });
+    }
+
     // ---- `parser.add_argument("--device", default="cuda", choices=["cpu", "npu", "cuda"])` (wenet): even when the value is
     // consumed in another module, no command line can select the XLA device
     for (const list of cudaArgparseDefaults().values()) {
@@ -771,6 +801,39 @@ function guardedAmongOthers(model: ProgramModel, n: Node): boolean {
     const a = s.namedChildren[0];
     return s.type === 'expression_statement' && a?.type === 'assignment' && model.namesCuda(a.childForFieldName('right'));
   });
+}
+
+/** `X = ...` is the only statement of the consequence of an `if torch.cuda.is_available():` (a device choice). */
+function availabilityArm(a: Node): boolean {
+  const stmt = a.parent;
+  const block = stmt?.type === 'expression_statement' ? stmt.parent : null;
+  const ifs = block?.parent;
+  return block?.type === 'block' && ifs?.type === 'if_statement' && ifs.childForFieldName('consequence')?.id === block.id &&
+    AVAILABILITY.test(ifs.childForFieldName('condition')?.text ?? '') && !/\bnot\b/.test(ifs.childForFieldName('condition')?.text ?? '');
+}
+
+/** Names and attributes that hold a device: `device`, `DEVICE`, `self.device`, `args.device`, `sync_device`. */
+const HOLDER = /^(\w+_)?device$/i;
+
+/**
+ * A local device holder `name` (bound by `a`) that leaves its function: stored on an attribute (`args.device = device`),
+ * or passed to a call other than a print or log. A returned device is not: the callers' sinks report it (at the call, with
+ * the helper's expression as a related location; see `externalCudaReturn`).
+ */
+function handedOn(sema: Semantics, a: Node, name: string): boolean {
+  const fn = sema.enclosingFunction(a);
+  for (const id of sema.identifiersNamed(name)) {
+    if (id.startIndex < a.endIndex || sema.enclosingFunction(id)?.id !== fn?.id) continue;
+    const p = id.parent;
+    if (p?.type === 'assignment' && p.childForFieldName('right')?.id === id.id && p.childForFieldName('left')?.type === 'attribute') return true;
+    // passed to a call that is no print or log (`init_multiprocessing(rank=..., sync_device=sync_device)`): a device sink
+    // of this file was reported above, so this call takes it elsewhere
+    const arg = p?.type === 'keyword_argument' && p.childForFieldName('value')?.id === id.id ? p.parent : p;
+    const call = arg?.type === 'argument_list' ? arg.parent : null;
+    const fnText = call?.type === 'call' ? call.childForFieldName('function')?.text ?? '' : '';
+    if (call && fnText && !/^(print|str|repr|format|len|isinstance|getattr|setattr|hasattr|type)$|(^|\.)(info|debug|warning|warn|error|log|print|format|append)$/.test(fnText)) return true;
+  }
+  return false;
 }
 
 /** `torch.Generator(...)`: no XLA generator exists in torch_xla 2.3-2.9 (see TPU113). */

@@ -4,7 +4,7 @@ import { callArgs, methodName } from '../../core/semantics';
 import { deleteStatement } from '../../core/edits';
 import { cudaGuarded, short, statementOf } from './cuda-util';
 
-type Kind = 'set_device' | 'synchronize' | 'current' | 'query' | 'name' | 'stream' | 'event' | 'graph' | 'nvtx';
+type Kind = 'set_device' | 'synchronize' | 'current' | 'query' | 'name' | 'stream' | 'event' | 'graph' | 'nvtx' | 'profiler';
 
 const API: Record<string, Kind> = {
   'torch.cuda.set_device': 'set_device',
@@ -23,6 +23,12 @@ const API: Record<string, Kind> = {
   'torch.cuda.CUDAGraph': 'graph',
   'torch.cuda.make_graphed_callables': 'graph',
   'torch.cuda.graph_pool_handle': 'graph',
+  // the CUDA profiler: `torch.cuda.cudart()` calls `_lazy_init()` first (PT:torch/cuda/__init__.py `cudart`), and
+  // torch/cuda/profiler.py `start`/`stop`/`profile` call `cudart().cudaProfilerStart()/Stop()`
+  'torch.cuda.cudart': 'profiler',
+  'torch.cuda.profiler.start': 'profiler',
+  'torch.cuda.profiler.stop': 'profiler',
+  'torch.cuda.profiler.profile': 'profiler',
 };
 
 const ADVICE: Record<Kind, string> = {
@@ -35,6 +41,7 @@ const ADVICE: Record<Kind, string> = {
   event: 'time with `time.perf_counter()` around `torch_xla.sync(); xm.wait_device_ops()`',
   graph: 'XLA already compiles the whole step into one graph',
   nvtx: 'use `torch_xla.debug.profiler` traces instead',
+  profiler: 'profile the TPU with `torch_xla.debug.profiler` (`xp.start_server(port)` and a trace capture)',
 };
 
 /** The torchtpu preview has no known replacements: say what to remove or rewrite. */
@@ -48,6 +55,7 @@ const ADVICE_TORCHTPU: Record<Kind, string> = {
   event: 'time with `time.perf_counter()` after waiting for the device',
   graph: 'remove the CUDA graph capture for the TPU',
   nvtx: 'remove the NVTX ranges for the TPU',
+  profiler: 'remove the CUDA profiler calls for the TPU',
 };
 
 export default defineRule({
@@ -65,7 +73,7 @@ export default defineRule({
       'Checks for `torch.cuda` runtime calls: `set_device`, `current_device`, the `torch.cuda.device(...)` context manager, `synchronize`, ' +
       '`get_device_name`/`get_device_properties`/`get_device_capability`; streams (`torch.cuda.Stream`, `torch.cuda.stream(...)`, ' +
       '`current_stream`, `default_stream`, `Tensor.record_stream`); events (`torch.cuda.Event(...)` and `.elapsed_time()`); CUDA graphs ' +
-      '(`torch.cuda.graph`, `CUDAGraph`, `make_graphed_callables`); and `torch.cuda.nvtx.*`. Calls that only run under ' +
+      '(`torch.cuda.graph`, `CUDAGraph`, `make_graphed_callables`); `torch.cuda.nvtx.*`; and the CUDA profiler (`torch.cuda.cudart().cudaProfilerStart()`, `torch.cuda.profiler.start/stop/profile`). Calls that only run under ' +
       '`if torch.cuda.is_available():` (or another CUDA-only guard), or in a branch that already has an XLA arm, are not flagged.',
     why:
       'These calls initialise CUDA, which a TPU host does not have, so they raise there. XLA has no user-visible streams or events: it ' +
@@ -87,6 +95,7 @@ export default defineRule({
       'XM: torch_xla/core/xla_model.py `wait_device_ops(devices=[])`, `xla_device_kind(device=None)`, `xla_device_hw(device)` (pytorch/xla@fa72136)',
       'torch_xla/core/xla_model.py: `def xla_device_kind` at v2.6.0:207 (absent at v2.5.0; v2.9.0:177)',
       'DEV:147-160 (one device per process under torch_xla.launch)',
+      'PT:torch/cuda/__init__.py `cudart()` (`_lazy_init()` then the CUDA runtime module), torch/cuda/profiler.py start/stop/profile (cudart().cudaProfilerStart/Stop); torch_xla/debug/profiler.py `start_server` (v2.3.0:18, v2.9.0:22)',
       'EX:debug/train_resnet_benchmark.py (timing with wait_device_ops)',
     ],
     torchtpu: 'No replacement is known for the preview: the finding names the call to remove or rewrite.',

@@ -22,6 +22,8 @@ const API: Record<string, Kind> = {
   set_per_process_memory_fraction: 'raises',
   _record_memory_history: 'raises',
   memory_snapshot: 'raises',
+  // the private call behind `memory_snapshot()`: both read `torch._C._cuda_memorySnapshot()` (PT:torch/cuda/memory.py at 1.13, :409-419 and :602-604)
+  _snapshot: 'raises',
   _dump_snapshot: 'raises',
   empty_cache: 'noop',
 };
@@ -43,7 +45,7 @@ export default defineRule({
     what:
       'Checks for `torch.cuda` memory APIs (also under `torch.cuda.memory`): `memory_allocated`, `max_memory_allocated`, ' +
       '`memory_reserved`, `max_memory_reserved`, `memory_stats`, `memory_summary`, `mem_get_info`, `reset_peak_memory_stats`, ' +
-      '`empty_cache`, `set_per_process_memory_fraction` and `torch.cuda.memory._record_memory_history`. Calls that only run under a ' +
+      '`empty_cache`, `set_per_process_memory_fraction`, `torch.cuda.memory._record_memory_history` and `torch.cuda.memory._snapshot`. Calls that only run under a ' +
       'CUDA-only guard, or in a branch that already has an XLA arm, are not flagged.',
     why:
       'On a TPU host CUDA is never initialised. The statistics functions read `memory_stats_as_nested_dict`, which returns `{}` when ' +
@@ -78,7 +80,8 @@ export default defineRule({
       if (!m || !kind) continue;
       if (sema.inXlaAwareBranch(call) || cudaGuarded(call)) continue;
       const fnName = m[1];
-      const label = `torch.cuda.${fnName}()`;
+      // private helpers live only under `torch.cuda.memory` (`torch.cuda.memory._snapshot()`)
+      const label = fnName.startsWith('_') ? `torch.cuda.memory.${fnName}()` : `torch.cuda.${fnName}()`;
       const message =
         kind === 'zero'
           ? `\`${label}\` reads CUDA allocator stats: on a TPU host it reports 0 or nothing, not TPU memory`

@@ -49,6 +49,7 @@ export default defineRule({
       'a name bound to `"gloo" if not torch.cuda.is_available() else "nccl"` (warning: a TPU host takes the CPU `gloo` arm), a `cfg.dist_backend` whose value is a `dist_backend="nccl"` keyword in a config factory of an imported project module (no fix: the value lives there), ' +
       'an `env://`/`tcp://` rendezvous next to the `xla` backend, and `os.environ["MASTER_ADDR"] = "localhost"` (or another loopback address) in files that set up an NCCL group. ' +
       'A device-type → backend map (`{"cuda": "nccl", "npu": "hccl"}` looked up with `.get(device_type, "gloo")`) with no `xla` entry is reported at its CUDA entry (no fix: the key is a device type the program chooses elsewhere). ' +
+      'Also a `"nccl"` default of a backend parameter or `--*backend` flag whose group is created elsewhere (another function, a worker started by `mp.start_processes`, another module; no fix), a backend chosen by a test that is no CUDA check (`"gloo" if os.name == "nt" else "nccl"`: a Linux TPU host takes NCCL), and `assert backend in ["gloo", "nccl"]` checks that reject the `xla` backend (no fix). ' +
       'An NCCL group created only under `if torch.cuda.is_available():` is not reported there (a TPU host never runs it): the `gloo` group of the same `if` chain\'s fallback arm, which a TPU host does run, is reported instead (unsafe fix in tpu-only style: a CPU-only host takes that arm too).',
     why:
       'NCCL is a CUDA library: on a TPU VM the group cannot be created. torch_xla registers its own backend and rendezvous when ' +
@@ -70,6 +71,7 @@ export default defineRule({
       'README.md:196-225 (DDP on XLA: init_process_group("xla", init_method="xla://"))',
       'PJRT:302-336 (xla:// finds replica ids, world size and master IP)',
       'RDZ: torch_xla/_internal/rendezvous.py:22-24, 34-39, 62-66 at v2.9.0 (pjrt_rendezvous_handler(url, timeout, **kwargs): MASTER_ADDR if set, else discover_master_worker_ip() on TPU or localhost; MASTER_PORT default 12355; rank and world size from the runtime; the same reads at v2.3.0:25-30, v2.4.0:28-33, v2.5.0-v2.8.0:34-39); registered as "xla" at XBK:24',
+      'XBK: torch_xla/distributed/xla_backend.py:19 register_backend("xla", ...), :47-48 ProcessGroupXla.getBackendName() returns "xla" (v2.9.0): what `dist.get_backend()` answers for an XLA group',
       'DCP:127-141 (SPMD: dist.init_process_group("gloo", init_method="xla://"))',
     ],
     torchtpu: 'The TorchTPU process-group backend is not public yet: the finding names the NCCL call and offers no fix.',
@@ -125,6 +127,8 @@ export default defineRule({
       }
     }
     const bySource = new Map<number, { literal: Node; fromUser: boolean; calls: Node[] }>();
+    /** "nccl" literals reported as the backend of a group (the defaults pass below skips them). */
+    const reportedLiterals = new Set<number>();
     for (const site of sites) {
       const b = site.backend;
       if (!b || skipped.has(site.call.id)) continue;
@@ -146,6 +150,7 @@ export default defineRule({
       };
       // "nccl" literal in the call
       if (b.type === 'string' && NCCL.test(stringContent(b) ?? '')) {
+        reportedLiterals.add(b.id);
         reportBackend(b, replaceStringContent(b, backendName), spmd ? 'unsafe' : 'safe');
         continue;
       }
@@ -162,6 +167,13 @@ export default defineRule({
         if (!src) {
           // `backend = "gloo" if not th.cuda.is_available() else "nccl"` (guided-diffusion): a TPU host takes the CPU arm
           const choice = b.type === 'identifier' ? ncclChoice(ctx, b) : null;
+          // `backend = 'gloo' if os.name == 'nt' else 'nccl'` (edm): a test that is no CUDA check sends a TPU host (Linux) to NCCL
+          const platform = !choice && b.type === 'identifier' ? platformNcclChoice(ctx, b) : null;
+          if (platform) {
+            reportedLiterals.add(platform.nccl.id);
+            reportBackend(platform.nccl, replaceStringContent(platform.nccl, backendName), 'unsafe');
+            continue;
+          }
           if (choice) {
             ctx.report(b, {
               severity: 'warning',
@@ -203,6 +215,7 @@ export default defineRule({
     }
     for (const { literal, fromUser, calls } of bySource.values()) {
       cudaGroups++;
+      reportedLiterals.add(literal.id);
       const edits: Edit[] = [replaceStringContent(literal, backendName)];
       let userValue = fromUser;
       for (const call of calls) {
@@ -256,6 +269,39 @@ export default defineRule({
           related: [{ start: lookup.at.startIndex, end: lookup.at.endIndex, message: 'the backend lookup' }],
         });
       }
+    }
+    // `def launch(..., backend="nccl")` / `add_argument("--dist-backend", default="nccl")` whose group is created in another
+    // function or module (YOLOX launch.py hands it to `mp.start_processes` workers; tools/train.py passes the flag to
+    // `launch(backend=args.dist_backend)`): the default is the backend every run without a flag gets. No fix here.
+    for (const lit of ctx.sema.nodes('string')) {
+      if (stringContent(lit) !== 'nccl' || reportedLiterals.has(lit.id) || ctx.sema.inXlaAwareBranch(lit)) continue;
+      const owner = backendDefaultOf(ctx, lit);
+      if (!owner) continue;
+      reportedLiterals.add(lit.id);
+      cudaGroups++;
+      ctx.report(lit, {
+        message: ctx.idiom.profile === 'torchtpu'
+          ? `\`${owner}\` defaults to the NCCL process-group backend, which needs CUDA GPUs (the TorchTPU backend is not public yet)`
+          : `\`${owner}\` defaults to the NCCL process-group backend, which needs CUDA GPUs; on XLA create the group with the \`xla\` backend and \`init_method="xla://"\` (after \`import torch_xla.distributed.xla_backend\`)`,
+        fix: null,
+      });
+    }
+    // `assert backend in ["gloo", "nccl"]` (YOLOX utils/dist.py, on `dist.get_backend(group)`): fails for the `xla` group
+    for (const a of ctx.sema.nodes('assert_statement')) {
+      const cond = a.namedChildren[0];
+      if (cond?.type !== 'comparison_operator' || ctx.sema.inXlaAwareBranch(a)) continue;
+      const [subject, list] = cond.namedChildren;
+      const op = cond.children.find((c) => c && !c.isNamed)?.text;
+      if (op !== 'in' || !subject || !list || (list.type !== 'list' && list.type !== 'tuple' && list.type !== 'set')) continue;
+      const names = list.namedChildren.map((c) => (c?.type === 'string' ? stringContent(c) ?? '' : null));
+      if (!names.includes('nccl') || names.some((n) => n === null || n === 'xla')) continue;
+      if (!/backend/i.test(subject.text) && !/get_backend\(/.test(subject.text)) continue;
+      ctx.report(list, {
+        message: ctx.idiom.profile === 'torchtpu'
+          ? `\`assert ${short(subject.text, 30)} in ${short(list.text, 30)}\` accepts only CPU and CUDA process-group backends`
+          : `\`assert ${short(subject.text, 30)} in ${short(list.text, 30)}\` raises AssertionError for the \`xla\` process-group backend (\`dist.get_backend()\` returns "xla" for a group of torch_xla's backend, XBK:19, 47-48): accept "xla" and treat it like "nccl" (its tensors live on the device)`,
+        fix: null,
+      });
     }
     if (!cudaGroups) return;
     // torch_xla's `xla://` handler reads both variables too (RDZ:34-39, the same at v2.3.0-v2.9.0): `MASTER_ADDR` when
@@ -315,6 +361,42 @@ function dictLookup(ctx: RuleContext, d: Node): { at: Node; fallback: Node | nul
     if (p?.type === 'subscript' && p.childForFieldName('value')?.id === id.id) return { at: p, fallback: null };
   }
   return null;
+}
+
+/** The parameter or `--flag` whose default is this "nccl" literal, when its name says it is a process-group backend. */
+function backendDefaultOf(ctx: RuleContext, lit: Node): string | null {
+  const p = lit.parent;
+  if ((p?.type === 'default_parameter' || p?.type === 'typed_default_parameter') && p.childForFieldName('value')?.id === lit.id) {
+    const name = p.childForFieldName('name')?.text ?? '';
+    return /(^|_)backend$/i.test(name) ? name : null;
+  }
+  if (p?.type === 'keyword_argument' && p.childForFieldName('name')?.text === 'default' && p.childForFieldName('value')?.id === lit.id) {
+    const call = p.parent?.parent;
+    const fn = call?.type === 'call' ? call.childForFieldName('function') : null;
+    if (fn?.type !== 'attribute' || fn.childForFieldName('attribute')?.text !== 'add_argument') return null;
+    const flag = callArgs(call!).positional.map((x) => (x.type === 'string' ? stringContent(x) ?? '' : '')).find((f) => f.startsWith('--'));
+    return flag && /[-_]?backend$/i.test(flag) ? flag : null;
+  }
+  return null;
+}
+
+/**
+ * A name bound once (in the function or at module level) to a conditional with a "nccl" arm whose test is no CUDA
+ * check (`'gloo' if os.name == 'nt' else 'nccl'`): a Linux TPU host takes the NCCL arm.
+ */
+function platformNcclChoice(ctx: RuleContext, name: Node): { nccl: Node } | null {
+  const fn = ctx.sema.enclosingFunction(name);
+  const values = ctx.sema.bindings(name.text).filter((v) => {
+    const owner = ctx.sema.enclosingFunction(v);
+    return owner === null || owner.id === fn?.id;
+  });
+  if (values.length !== 1 || values[0].type !== 'conditional_expression') return null;
+  const c = values[0];
+  const test = c.namedChildren[1]?.text ?? '';
+  if (/cuda|xla|tpu|device|gpu/i.test(test)) return null;
+  const arms = [c.namedChildren[0], c.namedChildren[2]];
+  const nccl = arms.find((a) => a?.type === 'string' && stringContent(a) === 'nccl');
+  return nccl && arms.every((a) => a?.type === 'string') ? { nccl } : null;
 }
 
 /** A connect address that means this host. */

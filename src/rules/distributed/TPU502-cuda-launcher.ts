@@ -3,7 +3,8 @@ import { callArgs, isAncestor, kwValue } from '../../core/semantics';
 import type { Node } from '../../core/parse';
 import { editArgs, launchedFunctions, projectProcessGroups } from './util';
 
-const MP_SPAWN = new Set(['torch.multiprocessing.spawn', 'torch.multiprocessing.spawn.spawn']);
+/** `mp.spawn` and `mp.start_processes` (the same `fn, args, nprocs, join, daemon, start_method` parameters). */
+const MP_SPAWN = new Set(['torch.multiprocessing.spawn', 'torch.multiprocessing.spawn.spawn', 'torch.multiprocessing.start_processes', 'torch.multiprocessing.spawn.start_processes']);
 const XMP_SPAWN = 'torch_xla.distributed.xla_multiprocessing.spawn';
 const PROCESS = new Set(['multiprocessing.Process', 'torch.multiprocessing.Process']);
 const GPU_WORK = /init_process_group|DistributedDataParallel|\bDDP\(|\.cuda\(|set_device|["']cuda|nccl/;
@@ -49,11 +50,11 @@ export default defineRule({
   effort: 1,
   message: 'CUDA-style launcher: start one process per TPU device with `torch_xla.launch`',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Launch with `torch_xla.launch`' },
-  triggers: ['spawn', 'Process', 'torch.distributed.launch'],
+  triggers: ['spawn', 'Process', 'start_processes', 'torch.distributed.launch'],
   textKinds: ['shell', 'dockerfile', 'yaml'],
   docs: {
     what:
-      'Checks for `torch.multiprocessing.spawn` (`mp.spawn`) starting GPU workers (its `nprocs` counts CUDA devices, or the target sets up CUDA/NCCL/DDP), ' +
+      'Checks for `torch.multiprocessing.spawn` (`mp.spawn`) and `mp.start_processes` starting GPU workers (its `nprocs` counts CUDA devices, or the target sets up CUDA/NCCL/DDP), ' +
       'a `multiprocessing.Process` per CUDA device, `xmp.spawn(fn, nprocs=N)` with N other than 1, and `python -m torch.distributed.launch` in scripts, Dockerfiles, launch YAML and notebook `!` lines.',
     why:
       'On a TPU host `torch.cuda.device_count()` is 0, so `mp.spawn(fn, nprocs=torch.cuda.device_count())` starts no worker, and processes started by hand fight over the chips. ' +
@@ -112,10 +113,11 @@ export default defineRule({
           snippet = { text: `${snippet.text} if ${x.text} else ${call.text}`, imports: [...snippet.imports, ...x.imports], needsAccel: true };
         }
         const exact = isCudaCount(ctx, nprocs) && (!join || join.text === 'True') && (!daemon || daemon.text === 'False');
+        const spawnName = callee.endsWith('start_processes') ? 'mp.start_processes' : 'mp.spawn';
         ctx.report(call, {
           message: (cudaCount
-            ? `\`mp.spawn\` with \`nprocs\` from \`torch.cuda.device_count()\` starts no worker on a TPU host (0 CUDA devices); ${profileMsg}`
-            : `\`mp.spawn\` starts CUDA workers; ${profileMsg}`) +
+            ? `\`${spawnName}\` with \`nprocs\` from \`torch.cuda.device_count()\` starts no worker on a TPU host (0 CUDA devices); ${profileMsg}`
+            : `\`${spawnName}\` starts CUDA workers; ${profileMsg}`) +
             (countInArgs
               ? `; the launched function also gets the process count \`${nprocs!.text}\` through \`args\`, which would disagree with one process per device: read the world size inside it (${ctx.idiom.profile === 'torchtpu' ? 'the TorchTPU runtime API is not public yet' : '`xr.world_size()`'}); no mechanical fix`
               : ''),

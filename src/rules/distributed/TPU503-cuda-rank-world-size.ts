@@ -8,6 +8,21 @@ import { mpsOnly } from '../../model/guards';
 
 type Kind = 'rank' | 'local' | 'world';
 const ENV_KIND: Record<string, Kind> = { RANK: 'rank', LOCAL_RANK: 'local', WORLD_SIZE: 'world' };
+/**
+ * Other launchers' per-process variables (SLURM's srun, Open MPI's mpirun, MPICH/Intel MPI's PMI): one task per GPU.
+ * torch_xla reads none of them (no SLURM_/OMPI_/PMI_ name in torch_xla/*.py at v2.9.0) and `torch_xla.launch` sets none;
+ * the runtime's own values are XR:106-149. No fix: the script's launcher detection needs more than a rename.
+ */
+const OTHER_LAUNCHER: Record<string, { kind: Kind; by: string }> = {
+  SLURM_PROCID: { kind: 'rank', by: 'SLURM (`srun`)' },
+  SLURM_NTASKS: { kind: 'world', by: 'SLURM (`srun`)' },
+  SLURM_LOCALID: { kind: 'local', by: 'SLURM (`srun`)' },
+  OMPI_COMM_WORLD_RANK: { kind: 'rank', by: 'Open MPI (`mpirun`)' },
+  OMPI_COMM_WORLD_SIZE: { kind: 'world', by: 'Open MPI (`mpirun`)' },
+  OMPI_COMM_WORLD_LOCAL_RANK: { kind: 'local', by: 'Open MPI (`mpirun`)' },
+  PMI_RANK: { kind: 'rank', by: 'MPICH/Intel MPI (PMI)' },
+  PMI_SIZE: { kind: 'world', by: 'MPICH/Intel MPI (PMI)' },
+};
 const WORLD_NAME = /^(world_size|world|ws|num_replicas|n_replicas|ddp_world_size)$/;
 
 function idiomFor(ctx: RuleContext, kind: Kind): Snippet | null {
@@ -38,13 +53,14 @@ export default defineRule({
   effort: 1,
   message: 'Rank or world size comes from the CUDA launcher; read it from the XLA runtime',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Read it from `torch_xla.runtime`' },
-  triggers: ['RANK', 'WORLD_SIZE', 'local_rank', 'device_count', 'get_rank', 'get_world_size', 'get_ordinal', 'xrt_world_size'],
+  triggers: ['RANK', 'WORLD_SIZE', 'SLURM_', 'OMPI_COMM_WORLD', 'PMI_', 'local_rank', 'device_count', 'get_rank', 'get_world_size', 'get_ordinal', 'xrt_world_size'],
   docs: {
     what:
       'Checks for rank and world size taken from the CUDA launcher: `int(os.environ["RANK"|"LOCAL_RANK"|"WORLD_SIZE"])` (also `.get`/`os.getenv`), the torchrun `LOCAL_WORLD_SIZE` (no fix: `xr.local_process_count()`), `args.local_rank` from a `--local_rank` flag (once, at its first read; the fix rewrites every read), ' +
+      'the per-process variables of other GPU launchers (SLURM `SLURM_PROCID`/`SLURM_NTASKS`/`SLURM_LOCALID`, Open MPI `OMPI_COMM_WORLD_RANK`/`_SIZE`/`_LOCAL_RANK`, PMI `PMI_RANK`/`PMI_SIZE`; one finding per read, no fix), ' +
       'launcher variables read through a loop over their names (`for v in ("LOCAL_RANK", "SLURM_LOCALID"): ... os.environ[v]`, reported at the name, no fix), ' +
       '`torch.cuda.device_count()` used as the world size, `dist.get_rank()`/`dist.get_world_size()` in files that create no process group, and the removed `xm.get_ordinal()`/`xm.xrt_world_size()`. ' +
-      'Launcher environment reads and `--local_rank` flags stay quiet in files that use the HF Trainer, Accelerate or Lightning, which own ranks (and set them up on XLA), except the first `LOCAL_RANK`/`RANK` read of a function that builds a `from_pretrained(device_map={"": local_rank})` map (no fix); ' +
+      'Launcher environment reads and `--local_rank` flags stay quiet in files that use the HF Trainer, Accelerate or Lightning, which own ranks (and set them up on XLA; importing only Accelerate helpers such as `accelerate.utils.is_xpu_available` or `set_seed` does not count), except the first `LOCAL_RANK`/`RANK` read of a function that builds a `from_pretrained(device_map={"": local_rank})` map (no fix); ' +
       '`engine.local_rank` of a DeepSpeed engine (`engine, … = deepspeed.initialize(…)`) is DeepSpeed\'s own and is left to TPU705.',
     why:
       '`torch_xla.launch` does not set `RANK`/`WORLD_SIZE` (it sets them only when torchrun started the job), `torch.cuda.device_count()` is 0 on a TPU host, and `dist.get_rank()` raises without a process group, ' +
@@ -58,6 +74,7 @@ export default defineRule({
     sources: [
       'XR:106-149 torch_xla/runtime.py world_size, global_ordinal, local_ordinal, process_index, process_count (read at pytorch/xla@022ecde)',
       'TX:271-272 (torch_xla.launch reads LOCAL_RANK only under torchelastic)',
+      'torch_xla/*.py at v2.9.0 reads no SLURM_*, OMPI_COMM_WORLD_* or PMI_* variable (git grep), and torch_xla/_internal/pjrt.py run_multiprocess sets none',
       'torch_xla/_internal/gpu.py (LOCAL_WORLD_SIZE is written only for the GPU client); torch_xla/runtime.py local_process_count',
       'XM:97-118 is_master_ordinal, master_print; commits 7f8ef79, da7fdca (xrt_world_size/get_ordinal removed in 2.7)',
     ],
@@ -112,7 +129,7 @@ export default defineRule({
 
     // the HF Trainer, Accelerate and Lightning own ranks and world size (and set them up on XLA):
     // launcher env reads and --local_rank flags in code they manage are theirs
-    const managed = ctx.sema.framework !== null;
+    const managed = ownsRanks(ctx);
 
     // int(os.environ["RANK"]), os.environ.get("LOCAL_RANK"), os.getenv("WORLD_SIZE")
     for (const node of managed ? [] : [...ctx.sema.nodes('subscript'), ...ctx.sema.nodes('call')]) {
@@ -181,6 +198,20 @@ export default defineRule({
           ? `\`${name}\` (read as \`${short(node.text)}\` in this loop) is set by torchrun only`
           : `\`${name}\` (read as \`${short(node.text)}\` in this loop) is set by torchrun, not by \`torch_xla.launch\``, null);
       }
+    }
+
+    // `int(os.environ["SLURM_PROCID"])`, `OMPI_COMM_WORLD_LOCAL_RANK`: one finding per read, no fix
+    for (const node of managed ? [] : [...ctx.sema.nodes('subscript'), ...ctx.sema.nodes('call')]) {
+      const read = envRead(ctx, node);
+      const other = read ? OTHER_LAUNCHER[read.name] : undefined;
+      if (!read || !other || ctx.sema.inXlaAwareBranch(node) || xlaFunction(node) || mpsOnly(node)) continue;
+      const what = other.kind === 'rank' ? 'global rank' : other.kind === 'local' ? 'local rank' : 'world size';
+      ctx.report(node, {
+        message: ctx.idiom.profile === 'torchtpu'
+          ? `\`${read.name}\` (the ${what}) is set by ${other.by}, which starts one process per GPU; the TorchTPU runtime's own value is not public yet`
+          : `\`${read.name}\` (the ${what}) is set by ${other.by}, which starts one process per GPU; \`torch_xla.launch\` sets none of these and torch_xla never reads them: take it from \`${XR_NAME[other.kind]}\``,
+        fix: null,
+      });
     }
 
     // LOCAL_WORLD_SIZE: torchrun sets it; torch_xla sets it only for its GPU client (torch_xla/_internal/gpu.py
@@ -320,6 +351,19 @@ function loopEnvKey(ctx: RuleContext, node: Node): { items: Node[] } | null {
     return items.length && items.every((c) => c.type === 'string') ? { items } : null;
   }
   return null;
+}
+
+/**
+ * The HF Trainer, Accelerate and Lightning own ranks and world size. Accelerate's helpers that own no process
+ * (`from accelerate.utils import is_xpu_available`, `set_seed`, big-model loading) do not make a file Accelerate-managed
+ * (llama-recipes finetuning.py imports `is_xpu_available` and reads torchrun's variables itself).
+ */
+const ACCELERATE_HELPER = /^accelerate(\.utils|\.big_modeling)?(\.(is_\w+_available|set_seed|init_empty_weights|init_on_device|infer_auto_device_map|get_balanced_memory|load_checkpoint_and_dispatch|dispatch_model|cpu_offload))?$/;
+function ownsRanks(ctx: RuleContext): boolean {
+  const fw = ctx.sema.framework;
+  if (fw !== 'accelerate') return fw !== null;
+  for (const m of ctx.sema.importedModules) if ((m === 'accelerate' || m.startsWith('accelerate.')) && (m === 'accelerate' || !ACCELERATE_HELPER.test(m))) return true;
+  return false;
 }
 
 /** The `default=` text of `add_argument("--local_rank", ...)` (null when it has none, i.e. None). */

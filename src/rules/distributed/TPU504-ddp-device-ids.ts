@@ -1,5 +1,6 @@
 import { defineRule } from '../../core/rule';
 import { callArgs } from '../../core/semantics';
+import type { Node } from '../../core/parse';
 import { DDP, editArgs } from './util';
 
 const DATA_PARALLEL = new Set(['torch.nn.DataParallel', 'torch.nn.parallel.DataParallel', 'torch.nn.parallel.data_parallel.DataParallel']);
@@ -15,7 +16,7 @@ export default defineRule({
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Drop `device_ids`/`output_device`, add `gradient_as_bucket_view=True`' },
   triggers: ['DistributedDataParallel', 'DDP', 'DataParallel', 'device_ids'],
   docs: {
-    what: 'Checks for `DistributedDataParallel(model, device_ids=[…], output_device=…)`, `torch.nn.DataParallel(model, …)` and `dist.barrier(device_ids=[…])` (warning, no fix), through import aliases, and `device_ids=` passed to a DDP-wrapping helper of the project (`task.prepare_distributed(device_ids=[device])`, no fix: the helper builds the wrapper).',
+    what: 'Checks for `DistributedDataParallel(model, device_ids=[…], output_device=…)`, `torch.nn.DataParallel(model, …)` (also through a same-file subclass, `class MyDataParallel(nn.DataParallel)`, warning, no fix) and `dist.barrier(device_ids=[…])` (warning, no fix), through import aliases, and `device_ids=` passed to a DDP-wrapping helper of the project (`task.prepare_distributed(device_ids=[device])`, no fix: the helper builds the wrapper).',
     why:
       'The XLA form of DDP is `DDP(model, gradient_as_bucket_view=True)`: the torch_xla README diff removes `device_ids=[rank]` (README.md:208-211; DDP:45-46); how `device_ids=[rank]` fails on XLA is unverified. ' +
       '`nn.DataParallel` silently runs the bare module when no CUDA-like device is available, which is the case on a TPU host ' +
@@ -39,6 +40,13 @@ export default defineRule({
   },
   check(ctx) {
     const readsModule = ctx.sema.nodes('attribute').some((a) => a.childForFieldName('attribute')?.text === 'module');
+    // `class MyDataParallel(torch.nn.DataParallel)` (StyleTTS2, attribute pass-through): its calls wrap like DataParallel
+    const subclasses = new Map<string, Node>();
+    for (const cls of ctx.sema.nodes('class_definition')) {
+      const name = cls.childForFieldName('name')?.text;
+      const bases = cls.childForFieldName('superclasses')?.namedChildren ?? [];
+      if (name && bases.some((b) => !!b && DATA_PARALLEL.has(ctx.sema.resolve(b) ?? ''))) subclasses.set(name, cls);
+    }
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
       if (ctx.sema.inXlaAwareBranch(call)) continue;
@@ -90,6 +98,16 @@ export default defineRule({
             ctx.idiom.profile === 'torchtpu'
               ? '`dist.barrier(device_ids=…)` names CUDA devices, an NCCL-only argument (PyTorch 1.13 raises "Function argument device_ids not supported for the selected backend" for any other backend)'
               : '`dist.barrier(device_ids=…)` names CUDA devices, an NCCL-only argument (PyTorch 1.13 raises "Function argument device_ids not supported for the selected backend" for any other backend); the `xla` process group\'s `barrier` is a no-op, so to order processes on TPU use `xm.rendezvous(tag)`',
+        });
+        continue;
+      }
+      const fnNode = call.childForFieldName('function');
+      const sub = !callee && fnNode?.type === 'identifier' ? subclasses.get(fnNode.text) : undefined;
+      if (sub && ctx.sema.enclosingClass(call)?.id !== sub.id) {
+        ctx.report(call, {
+          severity: 'warning',
+          message: `\`${fnNode!.text}\` is an \`nn.DataParallel\` subclass: it finds no CUDA device on a TPU host and silently runs the bare module on one device`,
+          related: [{ start: sub.startIndex, end: sub.endIndex, message: 'the subclass' }],
         });
         continue;
       }

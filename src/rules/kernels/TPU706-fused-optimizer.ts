@@ -4,6 +4,11 @@ import { replaceRange } from '../../core/edits';
 import { contentRange, isTrue, literal, removeArg } from './util';
 
 const CLIP = new Set(['torch.nn.utils.clip_grad_norm_', 'torch.nn.utils.clip_grad.clip_grad_norm_']);
+/** PyTorch's own foreach gradient utilities, which torch_xla does not patch. */
+const FOREACH_UTILS = new Set([
+  'torch.nn.utils.get_total_norm', 'torch.nn.utils.clip_grads_with_norm_', 'torch.nn.utils.clip_grad_value_',
+  'torch.nn.utils.clip_grad.get_total_norm', 'torch.nn.utils.clip_grad.clip_grads_with_norm_', 'torch.nn.utils.clip_grad.clip_grad_value_',
+]);
 
 export default defineRule({
   id: 'TPU706',
@@ -13,15 +18,16 @@ export default defineRule({
   step: 6,
   effort: 1,
   message: '`fused=True` asks for a CUDA fused optimizer kernel that XLA parameters do not have',
-  fix: { availability: 'always', applicability: 'safe', title: 'Remove `fused=True`' },
+  fix: { availability: 'sometimes', applicability: 'safe', title: 'Remove `fused=True`' },
   triggers: ['fused', 'foreach'],
   docs: {
     what:
-      'Checks for `torch.optim.*(..., fused=True)`, Hugging Face `optim="adamw_torch_fused"`, and `clip_grad_norm_(..., foreach=True)`, through import aliases.',
+      'Checks for `torch.optim.*(..., fused=True)`, Hugging Face `optim="adamw_torch_fused"`, `clip_grad_norm_(..., foreach=True)`, PyTorch\'s `get_total_norm`/`clip_grads_with_norm_`/`clip_grad_value_(..., foreach=True)`, through import aliases, and a project\'s own `clip_grad_norm_` wrapper called with `foreach=True` (such wrappers hand the flag on to those functions; warning, no fix).',
     why:
       'PyTorch runs fused optimizer kernels only on the devices `torch.utils._foreach_utils._get_fused_kernels_supported_devices()` lists ' +
       '(mps, cuda, xpu, hpu, cpu, mtia and the privateuse1 backend); `xla` is not among them, so `fused=True` with XLA parameters is rejected (the exact error text is unverified). ' +
-      "torch_xla replaces `torch.nn.utils.clip_grad_norm_` with its own version when `import torch_xla` runs (torch_xla/__init__.py calls `_apply_patches()`); that version computes the norm with plain tensor ops, and recent releases reject `foreach=True` (the exact message is unverified). " +
+      "torch_xla replaces `torch.nn.utils.clip_grad_norm_` with its own version when `import torch_xla` runs (torch_xla/__init__.py calls `_apply_patches()`); that version computes the norm with plain tensor ops and raises `RuntimeError('foreach=True is not supported with XLA')` for `foreach=True` (v2.3.0:26-27 to v2.9.0:32-33). " +
+      "PyTorch's own foreach norm and clip functions raise `\"foreach=True was passed, but can't use the foreach API on xla tensors\"` (torch/nn/utils/clip_grad.py): `_device_has_foreach_support` accepts only the devices `_get_foreach_kernels_supported_devices()` lists (cuda, xpu, mtia, the privateuse1 backend). " +
       'Whether Hugging Face falls back from `adamw_torch_fused` on XLA by itself is unverified. ' +
       'Note also that `from torch.nn.utils import clip_grad_norm_` executed before `import torch_xla` binds the unpatched function: import torch_xla right after torch.',
     example:
@@ -36,7 +42,8 @@ export default defineRule({
       'Safe: the unfused and fused implementations compute the same update, and the foreach flag only selects a kernel strategy; on CUDA the step may be slower.',
     sources: [
       'PT:torch/utils/_foreach_utils.py (_get_fused_kernels_supported_devices)',
-      'PATCH: torch_xla/_patched_functions.py (clip_grad_norm_ replacement, _apply_patches)',
+      'PATCH: torch_xla/_patched_functions.py (clip_grad_norm_ replacement raising "foreach=True is not supported with XLA": v2.3.0:21-27, v2.9.0:27-33; _apply_patches v2.9.0:66-68)',
+      'PT:torch/nn/utils/clip_grad.py (get_total_norm, clip_grads_with_norm_: "foreach=True was passed, but can\'t use the foreach API on {device.type} tensors"); PT:torch/utils/_foreach_utils.py _get_foreach_kernels_supported_devices',
       'INIT: torch_xla/__init__.py (_apply_patches() at import)',
     ],
     torchtpu: 'The same kwargs are removed; whether the torchtpu device supports fused optimizers is not documented yet.',
@@ -58,8 +65,21 @@ export default defineRule({
         // the patched clip_grad_norm_ is torch_xla's; the preview's is not known to differ
         if (ctx.idiom.profile === 'torchtpu' || !kw || !isTrue(kwValue(kw)) || ctx.sema.inXlaAwareBranch(call)) continue;
         ctx.report(kw, {
-          message: '`clip_grad_norm_(foreach=True)`: torch_xla\'s patched clip_grad_norm_ does not take the foreach path',
+          message: '`clip_grad_norm_(foreach=True)` raises on XLA: torch_xla\'s patched clip_grad_norm_ rejects it ("foreach=True is not supported with XLA")',
           fix: { title: 'Remove `foreach=True`', edits: [removeArg(ctx, kw)] },
+        });
+      } else if (FOREACH_UTILS.has(callee) || (!callee.startsWith('torch.') && /(^|\.)clip_grad_norm_$/.test(call.childForFieldName('function')?.text ?? ''))) {
+        const kw = keywords.get('foreach');
+        if (ctx.idiom.profile === 'torchtpu' || !kw || !isTrue(kwValue(kw)) || ctx.sema.inXlaAwareBranch(call)) continue;
+        const own = !FOREACH_UTILS.has(callee);
+        const name = own ? call.childForFieldName('function')!.text : callee.split('.').pop();
+        ctx.report(kw, {
+          severity: own ? 'warning' : undefined,
+          message: own
+            ? `\`${name}(foreach=True)\`: when this clipping helper hands \`foreach=True\` on to torch's \`clip_grad_norm_\` or its norm and clip functions, they raise for XLA tensors ("foreach=True is not supported with XLA", "can't use the foreach API on xla tensors")`
+            : `\`${name}(foreach=True)\` raises for XLA tensors ("foreach=True was passed, but can't use the foreach API on xla tensors"): the foreach kernels exist for CUDA, XPU and MTIA only`,
+          // the helper's own signature decides what the flag does: no fix at a call of it
+          fix: own ? null : { title: 'Remove `foreach=True`', edits: [removeArg(ctx, kw)] },
         });
       } else {
         const kw = keywords.get('optim');
