@@ -5,7 +5,9 @@ import type { FixDraft } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, kwValue, methodName, receiver, stringContent } from '../../core/semantics';
 import type { RuleContext } from '../../core/rule';
-import { cudaGuardedPlacement, handMovedLoaders, isDataLoaderCall, loaderFactory, loadersPassedToProjectLoops, preparedByFramework, removeArg, xlaWrap } from './util';
+import type { HandMoved } from './util';
+import type { HotInfo } from '../../core/semantics';
+import { cudaGuardedPlacement, handMovedLoaders, helperInnerMove, loaderFramework, isDataLoaderCall, loaderFactory, loadersPassedToProjectLoops, preparedByFramework, removeArg, xlaWrap } from './util';
 
 /** The 1-based line of a factory's DataLoader in its own module. */
 function lineIn(ctx: { project: { textOf(p: string): string | null } | null }, f: { path: string; node: { startIndex: number } }): number {
@@ -91,11 +93,23 @@ export default defineRule({
   check(ctx) {
     // a framework (HF Trainer, Accelerate, Lightning) owns the loaders it prepares; a loop over a plain `DataLoader(...)`
     // that copies its batches by hand is still the script's own (a notebook's hand-written loop before its Accelerate cell)
-    const framework = !!ctx.sema.framework;
+    const framework = !!loaderFramework(ctx);
     // (a) loops over a plain DataLoader (or pulling batches with next(iter(loader))) that move the batch by hand
     const seen = new Set<number>();
-    for (const info of ctx.sema.hotLoops()) {
-      for (const h of handMovedLoaders(ctx, info.anchor, framework ? { plainOnly: true } : { anyParam: true })) {
+    const found: { info: HotInfo; h: HandMoved }[] = [];
+    for (const info of ctx.sema.hotLoops()) for (const h of handMovedLoaders(ctx, info.anchor, framework ? { plainOnly: true } : { anyParam: true })) found.push({ info, h });
+    // a helper's copy shared by several loops (`calc_loss_batch` of the train loop and of the eval helper) is the anchor of
+    // one finding: the loop over a loader whose construction is known goes first, a loop over a loader parameter after it (stable sort)
+    const known = (h: HandMoved) => {
+      if (loaderFactory(ctx, h.loader) || isDataLoaderCall(ctx, h.loader)) return true;
+      const fn = ctx.sema.enclosingFunction(h.loader)?.id;
+      return ctx.sema.bindings(h.loader.text).some((v) => isDataLoaderCall(ctx, v) && ctx.sema.enclosingFunction(v)?.id === fn);
+    };
+    const rank = (h: HandMoved) => (h.param ? 2 : known(h) ? 0 : 1);
+    found.sort((a, b) => rank(a.h) - rank(b.h));
+    const claimed = new Set<number>();
+    for (const { info, h } of found) {
+      {
         // an iterator pulled in nested hot loops is reported once
         if (seen.has(h.loader.id) || runsOnce(info.anchor) || (framework && preparedByFramework(ctx, h.loader))) continue;
         seen.add(h.loader.id);
@@ -119,14 +133,21 @@ export default defineRule({
         // in a training loop TPU204 reports the loop header (it proposes the same wrap as the step barrier): this finding
         // goes on the copy itself, with the loader as a related location (issue 9, one finding per problem)
         const onMove = info.kind === 'train';
+        // the batch handed to a same-file helper that copies it (`loss = calc_loss_batch(x, y, model, device)`): the
+        // finding goes on the copy in the helper, the call in the loop is a related location
+        const innerMove = onMove ? helperInnerMove(h.move) : null;
+        const inner = innerMove && !claimed.has(innerMove.id) ? innerMove : null;
+        if (inner) claimed.add(inner.id);
+        const helperName = inner ? short(h.move.childForFieldName('function')?.text ?? 'the helper') : '';
         const related = [
+          ...(inner ? [{ start: h.move.startIndex, end: h.move.endIndex, message: `the loop hands the batch to \`${helperName}\`` }] : []),
           ...(onMove ? [{ start: h.loader.startIndex, end: h.loader.endIndex, message: `the loader the loop iterates` }] : []),
           ...(factory ? [{ start: factory.node.startIndex, end: factory.node.endIndex, path: factory.path, message: `the \`DataLoader\` that \`${factory.name}()\` returns` }] : []),
         ];
-        ctx.report(onMove ? h.move : h.loader, {
+        ctx.report(inner ?? (onMove ? h.move : h.loader), {
           severity: info.kind === 'eval' ? downgrade('warning') : 'warning',
           ...(related.length ? { related } : {}),
-          message: `${source} the loop copies to the device by hand (\`${short(h.move.text)}\`): ${what}${guard ? ` (no fix while a CUDA check decides the placement, \`${short(guard.text)}\`: move the model unconditionally first)` : ''}`,
+          message: `${source} ${inner ? `\`${helperName}\`, called in the loop,` : 'the loop'} copies to the device by hand (\`${short((inner ?? h.move).text)}\`): ${what}${guard ? ` (no fix while a CUDA check decides the placement, \`${short(guard.text)}\`: move the model unconditionally first)` : ''}`,
           fix: wrap
             ? {
                 title: `Iterate \`${wrap.text}\``,

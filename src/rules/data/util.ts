@@ -28,18 +28,21 @@ export function isWrapperCall(ctx: RuleContext, node: Node | null | undefined): 
 
 /** The loader expression a `for` iterates, looking through enumerate/tqdm/zip (first argument). */
 export function iteratedLoader(ctx: RuleContext, loop: Node): Node | null {
-  let it = loop.childForFieldName('right');
-  // `pbar = tqdm(train_loader, desc=...)` then `for x, y in pbar:` (Kaggle-style progress bars)
-  if (it?.type === 'identifier') {
-    const values = ctx.sema.bindings(it.text);
-    if (values.length === 1 && values[0].type === 'call' && ITER_HELPERS.test(ctx.sema.callee(values[0]) ?? values[0].childForFieldName('function')?.text ?? '')) it = values[0];
-  }
+  let it: Node | null | undefined = loop.childForFieldName('right');
+  // `pbar = tqdm(train_loader, desc=...)` then `for x, y in pbar:` (Kaggle-style progress bars), also inside
+  // `enumerate(pbar)` (`loop = tqdm(loader, leave=True)`; `for idx, (x, y) in enumerate(loop):`)
+  const viaBar = (n: Node | null | undefined): Node | null | undefined => {
+    if (n?.type !== 'identifier') return n;
+    const values = ctx.sema.bindings(n.text);
+    return values.length === 1 && values[0].type === 'call' && ITER_HELPERS.test(ctx.sema.callee(values[0]) ?? values[0].childForFieldName('function')?.text ?? '') ? values[0] : n;
+  };
+  it = viaBar(it);
   for (let k = 0; k < 3 && it?.type === 'call'; k++) {
     const name = ctx.sema.callee(it) ?? it.childForFieldName('function')?.text ?? '';
     if (!ITER_HELPERS.test(name)) break;
     const first = it.childForFieldName('arguments')?.namedChildren.find((c) => !!c && c.type !== 'comment' && c.type !== 'keyword_argument');
     if (!first) return null;
-    it = first;
+    it = viaBar(first);
   }
   return it ?? null;
 }
@@ -201,6 +204,19 @@ export function loaderFactory(ctx: RuleContext, node: Node): { path: string; nod
   return out;
 }
 
+/**
+ * The framework that owns this file's loaders: `sema.framework`, except an Accelerate seen only through helpers of
+ * `accelerate.utils` (`from accelerate.utils import is_xpu_available`, llama-recipes' train_utils.py): such a file
+ * builds no `Accelerator`, so nothing prepares its loaders.
+ */
+export function loaderFramework(ctx: RuleContext): string | null {
+  const fw = ctx.sema.framework;
+  if (fw !== 'accelerate') return fw;
+  for (const m of ctx.sema.importedModules) if (/^accelerate(\.|$)/.test(m) && !/^accelerate\.utils(\.|$)/.test(m)) return fw;
+  for (const q of ctx.sema.aliases.values()) if (/^accelerate(\.|$)/.test(q) && !/^accelerate\.utils(\.|$)/.test(q)) return fw;
+  return null;
+}
+
 /** Whether the file wraps loaders for XLA anywhere. */
 export function fileWrapsLoaders(ctx: RuleContext): boolean {
   return ctx.sema.nodes('call').some((c) => isWrapperCall(ctx, c));
@@ -277,7 +293,18 @@ export function helperMove(ctx: RuleContext, call: Node, names: Set<string>): bo
   if (defs.length !== 1 || isAncestorOf(defs[0], call)) return false;
   const param = paramNames(defs[0])[at + (fn.type === 'attribute' && !!ctx.sema.enclosingClass(defs[0]) ? 1 : 0)];
   const body = defs[0].childForFieldName('body');
-  return !!param && !!body && movesOf(ctx, body, new Set([param]), false).length > 0;
+  const inner = param && body ? movesOf(ctx, body, new Set([param]), false)[0] : undefined;
+  if (inner) innerMoves.set(call, inner);
+  return !!inner;
+}
+const innerMoves = new WeakMap<Node, Node>();
+
+/**
+ * The copy itself when `call` is a same-file helper that moves the batch it is handed (`calc_loss_batch(x, y, model,
+ * device)` whose body does `x.to(device)`): the `.to(...)` in the helper's body (null for a conventional mover).
+ */
+export function helperInnerMove(call: Node): Node | null {
+  return innerMoves.get(call) ?? null;
 }
 
 function isAncestorOf(a: Node, b: Node): boolean {
@@ -469,6 +496,8 @@ function opaqueLoader(ctx: RuleContext, it: Node, loop: Node): boolean {
   return false;
 }
 
+const OTHER_ACCEL = /\b(xpu|npu|mps|hpu|mlu)\b/;
+
 /**
  * The plain DataLoaders a hot loop moves batches of by hand: a `for` over the loader (or over a loader
  * parameter in a file that builds DataLoaders and wraps none), or `batch = next(data_iter)` with
@@ -494,7 +523,9 @@ export function handMovedLoaders(ctx: RuleContext, loop: Node, opts: { anyParam?
       let opaque = false;
       if (!plain && !opts.plainOnly && opts.anyParam && !ctx.sema.xlaAware && !fileWrapsLoaders(ctx) && opaqueLoader(ctx, it, loop)) plain = param = opaque = true;
       const moves = plain ? batchMoves(ctx, loop) : [];
-      if (moves.length) out.push({ loader: it, sites: [it], move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName: null, pulls: [], param, opaque });
+      // the copy to report: not one to another vendor's accelerator (`batch[key].to('xpu:0')` under `is_xpu_available()`)
+      const move = moves.find((m) => !OTHER_ACCEL.test(m.text)) ?? moves[0];
+      if (move) out.push({ loader: it, sites: [it], move, device: moveDevice(ctx, move, loop), iterName: null, pulls: [], param, opaque });
     }
   }
   const body = loop.childForFieldName('body');
