@@ -19,7 +19,23 @@ import { PIN_RAISES, PIN_RAISES_TORCHTPU } from './pinning';
 /** A loop whose body ends every iteration with `return`/`break` at its top level takes one batch (a throughput probe), copying none per step. */
 function runsOnce(loop: Node): boolean {
   const body = loop.childForFieldName('body');
-  return !!body?.namedChildren.some((c) => c?.type === 'return_statement' || c?.type === 'break_statement');
+  return !!body?.namedChildren.some((c) => c?.type === 'return_statement' || c?.type === 'break_statement') || takesFirstFew(loop);
+}
+
+/**
+ * A setup loop that collects the first few batches and stops (`for i, x in enumerate(test_loader): ... if i ==
+ * n_samples - 1: break`) with no training step in it: a fixed handful of copies before training, no per-step cost.
+ */
+function takesFirstFew(loop: Node): boolean {
+  const body = loop.childForFieldName('body');
+  const index = loop.childForFieldName('left')?.namedChildren[0];
+  if (!body || loop.type !== 'for_statement' || index?.type !== 'identifier' || /\.(backward|step)\(/.test(body.text)) return false;
+  return body.namedChildren.some((c) => {
+    if (c?.type !== 'if_statement' || c.namedChildren.some((k) => k?.type === 'elif_clause' || k?.type === 'else_clause')) return false;
+    const cond = c.childForFieldName('condition');
+    const cons = c.childForFieldName('consequence');
+    return cond?.type === 'comparison_operator' && cond.namedChildren[0]?.text === index.text && /^(==|>=|>)$/.test(cond.child(1)?.text ?? '') && cons?.namedChildren.length === 1 && cons.namedChildren[0]?.type === 'break_statement';
+  });
 }
 
 /** The `True` values of a 'pin_memory' entry in every dict bound to `name` (`{'pin_memory': True}`, `dict(pin_memory=True)`). */
