@@ -7,7 +7,7 @@ import { callArgs, kwValue, methodName, receiver, stringContent } from '../../co
 import type { RuleContext } from '../../core/rule';
 import type { HandMoved } from './util';
 import type { HotInfo } from '../../core/semantics';
-import { cudaGuardedPlacement, handMovedLoaders, helperInnerMove, loaderFramework, isDataLoaderCall, loaderFactory, loadersPassedToProjectLoops, preparedByFramework, removeArg, xlaWrap } from './util';
+import { callerBatchMoves, cudaGuardedPlacement, handMovedLoaders, helperInnerMove, loaderFramework, isDataLoaderCall, loaderFactory, loadersPassedToProjectLoops, preparedByFramework, removeArg, xlaWrap } from './util';
 
 /** The 1-based line of a factory's DataLoader in its own module. */
 function lineIn(ctx: { project: { textOf(p: string): string | null } | null }, f: { path: string; node: { startIndex: number } }): number {
@@ -77,12 +77,14 @@ export default defineRule({
   message: 'Batches are copied to the device by hand inside the step: wrap the loader in `pl.MpDeviceLoader`',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Wrap the loader in `pl.MpDeviceLoader`' },
   // 'loader': a loader built by a factory of another module (`build_loader(...)`) names no DataLoader here
-  triggers: ['DataLoader', 'pin_memory', 'non_blocking', 'loader'],
+  // '.to(' / '.cuda(': a helper of a model or meta-architecture module that copies the batch another module's loop hands it
+  triggers: ['DataLoader', 'pin_memory', 'non_blocking', 'loader', '.to(', '.cuda('],
   docs: {
     what:
       'Checks for training and eval loops that iterate a plain `torch.utils.data.DataLoader` (directly, or through `enumerate`/`tqdm`, or by hand with `batch = next(data_iter)` where `data_iter = iter(loader)`) and move the batch items with `.to(device)`/`.cuda()` (also after an unpacking, `images, labels = data`, through a batch-moving helper given a device, `move_to_device(batch, device)`/`to_device(batch, device)`/`task.prepare_batch(batch, device=device)`, through a same-file function whose body moves its parameter, or in a same-file method the loop hands the batch to, `self.train_step(batch)`), ' +
       'with no `MpDeviceLoader`/`ParallelLoader` wrapper (with project scope, a loader returned by a factory of another module, `build_loader(...)`, alone or in a returned tuple, counts as a DataLoader; a plain loader passed into another module\'s loop that moves batches by hand, `engine.train_one_epoch(model, data_loader_train, ...)`, is reported at the call, info for an eval loop, with an unsafe wrap of the argument; a loader this file does not build, in a file that never imports torch_xla, a loader attribute `self.train_loader`/`data["train"].dataloader` or the loader `deepspeed.initialize(..., training_data=ds)` returns, is reported without a fix); and for the CUDA pinning flags `DataLoader(pin_memory=True)`, `pin_memory_device=`, `tensor.pin_memory()` and `.to(..., non_blocking=True)` (info; an unguarded `tensor.pin_memory()` is an error: it raises without CUDA). ' +
-      'HF Trainer, Accelerate and Lightning scripts are not flagged: the framework owns data loading.',
+      'A batch copied by a same-file helper the loop calls (`loss = calc_loss_batch(x, y, model, device)`) is reported on the copy in the helper, with the call as a related location; with project scope a method of another module that a training loop hands its batch to (`model.set_input(data)` whose body does `data["A"].to(self.device)`) is reported on its copy, with the caller\'s loop related, without a fix. ' +
+      'HF Trainer, Accelerate and Lightning scripts are not flagged: the framework owns data loading (a file that imports only helpers of `accelerate.utils` builds no `Accelerator`).',
     why:
       '"`MpDeviceLoader` handles prefetching data to the device, overlapping data transfers with computation" (MIG:121); it also issues the per-step `torch_xla.sync()` ' +
       '(PL:39-56), which covers the step barrier (TPU204). Its prefetch knobs are forwarded to `ParallelLoader` (`loader_prefetch_size=16`, `device_prefetch_size=8`, ' +
@@ -198,6 +200,26 @@ export default defineRule({
         related: [
           { start: p.loop.startIndex, end: p.loop.childForFieldName('right')?.endIndex ?? p.loop.endIndex, path: p.path, message: `the loop of \`${p.name}\` over the loader` },
           { start: p.move.startIndex, end: p.move.endIndex, path: p.path, message: 'the batch copied to the device by hand' },
+        ],
+      });
+    }
+
+    // (a'') a helper of this module that another module's training loop hands its batch to, and that copies it to the
+    // device by hand (`model.set_input(data)` → `input['A'].to(self.device)`): the copy, with the caller's loop related
+    for (const c of callerBatchMoves(ctx)) {
+      if (claimed.has(c.move.id) || ctx.sema.inXlaAwareBranch(c.move)) continue;
+      claimed.add(c.move.id);
+      const other = ctx.project?.module(c.path);
+      const file = c.path.split('/').pop() ?? c.path;
+      const line = (other?.text ?? '').slice(0, c.call.startIndex).split('\n').length;
+      const name = c.def.childForFieldName('name')?.text ?? 'helper';
+      const it = c.loop.childForFieldName('right');
+      ctx.report(c.move, {
+        message: `\`${name}\` copies the batch of a training loop (${file}:${line}) to the device by hand (\`${short(c.move.text)}\`): ${ctx.idiom.profile === 'torchtpu' ? 'prefetch batches to the device instead' : `wrap that loop's loader in \`pl.MpDeviceLoader\` (no fix here: the loop is in ${file})`}`,
+        fix: null,
+        related: [
+          { start: c.call.startIndex, end: c.call.endIndex, path: c.path, message: `the loop hands its batch to \`${name}\`` },
+          ...(it ? [{ start: it.startIndex, end: it.endIndex, path: c.path, message: 'what the loop iterates' }] : []),
         ],
       });
     }

@@ -311,7 +311,7 @@ function isAncestorOf(a: Node, b: Node): boolean {
   return a.startIndex <= b.startIndex && b.endIndex <= a.endIndex;
 }
 
-function paramNames(def: Node): string[] {
+export function paramNames(def: Node): string[] {
   return (def.childForFieldName('parameters')?.namedChildren ?? [])
     .filter((p): p is Node => !!p && p.type !== 'comment')
     .map((p) => (p.type === 'identifier' ? p.text : p.childForFieldName('name')?.text ?? p.namedChildren[0]?.text ?? ''));
@@ -577,3 +577,60 @@ export function cudaGuardedPlacement(ctx: RuleContext): Node | null {
   return found;
 }
 const guardedMemo = new WeakMap<object, Node | null>();
+
+/** A batch copy in a helper that another module's training loop hands its batch to (TPU401 across modules). */
+export interface CallerBatchMove {
+  /** The first `.to(device)`/`.cuda()` of the batch parameter in the helper. */
+  move: Node;
+  /** The helper's definition. */
+  def: Node;
+  /** The caller's module, its call of the helper, and the loop over the batches. */
+  path: string;
+  call: Node;
+  loop: Node;
+}
+
+/**
+ * Functions of this module that a training loop of another project module calls with its batch
+ * (`for data in loader: model.set_input(data)`, `model.forward_backward(data, ...)`), whose body copies that parameter
+ * to the device (`input['A'].to(self.device)`, `images["crops"].cuda(non_blocking=True)`): the copy, with the caller.
+ * The caller's module must not use torch_xla nor wrap loaders (its loop could then iterate an MpDeviceLoader), and the
+ * loop must iterate something other than `range(...)`.
+ */
+export function callerBatchMoves(ctx: RuleContext): CallerBatchMove[] {
+  if (!ctx.project) return [];
+  const out: CallerBatchMove[] = [];
+  for (const def of ctx.sema.nodes('function_definition')) {
+    const body = def.childForFieldName('body');
+    const first = body?.namedChildren.find((c) => !!c && c.type !== 'comment');
+    const hot = first ? ctx.sema.hot(first) : null;
+    if (!body || !hot?.via?.length || hot.anchor.id !== def.id || hot.kind !== 'train') continue;
+    const params = paramNames(def);
+    const method = params[0] === 'self';
+    for (const via of hot.via) {
+      if (via.kind !== 'train') continue;
+      const m = ctx.project.module(via.path);
+      if (!m || m.sema.xlaAware) continue;
+      let call: Node | null = m.tree.rootNode.descendantForIndex(via.start, via.end);
+      while (call && !(call.type === 'call' && call.startIndex === via.start && call.endIndex === via.end)) call = call.parent;
+      if (!call) continue;
+      let loop: Node | null = call.parent;
+      while (loop && loop.type !== 'for_statement' && loop.type !== 'function_definition') loop = loop.parent;
+      if (loop?.type !== 'for_statement') continue;
+      const right = loop.childForFieldName('right');
+      if (right?.type === 'call' && /^range$/.test(right.childForFieldName('function')?.text ?? '')) continue;
+      if (m.sema.nodes('call').some((c) => WRAPPERS.test(m.sema.callee(c) ?? c.childForFieldName('function')?.text ?? ''))) continue;
+      const names = targetNames(loop.childForFieldName('left'));
+      const { positional } = callArgs(call);
+      const at = positional.findIndex((a) => (a.type === 'identifier' || a.type === 'subscript') && names.has(rootName(a) ?? ''));
+      const param = at >= 0 ? params[at + (method ? 1 : 0)] : undefined;
+      if (!param || param === 'self') continue;
+      const moves = movesOf(ctx, body, new Set([param]), false).filter((mv) => ctx.sema.enclosingFunction(mv)?.id === def.id);
+      const move = moves.find((mv) => !OTHER_ACCEL.test(mv.text)) ?? moves[0];
+      if (!move) continue;
+      out.push({ move, def, path: via.path, call, loop });
+      break;
+    }
+  }
+  return out;
+}
