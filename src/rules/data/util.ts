@@ -399,11 +399,16 @@ export function nextBatches(ctx: RuleContext, body: Node): { iterName: string; l
       for (const v of values) {
         const f = v.type === 'call' ? v.childForFieldName('function') : null;
         const inner = v.type === 'call' ? v.childForFieldName('arguments')?.namedChildren.filter((c) => !!c && c.type !== 'comment') ?? [] : [];
-        if (f?.type !== 'identifier' || f.text !== 'iter' || inner.length !== 1 || !inner[0]) break;
+        if (!f || !((f.type === 'identifier' && f.text === 'iter') || cyclesOver(ctx, v)) || inner.length !== 1 || !inner[0]) break;
         loaders.push(inner[0]);
       }
       if (!loaders.length || loaders.length !== values.length) continue;
-      if (!loaders.every((l) => l.text === loaders[0].text) || !isPlainDataLoader(ctx, loaders[0])) continue;
+      // `loader = sample_data(loader)` rebinds the loader's own name: its other bindings say what it is
+      const plain = (l: Node) => isPlainDataLoader(ctx, l) || (l.type === 'identifier' && values.some((v) => v.type === 'call' && cyclesOver(ctx, v)) && (() => {
+        const others = ctx.sema.bindings(l.text).filter((b) => !values.some((v) => v.id === b.id));
+        return others.length > 0 && others.every((b) => isDataLoaderCall(ctx, b) || !!loaderFactory(ctx, b));
+      })());
+      if (!loaders.every((l) => l.text === loaders[0].text) || !plain(loaders[0])) continue;
       entry = { iterName: src.text, loaders, names: new Set(), pulls: [] };
       byIter.set(src.text, entry);
     }
@@ -411,6 +416,23 @@ export function nextBatches(ctx: RuleContext, body: Node): { iterName: string; l
     for (const n of targetNames(assign.childForFieldName('left'))) entry.names.add(n);
   }
   return [...byIter.values()];
+}
+
+/**
+ * `cycle(loader)` / `itertools.cycle(loader)`, or a same-file generator that re-iterates its parameter forever
+ * (`def sample_data(loader): while True: for batch in loader: yield batch`, stylegan2): `next()` of it pulls the
+ * loader's own batches.
+ */
+function cyclesOver(ctx: RuleContext, call: Node): boolean {
+  const q = ctx.sema.callee(call) ?? call.childForFieldName('function')?.text ?? '';
+  if (q === 'itertools.cycle') return true;
+  const defs = ctx.sema.calledFunctions(call);
+  if (defs.length !== 1) return false;
+  const param = paramNames(defs[0])[0];
+  const body = defs[0].childForFieldName('body');
+  if (!param || !body) return false;
+  // a `for` over the parameter whose body yields the items
+  return ctx.sema.within('for_statement', body).some((f) => f.childForFieldName('right')?.text === param && /^\s*yield\b/m.test(f.childForFieldName('body')?.text ?? ''));
 }
 
 /** A plain DataLoader whose batches a hot loop copies to the device by hand (TPU401), and how to wrap it. */
