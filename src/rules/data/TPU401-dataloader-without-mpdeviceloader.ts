@@ -115,7 +115,7 @@ export default defineRule({
     // (a) loops over a plain DataLoader (or pulling batches with next(iter(loader))) that move the batch by hand
     const seen = new Set<number>();
     const found: { info: HotInfo; h: HandMoved }[] = [];
-    for (const info of ctx.sema.hotLoops()) for (const h of handMovedLoaders(ctx, info.anchor, framework ? { plainOnly: true } : { anyParam: true })) found.push({ info, h });
+    for (const info of ctx.sema.hotLoops()) for (const h of handMovedLoaders(ctx, info.anchor, framework ? { plainOnly: true, cached: true } : { anyParam: true, cached: true })) found.push({ info, h });
     // a helper's copy shared by several loops (`calc_loss_batch` of the train loop and of the eval helper) is the anchor of
     // one finding: the loop over a loader whose construction is known goes first, a loop over a loader parameter after it (stable sort)
     const known = (h: HandMoved) => {
@@ -133,14 +133,16 @@ export default defineRule({
         seen.add(h.loader.id);
         const guard = cudaGuardedPlacement(ctx);
         // a loader parameter of a file that builds none: the wrap belongs where its callers make it
-        const wrap = guard || h.param ? null : xlaWrap(ctx, h.loader.text);
+        const wrap = guard || h.param || h.cached ? null : xlaWrap(ctx, h.loader.text);
         const what = ctx.idiom.profile === 'torchtpu'
           ? 'prefetch batches to the device instead'
           : h.opaque
             ? 'wrap the loader in `pl.MpDeviceLoader` where it is made (no fix here)'
           : h.param
             ? 'wrap the loader in `pl.MpDeviceLoader` where it is made (no fix here: the callers pass it)'
-            : h.iterName ? 'wrap the loader in `pl.MpDeviceLoader`' : 'wrap it in `pl.MpDeviceLoader`';
+            : h.cached
+            ? 'wrap the loader in `pl.MpDeviceLoader` and re-iterate it instead of `itertools.cycle` (no fix here: `cycle` replays its first pass, which would keep those batches in device memory)'
+          : h.iterName ? 'wrap the loader in `pl.MpDeviceLoader`' : 'wrap it in `pl.MpDeviceLoader`';
         const factory = loaderFactory(ctx, h.loader);
         const made = factory ? ` (a \`DataLoader\` built by \`${factory.name}()\`, ${factory.path.split('/').pop()}:${lineIn(ctx, factory)})` : '';
         const source = h.opaque

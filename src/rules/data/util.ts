@@ -380,8 +380,8 @@ export function movesOf(ctx: RuleContext, body: Node, names: Set<string>, helper
  * `iter(<plain DataLoader>)` (minGPT's trainer). Returns the `iter(...)` loader arguments and the names bound
  * to the batch, per iterator.
  */
-export function nextBatches(ctx: RuleContext, body: Node): { iterName: string; loaders: Node[]; names: Set<string>; pulls: Node[] }[] {
-  const byIter = new Map<string, { iterName: string; loaders: Node[]; names: Set<string>; pulls: Node[] }>();
+export function nextBatches(ctx: RuleContext, body: Node): { iterName: string; loaders: Node[]; names: Set<string>; pulls: Node[]; cached?: boolean }[] {
+  const byIter = new Map<string, { iterName: string; loaders: Node[]; names: Set<string>; pulls: Node[]; cached?: boolean }>();
   for (const call of ctx.sema.callsWithin(body)) {
     const fn = call.childForFieldName('function');
     if (fn?.type !== 'identifier' || fn.text !== 'next') continue;
@@ -409,7 +409,10 @@ export function nextBatches(ctx: RuleContext, body: Node): { iterName: string; l
         return others.length > 0 && others.every((b) => isDataLoaderCall(ctx, b) || !!loaderFactory(ctx, b));
       })());
       if (!loaders.every((l) => l.text === loaders[0].text) || !plain(loaders[0])) continue;
-      entry = { iterName: src.text, loaders, names: new Set(), pulls: [] };
+      // itertools.cycle keeps every item of the first pass and replays it: a wrapped loader's batches would stay in device
+      // memory and later steps would pull no new batch from MpDeviceLoader (no per-step sync): no wrap is offered
+      const cached = values.some((v) => (ctx.sema.callee(v) ?? v.childForFieldName('function')?.text) === 'itertools.cycle');
+      entry = { iterName: src.text, loaders, names: new Set(), pulls: [], cached };
       byIter.set(src.text, entry);
     }
     entry.pulls.push(call);
@@ -453,6 +456,8 @@ export interface HandMoved {
   param?: boolean;
   /** The loader is made where this file does not show (a loader attribute, DeepSpeed's loader): no fix here. */
   opaque?: boolean;
+  /** Batches come through `itertools.cycle`, which replays its first pass: no wrap is right. */
+  cached?: boolean;
 }
 
 /**
@@ -525,7 +530,7 @@ const OTHER_ACCEL = /\b(xpu|npu|mps|hpu|mlu)\b/;
  * parameter in a file that builds DataLoaders and wraps none), or `batch = next(data_iter)` with
  * `data_iter = iter(loader)` (minGPT's trainer).
  */
-export function handMovedLoaders(ctx: RuleContext, loop: Node, opts: { anyParam?: boolean; plainOnly?: boolean } = {}): HandMoved[] {
+export function handMovedLoaders(ctx: RuleContext, loop: Node, opts: { anyParam?: boolean; plainOnly?: boolean; cached?: boolean } = {}): HandMoved[] {
   const out: HandMoved[] = [];
   if (loop.type === 'for_statement') {
     const it = iteratedLoader(ctx, loop);
@@ -552,9 +557,11 @@ export function handMovedLoaders(ctx: RuleContext, loop: Node, opts: { anyParam?
   }
   const body = loop.childForFieldName('body');
   if (body) {
-    for (const { iterName, loaders, names, pulls } of nextBatches(ctx, body)) {
+    for (const { iterName, loaders, names, pulls, cached } of nextBatches(ctx, body)) {
       const moves = movesOf(ctx, body, names);
-      if (moves.length) out.push({ loader: loaders[0], sites: loaders, move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName, pulls });
+      // an `itertools.cycle` iterator only for callers that say so (`opts.cached`): wrapping its loader is no fix
+      if (cached && !opts.cached) continue;
+      if (moves.length) out.push({ loader: loaders[0], sites: loaders, move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName, pulls, ...(cached ? { cached } : {}) });
     }
   }
   return out;
