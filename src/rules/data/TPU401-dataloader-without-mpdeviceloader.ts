@@ -7,7 +7,7 @@ import { callArgs, kwValue, methodName, receiver, stringContent } from '../../co
 import type { RuleContext } from '../../core/rule';
 import type { HandMoved } from './util';
 import type { HotInfo } from '../../core/semantics';
-import { callerBatchMoves, cudaGuardedPlacement, handMovedLoaders, helperInnerMove, loaderFramework, isDataLoaderCall, loaderFactory, loadersPassedToProjectLoops, preparedByFramework, removeArg, xlaWrap } from './util';
+import { callerBatchMoves, isWrapperCall, cudaGuardedPlacement, handMovedLoaders, helperInnerMove, loaderFramework, isDataLoaderCall, loaderFactory, loadersPassedToProjectLoops, preparedByFramework, removeArg, xlaWrap } from './util';
 
 /** The 1-based line of a factory's DataLoader in its own module. */
 function lineIn(ctx: { project: { textOf(p: string): string | null } | null }, f: { path: string; node: { startIndex: number } }): number {
@@ -268,6 +268,20 @@ export default defineRule({
             related: [{ start: pinArg.startIndex, end: pinArg.endIndex, message: 'the argparse default' }],
           });
         }
+        // `pin_memory=(device != 'cpu')` (StyleTTS2): True on every accelerator, a TPU's included
+        const pinCmp = pin ? kwValue(pin) : null;
+        const cmp = pinCmp?.type === 'parenthesized_expression' ? pinCmp.namedChildren[0] : pinCmp;
+        if (pin && pinCmp && cmp?.type === 'comparison_operator' && cmp.child(1)?.text === '!=' && cmp.namedChildren.some((c) => c?.type === 'string' && stringContent(c) === 'cpu')) {
+          const x = ctx.idiom.dualPath ? ctx.idiom.isXla() : null;
+          const e = x ? null : removeArg(call, pin);
+          ctx.report(pin, {
+            severity: 'info',
+            message: `\`pin_memory=${short(pinCmp.text)}\` is True on any device but the CPU, a TPU's included: it pins host memory for CUDA copies, which a TPU host cannot use`,
+            fix: x
+              ? { title: `Pin only off XLA`, edits: [replace(pinCmp, `${pinCmp.type === 'parenthesized_expression' ? pinCmp.text : `(${pinCmp.text})`} and not ${x.text}`)], imports: x.imports, needsAccel: x.needsAccel }
+              : e ? { title: `Remove \`pin_memory=${short(pinCmp.text)}\``, edits: [e] } : null,
+          });
+        }
         if (pin && kwValue(pin)?.text === 'True') {
           let fix: FixDraft | null = null;
           if (ctx.idiom.dualPath) {
@@ -285,6 +299,20 @@ export default defineRule({
           ctx.report(pinDev, { severity: 'info', message: '`pin_memory_device=` names a CUDA pinning device; it has no effect on TPU', fix: e ? { title: 'Remove `pin_memory_device=`', edits: [e] } : null });
         }
         continue;
+      }
+      // loader options collected for a DataLoader made elsewhere (`data_loader_kwargs = EasyDict(pin_memory=True, ...)`,
+      // `dict(pin_memory=True)` passed on): not a torch call (`torch.empty(..., pin_memory=True)` allocates, and is no option)
+      const pinKw = keywords.get('pin_memory');
+      const callee = ctx.sema.callee(call) ?? call.childForFieldName('function')?.text ?? '';
+      if (pinKw && kwValue(pinKw)?.text === 'True' && !pinned.has(kwValue(pinKw)!.id) && !/^torch\./.test(callee) && !isWrapperCall(ctx, call)) {
+        pinned.add(kwValue(pinKw)!.id);
+        const x = ctx.idiom.dualPath ? ctx.idiom.isXla() : null;
+        const v = kwValue(pinKw)!;
+        ctx.report(pinKw, {
+          severity: 'info',
+          message: `\`pin_memory=True\` in \`${short(callee || 'a call')}(...)\`, loader options: it pins host memory for CUDA copies; a TPU host has no CUDA device to use it`,
+          fix: x ? { title: `Pin only off XLA (\`not ${x.text}\`)`, edits: [replace(v, `not ${x.text}`)], imports: x.imports, needsAccel: x.needsAccel } : { title: 'Do not pin (`False`)', edits: [replace(v, 'False')] },
+        });
       }
       const meth = methodName(call);
       const recv = receiver(call);
