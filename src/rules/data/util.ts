@@ -58,6 +58,17 @@ export function boundValues(ctx: RuleContext, node: Node): Node[] {
  */
 export function isPlainDataLoader(ctx: RuleContext, it: Node): boolean {
   if (isDataLoaderCall(ctx, it) || loaderFactory(ctx, it)) return true;
+  // `dataloaders[phase]` of `dataloaders = {x: DataLoader(...) for x in ['train', 'val']}` (or a dict literal of loaders)
+  if (it.type === 'subscript') {
+    const holder = it.childForFieldName('value');
+    if (holder?.type !== 'identifier') return false;
+    const values = boundValues(ctx, holder);
+    const loaders = (v: Node) =>
+      v.type === 'dictionary_comprehension'
+        ? isDataLoaderCall(ctx, v.namedChildren[0]?.childForFieldName('value'))
+        : v.type === 'dictionary' && v.namedChildren.some((p) => p?.type === 'pair') && v.namedChildren.every((p) => p?.type !== 'pair' || isDataLoaderCall(ctx, p.childForFieldName('value')));
+    return values.length > 0 && values.every(loaders);
+  }
   if (it.type !== 'identifier' && it.type !== 'attribute') return false;
   const values = boundValues(ctx, it);
   const plain = (v: Node) => isDataLoaderCall(ctx, v) || !!loaderFactory(ctx, v);

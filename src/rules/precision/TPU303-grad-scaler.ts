@@ -70,10 +70,13 @@ export default defineRule({
     for (const ctor of ctx.sema.nodes('call')) {
       const q = ctx.sema.callee(ctor) ?? '';
       const xla = XLA_SCALERS.has(q);
-      if (!xla && !CUDA_SCALERS.has(q) && !AMP_SCALERS.has(q)) continue;
+      // a ShardedGradScaler re-exported by a project module (`from dinov2.fsdp import ShardedGradScaler`) or fairscale's
+      // (`fairscale.optim.grad_scaler.ShardedGradScaler`, a subclass of torch.cuda.amp's GradScaler): the CUDA scaler too
+      const sharded = /\.ShardedGradScaler$/.test(q) && !AMP_SCALERS.has(q) && !callArgs(ctor).keywords.has('device');
+      if (!xla && !CUDA_SCALERS.has(q) && !AMP_SCALERS.has(q) && !sharded) continue;
       if (ctx.sema.inXlaAwareBranch(ctor) && !xla) continue;
       const { positional, keywords } = callArgs(ctor);
-      let cuda = CUDA_SCALERS.has(q);
+      let cuda = CUDA_SCALERS.has(q) || sharded;
       if (AMP_SCALERS.has(q)) {
         const dev = keywords.get('device')?.childForFieldName('value') ?? (positional[0]?.type === 'string' ? positional[0] : null);
         cuda = !dev || /^cuda(:\d+)?$/.test(stringContent(dev) ?? '');
@@ -105,7 +108,7 @@ export default defineRule({
       // turns itself off, so this only silences its warning) and leave its uses, which are then pass-throughs
       const keepForCuda = ctx.idiom.dualPath && !xla;
       if (keepForCuda && /\bis_xla\(|torch_xla|\bxla\b/.test(callArgs(ctor).list?.text ?? '')) continue; // already off on XLA
-      const what = xla ? (ctx.idiom.profile === 'torchtpu' ? 'a PyTorch/XLA scaler has no TorchTPU counterpart, and bf16 on TPU needs no loss scaling' : '`torch_xla.amp.GradScaler` was removed in torch_xla 2.9, and bf16 on TPU needs no loss scaling') : `\`${q.replace(/^torch\.cuda\.amp\.grad_scaler\./, 'torch.cuda.amp.').replace(/^torch\.distributed\.fsdp\.sharded_grad_scaler\./, '')}\` is disabled without CUDA and bf16 on TPU needs no loss scaling`;
+      const what = xla ? (ctx.idiom.profile === 'torchtpu' ? 'a PyTorch/XLA scaler has no TorchTPU counterpart, and bf16 on TPU needs no loss scaling' : '`torch_xla.amp.GradScaler` was removed in torch_xla 2.9, and bf16 on TPU needs no loss scaling') : `\`${q.replace(/^torch\.cuda\.amp\.grad_scaler\./, 'torch.cuda.amp.').replace(/^.*\.ShardedGradScaler$/, 'ShardedGradScaler')}\` is disabled without CUDA and bf16 on TPU needs no loss scaling`;
       const stmt = assign ? wholeStatement(assign) : null;
       ctx.report(ctor, {
         // torch_xla.amp.GradScaler no longer exists from 2.9: the script fails at that line
