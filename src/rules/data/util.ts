@@ -391,8 +391,8 @@ export function movesOf(ctx: RuleContext, body: Node, names: Set<string>, helper
  * `iter(<plain DataLoader>)` (minGPT's trainer). Returns the `iter(...)` loader arguments and the names bound
  * to the batch, per iterator.
  */
-export function nextBatches(ctx: RuleContext, body: Node): { iterName: string; loaders: Node[]; names: Set<string>; pulls: Node[]; cached?: boolean }[] {
-  const byIter = new Map<string, { iterName: string; loaders: Node[]; names: Set<string>; pulls: Node[]; cached?: boolean }>();
+export function nextBatches(ctx: RuleContext, body: Node): { iterName: string; loaders: Node[]; names: Set<string>; pulls: Node[]; cached?: boolean; opaque?: boolean }[] {
+  const byIter = new Map<string, { iterName: string; loaders: Node[]; names: Set<string>; pulls: Node[]; cached?: boolean; opaque?: boolean }>();
   for (const call of ctx.sema.callsWithin(body)) {
     const fn = call.childForFieldName('function');
     if (fn?.type !== 'identifier' || fn.text !== 'next') continue;
@@ -419,11 +419,14 @@ export function nextBatches(ctx: RuleContext, body: Node): { iterName: string; l
         const others = ctx.sema.bindings(l.text).filter((b) => !values.some((v) => v.id === b.id));
         return others.length > 0 && others.every((b) => isDataLoaderCall(ctx, b) || !!loaderFactory(ctx, b));
       })());
-      if (!loaders.every((l) => l.text === loaders[0].text) || !plain(loaders[0])) continue;
+      // a loader the file does not make (`data_loader = self.celeba_loader` ... `data_iter = iter(data_loader)`, StarGAN's
+      // solver): reported without a fix by callers that accept opaque loaders
+      const opaque = loaders.every((l) => l.text === loaders[0].text) && !plain(loaders[0]) && opaqueIterable(ctx, loaders[0], call);
+      if (!loaders.every((l) => l.text === loaders[0].text) || (!plain(loaders[0]) && !opaque)) continue;
       // itertools.cycle keeps every item of the first pass and replays it: a wrapped loader's batches would stay in device
       // memory and later steps would pull no new batch from MpDeviceLoader (no per-step sync): no wrap is offered
       const cached = values.some((v) => (ctx.sema.callee(v) ?? v.childForFieldName('function')?.text) === 'itertools.cycle');
-      entry = { iterName: src.text, loaders, names: new Set(), pulls: [], cached };
+      entry = { iterName: src.text, loaders, names: new Set(), pulls: [], cached, ...(opaque ? { opaque } : {}) };
       byIter.set(src.text, entry);
     }
     entry.pulls.push(call);
@@ -512,6 +515,18 @@ function moveDevice(ctx: RuleContext, move: Node, loop: Node): Snippet {
 }
 
 const LOADER_ATTR = /(^|_)(loader|dataloader)$|^(train|eval|val|test)_?(loader|dl)$/i;
+
+/** `iter(x)` of a loader this file does not make: a loader attribute, or a local bound only to loader attributes. */
+function opaqueIterable(ctx: RuleContext, it: Node, at: Node): boolean {
+  if (it.type === 'attribute') return LOADER_ATTR.test(lastName(it)) && !ctx.sema.bindings(it.text).some((v) => isWrapperCall(ctx, v));
+  if (it.type !== 'identifier') return false;
+  const fn = ctx.sema.enclosingFunction(at)?.id;
+  const values = ctx.sema.bindings(it.text).filter((v) => ctx.sema.enclosingFunction(v)?.id === fn);
+  const attr = (v: Node | null | undefined): boolean => !!v && v.type === 'attribute' && LOADER_ATTR.test(lastName(v)) && !ctx.sema.bindings(v.text).some((w) => isWrapperCall(ctx, w));
+  // `self.face_loader if dataset == 'faces' else self.scene_loader`
+  const pick = (v: Node) => v.type === 'conditional_expression' ? attr(v.namedChildren[0]) && attr(v.namedChildren[2]) : attr(v);
+  return values.length > 0 && values.every(pick);
+}
 const DS_INIT = /^deepspeed\.initialize$/;
 
 /**
@@ -568,11 +583,13 @@ export function handMovedLoaders(ctx: RuleContext, loop: Node, opts: { anyParam?
   }
   const body = loop.childForFieldName('body');
   if (body) {
-    for (const { iterName, loaders, names, pulls, cached } of nextBatches(ctx, body)) {
+    for (const { iterName, loaders, names, pulls, cached, opaque } of nextBatches(ctx, body)) {
       const moves = movesOf(ctx, body, names);
       // an `itertools.cycle` iterator only for callers that say so (`opts.cached`): wrapping its loader is no fix
       if (cached && !opts.cached) continue;
-      if (moves.length) out.push({ loader: loaders[0], sites: loaders, move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName, pulls, ...(cached ? { cached } : {}) });
+      // an opaque loader only for callers that take loaders of unknown make (TPU401 outside frameworks)
+      if (opaque && (opts.plainOnly || !opts.anyParam || ctx.sema.xlaAware || fileWrapsLoaders(ctx))) continue;
+      if (moves.length) out.push({ loader: loaders[0], sites: loaders, move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName, pulls, ...(cached ? { cached } : {}), ...(opaque ? { opaque, param: true } : {}) });
     }
   }
   return out;
