@@ -1,6 +1,6 @@
 import { defineRule, type FixDraft } from '../../core/rule';
 import { replace } from '../../core/edits';
-import { calledFromDeviceCode, deviceStateCallers, fsdpV1, holdsDeviceState, isMultiProcess, isSpmd, masterGuard, placesOnDevice, projectSaveWrapper, saveArgs, TORCH_SAVE } from './util';
+import { calledFromDeviceCode, deviceModuleIn, deviceStateCallers, fsdpV1, holdsDeviceState, isMultiProcess, isSpmd, masterGuard, placesOnDevice, projectSaveWrapper, saveArgs, TORCH_SAVE } from './util';
 import { whereIn } from '../../model/facts';
 
 function short(text: string): string {
@@ -21,7 +21,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for `torch.save(obj, path)`, or a save wrapper that forwards its argument to `torch.save` (`save_on_master(*args, **kwargs)`, in this file or in another project module, reported at the call with the wrapper\'s `torch.save` as a related location and no fix; with project scope the wrapper\'s `torch.save` is reported too, related to every caller, of this file or another module, that passes it device state), where `obj` holds device state: a `model.state_dict()`, `optimizer.state_dict()` or `scheduler.state_dict()`, a dict holding one, a tensor, or the result of a helper that builds one (a function of this file or another project module whose returns hold device state; outside the project, a helper named for checkpoints, `save_checkpoint(model, optimizer, ...)`, given a model or an optimizer), ' +
-      'in a file that uses torch_xla or places work on a CUDA device (the state becomes XLA state on TPU). A rank-0 save wrapper (`save_on_master(*args, **kwargs)`) that no module of the project calls is reported without a fix (what it is given is unknown; in training code, the model state); a checkpoint module that places nothing itself counts as device code when the modules calling it do. Explicit CPU copies (`.cpu()`, `.to("cpu")`) are not reported; SPMD/FSDP code is TPU603\'s.',
+      'in a file that uses torch_xla or places work on a CUDA device (the state becomes XLA state on TPU). A whole module the file moved to the device, pickled alone or inside a list/dict (`torch.save([actor_critic, obs_rms], path)`, `dict(net=net, ...)`), is reported without a fix: `xm.save` leaves its `nn.Parameter`s on the device. A rank-0 save wrapper (`save_on_master(*args, **kwargs)`) that no module of the project calls is reported without a fix (what it is given is unknown; in training code, the model state); a checkpoint module that places nothing itself counts as device code when the modules calling it do. Explicit CPU copies (`.cpu()`, `.to("cpu")`) are not reported; SPMD/FSDP code is TPU603\'s.',
     why:
       '"Directly saving XLA tensors is possible but not recommended. XLA tensors are always loaded back to the device they were saved from, and if that device is unavailable the load will fail" (DEV:343-348; TS:363-375). ' +
       '`xm.save(data, file_or_path, master_only=True, global_master=False)` syncs the pending graph, moves every XLA tensor to the CPU and, with `master_only=True`, writes only on the master of each host ' +
@@ -40,6 +40,7 @@ export default defineRule({
       'pytorch/xla#4926 (commit 4f7f3dc, April 2023): "Remove rendezvous from xm.save"',
       'DEV:343-348, TS:363-375 (saving XLA tensors directly)',
       'MIG:343-353 (CPU copies before torch.save)',
+      'XM:1254-1266 (`_maybe_convert_to_cpu`: select_fn `type(v) == torch.Tensor and is_xla_tensor(v)`, so a pickled module\'s `nn.Parameter`s stay XLA tensors; v2.3.0:1234) and torch_xla/utils/utils.py:165-206 (`_for_each_instance_rewrite` copies an object with `__dict__` shallowly)',
     ],
     torchtpu: 'No torchtpu replacement is known: move the state to CPU before `torch.save` (`{k: v.cpu() for k, v in sd.items()}`).',
   },
@@ -106,6 +107,16 @@ export default defineRule({
       const { obj, path, extra } = saveArgs(call);
       if (!obj || !path || !holdsDeviceState(ctx, obj)) continue;
       const short = obj.text.length > 40 ? '…' : obj.text;
+      const module = deviceModuleIn(ctx, obj);
+      if (module) {
+        // a pickled module keeps its device parameters even through xm.save (no fix: save its state_dict instead)
+        ctx.report(call, {
+          message: `\`torch.save(${short})\` pickles the module \`${module.text}\` with its device parameters, which reload only where that ${ctx.idiom.profile === 'torchtpu' ? '' : 'XLA '}device exists (\`xm.save\` moves plain tensors to the CPU, not a module's \`nn.Parameter\`s): save \`${module.text}.state_dict()\` instead, or a CPU copy of the module`,
+          fix: null,
+          related: [{ start: module.startIndex, end: module.endIndex, message: 'the module moved to the device' }],
+        });
+        continue;
+      }
       const message =
         ctx.idiom.profile === 'torchtpu'
           ? `\`torch.save(${short})\` writes device tensors that reload only where the device exists; save CPU copies`

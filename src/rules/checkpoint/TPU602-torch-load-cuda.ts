@@ -218,6 +218,11 @@ function short(t: string): string {
 
 function mapsToCuda(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['check']>>[0], v: Node): boolean {
   if (ctx.model.namesCuda(v)) return true;
+  // `map_location=str(self.device)` (CycleGAN's base_model): the device's name
+  if (v.type === 'call' && v.childForFieldName('function')?.text === 'str') {
+    const args = callArgs(v).positional;
+    return args.length === 1 && mapsToCuda(ctx, args[0]);
+  }
   if (v.type === 'lambda') return /\.cuda\(|['"]cuda/.test(v.childForFieldName('body')?.text ?? '');
   if (v.type === 'dictionary') return v.namedChildren.some((p) => p?.type === 'pair' && ctx.model.namesCuda(p.childForFieldName('value')));
   return false;

@@ -41,7 +41,7 @@ export function holdsDeviceState(ctx: RuleContext, node: Node | null, depth = 0)
         const recv = receiver(node);
         return !recv || !movedToCpu(ctx, recv.text, node);
       }
-      if (ctx.sema.callee(node) === 'dict') return node.childForFieldName('arguments')!.namedChildren.some((a) => !!a && holdsDeviceState(ctx, a.type === 'keyword_argument' ? kwValue(a) : a, depth + 1));
+      if ((ctx.sema.callee(node) ?? node.childForFieldName('function')?.text) === 'dict') return node.childForFieldName('arguments')!.namedChildren.some((a) => !!a && holdsDeviceState(ctx, a.type === 'keyword_argument' ? kwValue(a) : a, depth + 1));
       if (ctx.model.isDeviceTensor(node) && !ctx.sema.callee(node)?.startsWith('torch.load')) return true;
       return builtByHelper(ctx, node, depth);
     }
@@ -53,6 +53,9 @@ export function holdsDeviceState(ctx: RuleContext, node: Node | null, depth = 0)
     case 'tuple':
       return node.namedChildren.some((c) => !!c && holdsDeviceState(ctx, c, depth + 1));
     case 'identifier': {
+      // a whole module pickled with its parameters (`torch.save([actor_critic, obs_rms], path)`, `dict(net=net)`) after
+      // the file moved it to the device (`actor_critic.to(device)`, `net.train().requires_grad_(True).to(device)`)
+      if (moduleOnDevice(ctx, node)) return true;
       const bound = ctx.sema.bindings(node.text).filter((v) => v.startIndex < node.startIndex);
       if (bound.some((v) => holdsDeviceState(ctx, v, depth + 1))) return true;
       // checkpoint["model"] = model.state_dict()
@@ -64,6 +67,50 @@ export function holdsDeviceState(ctx: RuleContext, node: Node | null, depth = 0)
     default:
       return false;
   }
+}
+
+/**
+ * A whole module on the device inside the saved object (`torch.save([actor_critic, obs_rms], path)`,
+ * `dict(net=net, optimizer_state=...)`, `torch.save(model, path)`): `xm.save` does not move its parameters to the CPU
+ * (its select_fn takes `type(v) == torch.Tensor` only, not `nn.Parameter`: torch_xla/core/xla_model.py:1264 at
+ * pytorch/xla@41398bf, 1234 at v2.3.0), so no `xm.save` fix is right for it.
+ */
+export function deviceModuleIn(ctx: RuleContext, node: Node | null, depth = 0): Node | null {
+  if (!node || depth > 3) return null;
+  if (node.type === 'identifier') return moduleOnDevice(ctx, node) ? node : null;
+  if (node.type === 'keyword_argument') return deviceModuleIn(ctx, kwValue(node), depth + 1);
+  if (node.type === 'pair') return deviceModuleIn(ctx, node.childForFieldName('value'), depth + 1);
+  const items = node.type === 'list' || node.type === 'tuple' || node.type === 'dictionary'
+    ? node.namedChildren
+    : node.type === 'call' && node.childForFieldName('function')?.text === 'dict' ? node.childForFieldName('arguments')?.namedChildren ?? [] : [];
+  for (const c of items) {
+    const hit = c ? deviceModuleIn(ctx, c, depth + 1) : null;
+    if (hit) return hit;
+  }
+  return null;
+}
+
+/**
+ * `name` is a module (the program model's value) that a call before `node` in the same function moves to a device:
+ * `name.to(device)`, `name.cuda()`, or a chain on it ending so (`net.train().to(device)`); not `.to('cpu')`, not a dtype cast.
+ */
+function moduleOnDevice(ctx: RuleContext, node: Node): boolean {
+  const kind = ctx.model.value(node).kind;
+  if (kind !== 'module' && kind !== 'unknown') return false;
+  const fn = ctx.sema.enclosingFunction(node)?.id;
+  return ctx.sema.nodes('call').some((c) => {
+    // of a value of unknown kind, only an in-place move counts (`net.to(device)` as a statement: a module; a tensor's
+    // `.to` returns a copy)
+    if (kind === 'unknown' && c.parent?.type !== 'expression_statement') return false;
+    const m = methodName(c);
+    if ((m !== 'to' && m !== 'cuda') || c.startIndex > node.startIndex || ctx.sema.enclosingFunction(c)?.id !== fn) return false;
+    let r = receiver(c);
+    while (r?.type === 'call' && /^(train|eval|requires_grad_|float|half|bfloat16|to|cuda)$/.test(methodName(r) ?? '')) r = receiver(r);
+    if (r?.type !== 'identifier' || r.text !== node.text) return false;
+    if (m === 'cuda') return true;
+    const a = callArgs(c).positional[0] ?? kwValue(callArgs(c).keywords.get('device'));
+    return !!a && !/cpu/.test(a.text) && ctx.model.value(a).kind !== 'dtype' && !/^torch\.(float|bfloat|half|int|long|bool|double|uint)/.test(a.text);
+  });
 }
 
 // helpers that build a checkpoint from the objects they are given (open_clip's `save_checkpoint(task, optimizer, ...)`

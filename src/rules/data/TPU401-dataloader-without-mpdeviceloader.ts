@@ -5,7 +5,9 @@ import type { FixDraft } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, kwValue, methodName, receiver, stringContent } from '../../core/semantics';
 import type { RuleContext } from '../../core/rule';
-import { cudaGuardedPlacement, handMovedLoaders, isDataLoaderCall, loaderFactory, loadersPassedToProjectLoops, preparedByFramework, removeArg, xlaWrap } from './util';
+import type { HandMoved } from './util';
+import type { HotInfo } from '../../core/semantics';
+import { callerBatchMoves, isWrapperCall, cudaGuardedPlacement, handMovedLoaders, helperInnerMove, loaderFramework, isDataLoaderCall, loaderFactory, loadersPassedToProjectLoops, preparedByFramework, removeArg, xlaWrap } from './util';
 
 /** The 1-based line of a factory's DataLoader in its own module. */
 function lineIn(ctx: { project: { textOf(p: string): string | null } | null }, f: { path: string; node: { startIndex: number } }): number {
@@ -17,7 +19,23 @@ import { PIN_RAISES, PIN_RAISES_TORCHTPU } from './pinning';
 /** A loop whose body ends every iteration with `return`/`break` at its top level takes one batch (a throughput probe), copying none per step. */
 function runsOnce(loop: Node): boolean {
   const body = loop.childForFieldName('body');
-  return !!body?.namedChildren.some((c) => c?.type === 'return_statement' || c?.type === 'break_statement');
+  return !!body?.namedChildren.some((c) => c?.type === 'return_statement' || c?.type === 'break_statement') || takesFirstFew(loop);
+}
+
+/**
+ * A setup loop that collects the first few batches and stops (`for i, x in enumerate(test_loader): ... if i ==
+ * n_samples - 1: break`) with no training step in it: a fixed handful of copies before training, no per-step cost.
+ */
+function takesFirstFew(loop: Node): boolean {
+  const body = loop.childForFieldName('body');
+  const index = loop.childForFieldName('left')?.namedChildren[0];
+  if (!body || loop.type !== 'for_statement' || index?.type !== 'identifier' || /\.(backward|step)\(/.test(body.text)) return false;
+  return body.namedChildren.some((c) => {
+    if (c?.type !== 'if_statement' || c.namedChildren.some((k) => k?.type === 'elif_clause' || k?.type === 'else_clause')) return false;
+    const cond = c.childForFieldName('condition');
+    const cons = c.childForFieldName('consequence');
+    return cond?.type === 'comparison_operator' && cond.namedChildren[0]?.text === index.text && /^(==|>=|>)$/.test(cond.child(1)?.text ?? '') && cons?.namedChildren.length === 1 && cons.namedChildren[0]?.type === 'break_statement';
+  });
 }
 
 /** The `True` values of a 'pin_memory' entry in every dict bound to `name` (`{'pin_memory': True}`, `dict(pin_memory=True)`). */
@@ -59,12 +77,14 @@ export default defineRule({
   message: 'Batches are copied to the device by hand inside the step: wrap the loader in `pl.MpDeviceLoader`',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Wrap the loader in `pl.MpDeviceLoader`' },
   // 'loader': a loader built by a factory of another module (`build_loader(...)`) names no DataLoader here
-  triggers: ['DataLoader', 'pin_memory', 'non_blocking', 'loader'],
+  // '.to(' / '.cuda(': a helper of a model or meta-architecture module that copies the batch another module's loop hands it
+  triggers: ['DataLoader', 'pin_memory', 'non_blocking', 'loader', '.to(', '.cuda('],
   docs: {
     what:
       'Checks for training and eval loops that iterate a plain `torch.utils.data.DataLoader` (directly, or through `enumerate`/`tqdm`, or by hand with `batch = next(data_iter)` where `data_iter = iter(loader)`) and move the batch items with `.to(device)`/`.cuda()` (also after an unpacking, `images, labels = data`, through a batch-moving helper given a device, `move_to_device(batch, device)`/`to_device(batch, device)`/`task.prepare_batch(batch, device=device)`, through a same-file function whose body moves its parameter, or in a same-file method the loop hands the batch to, `self.train_step(batch)`), ' +
       'with no `MpDeviceLoader`/`ParallelLoader` wrapper (with project scope, a loader returned by a factory of another module, `build_loader(...)`, alone or in a returned tuple, counts as a DataLoader; a plain loader passed into another module\'s loop that moves batches by hand, `engine.train_one_epoch(model, data_loader_train, ...)`, is reported at the call, info for an eval loop, with an unsafe wrap of the argument; a loader this file does not build, in a file that never imports torch_xla, a loader attribute `self.train_loader`/`data["train"].dataloader` or the loader `deepspeed.initialize(..., training_data=ds)` returns, is reported without a fix); and for the CUDA pinning flags `DataLoader(pin_memory=True)`, `pin_memory_device=`, `tensor.pin_memory()` and `.to(..., non_blocking=True)` (info; an unguarded `tensor.pin_memory()` is an error: it raises without CUDA). ' +
-      'HF Trainer, Accelerate and Lightning scripts are not flagged: the framework owns data loading.',
+      'A batch copied by a same-file helper the loop calls (`loss = calc_loss_batch(x, y, model, device)`) is reported on the copy in the helper, with the call as a related location; with project scope a method of another module that a training loop hands its batch to (`model.set_input(data)` whose body does `data["A"].to(self.device)`) is reported on its copy, with the caller\'s loop related, without a fix. ' +
+      'HF Trainer, Accelerate and Lightning scripts are not flagged: the framework owns data loading (a file that imports only helpers of `accelerate.utils` builds no `Accelerator`).',
     why:
       '"`MpDeviceLoader` handles prefetching data to the device, overlapping data transfers with computation" (MIG:121); it also issues the per-step `torch_xla.sync()` ' +
       '(PL:39-56), which covers the step barrier (TPU204). Its prefetch knobs are forwarded to `ParallelLoader` (`loader_prefetch_size=16`, `device_prefetch_size=8`, ' +
@@ -91,24 +111,38 @@ export default defineRule({
   check(ctx) {
     // a framework (HF Trainer, Accelerate, Lightning) owns the loaders it prepares; a loop over a plain `DataLoader(...)`
     // that copies its batches by hand is still the script's own (a notebook's hand-written loop before its Accelerate cell)
-    const framework = !!ctx.sema.framework;
+    const framework = !!loaderFramework(ctx);
     // (a) loops over a plain DataLoader (or pulling batches with next(iter(loader))) that move the batch by hand
     const seen = new Set<number>();
-    for (const info of ctx.sema.hotLoops()) {
-      for (const h of handMovedLoaders(ctx, info.anchor, framework ? { plainOnly: true } : { anyParam: true })) {
+    const found: { info: HotInfo; h: HandMoved }[] = [];
+    for (const info of ctx.sema.hotLoops()) for (const h of handMovedLoaders(ctx, info.anchor, framework ? { plainOnly: true, cached: true } : { anyParam: true, cached: true })) found.push({ info, h });
+    // a helper's copy shared by several loops (`calc_loss_batch` of the train loop and of the eval helper) is the anchor of
+    // one finding: the loop over a loader whose construction is known goes first, a loop over a loader parameter after it (stable sort)
+    const known = (h: HandMoved) => {
+      if (loaderFactory(ctx, h.loader) || isDataLoaderCall(ctx, h.loader)) return true;
+      const fn = ctx.sema.enclosingFunction(h.loader)?.id;
+      return ctx.sema.bindings(h.loader.text).some((v) => isDataLoaderCall(ctx, v) && ctx.sema.enclosingFunction(v)?.id === fn);
+    };
+    const rank = (h: HandMoved) => (h.param ? 2 : known(h) ? 0 : 1);
+    found.sort((a, b) => rank(a.h) - rank(b.h));
+    const claimed = new Set<number>();
+    for (const { info, h } of found) {
+      {
         // an iterator pulled in nested hot loops is reported once
         if (seen.has(h.loader.id) || runsOnce(info.anchor) || (framework && preparedByFramework(ctx, h.loader))) continue;
         seen.add(h.loader.id);
         const guard = cudaGuardedPlacement(ctx);
         // a loader parameter of a file that builds none: the wrap belongs where its callers make it
-        const wrap = guard || h.param ? null : xlaWrap(ctx, h.loader.text);
+        const wrap = guard || h.param || h.cached ? null : xlaWrap(ctx, h.loader.text);
         const what = ctx.idiom.profile === 'torchtpu'
           ? 'prefetch batches to the device instead'
           : h.opaque
             ? 'wrap the loader in `pl.MpDeviceLoader` where it is made (no fix here)'
           : h.param
             ? 'wrap the loader in `pl.MpDeviceLoader` where it is made (no fix here: the callers pass it)'
-            : h.iterName ? 'wrap the loader in `pl.MpDeviceLoader`' : 'wrap it in `pl.MpDeviceLoader`';
+            : h.cached
+            ? 'wrap the loader in `pl.MpDeviceLoader` and re-iterate it instead of `itertools.cycle` (no fix here: `cycle` replays its first pass, which would keep those batches in device memory)'
+          : h.iterName ? 'wrap the loader in `pl.MpDeviceLoader`' : 'wrap it in `pl.MpDeviceLoader`';
         const factory = loaderFactory(ctx, h.loader);
         const made = factory ? ` (a \`DataLoader\` built by \`${factory.name}()\`, ${factory.path.split('/').pop()}:${lineIn(ctx, factory)})` : '';
         const source = h.opaque
@@ -119,14 +153,21 @@ export default defineRule({
         // in a training loop TPU204 reports the loop header (it proposes the same wrap as the step barrier): this finding
         // goes on the copy itself, with the loader as a related location (issue 9, one finding per problem)
         const onMove = info.kind === 'train';
+        // the batch handed to a same-file helper that copies it (`loss = calc_loss_batch(x, y, model, device)`): the
+        // finding goes on the copy in the helper, the call in the loop is a related location
+        const innerMove = onMove ? helperInnerMove(h.move) : null;
+        const inner = innerMove && !claimed.has(innerMove.id) ? innerMove : null;
+        if (inner) claimed.add(inner.id);
+        const helperName = inner ? short(h.move.childForFieldName('function')?.text ?? 'the helper') : '';
         const related = [
+          ...(inner ? [{ start: h.move.startIndex, end: h.move.endIndex, message: `the loop hands the batch to \`${helperName}\`` }] : []),
           ...(onMove ? [{ start: h.loader.startIndex, end: h.loader.endIndex, message: `the loader the loop iterates` }] : []),
           ...(factory ? [{ start: factory.node.startIndex, end: factory.node.endIndex, path: factory.path, message: `the \`DataLoader\` that \`${factory.name}()\` returns` }] : []),
         ];
-        ctx.report(onMove ? h.move : h.loader, {
+        ctx.report(inner ?? (onMove ? h.move : h.loader), {
           severity: info.kind === 'eval' ? downgrade('warning') : 'warning',
           ...(related.length ? { related } : {}),
-          message: `${source} the loop copies to the device by hand (\`${short(h.move.text)}\`): ${what}${guard ? ` (no fix while a CUDA check decides the placement, \`${short(guard.text)}\`: move the model unconditionally first)` : ''}`,
+          message: `${source} ${inner ? `\`${helperName}\`, called in the loop,` : 'the loop'} copies to the device by hand (\`${short((inner ?? h.move).text)}\`): ${what}${guard ? ` (no fix while a CUDA check decides the placement, \`${short(guard.text)}\`: move the model unconditionally first)` : ''}`,
           fix: wrap
             ? {
                 title: `Iterate \`${wrap.text}\``,
@@ -161,6 +202,26 @@ export default defineRule({
         related: [
           { start: p.loop.startIndex, end: p.loop.childForFieldName('right')?.endIndex ?? p.loop.endIndex, path: p.path, message: `the loop of \`${p.name}\` over the loader` },
           { start: p.move.startIndex, end: p.move.endIndex, path: p.path, message: 'the batch copied to the device by hand' },
+        ],
+      });
+    }
+
+    // (a'') a helper of this module that another module's training loop hands its batch to, and that copies it to the
+    // device by hand (`model.set_input(data)` → `input['A'].to(self.device)`): the copy, with the caller's loop related
+    for (const c of callerBatchMoves(ctx)) {
+      if (claimed.has(c.move.id) || ctx.sema.inXlaAwareBranch(c.move)) continue;
+      claimed.add(c.move.id);
+      const other = ctx.project?.module(c.path);
+      const file = c.path.split('/').pop() ?? c.path;
+      const line = (other?.text ?? '').slice(0, c.call.startIndex).split('\n').length;
+      const name = c.def.childForFieldName('name')?.text ?? 'helper';
+      const it = c.loop.childForFieldName('right');
+      ctx.report(c.move, {
+        message: `\`${name}\` copies the batch of a training loop (${file}:${line}) to the device by hand (\`${short(c.move.text)}\`): ${ctx.idiom.profile === 'torchtpu' ? 'prefetch batches to the device instead' : `wrap that loop's loader in \`pl.MpDeviceLoader\` (no fix here: the loop is in ${file})`}`,
+        fix: null,
+        related: [
+          { start: c.call.startIndex, end: c.call.endIndex, path: c.path, message: `the loop hands its batch to \`${name}\`` },
+          ...(it ? [{ start: it.startIndex, end: it.endIndex, path: c.path, message: 'what the loop iterates' }] : []),
         ],
       });
     }
@@ -207,6 +268,20 @@ export default defineRule({
             related: [{ start: pinArg.startIndex, end: pinArg.endIndex, message: 'the argparse default' }],
           });
         }
+        // `pin_memory=(device != 'cpu')` (StyleTTS2): True on every accelerator, a TPU's included
+        const pinCmp = pin ? kwValue(pin) : null;
+        const cmp = pinCmp?.type === 'parenthesized_expression' ? pinCmp.namedChildren[0] : pinCmp;
+        if (pin && pinCmp && cmp?.type === 'comparison_operator' && cmp.child(1)?.text === '!=' && cmp.namedChildren.some((c) => c?.type === 'string' && stringContent(c) === 'cpu')) {
+          const x = ctx.idiom.dualPath ? ctx.idiom.isXla() : null;
+          const e = x ? null : removeArg(call, pin);
+          ctx.report(pin, {
+            severity: 'info',
+            message: `\`pin_memory=${short(pinCmp.text)}\` is True on any device but the CPU, a TPU's included: it pins host memory for CUDA copies, which a TPU host cannot use`,
+            fix: x
+              ? { title: `Pin only off XLA`, edits: [replace(pinCmp, `${pinCmp.type === 'parenthesized_expression' ? pinCmp.text : `(${pinCmp.text})`} and not ${x.text}`)], imports: x.imports, needsAccel: x.needsAccel }
+              : e ? { title: `Remove \`pin_memory=${short(pinCmp.text)}\``, edits: [e] } : null,
+          });
+        }
         if (pin && kwValue(pin)?.text === 'True') {
           let fix: FixDraft | null = null;
           if (ctx.idiom.dualPath) {
@@ -224,6 +299,20 @@ export default defineRule({
           ctx.report(pinDev, { severity: 'info', message: '`pin_memory_device=` names a CUDA pinning device; it has no effect on TPU', fix: e ? { title: 'Remove `pin_memory_device=`', edits: [e] } : null });
         }
         continue;
+      }
+      // loader options collected for a DataLoader made elsewhere (`data_loader_kwargs = EasyDict(pin_memory=True, ...)`,
+      // `dict(pin_memory=True)` passed on): not a torch call (`torch.empty(..., pin_memory=True)` allocates, and is no option)
+      const pinKw = keywords.get('pin_memory');
+      const callee = ctx.sema.callee(call) ?? call.childForFieldName('function')?.text ?? '';
+      if (pinKw && kwValue(pinKw)?.text === 'True' && !pinned.has(kwValue(pinKw)!.id) && !/^torch\./.test(callee) && !isWrapperCall(ctx, call)) {
+        pinned.add(kwValue(pinKw)!.id);
+        const x = ctx.idiom.dualPath ? ctx.idiom.isXla() : null;
+        const v = kwValue(pinKw)!;
+        ctx.report(pinKw, {
+          severity: 'info',
+          message: `\`pin_memory=True\` in \`${short(callee || 'a call')}(...)\`, loader options: it pins host memory for CUDA copies; a TPU host has no CUDA device to use it`,
+          fix: x ? { title: `Pin only off XLA (\`not ${x.text}\`)`, edits: [replace(v, `not ${x.text}`)], imports: x.imports, needsAccel: x.needsAccel } : { title: 'Do not pin (`False`)', edits: [replace(v, 'False')] },
+        });
       }
       const meth = methodName(call);
       const recv = receiver(call);

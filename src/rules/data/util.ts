@@ -28,18 +28,21 @@ export function isWrapperCall(ctx: RuleContext, node: Node | null | undefined): 
 
 /** The loader expression a `for` iterates, looking through enumerate/tqdm/zip (first argument). */
 export function iteratedLoader(ctx: RuleContext, loop: Node): Node | null {
-  let it = loop.childForFieldName('right');
-  // `pbar = tqdm(train_loader, desc=...)` then `for x, y in pbar:` (Kaggle-style progress bars)
-  if (it?.type === 'identifier') {
-    const values = ctx.sema.bindings(it.text);
-    if (values.length === 1 && values[0].type === 'call' && ITER_HELPERS.test(ctx.sema.callee(values[0]) ?? values[0].childForFieldName('function')?.text ?? '')) it = values[0];
-  }
+  let it: Node | null | undefined = loop.childForFieldName('right');
+  // `pbar = tqdm(train_loader, desc=...)` then `for x, y in pbar:` (Kaggle-style progress bars), also inside
+  // `enumerate(pbar)` (`loop = tqdm(loader, leave=True)`; `for idx, (x, y) in enumerate(loop):`)
+  const viaBar = (n: Node | null | undefined): Node | null | undefined => {
+    if (n?.type !== 'identifier') return n;
+    const values = ctx.sema.bindings(n.text);
+    return values.length === 1 && values[0].type === 'call' && ITER_HELPERS.test(ctx.sema.callee(values[0]) ?? values[0].childForFieldName('function')?.text ?? '') ? values[0] : n;
+  };
+  it = viaBar(it);
   for (let k = 0; k < 3 && it?.type === 'call'; k++) {
     const name = ctx.sema.callee(it) ?? it.childForFieldName('function')?.text ?? '';
     if (!ITER_HELPERS.test(name)) break;
     const first = it.childForFieldName('arguments')?.namedChildren.find((c) => !!c && c.type !== 'comment' && c.type !== 'keyword_argument');
     if (!first) return null;
-    it = first;
+    it = viaBar(first);
   }
   return it ?? null;
 }
@@ -55,6 +58,17 @@ export function boundValues(ctx: RuleContext, node: Node): Node[] {
  */
 export function isPlainDataLoader(ctx: RuleContext, it: Node): boolean {
   if (isDataLoaderCall(ctx, it) || loaderFactory(ctx, it)) return true;
+  // `dataloaders[phase]` of `dataloaders = {x: DataLoader(...) for x in ['train', 'val']}` (or a dict literal of loaders)
+  if (it.type === 'subscript') {
+    const holder = it.childForFieldName('value');
+    if (holder?.type !== 'identifier') return false;
+    const values = boundValues(ctx, holder);
+    const loaders = (v: Node) =>
+      v.type === 'dictionary_comprehension'
+        ? isDataLoaderCall(ctx, v.namedChildren[0]?.childForFieldName('value'))
+        : v.type === 'dictionary' && v.namedChildren.some((p) => p?.type === 'pair') && v.namedChildren.every((p) => p?.type !== 'pair' || isDataLoaderCall(ctx, p.childForFieldName('value')));
+    return values.length > 0 && values.every(loaders);
+  }
   if (it.type !== 'identifier' && it.type !== 'attribute') return false;
   const values = boundValues(ctx, it);
   const plain = (v: Node) => isDataLoaderCall(ctx, v) || !!loaderFactory(ctx, v);
@@ -201,6 +215,19 @@ export function loaderFactory(ctx: RuleContext, node: Node): { path: string; nod
   return out;
 }
 
+/**
+ * The framework that owns this file's loaders: `sema.framework`, except an Accelerate seen only through helpers of
+ * `accelerate.utils` (`from accelerate.utils import is_xpu_available`, llama-recipes' train_utils.py): such a file
+ * builds no `Accelerator`, so nothing prepares its loaders.
+ */
+export function loaderFramework(ctx: RuleContext): string | null {
+  const fw = ctx.sema.framework;
+  if (fw !== 'accelerate') return fw;
+  for (const m of ctx.sema.importedModules) if (/^accelerate(\.|$)/.test(m) && !/^accelerate\.utils(\.|$)/.test(m)) return fw;
+  for (const q of ctx.sema.aliases.values()) if (/^accelerate(\.|$)/.test(q) && !/^accelerate\.utils(\.|$)/.test(q)) return fw;
+  return null;
+}
+
 /** Whether the file wraps loaders for XLA anywhere. */
 export function fileWrapsLoaders(ctx: RuleContext): boolean {
   return ctx.sema.nodes('call').some((c) => isWrapperCall(ctx, c));
@@ -277,14 +304,25 @@ export function helperMove(ctx: RuleContext, call: Node, names: Set<string>): bo
   if (defs.length !== 1 || isAncestorOf(defs[0], call)) return false;
   const param = paramNames(defs[0])[at + (fn.type === 'attribute' && !!ctx.sema.enclosingClass(defs[0]) ? 1 : 0)];
   const body = defs[0].childForFieldName('body');
-  return !!param && !!body && movesOf(ctx, body, new Set([param]), false).length > 0;
+  const inner = param && body ? movesOf(ctx, body, new Set([param]), false)[0] : undefined;
+  if (inner) innerMoves.set(call, inner);
+  return !!inner;
+}
+const innerMoves = new WeakMap<Node, Node>();
+
+/**
+ * The copy itself when `call` is a same-file helper that moves the batch it is handed (`calc_loss_batch(x, y, model,
+ * device)` whose body does `x.to(device)`): the `.to(...)` in the helper's body (null for a conventional mover).
+ */
+export function helperInnerMove(call: Node): Node | null {
+  return innerMoves.get(call) ?? null;
 }
 
 function isAncestorOf(a: Node, b: Node): boolean {
   return a.startIndex <= b.startIndex && b.endIndex <= a.endIndex;
 }
 
-function paramNames(def: Node): string[] {
+export function paramNames(def: Node): string[] {
   return (def.childForFieldName('parameters')?.namedChildren ?? [])
     .filter((p): p is Node => !!p && p.type !== 'comment')
     .map((p) => (p.type === 'identifier' ? p.text : p.childForFieldName('name')?.text ?? p.namedChildren[0]?.text ?? ''));
@@ -353,8 +391,8 @@ export function movesOf(ctx: RuleContext, body: Node, names: Set<string>, helper
  * `iter(<plain DataLoader>)` (minGPT's trainer). Returns the `iter(...)` loader arguments and the names bound
  * to the batch, per iterator.
  */
-export function nextBatches(ctx: RuleContext, body: Node): { iterName: string; loaders: Node[]; names: Set<string>; pulls: Node[] }[] {
-  const byIter = new Map<string, { iterName: string; loaders: Node[]; names: Set<string>; pulls: Node[] }>();
+export function nextBatches(ctx: RuleContext, body: Node): { iterName: string; loaders: Node[]; names: Set<string>; pulls: Node[]; cached?: boolean; opaque?: boolean }[] {
+  const byIter = new Map<string, { iterName: string; loaders: Node[]; names: Set<string>; pulls: Node[]; cached?: boolean; opaque?: boolean }>();
   for (const call of ctx.sema.callsWithin(body)) {
     const fn = call.childForFieldName('function');
     if (fn?.type !== 'identifier' || fn.text !== 'next') continue;
@@ -372,18 +410,46 @@ export function nextBatches(ctx: RuleContext, body: Node): { iterName: string; l
       for (const v of values) {
         const f = v.type === 'call' ? v.childForFieldName('function') : null;
         const inner = v.type === 'call' ? v.childForFieldName('arguments')?.namedChildren.filter((c) => !!c && c.type !== 'comment') ?? [] : [];
-        if (f?.type !== 'identifier' || f.text !== 'iter' || inner.length !== 1 || !inner[0]) break;
+        if (!f || !((f.type === 'identifier' && f.text === 'iter') || cyclesOver(ctx, v)) || inner.length !== 1 || !inner[0]) break;
         loaders.push(inner[0]);
       }
       if (!loaders.length || loaders.length !== values.length) continue;
-      if (!loaders.every((l) => l.text === loaders[0].text) || !isPlainDataLoader(ctx, loaders[0])) continue;
-      entry = { iterName: src.text, loaders, names: new Set(), pulls: [] };
+      // `loader = sample_data(loader)` rebinds the loader's own name: its other bindings say what it is
+      const plain = (l: Node) => isPlainDataLoader(ctx, l) || (l.type === 'identifier' && values.some((v) => v.type === 'call' && cyclesOver(ctx, v)) && (() => {
+        const others = ctx.sema.bindings(l.text).filter((b) => !values.some((v) => v.id === b.id));
+        return others.length > 0 && others.every((b) => isDataLoaderCall(ctx, b) || !!loaderFactory(ctx, b));
+      })());
+      // a loader the file does not make (`data_loader = self.celeba_loader` ... `data_iter = iter(data_loader)`, StarGAN's
+      // solver): reported without a fix by callers that accept opaque loaders
+      const opaque = loaders.every((l) => l.text === loaders[0].text) && !plain(loaders[0]) && opaqueIterable(ctx, loaders[0], call);
+      if (!loaders.every((l) => l.text === loaders[0].text) || (!plain(loaders[0]) && !opaque)) continue;
+      // itertools.cycle keeps every item of the first pass and replays it: a wrapped loader's batches would stay in device
+      // memory and later steps would pull no new batch from MpDeviceLoader (no per-step sync): no wrap is offered
+      const cached = values.some((v) => (ctx.sema.callee(v) ?? v.childForFieldName('function')?.text) === 'itertools.cycle');
+      entry = { iterName: src.text, loaders, names: new Set(), pulls: [], cached, ...(opaque ? { opaque } : {}) };
       byIter.set(src.text, entry);
     }
     entry.pulls.push(call);
     for (const n of targetNames(assign.childForFieldName('left'))) entry.names.add(n);
   }
   return [...byIter.values()];
+}
+
+/**
+ * `cycle(loader)` / `itertools.cycle(loader)`, or a same-file generator that re-iterates its parameter forever
+ * (`def sample_data(loader): while True: for batch in loader: yield batch`, stylegan2): `next()` of it pulls the
+ * loader's own batches.
+ */
+function cyclesOver(ctx: RuleContext, call: Node): boolean {
+  const q = ctx.sema.callee(call) ?? call.childForFieldName('function')?.text ?? '';
+  if (q === 'itertools.cycle') return true;
+  const defs = ctx.sema.calledFunctions(call);
+  if (defs.length !== 1) return false;
+  const param = paramNames(defs[0])[0];
+  const body = defs[0].childForFieldName('body');
+  if (!param || !body) return false;
+  // a `for` over the parameter whose body yields the items
+  return ctx.sema.within('for_statement', body).some((f) => f.childForFieldName('right')?.text === param && /^\s*yield\b/m.test(f.childForFieldName('body')?.text ?? ''));
 }
 
 /** A plain DataLoader whose batches a hot loop copies to the device by hand (TPU401), and how to wrap it. */
@@ -404,6 +470,8 @@ export interface HandMoved {
   param?: boolean;
   /** The loader is made where this file does not show (a loader attribute, DeepSpeed's loader): no fix here. */
   opaque?: boolean;
+  /** Batches come through `itertools.cycle`, which replays its first pass: no wrap is right. */
+  cached?: boolean;
 }
 
 /**
@@ -447,6 +515,18 @@ function moveDevice(ctx: RuleContext, move: Node, loop: Node): Snippet {
 }
 
 const LOADER_ATTR = /(^|_)(loader|dataloader)$|^(train|eval|val|test)_?(loader|dl)$/i;
+
+/** `iter(x)` of a loader this file does not make: a loader attribute, or a local bound only to loader attributes. */
+function opaqueIterable(ctx: RuleContext, it: Node, at: Node): boolean {
+  if (it.type === 'attribute') return LOADER_ATTR.test(lastName(it)) && !ctx.sema.bindings(it.text).some((v) => isWrapperCall(ctx, v));
+  if (it.type !== 'identifier') return false;
+  const fn = ctx.sema.enclosingFunction(at)?.id;
+  const values = ctx.sema.bindings(it.text).filter((v) => ctx.sema.enclosingFunction(v)?.id === fn);
+  const attr = (v: Node | null | undefined): boolean => !!v && v.type === 'attribute' && LOADER_ATTR.test(lastName(v)) && !ctx.sema.bindings(v.text).some((w) => isWrapperCall(ctx, w));
+  // `self.face_loader if dataset == 'faces' else self.scene_loader`
+  const pick = (v: Node) => v.type === 'conditional_expression' ? attr(v.namedChildren[0]) && attr(v.namedChildren[2]) : attr(v);
+  return values.length > 0 && values.every(pick);
+}
 const DS_INIT = /^deepspeed\.initialize$/;
 
 /**
@@ -469,12 +549,14 @@ function opaqueLoader(ctx: RuleContext, it: Node, loop: Node): boolean {
   return false;
 }
 
+const OTHER_ACCEL = /\b(xpu|npu|mps|hpu|mlu)\b/;
+
 /**
  * The plain DataLoaders a hot loop moves batches of by hand: a `for` over the loader (or over a loader
  * parameter in a file that builds DataLoaders and wraps none), or `batch = next(data_iter)` with
  * `data_iter = iter(loader)` (minGPT's trainer).
  */
-export function handMovedLoaders(ctx: RuleContext, loop: Node, opts: { anyParam?: boolean; plainOnly?: boolean } = {}): HandMoved[] {
+export function handMovedLoaders(ctx: RuleContext, loop: Node, opts: { anyParam?: boolean; plainOnly?: boolean; cached?: boolean } = {}): HandMoved[] {
   const out: HandMoved[] = [];
   if (loop.type === 'for_statement') {
     const it = iteratedLoader(ctx, loop);
@@ -494,14 +576,20 @@ export function handMovedLoaders(ctx: RuleContext, loop: Node, opts: { anyParam?
       let opaque = false;
       if (!plain && !opts.plainOnly && opts.anyParam && !ctx.sema.xlaAware && !fileWrapsLoaders(ctx) && opaqueLoader(ctx, it, loop)) plain = param = opaque = true;
       const moves = plain ? batchMoves(ctx, loop) : [];
-      if (moves.length) out.push({ loader: it, sites: [it], move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName: null, pulls: [], param, opaque });
+      // the copy to report: not one to another vendor's accelerator (`batch[key].to('xpu:0')` under `is_xpu_available()`)
+      const move = moves.find((m) => !OTHER_ACCEL.test(m.text)) ?? moves[0];
+      if (move) out.push({ loader: it, sites: [it], move, device: moveDevice(ctx, move, loop), iterName: null, pulls: [], param, opaque });
     }
   }
   const body = loop.childForFieldName('body');
   if (body) {
-    for (const { iterName, loaders, names, pulls } of nextBatches(ctx, body)) {
+    for (const { iterName, loaders, names, pulls, cached, opaque } of nextBatches(ctx, body)) {
       const moves = movesOf(ctx, body, names);
-      if (moves.length) out.push({ loader: loaders[0], sites: loaders, move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName, pulls });
+      // an `itertools.cycle` iterator only for callers that say so (`opts.cached`): wrapping its loader is no fix
+      if (cached && !opts.cached) continue;
+      // an opaque loader only for callers that take loaders of unknown make (TPU401 outside frameworks)
+      if (opaque && (opts.plainOnly || !opts.anyParam || ctx.sema.xlaAware || fileWrapsLoaders(ctx))) continue;
+      if (moves.length) out.push({ loader: loaders[0], sites: loaders, move: moves[0], device: moveDevice(ctx, moves[0], loop), iterName, pulls, ...(cached ? { cached } : {}), ...(opaque ? { opaque, param: true } : {}) });
     }
   }
   return out;
@@ -546,3 +634,60 @@ export function cudaGuardedPlacement(ctx: RuleContext): Node | null {
   return found;
 }
 const guardedMemo = new WeakMap<object, Node | null>();
+
+/** A batch copy in a helper that another module's training loop hands its batch to (TPU401 across modules). */
+export interface CallerBatchMove {
+  /** The first `.to(device)`/`.cuda()` of the batch parameter in the helper. */
+  move: Node;
+  /** The helper's definition. */
+  def: Node;
+  /** The caller's module, its call of the helper, and the loop over the batches. */
+  path: string;
+  call: Node;
+  loop: Node;
+}
+
+/**
+ * Functions of this module that a training loop of another project module calls with its batch
+ * (`for data in loader: model.set_input(data)`, `model.forward_backward(data, ...)`), whose body copies that parameter
+ * to the device (`input['A'].to(self.device)`, `images["crops"].cuda(non_blocking=True)`): the copy, with the caller.
+ * The caller's module must not use torch_xla nor wrap loaders (its loop could then iterate an MpDeviceLoader), and the
+ * loop must iterate something other than `range(...)`.
+ */
+export function callerBatchMoves(ctx: RuleContext): CallerBatchMove[] {
+  if (!ctx.project) return [];
+  const out: CallerBatchMove[] = [];
+  for (const def of ctx.sema.nodes('function_definition')) {
+    const body = def.childForFieldName('body');
+    const first = body?.namedChildren.find((c) => !!c && c.type !== 'comment');
+    const hot = first ? ctx.sema.hot(first) : null;
+    if (!body || !hot?.via?.length || hot.anchor.id !== def.id || hot.kind !== 'train') continue;
+    const params = paramNames(def);
+    const method = params[0] === 'self';
+    for (const via of hot.via) {
+      if (via.kind !== 'train') continue;
+      const m = ctx.project.module(via.path);
+      if (!m || m.sema.xlaAware) continue;
+      let call: Node | null = m.tree.rootNode.descendantForIndex(via.start, via.end);
+      while (call && !(call.type === 'call' && call.startIndex === via.start && call.endIndex === via.end)) call = call.parent;
+      if (!call) continue;
+      let loop: Node | null = call.parent;
+      while (loop && loop.type !== 'for_statement' && loop.type !== 'function_definition') loop = loop.parent;
+      if (loop?.type !== 'for_statement') continue;
+      const right = loop.childForFieldName('right');
+      if (right?.type === 'call' && /^range$/.test(right.childForFieldName('function')?.text ?? '')) continue;
+      if (m.sema.nodes('call').some((c) => WRAPPERS.test(m.sema.callee(c) ?? c.childForFieldName('function')?.text ?? ''))) continue;
+      const names = targetNames(loop.childForFieldName('left'));
+      const { positional } = callArgs(call);
+      const at = positional.findIndex((a) => (a.type === 'identifier' || a.type === 'subscript') && names.has(rootName(a) ?? ''));
+      const param = at >= 0 ? params[at + (method ? 1 : 0)] : undefined;
+      if (!param || param === 'self') continue;
+      const moves = movesOf(ctx, body, new Set([param]), false).filter((mv) => ctx.sema.enclosingFunction(mv)?.id === def.id);
+      const move = moves.find((mv) => !OTHER_ACCEL.test(mv.text)) ?? moves[0];
+      if (!move) continue;
+      out.push({ move, def, path: via.path, call, loop });
+      break;
+    }
+  }
+  return out;
+}

@@ -4,6 +4,7 @@ import { callArgs, enclosingStatement, kwValue } from '../../core/semantics';
 import { deleteStatement, insertLineBefore } from '../../core/edits';
 import { downgrade } from '../../core/engine';
 import { isDeviceWait, isModelCall, isTimerCall, runsDeviceWork, xlaContext } from './util';
+import { reachesInHelpers } from '../../model/hotAcross';
 
 const BENCH = /bench|profil|timing|perf_test/i;
 const TRACE_NAME = /trac(e|ing)/i;
@@ -23,6 +24,7 @@ export default defineRule({
       'Checks for wall-clock pairs (`time.time()`, `time.perf_counter()`, `timeit.default_timer()`, …) around a training step, a model call or a ' +
       'data-loader loop with no `xm.wait_device_ops()` (or `sync(wait=True)`, or a host read such as `.item()`) before the end read; and for ' +
       '`xm.wait_device_ops()` / `sync(wait=True)` on every step of a training loop outside benchmark code. ' +
+      'With project scope the step may run in another module\'s methods (`model.set_input(data); model.optimize_parameters()` whose bodies call `backward()`/`step()`). ' +
       'A loop-carried clock counts as a pair: `end = time.time()` at the end of a loop body read by `time.time() - end` earlier in the body times the wrapped-around step. ' +
       'A pair whose names say it times tracing on purpose (`trace_start_time`, `trace_end_time`) is not flagged.',
     why:
@@ -117,10 +119,14 @@ export default defineRule({
       // `trace_start = timer(); step(); trace_end = timer()`: the names say the pair times tracing, on purpose
       const endName = end.namedChildren[0]?.type === 'assignment' ? end.namedChildren[0].childForFieldName('left')?.text ?? '' : '';
       if (TRACE_NAME.test(t0) || TRACE_NAME.test(endName)) continue;
-      if (!region.some((s) => runsDeviceWork(ctx, s))) continue;
+      // the step may run in another module's methods (`model.set_input(data); model.optimize_parameters()`, CycleGAN):
+      // the region's calls reach a backward or an optimizer step there (project scope)
+      const regionCalls = () => region.flatMap((st) => sema.callsWithin(st));
+      const stepElsewhere = (): boolean => !!ctx.project && !!reachesInHelpers(ctx.project, ctx.path, regionCalls(), (s, c) => s.isTrainSignal(c));
+      if (!region.some((s) => runsDeviceWork(ctx, s)) && !stepElsewhere()) continue;
       const hotEnd = sema.hot(end);
       // in a CUDA script only the timed training step itself (backward / optimizer step in the region)
-      if (!xla && (hotEnd?.kind !== 'train' || !region.some((st) => sema.containsTrainSignal(st)))) continue;
+      if (!xla && (hotEnd?.kind !== 'train' || !(region.some((st) => sema.containsTrainSignal(st)) || stepElsewhere()))) continue;
       if (!hotEnd && runsWholeTraining(region)) continue;
       // a host read counts only after the last device work: `loss.item()` before `backward()`/`optimizer.step()` (tacotron2) does not
       // wait for them

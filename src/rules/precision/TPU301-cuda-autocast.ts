@@ -41,7 +41,7 @@ export default defineRule({
       '`torch.autocast("cuda", ...)`, `torch.amp.autocast(device_type="cuda")`, `autocast(...)` imported from `torch.cuda.amp`, ' +
       'and `torch.autocast(device_type=var)` where `var` holds a CUDA device type (`"cuda" if torch.cuda.is_available() else "cpu"`, `device.type`). ' +
       'Also `torch.cuda.amp.custom_fwd`/`custom_bwd`, which follow the CUDA autocast state only, and the uncalled factory assigned to a name and entered later ' +
-      '(`amp_autocast = torch.cuda.amp.autocast` … `with amp_autocast():`, timm `train.py`).',
+      '(`amp_autocast = torch.cuda.amp.autocast` … `with amp_autocast():`, timm `train.py`; also as the first arm of a conditional, `autocast = torch.cuda.amp.autocast if cfg.use_fp16 else nullcontext`).',
     why:
       'PyTorch\'s autocast warns "User provided device_type of \'cuda\', but CUDA is not available. Disabling" and sets `enabled=False` ' +
       '(PT:torch/amp/autocast_mode.py `__init__`). On a TPU host the region therefore runs in float32: slower and larger than intended. ' +
@@ -135,8 +135,11 @@ export default defineRule({
     // `amp_autocast = torch.cuda.amp.autocast` … `with amp_autocast():` (timm train.py): the CUDA autocast passed around uncalled
     for (const ref of ctx.sema.nodes('attribute')) {
       if (!/^torch\.cuda\.amp\.(autocast_mode\.)?autocast$/.test(ctx.sema.resolve(ref) ?? '')) continue;
-      const assign = ref.parent;
-      if (assign?.type !== 'assignment' || assign.childForFieldName('right')?.id !== ref.id) continue;
+      // also one arm of a conditional (`autocast = torch.cuda.amp.autocast if cfg.use_fp16 else nullcontext`, llama-recipes)
+      const arm = ref.parent?.type === 'conditional_expression' && ref.parent.namedChildren[0]?.id === ref.id ? ref.parent : null;
+      const value = arm ?? ref;
+      const assign = value.parent;
+      if (assign?.type !== 'assignment' || assign.childForFieldName('right')?.id !== value.id) continue;
       const name = assign.childForFieldName('left');
       if (name?.type !== 'identifier' || ctx.sema.inXlaAwareBranch(ref) || underCudaOnlyBranch(ctx, ref)) continue;
       // the name's calls anywhere in the file (it is usually passed on under the same parameter name)
@@ -149,7 +152,7 @@ export default defineRule({
       ctx.report(ref, {
         message: `\`${name.text} = ${ref.text}\` is CUDA autocast (entered as \`${name.text}()\`), disabled without a CUDA device: those regions run in float32 on TPU (use bf16 autocast on ${where})`,
         fix: snippet
-          ? { title: `Use \`lambda: ${snippet.text}\``, applicability: 'unsafe', edits: [replace(ref, `lambda: ${snippet.text}`)], imports: snippet.imports, needsAccel: snippet.needsAccel }
+          ? { title: `Use \`lambda: ${snippet.text}\``, applicability: 'unsafe', edits: [replace(ref, arm ? `(lambda: ${snippet.text})` : `lambda: ${snippet.text}`)], imports: snippet.imports, needsAccel: snippet.needsAccel }
           : null,
       });
     }

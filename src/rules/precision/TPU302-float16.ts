@@ -175,7 +175,7 @@ export default defineRule({
     what:
       'Checks for float16 as the compute or AMP dtype: `autocast(..., dtype=torch.float16|torch.half)`, `.half()`, `.to(torch.float16)`, ' +
       'a dtype name set to float16 on one arm of a precision switch (`if precision == "amp": amp_dtype = torch.float16 elif ...`) that reaches an autocast, `functools.partial(torch.amp.autocast, dtype=...)`, a local alias of an autocast (`amp_autocast = torch.cuda.amp.autocast`) or torch FSDP\'s `MixedPrecision`/`MixedPrecisionPolicy(param_dtype=..., reduce_dtype=..., buffer_dtype=...)`, ' +
-      '`from_pretrained(torch_dtype=torch.float16)`, HF `TrainingArguments(fp16=True)`, Lightning `Trainer(precision=16|"16"|"16-mixed"|"16-true")`, ' +
+      '`from_pretrained(torch_dtype=torch.float16)`, float16 chosen by a flag (`data_type = torch.float16 if args.fp16 else torch.float32`, `torch_dtype=torch.float16 if cfg.use_fp16 else "auto"`), a name bound to float16 and passed on as `dtype=` (`inputs_dtype = torch.half` … `partial(collate, dtype=inputs_dtype)`), HF `TrainingArguments(fp16=True)`, Lightning `Trainer(precision=16|"16"|"16-mixed"|"16-true")`, ' +
       'Accelerate `Accelerator(mixed_precision="fp16")` and `mixed_precision: fp16` in Accelerate config YAML, `--fp16` (HF example scripts) and `--mixed_precision fp16` (`accelerate launch`) in shell launchers, DeepSpeed `"fp16": {"enabled": True}` config dicts, ' +
       'and dtype pickers keyed on CUDA such as nanoGPT\'s `\'bfloat16\' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else \'float16\'`, which evaluate to float16 on a TPU host (or whose arms are both float16). ' +
       'A dtype-name table reaching autocast (`ptdtype = {\'float32\': torch.float32, \'bfloat16\': torch.bfloat16, \'float16\': torch.float16}[dtype]`) is followed to where its key is set to a float16 entry: ' +
@@ -532,6 +532,46 @@ export default defineRule({
       ctx.report(cond, {
         message: `This dtype picker is keyed on CUDA and evaluates to \`${picked.text}\` on a TPU host; TPUs use bfloat16`,
         fix,
+      });
+    }
+
+    // float16 chosen by a flag (`self.data_type = torch.float16 if args.fp16 else torch.float32`,
+    // `from_pretrained(..., torch_dtype=torch.float16 if cfg.use_fp16 else "auto")`): the float16 arm, a user's choice that
+    // computes in float16 on TPU too (CUDA-keyed pickers are reported above)
+    for (const cond of ctx.sema.nodes('conditional_expression')) {
+      const [yes, test, no] = cond.namedChildren;
+      if (!yes || !test || !no || evalsOnTpu(ctx, test) !== null || /cuda|device|is_xla|xla/i.test(test.text)) continue;
+      const holder = cond.parent;
+      const sink = holder?.type === 'assignment' && holder.childForFieldName('right')?.id === cond.id ? holder.childForFieldName('left') : holder?.type === 'keyword_argument' && /^(torch_dtype|dtype)$/.test(holder.childForFieldName('name')?.text ?? '') ? holder.childForFieldName('name') : null;
+      if (!sink) continue;
+      const f16 = [yes, no].filter((a) => isFloat16(ctx, a) && a.type !== 'string');
+      const other = f16.length === 1 ? (f16[0].id === yes.id ? no : yes) : null;
+      // the other arm: another dtype (float32, bfloat16) or `"auto"` (from_pretrained's own choice)
+      const otherOk = !!other && !isFloat16(ctx, other) && (/^torch\.(float32|float|bfloat16|float64|double)$/.test(ctx.sema.resolve(other) ?? '') || (other.type === 'string' && stringContent(other) === 'auto'));
+      if (!otherOk || dtypeDefs.has(f16[0].id) || dtypeDefs.has(cond.id) || ctx.sema.inXlaAwareBranch(cond)) continue;
+      dtypeDefs.add(f16[0].id);
+      ctx.report(f16[0], {
+        severity: sev(cond),
+        message: `\`${short(sink.text, 30)}\` is \`${f16[0].text}\` when \`${short(test.text, 40)}\`: float16 on TPU too, where mixed precision is bfloat16`,
+        fix: dtypeFix(f16[0]),
+      });
+    }
+
+    // a dtype name bound only to float16 and passed on as a dtype (`inputs_dtype = torch.half` ...
+    // `partial(collate_and_cast, dtype=inputs_dtype)`): reported where the float16 is written
+    for (const kw of ctx.sema.nodes('keyword_argument')) {
+      const v = kwValue(kw);
+      if (kw.childForFieldName('name')?.text !== 'dtype' || v?.type !== 'identifier') continue;
+      const fn = ctx.sema.enclosingFunction(kw);
+      const defs = ctx.sema.bindings(v.text).filter((b) => (ctx.sema.enclosingFunction(b)?.id ?? -1) === (fn?.id ?? -1) && b.startIndex < kw.startIndex);
+      if (defs.length !== 1 || !isFloat16(ctx, defs[0]) || defs[0].type === 'string' || dtypeDefs.has(defs[0].id) || ctx.sema.inXlaAwareBranch(defs[0])) continue;
+      const call = kw.parent?.parent;
+      if (call?.type === 'call' && storageCast(ctx, call)) continue;
+      dtypeDefs.add(defs[0].id);
+      ctx.report(defs[0], {
+        message: `\`${v.text} = ${defs[0].text}\` is passed on as \`dtype=${v.text}\`: float16 on TPU, where mixed precision is bfloat16`,
+        fix: dtypeFix(defs[0]),
+        related: [{ start: kw.startIndex, end: kw.endIndex, message: 'where the dtype is used' }],
       });
     }
   },

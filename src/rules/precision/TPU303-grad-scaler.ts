@@ -6,7 +6,9 @@ import { callArgs, enclosingStatement, methodName, receiver, stringContent } fro
 import { asPrimary, isFloat16 } from './util';
 
 const CUDA_SCALERS = new Set(['torch.cuda.amp.GradScaler', 'torch.cuda.amp.grad_scaler.GradScaler']);
-const AMP_SCALERS = new Set(['torch.amp.GradScaler', 'torch.GradScaler', 'torch.amp.grad_scaler.GradScaler']);
+// FSDP's ShardedGradScaler is the CUDA scaler with a cross-rank inf check: torch 1.13 subclasses torch.cuda.amp's
+// GradScaler (torch/distributed/fsdp/sharded_grad_scaler.py:7,32), torch 2.x torch.amp's with `device="cuda"` by default
+const AMP_SCALERS = new Set(['torch.amp.GradScaler', 'torch.GradScaler', 'torch.amp.grad_scaler.GradScaler', 'torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler']);
 const XLA_SCALERS = new Set(['torch_xla.amp.GradScaler', 'torch_xla.amp.grad_scaler.GradScaler']);
 const REWRITABLE = new Set(['scale', 'unscale_', 'step', 'update']);
 
@@ -35,7 +37,7 @@ export default defineRule({
   triggers: ['GradScaler', '["scale"]', "['scale']"],
   docs: {
     what:
-      'Checks for `torch.cuda.amp.GradScaler`, `torch.amp.GradScaler`, `torch.GradScaler` and `torch_xla.amp.GradScaler` (through aliases), and for the uses of the scaler ' +
+      'Checks for `torch.cuda.amp.GradScaler`, `torch.amp.GradScaler`, `torch.GradScaler`, FSDP\'s `ShardedGradScaler` (a CUDA scaler by default) and `torch_xla.amp.GradScaler` (through aliases), and for the uses of the scaler ' +
       'they create: `scaler.scale(loss).backward()`, `scaler.unscale_(opt)`, `scaler.step(opt)`, `scaler.update()`. ' +
       'Also checks `scaler.state_dict()["scale"]` on a CUDA scaler, or on a class of the project that wraps one and returns its `state_dict()` ' +
       '(an error: the disabled scaler\'s state is `{}`, so the read raises KeyError; fixed, safely, to `.get("scale", 1.0)`).',
@@ -58,6 +60,7 @@ export default defineRule({
       'PT:torch/amp/grad_scaler.py (`__init__` disables without CUDA; `step` falls through to `optimizer.step()`; `_maybe_opt_step` calls `.item()`; `state_dict` returns `{}` when disabled, `get_scale` 1.0)',
       'torch 1.13 torch/cuda/amp/grad_scaler.py:472 `state_dict`: `{...} if self._enabled else {}` (checked: `GradScaler().state_dict() == {}` without CUDA)',
       'pytorch/xla commit 647804c (removed torch_xla.amp.GradScaler in 2.9)',
+      'torch 1.13 torch/distributed/fsdp/sharded_grad_scaler.py:7,32 (`ShardedGradScaler(GradScaler)` of torch.cuda.amp; torch 2.x: of torch.amp with `device="cuda"` by default)',
       'AMP:53-55 (torch_xla.amp.syncfree optimizers take found_inf; unneeded with plain bf16)',
     ],
     torchtpu: 'Same fix: bf16 on the tpu device needs no scaler either.',
@@ -67,10 +70,13 @@ export default defineRule({
     for (const ctor of ctx.sema.nodes('call')) {
       const q = ctx.sema.callee(ctor) ?? '';
       const xla = XLA_SCALERS.has(q);
-      if (!xla && !CUDA_SCALERS.has(q) && !AMP_SCALERS.has(q)) continue;
+      // a ShardedGradScaler re-exported by a project module (`from dinov2.fsdp import ShardedGradScaler`) or fairscale's
+      // (`fairscale.optim.grad_scaler.ShardedGradScaler`, a subclass of torch.cuda.amp's GradScaler): the CUDA scaler too
+      const sharded = /\.ShardedGradScaler$/.test(q) && !AMP_SCALERS.has(q) && !callArgs(ctor).keywords.has('device');
+      if (!xla && !CUDA_SCALERS.has(q) && !AMP_SCALERS.has(q) && !sharded) continue;
       if (ctx.sema.inXlaAwareBranch(ctor) && !xla) continue;
       const { positional, keywords } = callArgs(ctor);
-      let cuda = CUDA_SCALERS.has(q);
+      let cuda = CUDA_SCALERS.has(q) || sharded;
       if (AMP_SCALERS.has(q)) {
         const dev = keywords.get('device')?.childForFieldName('value') ?? (positional[0]?.type === 'string' ? positional[0] : null);
         cuda = !dev || /^cuda(:\d+)?$/.test(stringContent(dev) ?? '');
@@ -102,7 +108,7 @@ export default defineRule({
       // turns itself off, so this only silences its warning) and leave its uses, which are then pass-throughs
       const keepForCuda = ctx.idiom.dualPath && !xla;
       if (keepForCuda && /\bis_xla\(|torch_xla|\bxla\b/.test(callArgs(ctor).list?.text ?? '')) continue; // already off on XLA
-      const what = xla ? (ctx.idiom.profile === 'torchtpu' ? 'a PyTorch/XLA scaler has no TorchTPU counterpart, and bf16 on TPU needs no loss scaling' : '`torch_xla.amp.GradScaler` was removed in torch_xla 2.9, and bf16 on TPU needs no loss scaling') : `\`${q.replace(/^torch\.cuda\.amp\.grad_scaler\./, 'torch.cuda.amp.')}\` is disabled without CUDA and bf16 on TPU needs no loss scaling`;
+      const what = xla ? (ctx.idiom.profile === 'torchtpu' ? 'a PyTorch/XLA scaler has no TorchTPU counterpart, and bf16 on TPU needs no loss scaling' : '`torch_xla.amp.GradScaler` was removed in torch_xla 2.9, and bf16 on TPU needs no loss scaling') : `\`${q.replace(/^torch\.cuda\.amp\.grad_scaler\./, 'torch.cuda.amp.').replace(/^.*\.ShardedGradScaler$/, 'ShardedGradScaler')}\` is disabled without CUDA and bf16 on TPU needs no loss scaling`;
       const stmt = assign ? wholeStatement(assign) : null;
       ctx.report(ctor, {
         // torch_xla.amp.GradScaler no longer exists from 2.9: the script fails at that line
