@@ -111,7 +111,7 @@ export default defineRule({
       if (module) {
         // a pickled module keeps its device parameters even through xm.save (no fix: save its state_dict instead)
         ctx.report(call, {
-          message: `\`torch.save(${short})\` pickles the module \`${module.text}\` with its device parameters, which reload only where that ${ctx.idiom.profile === 'torchtpu' ? '' : 'XLA '}device exists (\`xm.save\` moves plain tensors to the CPU, not a module's \`nn.Parameter\`s): save \`${module.text}.state_dict()\` instead, or a CPU copy of the module`,
+          message: `\`torch.save(${short})\` pickles the module \`${module.text}\` with its device parameters, which reload only where that ${ctx.idiom.profile === 'torchtpu' ? 'device exists' : "XLA device exists (\`xm.save\` moves plain tensors to the CPU, not a module's \`nn.Parameter\`s)"}: save \`${module.text}.state_dict()\` instead, or a CPU copy of the module`,
           fix: null,
           related: [{ start: module.startIndex, end: module.endIndex, message: 'the module moved to the device' }],
         });
