@@ -37,7 +37,7 @@ export const ACCEL_BACKENDS = ['xla', 'tpu', 'cuda', 'cpu'] as const;
  * fixes rely on (new keyword arguments, new functions): an existing module of an older format is not used by
  * new fixes (see `accelModuleGaps`).
  */
-export const ACCEL_FORMAT = 2;
+export const ACCEL_FORMAT = 3; // 3: rank()/local_rank()/world_size() read torchrun's variables on XLA before the process group exists
 const FORMAT_MARK = /^# tpu-ready accel format (\d+)\s*$/m;
 
 /**
@@ -280,16 +280,28 @@ def _dist():
     return d if d.is_available() and d.is_initialized() else None
 
 
+def _torchrun(name):
+    """Under torchrun before the process group exists, the launcher's variable (else None). torch_xla sets up
+    each process's TPU chips only in the xla:// rendezvous (torch_xla/_internal/rendezvous.py:20 at v2.3.0, :25
+    at v2.9.0: pjrt.initialize_multiprocess(LOCAL_RANK, LOCAL_WORLD_SIZE)); asking the runtime before it would
+    start PJRT in each process with every chip of the host."""
+    if os.environ.get("TORCHELASTIC_RUN_ID") is None or name not in os.environ or _dist() is not None:
+        return None
+    return int(os.environ[name])
+
+
 def world_size():
     if is_xla():
-        return xr.world_size()
+        n = _torchrun("WORLD_SIZE")
+        return xr.world_size() if n is None else n
     d = _dist()
     return d.get_world_size() if d else int(os.environ.get("WORLD_SIZE", 1))
 
 
 def rank():
     if is_xla():
-        return xr.global_ordinal()
+        n = _torchrun("RANK")
+        return xr.global_ordinal() if n is None else n
     d = _dist()
     return d.get_rank() if d else int(os.environ.get("RANK", 0))
 
@@ -298,7 +310,8 @@ def local_rank():
     """This process's index on its host: LOCAL_RANK (torchrun, launch), else the process-group rank modulo
     LOCAL_WORLD_SIZE (one host when unset: mp.spawn), else 0."""
     if is_xla():
-        return xr.local_ordinal()
+        n = _torchrun("LOCAL_RANK")
+        return xr.local_ordinal() if n is None else n
     if "LOCAL_RANK" in os.environ:
         return int(os.environ["LOCAL_RANK"])
     d = _dist()
@@ -366,7 +379,7 @@ def launcher_env(name, default):
 
     On XLA with more than one process, the runtime's value (torch_xla.launch does not set these variables).
     """
-    if is_xla() and xr.world_size() > 1:
+    if is_xla() and _torchrun(name) is None and xr.world_size() > 1:
         return {"RANK": xr.global_ordinal, "LOCAL_RANK": xr.local_ordinal, "WORLD_SIZE": xr.world_size}[name]()
     value = os.environ.get(name)
     if value is None:

@@ -44,6 +44,7 @@ interface Program {
 
 const PROGRAMS: Program[] = [
   { name: 'ddp_torchrun', entry: 'train.py', launcher: 'torchrun', procs: 2, carries: 'torchrun DDP over gloo (2 processes), nccl-or-gloo backend, LOCAL_RANK from env, DistributedSampler, rank-0 save' },
+  { name: 'torchrun_env_rank', entry: 'train.py', launcher: 'torchrun', procs: 2, carries: 'torchrun DDP reading RANK/LOCAL_RANK/WORLD_SIZE from the environment BEFORE init_process_group(rank=, world_size=) (on XLA the runtime may not be asked before the xla:// rendezvous), gradient accumulation with continue' },
   { name: 'ddp_spawn', entry: 'train.py', procs: 2, carries: 'mp.spawn DDP over gloo (2 processes), MASTER_ADDR/free port, cuda:{rank} device, all_reduce of .item()' },
   { name: 'rank_sentinel', entry: 'train.py', args: ['--device', 'cuda'], carries: 'argparse --device cuda, LOCAL_RANK = int(os.getenv("LOCAL_RANK", -1)) sentinel with `if LOCAL_RANK != -1:` DDP branches' },
   { name: 'device_picker', entry: 'train.py', carries: 'if/elif cuda/mps/cpu device picker, .cuda() beside an elif that binds another device, loader loop with .to(device)' },

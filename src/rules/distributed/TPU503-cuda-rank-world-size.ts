@@ -106,10 +106,16 @@ export default defineRule({
     };
     const loopReported = new Set<number>();
     const launcherInFile = ctx.sema.nodes('call').some((c) => isXlaLauncher(ctx, c) || /^torch\.multiprocessing\.spawn/.test(ctx.sema.callee(c) ?? ''));
+    // under torchrun torch_xla sets up each process's chips in the xla:// rendezvous (torch_xla/_internal/rendezvous.py:20
+    // at v2.3.0, :25 at v2.9.0): a runtime call before init_process_group would start PJRT with every chip of the host
+    // in each process, so a read that precedes the process group (in the same function) keeps torchrun's variable in tpu-only style (no fix);
+    // dual-path's accel.rank()/local_rank()/world_size() read torchrun's variables until the group exists
+    const groupInits = ctx.sema.nodes('call').filter((c) => /(^|\.)init_process_group$/.test(ctx.sema.callee(c) ?? c.childForFieldName('function')?.text ?? ''));
     const report = (node: Node, kind: Kind, what: string, replace: Node | null, forceUnsafe = false, custom?: Snippet | null) => {
       // at module level of a launching script the runtime call would run in the parent before the fork
       const beforeFork = launcherInFile && !ctx.sema.enclosingFunction(node);
-      const snippet = replace && !beforeFork ? (custom !== undefined ? custom : idiomFor(ctx, kind)) : null;
+      const beforeGroup = !ctx.idiom.dualPath && groupInits.some((c) => c.startIndex > node.endIndex && ctx.sema.enclosingFunction(c)?.id === ctx.sema.enclosingFunction(node)?.id);
+      const snippet = replace && !beforeFork && !beforeGroup ? (custom !== undefined ? custom : idiomFor(ctx, kind)) : null;
       // name what the fix writes (the dual-path module calls the XLA runtime on TPU)
       const target = ctx.idiom.profile === 'torchtpu' ? 'the TorchTPU runtime (not public yet)' : `\`${idiomFor(ctx, kind)?.text ?? XR_NAME[kind]}\``;
       ctx.report(node, {

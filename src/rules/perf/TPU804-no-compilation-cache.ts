@@ -24,6 +24,10 @@ function importsTorch(n: Node): boolean {
 /** The cache path of one process: the launch index, else the process rank. */
 function perProcessPath(ctx: RuleContext, index: string | null): { path: string; imports: ImportSpec[] } {
   if (index) return { path: `f"/tmp/xla_cache_{${index}}"`, imports: [] };
+  // tpu-only: torchrun's RANK, not xr.global_ordinal(): a runtime call before the xla:// rendezvous (where torch_xla
+  // sets up each torchrun process's chips, torch_xla/_internal/rendezvous.py:20 at v2.3.0, :25 at v2.9.0) would start
+  // PJRT with every chip of the host in each process. (dual-path's accel.rank() reads RANK until the group exists.)
+  if (!ctx.idiom.dualPath && ctx.idiom.profile !== 'torchtpu') return { path: `f"/tmp/xla_cache_{os.environ.get('RANK', '0')}"`, imports: [{ module: 'os' }] };
   const rank = ctx.idiom.rank();
   return rank ? { path: `f"/tmp/xla_cache_{${rank.text}}"`, imports: rank.imports } : { path: '"/tmp/xla_cache"', imports: [] };
 }

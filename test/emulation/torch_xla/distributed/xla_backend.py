@@ -27,6 +27,25 @@ def _pjrt_rendezvous_handler(url, timeout=datetime.timedelta(seconds=300), **kwa
   import os
   master_ip = os.environ.get('MASTER_ADDR') or 'localhost'
   master_port = int(os.environ.get('MASTER_PORT', 12355))
+  if dist.is_torchelastic_launched():
+    # rendezvous.py:25-32 at v2.9.0 (:20-23 at v2.3.0): under torchrun the handler sets up this process's chips,
+    # pjrt.initialize_multiprocess(LOCAL_RANK, LOCAL_WORLD_SIZE) (pjrt.py:110-122 at v2.9.0: PJRT_LOCAL_PROCESS_RANK/COUNT),
+    # so the group's rank and size are torchrun's (one host, one device per process: global ordinal = local rank).
+    # The emulated runtime keeps one replica per process (xr.world_size() 1: xm collectives stay local).
+    local_rank = int(os.environ['LOCAL_RANK'])
+    local_world_size = int(os.environ['LOCAL_WORLD_SIZE'])
+    os.environ.setdefault('PJRT_LOCAL_PROCESS_RANK', str(local_rank))
+    os.environ.setdefault('PJRT_LOCAL_PROCESS_COUNT', str(local_world_size))
+    os.environ['_TORCH_XLA_EMULATED_ORDINAL'] = str(local_rank)
+    if os.environ.get('TORCHELASTIC_USE_AGENT_STORE') == 'True':
+      # rendezvous.py:36-40 at v2.3.0: the agent's store, under this restart's prefix
+      attempt = int(os.environ.get('TORCHELASTIC_RESTART_COUNT', 0))
+      store = dist.PrefixStore(f'/worker/attempt_{attempt}',
+                               dist.TCPStore(master_ip, master_port, local_world_size, is_master=False, timeout=timeout))
+    else:
+      store = dist.TCPStore(master_ip, master_port, local_world_size, is_master=local_rank == 0, timeout=timeout)
+    yield (store, local_rank, local_world_size)
+    return
   store = dist.TCPStore(master_ip, master_port, xr.process_count(), is_master=xr.process_index() == 0,
                         timeout=timeout)
   yield (store, xr.global_ordinal(), xr.world_size())
