@@ -7,6 +7,7 @@ import { callArgs, isAncestor, isFString, kwValue, methodName, mentionsXla, rece
 import type { Snippet } from '../../core/idioms';
 import type { Edit } from '../../core/types';
 import { cudaGuarded, gpuSelfTest, removeArgument, short, withQuotes } from './cuda-util';
+import { hotFacts } from '../../model/hotAcross';
 
 /** Names that carry an int device ordinal (`model.to(rank)`, `torch.device(local_rank)`). */
 const RANK_NAME = /^(local_?rank|rank|gpu|gpu_?(id|idx|index)|device_?(id|idx|index)|local_?device|dev_?id|cuda_?id|local_?gpu)$/i;
@@ -89,6 +90,83 @@ const rule = defineRule({
   },
   check(ctx) {
     const sema = ctx.sema;
+    /**
+     * Project scope: the default of parameter `p` of a top-level function is dead when the function is called only
+     * from other modules of the project (and, in its own file, only through a pure `*args, **kwargs` forwarder whose
+     * callers pass it too), each call passing the parameter (nanochat's data loader: `device="cuda"` that every
+     * training script overrides). Unknown callers (no project listing, no call found, a use that is not a call) keep
+     * the default alive.
+     */
+    const deadMemo = new Map<string, boolean>();
+    const deadAcross = (fn: Node, p: Node, depth: number): boolean => {
+      const key = `${fn.id}\0${p.id}`;
+      const hit = deadMemo.get(key);
+      if (hit !== undefined) return hit;
+      deadMemo.set(key, false);
+      const result = ((): boolean => {
+        const facts = hotFacts(ctx.project);
+        const top = fn.parent?.type === 'module' || (fn.parent?.type === 'decorated_definition' && fn.parent.parent?.type === 'module');
+        const fname = fn.childForFieldName('name')?.text ?? '';
+        if (!facts || !top || !fname || depth > 2) return false;
+        const params = paramsOf(fn);
+        const index = params.findIndex((x) => x.id === p.id);
+        const name = paramName(p) ?? "";
+        const passes = (call: Node): boolean => {
+          const { positional, keywords } = callArgs(call);
+          if (kwValue(keywords.get(name))) return true;
+          const pos = positional[index];
+          return index >= 0 && !!pos && pos.type !== 'list_splat' && pos.type !== 'dictionary_splat' && !positional.slice(0, index).some((x) => x.type === 'list_splat');
+        };
+        // same file: every use of the name is its def or a call; each call passes `p` or is a forwarder's body
+        const local = sema.callSitesOf(fn);
+        if (sema.identifiersNamed(fname).length !== local.length + 1) return false;
+        let known = 0;
+        for (const call of local) {
+          if (passes(call)) { known++; continue; }
+          const g = sema.enclosingFunction(call);
+          const gp = g ? paramsOf(g) : [];
+          const args = (call.childForFieldName('arguments')?.namedChildren ?? []).filter((x): x is Node => !!x);
+          const fwd = !!g && gp.length === 2 && gp[0].type === 'list_splat_pattern' && gp[1].type === 'dictionary_splat_pattern'
+            && args.length === 2 && args[0].type === 'list_splat' && args[1].type === 'dictionary_splat'
+            && args[0].namedChildren[0]?.text === gp[0].namedChildren[0]?.text && args[1].namedChildren[0]?.text === gp[1].namedChildren[0]?.text;
+          if (!g || !fwd) return false;
+          // the forwarder's callers must pass `p` by keyword (a position is not known through `*args`)
+          if (!forwarderDead(g, name, depth + 1)) return false;
+          known++;
+        }
+        const abs = (ctx.project as { abs?: (x: string) => string }).abs?.(ctx.path) ?? ctx.path;
+        const refs = facts.callers(abs, fn);
+        for (const ref of refs) if (!passes(ref.call)) return false;
+        for (const m of new Set(refs.map((r) => r.module))) {
+          const calls = refs.filter((r) => r.module === m).length;
+          // other uses of the name there than its import and its calls (a callback, a table) are unknown callers
+          const uses = m.sema.identifiersNamed(fname).filter((id) => id.parent?.type !== 'dotted_name' && id.parent?.type !== 'aliased_import').length;
+          if (uses > calls) return false;
+        }
+        return known + refs.length > 0;
+      })();
+      deadMemo.set(key, result);
+      return result;
+    };
+    /** A top-level `def g(*args, **kwargs)` forwarder: every caller (same file or other modules) passes `name=` by keyword. */
+    const forwarderDead = (g: Node, name: string, depth: number): boolean => {
+      const facts = hotFacts(ctx.project);
+      const top = g.parent?.type === 'module' || (g.parent?.type === 'decorated_definition' && g.parent.parent?.type === 'module');
+      const gname = g.childForFieldName('name')?.text ?? '';
+      if (!facts || !top || !gname || depth > 2) return false;
+      const byKw = (call: Node) => !!kwValue(callArgs(call).keywords.get(name));
+      const local = sema.callSitesOf(g);
+      if (sema.identifiersNamed(gname).length !== local.length + 1 || !local.every(byKw)) return false;
+      const abs = (ctx.project as { abs?: (x: string) => string }).abs?.(ctx.path) ?? ctx.path;
+      const refs = facts.callers(abs, g);
+      if (!refs.every((r) => byKw(r.call))) return false;
+      for (const m of new Set(refs.map((r) => r.module))) {
+        const calls = refs.filter((r) => r.module === m).length;
+        const uses = m.sema.identifiersNamed(gname).filter((id) => id.parent?.type !== 'dotted_name' && id.parent?.type !== 'aliased_import').length;
+        if (uses > calls) return false;
+      }
+      return local.length + refs.length > 0;
+    };
     const memo = new Map<number, Site[]>();
     const nameMemo = new Map<string, Site[]>();
 
@@ -216,7 +294,7 @@ const rule = defineRule({
         // site passes the argument (a dead default is not where the device comes from)
         const flow = param && fn && !rhs.length ? ctx.model.argumentsFor(fn, param) : null;
         if (flow) for (const a of flow.args) out.push(...origins(a, depth + 1));
-        if (param && (param.type === 'default_parameter' || param.type === 'typed_default_parameter') && !flow?.allPass) {
+        if (param && (param.type === 'default_parameter' || param.type === 'typed_default_parameter') && !flow?.allPass && !(fn && deadAcross(fn, param, 0))) {
           out.push(...origins(param.childForFieldName('value'), depth + 1).map((s) => ({ ...s, defTime: s.defTime || s.node.id === param.childForFieldName('value')?.id })));
         }
         for (const v of rhs) out.push(...origins(v, depth + 1));
