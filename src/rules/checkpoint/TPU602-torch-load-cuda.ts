@@ -2,7 +2,8 @@ import { defineRule } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, kwValue } from '../../core/semantics';
 import { replace, replaceRange } from '../../core/edits';
-import { holdsDeviceState, referencesCuda, saveArgs, XSER_SAVE } from './util';
+import { holdsDeviceState, itemsCopiedToCpu, referencesCuda, saveArgs, XSER_SAVE } from './util';
+import type { Semantics } from '../../core/semantics';
 import { deviceExprFor } from '../shared';
 import { lastName } from '../../model/facts';
 import type { RuleContext } from '../../core/rule';
@@ -22,7 +23,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for `torch.load(...)` (and `torch.hub.load_state_dict_from_url`) whose `map_location` is a CUDA device (`"cuda:0"`, `torch.device("cuda")`, a CUDA-tainted variable, ' +
-      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name through `torch.save`/`xm.save`/a save wrapper, earlier in the same run (a write before the load in its function or at module level) or only ever with no device state in it (a dataset cache): a file written on the host it runs on; a resume of device state the program writes later may come from a GPU run and stays reported; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function), ' +
+      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name through `torch.save`/`xm.save`/a save wrapper, earlier in the same run (a write before the load in its function or at module level) or only ever with no device state in it (a dataset cache): a file written on the host it runs on; a resume of device state the program writes later may come from a GPU run and stays reported; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function; a write by a save helper of another module of the project called earlier in the same function, `early_stopping(loss, model, path)` writing `checkpoint.pth`, counts; not in a module whose checkpoints are CPU copies, `sd[k] = v.cpu()` before every `torch.save` of model state, or before that of the pair `save_network` of the loading `load_network`: CPU tensors load on any host), ' +
       'and `torch.load` of a file the same script writes with `xser.save`.',
     why:
       'Tensors saved from a GPU carry their CUDA device; loading them on a host without CUDA fails unless they are mapped elsewhere. Load to the CPU, then let `load_state_dict` copy into the model already on the XLA device ' +
@@ -75,6 +76,9 @@ export default defineRule({
         // PT:torch/_tensor.py `_reduce_ex_internal`, the `xla` device branch, line 277 in torch 1.13); the save itself is TPU601's
         written ??= writtenPaths(ctx);
         if (first && ownFile(ctx, written, call, first)) continue;
+        // the module writes its checkpoints as CPU tensors (`sd[k] = v.cpu()` before every `torch.save` of model
+        // state): CPU tensors load on any host
+        if (writesCpuCheckpoints(ctx, call)) continue;
         const args = list.namedChildren.filter((a): a is Node => !!a && a.type !== 'comment');
         const last = args[args.length - 1];
         if (!last) continue;
@@ -92,6 +96,8 @@ interface Save {
   start: number;
   fn: number;
   obj: Node | null;
+  /** Written by another module's helper (what it writes is not looked at: taken as device state). */
+  helper?: boolean;
 }
 
 interface Written {
@@ -121,6 +127,9 @@ function writtenPaths(ctx: RuleContext): Written {
   };
   for (const c of ctx.sema.nodes('call')) {
     const callee = ctx.sema.callee(c) ?? '';
+    // a save helper of another module of the project (`early_stopping(loss, model, path)`, whose `__call__` does
+    // `torch.save(model.state_dict(), path + "/checkpoint.pth")`): the file names it writes, at this call
+    for (const f of helperFileNames(ctx, c)) push(out.files, f, { start: c.startIndex, fn: ctx.sema.enclosingFunction(c)?.id ?? -1, obj: null, helper: true });
     if (SAVES.has(callee)) {
       const { path, obj } = saveArgs(c);
       add(path, c, obj);
@@ -131,6 +140,77 @@ function writtenPaths(ctx: RuleContext): Written {
     }
   }
   return out;
+}
+
+/**
+ * The checkpoint file names (`"checkpoint.pth"`) that `torch.save` writes literally in the project function a call of
+ * this file reaches in another module: `helper(...)`, `mod.helper(...)`, or `obj(...)` / `obj.method(...)` where `obj`
+ * is bound to an instance of a class of another module (`__call__` / that method), with its own `self.x(...)` calls,
+ * two levels deep. Empty when the file is analysed alone.
+ */
+function helperFileNames(ctx: RuleContext, call: Node): string[] {
+  const project = ctx.project;
+  const fn = call.childForFieldName('function');
+  if (!project || !fn || (ctx.sema.callee(call) ?? '').startsWith('torch')) return [];
+  let def: Node | null = null;
+  let sema: Semantics | null = null;
+  const r = project.resolveCall(call, ctx.sema, ctx.path);
+  if (r && (r.kind === 'function' || r.kind === 'method')) {
+    def = r.def;
+    sema = r.module.sema;
+  } else {
+    // the instance: a name bound to `Cls(...)` of another module
+    const objName = fn.type === 'identifier' ? fn.text : fn.type === 'attribute' ? fn.childForFieldName('object')?.text : undefined;
+    const meth = fn.type === 'identifier' ? '__call__' : fn.childForFieldName('attribute')?.text;
+    if (!objName || !meth) return [];
+    for (const b of ctx.sema.bindings(objName)) {
+      if (b.type !== 'call') continue;
+      const cls = project.resolveCall(b, ctx.sema, ctx.path);
+      if (cls?.kind !== 'class') continue;
+      const body = cls.def.childForFieldName('body');
+      const m = body?.namedChildren.find((d) => d?.type === 'function_definition' && d.childForFieldName('name')?.text === meth) ?? null;
+      if (m) {
+        def = m;
+        sema = cls.module.sema;
+        break;
+      }
+    }
+  }
+  if (!def || !sema) return [];
+  const out: string[] = [];
+  const seen = new Set<number>();
+  const visit = (f: Node, d: number) => {
+    if (seen.has(f.id) || d < 0) return;
+    seen.add(f.id);
+    for (const c of sema!.within('call', f)) {
+      if (SAVES.has(sema!.callee(c) ?? '')) {
+        const { path } = saveArgs(c);
+        if (path) out.push(...fileNames(path));
+      } else for (const g of sema!.calledFunctions(c)) visit(g, d - 1);
+    }
+  };
+  visit(def, 2);
+  return out;
+}
+
+/**
+ * Every `torch.save` of this file that writes device state writes a state dict whose items it replaced by CPU copies
+ * (`for k, v in sd.items(): sd[k] = v.cpu()`), and there is one: the project writes its checkpoints as CPU tensors.
+ * A load in `load_network` looks only at the saves of its pair `save_network` when the file has one (KAIR's
+ * model_base: networks saved as CPU copies, optimizers as they are, each loaded by its own helper).
+ */
+function writesCpuCheckpoints(ctx: RuleContext, load: Node): boolean {
+  const fname = ctx.sema.enclosingFunction(load)?.childForFieldName('name')?.text ?? '';
+  const pair = /^load_/.test(fname) ? fname.replace(/^load_/, 'save_') : null;
+  const saves = ctx.sema.nodes('call').filter((c) => SAVES.has(ctx.sema.callee(c) ?? ''));
+  const paired = pair ? saves.filter((c) => ctx.sema.enclosingFunction(c)?.childForFieldName('name')?.text === pair) : [];
+  let cpu = false;
+  for (const c of paired.length ? paired : saves) {
+    const { obj } = saveArgs(c);
+    if (obj?.type === 'identifier' && itemsCopiedToCpu(ctx, obj)) cpu = true;
+    else if (holdsDeviceState(ctx, obj)) return false;
+  }
+  return cpu;
 }
 
 /** The expression's text, and the texts of its bindings when it is a name (`ckpt = os.path.join(d, "best.pt")`). */
@@ -182,7 +262,7 @@ function ownFile(ctx: RuleContext, w: Written, load: Node, path: Node): boolean 
   if (!saves.length) return false;
   const fn = ctx.sema.enclosingFunction(load)?.id ?? -1;
   if (saves.some((s) => s.start < load.startIndex && (s.fn === fn || s.fn === -1))) return true;
-  return saves.every((s) => !holdsDeviceState(ctx, s.obj));
+  return saves.every((s) => !s.helper && !holdsDeviceState(ctx, s.obj));
 }
 
 const MODULE_USE = /^(eval|train|parameters|named_parameters|forward|modules|children|state_dict|zero_grad|half|float|requires_grad_)$/;

@@ -53,6 +53,8 @@ export function holdsDeviceState(ctx: RuleContext, node: Node | null, depth = 0)
     case 'tuple':
       return node.namedChildren.some((c) => !!c && holdsDeviceState(ctx, c, depth + 1));
     case 'identifier': {
+      // `for k, v in sd.items(): sd[k] = v.cpu()` before the save (KAIR's save_network): its items are CPU copies
+      if (itemsCopiedToCpu(ctx, node)) return false;
       // a whole module pickled with its parameters (`torch.save([actor_critic, obs_rms], path)`, `dict(net=net)`) after
       // the file moved it to the device (`actor_critic.to(device)`, `net.train().requires_grad_(True).to(device)`)
       if (moduleOnDevice(ctx, node)) return true;
@@ -358,4 +360,21 @@ export function deviceStateCallers(ctx: RuleContext, save: Node, stats?: { calle
     out.push({ call: ref.call, path: ref.module.path, line: ref.module.text.slice(0, ref.call.startIndex).split('\n').length });
   }
   return out;
+}
+
+/**
+ * `name` has its items overwritten by CPU copies before `at`, in the same function: `for k, v in sd.items(): sd[k] = v.cpu()`
+ * (a state dict written as CPU tensors), the loop over `name` itself.
+ */
+export function itemsCopiedToCpu(ctx: RuleContext, at: Node): boolean {
+  const fn = ctx.sema.enclosingFunction(at)?.id;
+  return ctx.sema.nodes('assignment').some((a) => {
+    if (a.startIndex > at.startIndex || ctx.sema.enclosingFunction(a)?.id !== fn) return false;
+    const left = a.childForFieldName('left');
+    if (left?.type !== 'subscript' || left.childForFieldName('value')?.text !== at.text) return false;
+    if (!/\.(cpu\(\)|to\(\s*(['"])cpu\2\s*\))$/.test(a.childForFieldName('right')?.text ?? '')) return false;
+    let loop = a.parent;
+    while (loop && loop.type !== 'for_statement' && loop.type !== 'function_definition') loop = loop.parent;
+    return loop?.type === 'for_statement' && (loop.childForFieldName('right')?.text ?? '').startsWith(at.text);
+  });
 }
