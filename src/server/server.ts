@@ -562,7 +562,11 @@ export class TpuReadyServer {
    * file unfixed).
    */
   private async current(uri: string): Promise<Unit | null> {
-    for (let attempt = 0; attempt < 5; attempt++) {
+    // superseded analyses come in bursts (a settings change re-analyses every open file; files created in the
+    // workspace re-analyse their importers): ask again until one finishes, bounded by time rather than by count,
+    // or a save participant gets no fix-all and VS Code writes the file unfixed
+    const until = performance.now() + 30_000;
+    for (let attempt = 0; attempt < 5 || performance.now() < until; attempt++) {
       const a = this.analysable(uri);
       if (!a) return null;
       const state = this.state(a.uri);

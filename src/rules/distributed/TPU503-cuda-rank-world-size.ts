@@ -119,7 +119,10 @@ export default defineRule({
       // name what the fix writes (the dual-path module calls the XLA runtime on TPU)
       const target = ctx.idiom.profile === 'torchtpu' ? 'the TorchTPU runtime (not public yet)' : `\`${idiomFor(ctx, kind)?.text ?? XR_NAME[kind]}\``;
       ctx.report(node, {
-        message: `${what}; read it from ${target}`,
+        // before the xla:// group exists, under torchrun, the runtime call is the wrong advice (see beforeGroup above)
+        message: beforeGroup && replace && ctx.idiom.profile !== 'torchtpu'
+          ? `${what}; after \`init_process_group(\"xla\", init_method=\"xla://\")\` read it from ${target} (before the group exists, torchrun's variable is the right one: a runtime call there would start each process with all the host's chips)`
+          : `${what}; read it from ${target}`,
         fix:
           snippet && replace
             ? {
