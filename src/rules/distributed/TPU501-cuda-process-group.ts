@@ -3,7 +3,7 @@ import { callArgs, kwValue, stringContent } from '../../core/semantics';
 import { deleteStatement } from '../../core/edits';
 import type { Node } from '../../core/parse';
 import type { Edit, ImportSpec } from '../../core/types';
-import { INIT_PG, callsTo, editArgs, envWrites, ncclChoice, projectConfigString, projectProcessGroups, replaceStringContent, short, spmdEnabled, stringSource } from './util';
+import { INIT_PG, callsTo, editArgs, envWrites, ncclChoice, soleConditionalBinding, projectConfigString, projectProcessGroups, replaceStringContent, short, spmdEnabled, stringSource } from './util';
 import { cudaOnly, mpsOnly } from '../../model/guards';
 
 const XLA_BACKEND: ImportSpec = { module: 'torch_xla.distributed.xla_backend' };
@@ -385,13 +385,8 @@ function backendDefaultOf(ctx: RuleContext, lit: Node): string | null {
  * check (`'gloo' if os.name == 'nt' else 'nccl'`): a Linux TPU host takes the NCCL arm.
  */
 function platformNcclChoice(ctx: RuleContext, name: Node): { nccl: Node } | null {
-  const fn = ctx.sema.enclosingFunction(name);
-  const values = ctx.sema.bindings(name.text).filter((v) => {
-    const owner = ctx.sema.enclosingFunction(v);
-    return owner === null || owner.id === fn?.id;
-  });
-  if (values.length !== 1 || values[0].type !== 'conditional_expression') return null;
-  const c = values[0];
+  const c = soleConditionalBinding(ctx, name);
+  if (!c) return null;
   const test = c.namedChildren[1]?.text ?? '';
   if (/cuda|xla|tpu|device|gpu/i.test(test)) return null;
   const arms = [c.namedChildren[0], c.namedChildren[2]];

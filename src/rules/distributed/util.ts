@@ -242,13 +242,8 @@ export function projectProcessGroups(ctx: RuleContext): { call: Node; reached: R
  * its mirror: the conditional, when one arm is "nccl" and the other "gloo" and the test reads CUDA availability.
  */
 export function ncclChoice(ctx: RuleContext, name: Node): Node | null {
-  const fn = ctx.sema.enclosingFunction(name);
-  const values = ctx.sema.bindings(name.text).filter((v) => {
-    const owner = ctx.sema.enclosingFunction(v);
-    return owner === null || owner.id === fn?.id;
-  });
-  if (values.length !== 1 || values[0].type !== 'conditional_expression') return null;
-  const c = values[0];
+  const c = soleConditionalBinding(ctx, name);
+  if (!c) return null;
   const arms = [c.namedChildren[0], c.namedChildren[2]].map((a) => (a?.type === 'string' ? stringContent(a) ?? '' : ''));
   const test = c.namedChildren[1]?.text ?? '';
   return arms.includes('nccl') && arms.includes('gloo') && /cuda\.is_available\(\)/.test(test) ? c : null;
@@ -277,4 +272,14 @@ export function projectConfigString(ctx: RuleContext, node: Node): { literal: No
     }
   }
   return found.length === 1 && found[0].literal.type === 'string' ? found[0] : null;
+}
+
+/** The value `name` is bound to when it is bound once (in its function or at module level), if that is a conditional expression. */
+export function soleConditionalBinding(ctx: RuleContext, name: Node): Node | null {
+  const fn = ctx.sema.enclosingFunction(name);
+  const values = ctx.sema.bindings(name.text).filter((v) => {
+    const owner = ctx.sema.enclosingFunction(v);
+    return owner === null || owner.id === fn?.id;
+  });
+  return values.length === 1 && values[0].type === 'conditional_expression' ? values[0] : null;
 }
