@@ -19,7 +19,7 @@ import { spawnSync } from 'node:child_process';
 import { analyze, collectPhaseTimings, collectRuleTimings, notebookDocument, pythonDocument, type SourceDocument } from '../src/core/engine';
 import { RULES } from '../src/rules';
 import { DEFAULT_OPTIONS } from '../src/core/types';
-import { shortLines } from './shapes';
+import { shortLines, torchFile, torchSources as shapeTorchSources } from './shapes';
 
 interface Corpus {
   name: string;
@@ -58,20 +58,7 @@ function measure(files: Corpus['files'], fn: (text: string) => void, rounds = 3)
 
 const HERE = path.resolve(__dirname, '..');
 
-function torchSources(): string[] {
-  const out: string[] = [];
-  const walk = (d: string) => {
-    if (!fs.existsSync(d)) return;
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.py') && !e.name.startsWith('accel')) out.push(fs.readFileSync(p, 'utf8'));
-    }
-  };
-  walk(path.join(HERE, 'examples'));
-  walk(path.join(HERE, 'src/rules'));
-  return out.filter((s) => /torch/.test(s));
-}
+const torchSources = () => shapeTorchSources(HERE);
 
 function genericModule(i: number): string {
   const lines = [`"""Utility module ${i}."""`, 'import json', 'import os', 'from dataclasses import dataclass', ''];
@@ -178,10 +165,7 @@ function benchCorpus(c: Corpus, ruff: RuffWorkspace | null, results: Record<stri
 }
 
 function benchIncremental(results: Record<string, unknown>, edits: number) {
-  const base = torchSources().join('\n\n');
-  const lines: string[] = [];
-  while (lines.length < 5000) lines.push(...base.split('\n'));
-  let text = lines.slice(0, 5000).join('\n');
+  let text = torchFile(HERE);
   const doc = () => pythonDocument('big.py', text);
   let tree: Tree = analyze(doc(), RULES, DEFAULT_OPTIONS).tree!;
   const full = measure([{ path: 'big.py', text }], (t) => analyze(pythonDocument('big.py', t), RULES, DEFAULT_OPTIONS).tree?.delete(), 5);

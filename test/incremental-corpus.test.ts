@@ -20,6 +20,7 @@ import { parseIpynb, type NotebookCell } from '../src/core/notebook';
 import { RULES } from '../src/rules';
 import { DEFAULT_OPTIONS, type Finding } from '../src/core/types';
 import { randomEdit, rng, type Rand } from './incremental-edits';
+import { torchFile } from '../scripts/shapes';
 
 const SEED = process.env.INCREMENTAL_SEED === 'random' ? Date.now() % 2147483647 : Number(process.env.INCREMENTAL_SEED ?? 20261202);
 const CORPUS = (process.env.INCREMENTAL_CORPUS ?? '').split(':').filter(Boolean);
@@ -68,23 +69,8 @@ const editNotebook = (doc: SourceDocument, rand: Rand) => {
   return { kind: `cell:${e.kind}`, doc: notebookDocument(doc.path, cells) };
 };
 
-/** The bench's 5,000-line file: the torch files of examples/ and the rule fixtures, repeated. */
-function benchFile(): string {
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.py') && !e.name.startsWith('accel')) out.push(fs.readFileSync(p, 'utf8'));
-    }
-  };
-  walk(path.join(ROOT, 'examples'));
-  walk(path.join(ROOT, 'src/rules'));
-  const base = out.filter((s) => /torch/.test(s)).join('\n\n');
-  const lines: string[] = [];
-  while (lines.length < 5000) lines.push(...base.split('\n'));
-  return lines.slice(0, 5000).join('\n');
-}
+/** The bench's 5,000-line file (scripts/shapes.ts, as scripts/bench.ts builds it). */
+const benchFile = () => torchFile(ROOT);
 
 function corpusFiles(): string[] {
   const out: string[] = [];

@@ -69,6 +69,12 @@ function fullFindings(doc: SourceDocument): Finding[] {
   return fullAnalysis(doc).findings;
 }
 
+
+/** One of three variants of a corpus file, by its index: as it is, with CRLF line ends, or after a non-ASCII first line. */
+function variant(text: string, i: number): string {
+  return i % 3 === 1 ? text.replace(/\r?\n/g, '\r\n') : i % 3 === 2 ? `# données é 🙂 ü\n${text}` : text;
+}
+
 describe('incremental re-analysis', () => {
   it('changedSpan describes the one differing span', () => {
     expect(changedSpan('abc', 'abc')).toBeNull();
@@ -85,7 +91,7 @@ describe('incremental re-analysis', () => {
     let compared = 0;
     let withFindings = 0;
     for (const [i, f] of picked.entries()) {
-      let text = i % 3 === 1 ? f.text.replace(/\r?\n/g, '\r\n') : i % 3 === 2 ? `# données é 🙂 ü\n${f.text}` : f.text;
+      let text = variant(f.text, i);
       const analyzer = new DocumentAnalyzer();
       try {
         analyzer.analyze(pythonDocument('t.py', text), RULES, DEFAULT_OPTIONS);
@@ -125,7 +131,7 @@ describe('incremental re-analysis', () => {
     const kinds = new Map<string, number>();
     let withFindings = 0;
     for (const [i, f] of picked.entries()) {
-      let text = i % 3 === 1 ? f.text.replace(/\r?\n/g, '\r\n') : i % 3 === 2 ? `# données é 🙂 ü\n${f.text}` : f.text;
+      let text = variant(f.text, i);
       const analyzer = new DocumentAnalyzer();
       try {
         analyzer.analyze(pythonDocument('t.py', text), RULES, DEFAULT_OPTIONS);
