@@ -484,6 +484,71 @@ describe('tpu-ready language server in process', () => {
       connection.dispose();
     }
   });
+  it('tpuReady/fixEdit with the versions a notebook save sees: fixes that text only (waits briefly for changes on their way)', async () => {
+    const { PassThrough } = await import('node:stream');
+    const { createConnection, ProposedFeatures } = await import('vscode-languageserver/node');
+    const { startServer } = await import('../src/server/server');
+    const { init } = await import('./setup');
+    await init();
+    const dir = fs.mkdtempSync(path.join(WS, 'nbsave-'));
+    const nbFile = path.join(dir, 'save.ipynb');
+    fs.writeFileSync(nbFile, '{}');
+    const nbUri = pathToFileURL(nbFile).toString();
+    const toServer = new PassThrough();
+    const toClient = new PassThrough();
+    const connection = createConnection(ProposedFeatures.all, new StreamMessageReader(toServer), new StreamMessageWriter(toClient));
+    const server = startServer(connection, { wasmDir: path.join(ROOT, 'dist') });
+    const rpc = createMessageConnection(new StreamMessageReader(toClient), new StreamMessageWriter(toServer));
+    const published = new Map<string, Published>();
+    rpc.onNotification('textDocument/publishDiagnostics', (p: Published) => void published.set(p.uri, p));
+    rpc.onRequest('workspace/configuration', (p: { items: unknown[] }) => p.items.map(() => ({ fixStyle: 'tpu-only' })));
+    rpc.listen();
+    type FixEdit = { edit: { documentChanges: { textDocument: { uri: string; version: number | null }; edits: { range: unknown; newText: string }[] }[] } | null; applied: number };
+    try {
+      await rpc.sendRequest('initialize', { processId: null, rootUri: pathToFileURL(dir).toString(), capabilities: PUSH_CAPS });
+      await rpc.sendNotification('initialized', {});
+      // the first cell markdown, as VS Code's save participant meets it
+      const cell = (i: number) => `vscode-notebook-cell:${nbFile}#c${i}`;
+      const code = 'import torch\nx = torch.randn(2).cuda()\n';
+      await rpc.sendNotification('notebookDocument/didOpen', {
+        notebookDocument: { uri: nbUri, notebookType: 'jupyter-notebook', version: 1, cells: [{ kind: 1, document: cell(0) }, { kind: 2, document: cell(1) }] },
+        cellTextDocuments: [
+          { uri: cell(0), languageId: 'markdown', version: 1, text: '# Train' },
+          { uri: cell(1), languageId: 'python', version: 1, text: code },
+        ],
+      });
+      for (let i = 0; i < 600 && !published.get(cell(1))?.diagnostics.some((d) => d.code === 'TPU101'); i++) await new Promise((r) => setTimeout(r, 50));
+      const fixEdit = (versions?: Record<string, number>) => rpc.sendRequest<FixEdit>('tpuReady/fixEdit', { uri: nbUri, rule: null, createAccel: false, versions });
+      // the versions the server has: the fix, on the cell, for that version
+      const now = await fixEdit({ [cell(0)]: 1, [cell(1)]: 1 });
+      expect(now.applied).toBe(1);
+      expect(now.edit!.documentChanges.map((c) => c.textDocument)).toEqual([{ uri: cell(1), version: 1 }]);
+      expect(applyEdits(code, now.edit!.documentChanges[0].edits)).toBe('import torch\nimport torch_xla\nx = torch.randn(2).to(torch_xla.device())\n');
+      // a version the server never gets: no edit (computed on another text, it would be applied to this one)
+      const t0 = performance.now();
+      expect(await fixEdit({ [cell(0)]: 1, [cell(1)]: 7 })).toMatchObject({ edit: null, applied: 0 });
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(900);
+      // the cell edited, its change still on its way when the save asks: the server waits for it and fixes that text
+      const edited = `${code}y = torch.ones(2).cuda()\n`;
+      const asked = fixEdit({ [cell(0)]: 1, [cell(1)]: 2 });
+      await new Promise((r) => setTimeout(r, 100));
+      await rpc.sendNotification('notebookDocument/didChange', {
+        notebookDocument: { uri: nbUri, version: 2 },
+        change: { cells: { textContent: [{ document: { uri: cell(1), version: 2 }, changes: [{ text: edited }] }] } },
+      });
+      const later = await asked;
+      expect(later.applied).toBe(2);
+      expect(later.edit!.documentChanges.map((c) => c.textDocument)).toEqual([{ uri: cell(1), version: 2 }]);
+      expect(applyEdits(edited, later.edit!.documentChanges[0].edits)).toBe('import torch\nimport torch_xla\nx = torch.randn(2).to(torch_xla.device())\ny = torch.ones(2).to(torch_xla.device())\n');
+      // no versions named (the Fix all command): the current text
+      expect((await fixEdit()).applied).toBe(2);
+    } finally {
+      rpc.dispose();
+      server.dispose();
+      connection.dispose();
+    }
+  });
+
   it('finds a sync in a helper module from the training loop of a module that imports it, open or not, and follows edits to that loop', async () => {
     const { PassThrough } = await import('node:stream');
     const { createConnection, ProposedFeatures } = await import('vscode-languageserver/node');

@@ -14,6 +14,7 @@ import { ConfigDiagnostics } from './configDiagnostics';
 import { docsUri } from './convert';
 import { addCreateAccel, explainAccelRefusal, missingAccelModule, updateAccelModule, watchAccelModules } from './fixes';
 import { NOTEBOOK_TYPE } from './notebooks';
+import { registerNotebookFixOnSave } from './notebookSave';
 import { Results } from './results';
 import { ReadinessStatus } from './statusBar';
 
@@ -33,6 +34,8 @@ export function activate(context: vscode.ExtensionContext): void {
   // problems in [tool.tpu-ready] as diagnostics on pyproject.toml
   const configProblems = new ConfigDiagnostics(log);
   context.subscriptions.push(log, config, results, analysis, status, configProblems, watchAccelModules());
+  // notebook.codeActionsOnSave's fix-all, also when VS Code's own participant drops our answer (notebookSave.ts)
+  context.subscriptions.push(registerNotebookFixOnSave(analysis, log));
 
   /** The file or notebook a command acts on: its argument, else the active notebook or editor. */
   const activeTarget = (arg?: unknown): vscode.Uri | undefined => {

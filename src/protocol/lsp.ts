@@ -150,6 +150,11 @@ export interface FixEditParams {
   step?: number;
   /** Create the missing device-abstraction module in the same edit. */
   createAccel: boolean;
+  /**
+   * The text document versions (by uri: the file's, or each cell's) the client asks about: when the server's view
+   * differs after a short wait, no edit (a save participant must not apply fixes computed on another text).
+   */
+  versions?: Record<string, number>;
 }
 
 export interface FixEditResult {

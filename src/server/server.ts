@@ -583,6 +583,21 @@ export class TpuReadyServer {
     return null;
   }
 
+  /**
+   * The current unit of `uri` when it was analysed from exactly the document `versions` the client names (none named:
+   * any current unit). The client's changes may still be on their way: ask again for a short while, then null.
+   */
+  private async currentAt(uri: string, versions: Record<string, number> | undefined, token: CancellationToken): Promise<Unit | null> {
+    const named = versions && typeof versions === 'object' ? Object.entries(versions).filter(([, v]) => typeof v === 'number') : [];
+    const until = performance.now() + 1_000;
+    for (;;) {
+      const unit = await this.current(uri);
+      if (!unit || !named.length || named.every(([u, v]) => unit.versions.get(u) === v)) return unit;
+      if (token.isCancellationRequested || performance.now() >= until) return null;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
   private diagnosticsOf(unit: Unit): Map<string, Diagnostic[]> {
     const byUri = new Map<string, Diagnostic[]>();
     for (const u of unit.cells ?? [unit.key]) byUri.set(u, []);
@@ -898,7 +913,7 @@ export class TpuReadyServer {
   /** `tpuReady/fixEdit`: fix-all's edit on the document's current text, for the client to apply (with other files' edits). */
   private async fixEdit(p: FixEditParams, token: CancellationToken): Promise<FixEditResult> {
     const none: FixEditResult = { edit: null, applied: 0, accelToCreate: null, refused: null };
-    const unit = p && typeof p.uri === 'string' ? await this.current(p.uri) : null;
+    const unit = p && typeof p.uri === 'string' ? await this.currentAt(p.uri, p.versions, token) : null;
     if (!unit || token.isCancellationRequested) return none;
     const r = this.fixAll(unit, typeof p.rule === 'string' ? p.rule : null, undefined, typeof p.step === 'number' ? p.step : undefined);
     if (!r) return none;
