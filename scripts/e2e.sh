@@ -11,7 +11,7 @@
 # Without a display, without input, as root. Under CI=true a missing prerequisite fails the run.
 #
 # Env: TPU_READY_E2E_CACHE (tool cache), E2E_OUT (artifacts; default .ci/out/e2e), CHROMIUM,
-#      E2E_GREP (mocha grep), E2E_SKIP_UI=1 / E2E_SKIP_EXT=1 (run one phase only).
+#      E2E_GREP (mocha grep: a regular expression over test titles), E2E_SKIP_UI=1 / E2E_SKIP_EXT=1 (run one phase only).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -10,8 +10,24 @@ import Mocha from 'mocha';
 
 export function run(): Promise<void> {
   const mocha = new Mocha({ ui: 'bdd', timeout: 60_000, color: false, reporter: 'spec' });
+  // E2E_GREP is a regular expression over test titles (mocha's grep): an invalid one fails the run by name here,
+  // not later as a phase "that produced no results"
   const grep = process.env.E2E_GREP;
-  if (grep) mocha.grep(grep);
+  if (grep) {
+    let re: RegExp;
+    try {
+      re = new RegExp(grep);
+    } catch (e) {
+      const message = `E2E_GREP is not a valid regular expression (${(e as Error).message}); escape ( ) [ ] . * + ? with a backslash`;
+      const out = process.env.E2E_OUT;
+      if (out) {
+        fs.mkdirSync(out, { recursive: true });
+        fs.writeFileSync(path.join(out, 'ext-tests.json'), JSON.stringify({ passes: 0, failures: 1, pending: 0, failed: [message] }, null, 2));
+      }
+      return Promise.reject(new Error(message));
+    }
+    mocha.grep(re);
+  }
   // the suites are bundled into this file: expose describe/it before evaluating them
   mocha.suite.emit(Mocha.Suite.constants.EVENT_FILE_PRE_REQUIRE, globalThis, 'bundle', mocha);
   require('./activation.test');
