@@ -5,7 +5,7 @@ import { callArgs, enclosingStatement, kwValue, methodName, receiver } from '../
 import { argumentAt, hotCallTarget, paramName } from '../../model/hotAcross';
 import { replace } from '../../core/edits';
 import { cudaOnly } from '../../model/guards';
-import { hostValue, hotAt, severityIn, short, tensorish, throttledEvalWork } from './util';
+import { hostValue, hotAt, severityIn, short, tensorish, throttledEvalScope, throttledEvalWork } from './util';
 import { reportGenerationReads } from './generation-report';
 
 const MATERIALIZE = new Set(['item', 'tolist', 'cpu', 'numpy']);
@@ -129,7 +129,7 @@ export default defineRule({
   },
   check(ctx) {
     const seen = new Set<number>();
-    const throttledBlocks = new Map<number, { site: Node; hot: HotInfo; what: string }[]>();
+    const throttledBlocks = new Map<string, { site: Node; hot: HotInfo; what: string }[]>();
     const report = (site: Node, hot: HotInfo, what: string) => {
       if (seen.has(site.id)) return;
       seen.add(site.id);
@@ -138,7 +138,15 @@ export default defineRule({
       if (!(site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '')) && readByGuard(site, hot.anchor)) return;
       // `if batch_i < 3: plot_images(...)`: a read on the first few iterations only, not a per-step cost;
       // a throttled read of what a whole evaluation run returned (`val_loss = validate(...)` then `val_loss.item()`)
-      if (firstIterationsOnly(ctx, site, hot) || evalRunResult(ctx, site, hot) || throttledEvalWork(ctx, site, hot)) return;
+      if (firstIterationsOnly(ctx, site, hot) || evalRunResult(ctx, site, hot)) return;
+      // evaluation work run once per throttle interval outside a loop of its own: its scalar metric reads
+      // (`print(f"validation loss: {loss.item()}")` after `model.eval()` under `if i % validate_every == 0:`) are one
+      // info finding per interval's work; its visualisation copies (`y_mel[0].cpu()` for TensorBoard) and an eval
+      // loop's own throttled print (each of its batches already reads) are not reported
+      // (a throttled picture, audio clip or figure for a summary writer is output the user asked for, once per interval)
+      if (hot.throttled && visualSummary(site)) return;
+      const evalScope = throttledEvalScope(ctx, site, hot);
+      if (evalScope ? !scalarMetricRead(site) : throttledEvalWork(ctx, site, hot)) return;
       // after `if not torch.cuda.is_available(): return`, in an `if torch.cuda.is_available():` arm: never runs on a TPU host
       if (cudaOnly(site, ctx.model)) return;
       // one finding per throttled logging block (`if step % k == 0:` and its nine `.item()`s): the first read carries it
@@ -148,11 +156,13 @@ export default defineRule({
       if (via && paramReads(hot.anchor, ctx.sema).some((r) => isAncestorOrSelf(r.read, site) || isAncestorOrSelf(site, r.read))) return;
       // (the reads are found kind by kind, calls before `%` formatting: the block's finding is its first read in the
       // text, picked once all are known, with the others as related locations)
-      const block = hot.throttled ? throttleBlock(ctx, site, hot) : null;
+      const block = evalScope ?? (hot.throttled ? throttleBlock(ctx, site, hot) : null);
       if (block) {
-        const list = throttledBlocks.get(block.id);
+        // (the eval work's reads are a group of their own: an eval loop's per-batch reads in the same block are another)
+        const key = evalScope ? `eval:${block.id}` : String(block.id);
+        const list = throttledBlocks.get(key);
         if (list) list.push({ site, hot, what });
-        else throttledBlocks.set(block.id, [{ site, hot, what }]);
+        else throttledBlocks.set(key, [{ site, hot, what }]);
         return;
       }
       emit(site, hot, what, []);
@@ -293,6 +303,35 @@ export default defineRule({
     reportGenerationReads(ctx); // per-token reads in decode loops outside training (info)
   },
 });
+
+/**
+ * A scalar metric read: `.item()`, `float(t)`/`int(t)`, a tensor printed, logged or formatted; not a copy of a whole
+ * tensor (`.cpu()`/`.numpy()`/`.tolist()`, walking it) nor a value handed to an image/audio/figure summary.
+ */
+function scalarMetricRead(site: Node): boolean {
+  if (site.type === 'call') {
+    const m = methodName(site);
+    if (m && MATERIALIZE.has(m)) return m === 'item' && !visualSummary(site);
+    const fn = site.childForFieldName('function');
+    if (fn?.type === 'identifier' && CONVERT.has(fn.text)) return fn.text === 'float' || fn.text === 'int';
+    if (fn?.type === 'identifier' && (fn.text === 'list' || fn.text === 'sum' || fn.text === 'all' || fn.text === 'any')) return false;
+  }
+  if (site.type === 'list_splat' || site.parent?.type === 'for_statement' || site.parent?.type === 'pattern_list') return false;
+  return !visualSummary(site);
+}
+
+const VISUAL = /^(add_image|add_images|add_audio|add_figure|add_video|add_histogram|add_embedding|imshow|imsave|imwrite|save_image|savefig|plot|Image|Audio|Video|Histogram)$/;
+
+/** `site` is (in) an argument of an image/audio/figure summary call (`writer.add_image(...)`, `wandb.Image(...)`). */
+function visualSummary(site: Node): boolean {
+  for (let p = site.parent; p && !/statement$|^block$/.test(p.type); p = p.parent) {
+    if (p.type !== 'call') continue;
+    const fn = p.childForFieldName('function');
+    const name = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text : fn?.text;
+    if (name && VISUAL.test(name)) return true;
+  }
+  return false;
+}
 
 /** An `if`/`elif` between `site` and `anchor` whose condition contains the same expression: its read comes first. */
 function readByGuard(site: Node, anchor: Node): boolean {
