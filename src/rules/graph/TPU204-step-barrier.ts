@@ -8,7 +8,7 @@ import {
 } from './util';
 import { cudaGuardedPlacement, handMovedLoaders, xlaWrap } from '../data/util';
 import { reportGenerationBarrier } from './generation-report';
-import { hotFacts, reachesInHelpers, resolveCallee, type HelperHit } from '../../model/hotAcross';
+import { hotFacts, pickedByName, reachesInHelpers, resolveCallee, type HelperHit } from '../../model/hotAcross';
 import type { Resolved } from '../../model/project';
 
 
@@ -16,6 +16,11 @@ function helperName(h: HelperHit): string {
   const fn = h.callee.def.childForFieldName('name')?.text ?? 'helper';
   const cls = h.callee.kind === 'method' ? h.callee.module.sema.enclosingClass(h.callee.def)?.childForFieldName('name')?.text : undefined;
   return cls ? `${cls}.${fn}` : fn;
+}
+
+/** A factory picks the model class at run time (a registry): the method named is one of the project's classes'. */
+function pickNote(r: Resolved): string {
+  return pickedByName(r) ? ' or another project class the factory picks at run time' : '';
 }
 
 function headerEnd(loop: Node): number {
@@ -218,7 +223,7 @@ export default defineRule({
         : engine
           ? `Training loop has no step barrier (\`${engine.text}\` runs the engine's optimizer step)`
         : helper
-          ? `Training loop has no step barrier (its backward/optimizer step run in \`${helperName(helper)}\`, ${helper.path.split('/').pop()}:${helper.sema.text.slice(0, helper.node.startIndex).split('\n').length})`
+          ? `Training loop has no step barrier (its backward/optimizer step run in \`${helperName(helper)}\`${pickNote(helper.callee)}, ${helper.path.split('/').pop()}:${helper.sema.text.slice(0, helper.node.startIndex).split('\n').length})`
           : 'Training loop has no step barrier';
       const message = sync
         ? `${what}: the lazily traced graph grows across iterations; end each iteration with \`${sync.text}\``
@@ -368,9 +373,10 @@ function reportStepInCalledHelper(ctx: RuleContext, sync: ReturnType<RuleContext
     if (ctx.sema.within('with_statement', body).some((w) => isStepContext(ctx, w))) continue;
     const sema = hit.def.module.sema;
     const cls = hit.def.kind === 'method' ? sema.enclosingClass(hit.def.def)?.childForFieldName('name')?.text : undefined;
-    const name = `${cls ? `${cls}.` : ''}${hit.def.def.childForFieldName('name')?.text ?? 'helper'}`;
+    const fnName = hit.def.def.childForFieldName('name')?.text ?? 'helper';
+    const name = `${cls ? `${cls}.` : ''}${fnName}`;
     const line = sema.text.slice(0, hit.step.startIndex).split('\n').length;
-    const what = `Loop runs a training step every iteration through \`${short(hit.call.text, 40)}\` (backward and \`${short(hit.step.text, 30)}\` in \`${name}\`, ${hit.def.path.split('/').pop()}:${line}) with no step barrier`;
+    const what = `Loop runs a training step every iteration through \`${short(hit.call.text, 40)}\` (backward and \`${short(hit.step.text, 30)}\` in \`${name}\`${pickNote(hit.def)}, ${hit.def.path.split('/').pop()}:${line}) with no step barrier`;
     const header = { start: loop.startIndex, end: headerEnd(loop) };
     const related = { related: [{ start: hit.step.startIndex, end: hit.step.endIndex, path: hit.def.path, message: `the optimizer step in \`${name}\`` }] };
     const message = sync
