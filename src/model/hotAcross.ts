@@ -120,7 +120,7 @@ class Facts implements HotFacts {
           const call = m.sema.root.descendantForIndex(start);
           let c: Node | null = call;
           while (c && !(c.type === 'call' && c.startIndex === start)) c = c.parent;
-          const h = c ? m.sema.hot(c) : null;
+          const h = c ? m.sema.hot(c) ?? this.stepLoops(m).get(start) ?? null : null;
           if (!c || !h) continue;
           const via: HotVia = { path: m.path, line: lineOf(m.text, start), kind: h.kind, start, end: c.endIndex };
           const old = out.get(target.def.startIndex);
@@ -157,8 +157,70 @@ class Facts implements HotFacts {
       const target = resolveCallee(this.project, this, m, call, 2);
       if (target && target.path !== m.path) out.set(call.startIndex, target);
     }
+    for (const start of this.stepLoops(m).keys()) {
+      if (out.has(start)) continue;
+      const call = this.stepLoopNodes.get(m)?.get(start);
+      const target = call ? resolveCallee(this.project, this, m, call, 2) : null;
+      if (target && target.path !== m.path) out.set(start, target);
+    }
     return out;
   }
+
+  private readonly stepLoopMemo = new WeakMap<ModuleEntry, Map<number, { kind: 'train'; throttled: boolean }>>();
+  private readonly stepLoopNodes = new WeakMap<ModuleEntry, Map<number, Node>>();
+
+  /**
+   * The calls (by start offset) in loops of `m` that are no hot loop of its own but whose iteration calls another
+   * module's method running a whole training step, once per call (an RL loop's `dqn.learn(mem)` between environment
+   * steps, `policy.train(replay_buffer)`): the loop is a training loop, so the other calls of its iteration
+   * (`dqn.act(state)` every env step) are hot too; each is throttled when a throttle guard in the loop covers it.
+   */
+  private stepLoops(m: ModuleEntry): Map<number, { kind: 'train'; throttled: boolean }> {
+    let hit = this.stepLoopMemo.get(m);
+    if (hit) return hit;
+    hit = new Map();
+    const nodes = new Map<number, Node>();
+    this.stepLoopMemo.set(m, hit);
+    this.stepLoopNodes.set(m, nodes);
+    const sema = m.sema;
+    for (const loop of [...sema.nodes('for_statement'), ...sema.nodes('while_statement')]) {
+      const body = loop.childForFieldName('body');
+      if (!body || sema.hot(loop) || sema.hot(body)) continue;
+      const scope = sema.enclosingFunction(loop)?.id ?? null;
+      const own = sema.within('call', body).filter((c) => (sema.enclosingFunction(c)?.id ?? null) === scope && !loopBetween(c, loop));
+      const steps = new Set<number>();
+      for (const c of own) {
+        if (c.childForFieldName('function')?.type !== 'attribute') continue;
+        const def = resolveCallee(this.project, this, m, c, 2);
+        if (def && def.path !== m.path && runsStep(def)) steps.add(c.id);
+      }
+      if (!steps.size) continue;
+      for (const c of own) {
+        // (the step itself, `if T % replay_frequency == 0: dqn.learn(mem)`, is every training step: not throttled)
+        let throttled = false;
+        if (!steps.has(c.id))
+        for (let p = c.parent, child: Node = c; p && p.id !== loop.id; child = p, p = p.parent) {
+          if (p.type === 'if_statement' && p.childForFieldName('condition')?.id !== child.id && sema.isThrottleCondition(p)) throttled = true;
+        }
+        hit.set(c.startIndex, { kind: 'train', throttled });
+        nodes.set(c.startIndex, c);
+      }
+    }
+    return hit;
+  }
+}
+
+/** A loop between `node` and `outer` (exclusive). */
+function loopBetween(node: Node, outer: Node): boolean {
+  for (let p = node.parent; p && p.id !== outer.id; p = p.parent) if (p.type === 'for_statement' || p.type === 'while_statement') return true;
+  return false;
+}
+
+/** The function runs, once per call, a backward and an optimizer step (not in a loop of its own). */
+function runsStep(def: Resolved): boolean {
+  const sema = def.module.sema;
+  const own = sema.within('call', def.def).filter((c) => sema.enclosingFunction(c)?.id === def.def.id && !loopBetween(c, def.def));
+  return own.some((c) => c.childForFieldName('function')?.childForFieldName('attribute')?.text === 'backward') && own.some((c) => c.childForFieldName('function')?.childForFieldName('attribute')?.text === 'step' && sema.isTrainSignal(c));
 }
 
 const starMemo = new WeakMap<ModuleEntry, boolean>();
