@@ -91,7 +91,8 @@ export default defineRule({
     what:
       'Sampling loops outside training (a loop that calls a model and carries a fixed-shape tensor to the next step: DDPM/DDIM/diffusers denoising) with no barrier, no per-step host read and more than 16 steps (info; the same end-of-step sync fix). ' +
       'Checks training loops (a `for`/`while` whose iteration runs `backward` and an optimizer step, directly or through two levels of same-file calls; with project scope also a loop over a loader whose backward and step run in another module\'s helper, e.g. a loss scaler\'s `__call__`; a training engine that owns the optimizer, `engine.backward(loss)` then `engine.step()` as with DeepSpeed; ' +
-      'and a loop with no loader or backward of its own that calls, each iteration, another module\'s method running a whole step, e.g. an RL loop\'s `policy.train(replay_buffer)`) ' +
+      'and a loop with no loader or backward of its own that calls, each iteration, another module\'s method running a whole step, e.g. an RL loop\'s `policy.train(replay_buffer)`; ' +
+      'the method may be that of an object a project factory returns: `model = define_model(opt)` then `model.optimize_parameters(step)`, the class resolved through the factory\'s returns and function-local imports, or, when the factory picks it at run time from a registry, the project\'s first class whose method of that name runs backward and a step) ' +
       'that contain no step barrier: `torch_xla.sync()`, `xm.mark_step()`, `xm.optimizer_step(opt, barrier=True)`, iteration over `pl.MpDeviceLoader` ' +
       'or `ParallelLoader(...).per_device_loader(...)`, a call to a `torch_xla.compile`-wrapped step, or `with torch_xla.step():` / `with torch_xla.compile():`. ' +
       'An iteration that runs an optimizer step itself (not a loop over the optimizers) is a training step even when its backward is out of sight (deeper calls, another package\'s engine, the model\'s own `forward_backward`). ' +
