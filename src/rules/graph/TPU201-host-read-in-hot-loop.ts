@@ -147,7 +147,7 @@ export default defineRule({
       // (a throttled picture, audio clip or figure for a summary writer is output the user asked for, once per interval)
       if (hot.throttled && visualSummary(site)) return;
       const evalScope = throttledEvalScope(ctx, site, hot);
-      if (evalScope ? !scalarMetricRead(site) : throttledEvalWork(ctx, site, hot)) return;
+      if (evalScope ? !scalarMetricRead(site) || returnedByHelper(ctx, site, evalScope) : throttledEvalWork(ctx, site, hot)) return;
       // after `if not torch.cuda.is_available(): return`, in an `if torch.cuda.is_available():` arm: never runs on a TPU host
       if (cudaOnly(site, ctx.model)) return;
       // one finding per throttled logging block (`if step % k == 0:` and its nine `.item()`s): the first read carries it
@@ -319,6 +319,32 @@ function scalarMetricRead(site: Node): boolean {
   }
   if (site.type === 'list_splat' || site.parent?.type === 'for_statement' || site.parent?.type === 'pattern_list') return false;
   return !visualSummary(site);
+}
+
+/**
+ * An evaluation helper's read whose value it returns (`total = total.item()` ... `return total / n`, nanochat's
+ * evaluate_bpb): the metric is the helper's result, read once per evaluation for its caller; not a finding. Names are
+ * followed back from the helper's `return` statements through its assignments (two rounds).
+ */
+function returnedByHelper(ctx: RuleContext, site: Node, scope: Node): boolean {
+  if (scope.type !== 'function_definition') return false;
+  const stmt = enclosingStatement(site);
+  if (stmt.type === 'return_statement') return true;
+  const assign = stmt.namedChildren[0];
+  const left = assign?.type === 'assignment' ? assign.childForFieldName('left') : null;
+  if (left?.type !== 'identifier') return false;
+  const own = (n: Node) => ctx.sema.enclosingFunction(n)?.id === scope.id;
+  const names = new Set<string>();
+  for (const r of ctx.sema.within('return_statement', scope)) if (own(r)) for (const id of ctx.sema.within('identifier', r)) names.add(id.text);
+  const assigns = ctx.sema.within('assignment', scope).filter(own);
+  for (let round = 0; round < 2; round++) {
+    for (const a of assigns) {
+      const l = a.childForFieldName('left');
+      const r = a.childForFieldName('right');
+      if (l?.type === 'identifier' && r && names.has(l.text)) for (const id of ctx.sema.within('identifier', r)) names.add(id.text);
+    }
+  }
+  return names.has(left.text);
 }
 
 const VISUAL = /^(add_image|add_images|add_audio|add_figure|add_video|add_histogram|add_embedding|imshow|imsave|imwrite|save_image|savefig|plot|Image|Audio|Video|Histogram)$/;
