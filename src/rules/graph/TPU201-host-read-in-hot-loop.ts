@@ -144,8 +144,10 @@ export default defineRule({
       // (`print(f"validation loss: {loss.item()}")` after `model.eval()` under `if i % validate_every == 0:`) are one
       // info finding per interval's work; its visualisation copies (`y_mel[0].cpu()` for TensorBoard) and an eval
       // loop's own throttled print (each of its batches already reads) are not reported
-      // (a throttled picture, audio clip or figure for a summary writer is output the user asked for, once per interval)
-      if (hot.throttled && visualSummary(site)) return;
+      // (a throttled picture, audio clip or figure for a summary writer is output the user asked for, once per interval;
+      // so is a throttled copy of a whole tensor, `.cpu()`/`.numpy()`/`.tolist()`, for plotting or saving samples:
+      // FastSpeech2's synth_one_sample every synth_step, vits' spectrogram images every log_interval)
+      if (hot.throttled && (visualSummary(site) || wholeTensorCopy(site))) return;
       const evalScope = throttledEvalScope(ctx, site, hot);
       if (evalScope ? !scalarMetricRead(site) || returnedByHelper(ctx, site, evalScope) : throttledEvalWork(ctx, site, hot)) return;
       // after `if not torch.cuda.is_available(): return`, in an `if torch.cuda.is_available():` arm: never runs on a TPU host
@@ -345,6 +347,12 @@ function returnedByHelper(ctx: RuleContext, site: Node, scope: Node): boolean {
     }
   }
   return names.has(left.text);
+}
+
+/** `t.cpu()`, `t.numpy()`, `t.tolist()`: a copy of a whole tensor (not a scalar metric read). */
+function wholeTensorCopy(site: Node): boolean {
+  const m = site.type === 'call' ? methodName(site) : null;
+  return m === 'cpu' || m === 'numpy' || m === 'tolist';
 }
 
 const VISUAL = /^(add_image|add_images|add_audio|add_figure|add_video|add_histogram|add_embedding|imshow|imsave|imwrite|save_image|savefig|plot|Image|Audio|Video|Histogram)$/;
