@@ -9,6 +9,7 @@ import type { Node } from '../core/parse';
 import type { HotVia, ProjectHot, Semantics } from '../core/semantics';
 import { callArgs, kwValue } from '../core/semantics';
 import type { ModuleEntry, ProjectView, Resolved } from './project';
+import { importBindings } from './project';
 
 /** A call site (in some project module) that reaches a function of another module. */
 export interface CallerRef {
@@ -119,7 +120,7 @@ class Facts implements HotFacts {
           const call = m.sema.root.descendantForIndex(start);
           let c: Node | null = call;
           while (c && !(c.type === 'call' && c.startIndex === start)) c = c.parent;
-          const h = c ? m.sema.hot(c) : null;
+          const h = c ? m.sema.hot(c) ?? this.stepLoops(m).get(start) ?? null : null;
           if (!c || !h) continue;
           const via: HotVia = { path: m.path, line: lineOf(m.text, start), kind: h.kind, start, end: c.endIndex };
           const old = out.get(target.def.startIndex);
@@ -156,8 +157,70 @@ class Facts implements HotFacts {
       const target = resolveCallee(this.project, this, m, call, 2);
       if (target && target.path !== m.path) out.set(call.startIndex, target);
     }
+    for (const start of this.stepLoops(m).keys()) {
+      if (out.has(start)) continue;
+      const call = this.stepLoopNodes.get(m)?.get(start);
+      const target = call ? resolveCallee(this.project, this, m, call, 2) : null;
+      if (target && target.path !== m.path) out.set(start, target);
+    }
     return out;
   }
+
+  private readonly stepLoopMemo = new WeakMap<ModuleEntry, Map<number, { kind: 'train'; throttled: boolean }>>();
+  private readonly stepLoopNodes = new WeakMap<ModuleEntry, Map<number, Node>>();
+
+  /**
+   * The calls (by start offset) in loops of `m` that are no hot loop of its own but whose iteration calls another
+   * module's method running a whole training step, once per call (an RL loop's `dqn.learn(mem)` between environment
+   * steps, `policy.train(replay_buffer)`): the loop is a training loop, so the other calls of its iteration
+   * (`dqn.act(state)` every env step) are hot too; each is throttled when a throttle guard in the loop covers it.
+   */
+  private stepLoops(m: ModuleEntry): Map<number, { kind: 'train'; throttled: boolean }> {
+    let hit = this.stepLoopMemo.get(m);
+    if (hit) return hit;
+    hit = new Map();
+    const nodes = new Map<number, Node>();
+    this.stepLoopMemo.set(m, hit);
+    this.stepLoopNodes.set(m, nodes);
+    const sema = m.sema;
+    for (const loop of [...sema.nodes('for_statement'), ...sema.nodes('while_statement')]) {
+      const body = loop.childForFieldName('body');
+      if (!body || sema.hot(loop) || sema.hot(body)) continue;
+      const scope = sema.enclosingFunction(loop)?.id ?? null;
+      const own = sema.within('call', body).filter((c) => (sema.enclosingFunction(c)?.id ?? null) === scope && !loopBetween(c, loop));
+      const steps = new Set<number>();
+      for (const c of own) {
+        if (c.childForFieldName('function')?.type !== 'attribute') continue;
+        const def = resolveCallee(this.project, this, m, c, 2);
+        if (def && def.path !== m.path && runsStep(def)) steps.add(c.id);
+      }
+      if (!steps.size) continue;
+      for (const c of own) {
+        // (the step itself, `if T % replay_frequency == 0: dqn.learn(mem)`, is every training step: not throttled)
+        let throttled = false;
+        if (!steps.has(c.id))
+        for (let p = c.parent, child: Node = c; p && p.id !== loop.id; child = p, p = p.parent) {
+          if (p.type === 'if_statement' && p.childForFieldName('condition')?.id !== child.id && sema.isThrottleCondition(p)) throttled = true;
+        }
+        hit.set(c.startIndex, { kind: 'train', throttled });
+        nodes.set(c.startIndex, c);
+      }
+    }
+    return hit;
+  }
+}
+
+/** A loop between `node` and `outer` (exclusive). */
+function loopBetween(node: Node, outer: Node): boolean {
+  for (let p = node.parent; p && p.id !== outer.id; p = p.parent) if (p.type === 'for_statement' || p.type === 'while_statement') return true;
+  return false;
+}
+
+/** The function runs, once per call, a backward and an optimizer step (not in a loop of its own). */
+function runsStep(def: Resolved): boolean {
+  const sema = def.module.sema;
+  const own = sema.within('call', def.def).filter((c) => sema.enclosingFunction(c)?.id === def.def.id && !loopBetween(c, def.def));
+  return own.some((c) => c.childForFieldName('function')?.childForFieldName('attribute')?.text === 'backward') && own.some((c) => c.childForFieldName('function')?.childForFieldName('attribute')?.text === 'step' && sema.isTrainSignal(c));
 }
 
 const starMemo = new WeakMap<ModuleEntry, boolean>();
@@ -196,7 +259,10 @@ export function resolveCallee(project: ProjectView, facts: HotFacts, m: ModuleEn
     const name = fn.childForFieldName('attribute')?.text;
     if (!obj || !name || (obj.type === 'identifier' && (obj.text === 'self' || obj.text === 'cls'))) return null;
     const cls = classOf(project, facts, m, obj, depth);
-    return cls ? methodOf(cls, name) : null;
+    if (cls) return methodOf(cls, name);
+    // an object a project factory made whose class the factory picks at run time (a registry, `getattr(module,
+    // model_type)`): the project's methods of that name, the first that runs a step (BasicSR's create_model)
+    return factoryObject(project, m, obj) ? projectMethodNamed(project, name) : null;
   }
   if (fn.type === 'identifier' && !m.sema.calledFunctions(call).length) {
     const cls = classOf(project, facts, m, fn, depth);
@@ -226,10 +292,16 @@ function classOf(project: ProjectView, facts: HotFacts, m: ModuleEntry, expr: No
   if (expr.type === 'call') {
     const r = project.resolveCall(expr, sema, m.path);
     if (r?.kind === 'class') return { cls: r.def, module: r.module };
+    // a factory (`model = define_Model(opt)`, `create_model(opt)`): the class of what it returns
+    if (r?.kind === 'function') return factoryClass(project, facts, r.module, r.def, depth - 1);
     const fn = expr.childForFieldName('function');
     if (fn?.type === 'identifier') {
       const local = m.classes.get(fn.text);
       if (local) return { cls: local, module: m };
+      const localFn = m.functions.get(fn.text);
+      if (localFn && sema.enclosingFunction(expr)?.id !== localFn.id) return factoryClass(project, facts, m, localFn, depth - 1);
+      // `from models.model_plain import ModelPlain as M` inside the factory's branches (KAIR's define_Model)
+      return localImportClass(project, m, expr, fn.text);
     }
     return null;
   }
@@ -255,10 +327,12 @@ function classOf(project: ProjectView, facts: HotFacts, m: ModuleEntry, expr: No
       }
       return null;
     }
+    // (scopes compared by offset: `expr` may come from the analysed file's tree, `rhs` from the project's parse of it)
     for (const rhs of sema.bindings(expr.text)) {
       const s = sema.enclosingFunction(rhs);
-      if (s?.id !== scope?.id && s !== null) continue;
-      const hit = classOf(project, facts, m, rhs, depth - 1);
+      if (s !== null && s.startIndex !== scope?.startIndex) continue;
+      // (a call is no hop of its own: a factory behind it costs one, `m = M(opt)` resolves at once)
+      const hit = classOf(project, facts, m, rhs, rhs.type === 'call' ? depth : depth - 1);
       if (hit) return hit;
     }
     return null;
@@ -276,6 +350,90 @@ function classOf(project: ProjectView, facts: HotFacts, m: ModuleEntry, expr: No
     }
   }
   return null;
+}
+
+/**
+ * The class of the instance a project factory function returns (`return m` after `m = M(opt)`, `return
+ * ModelPlain(opt)`): the first returned expression whose class resolves. An if-chain that binds the class per branch
+ * (`if model == 'plain': from models.model_plain import ModelPlain as M`) yields its first class: every branch's
+ * class is a model of the same interface.
+ */
+function factoryClass(project: ProjectView, facts: HotFacts, m: ModuleEntry, def: Node, depth: number): ClassRef | null {
+  if (depth < 0) return null;
+  for (const ret of m.sema.within('return_statement', def)) {
+    if (m.sema.enclosingFunction(ret)?.id !== def.id) continue;
+    const value = ret.namedChildren[0];
+    if (!value || (value.type !== 'identifier' && value.type !== 'call')) continue;
+    const hit = classOf(project, facts, m, value, depth);
+    if (hit) return hit;
+  }
+  return null;
+}
+
+/** A class bound by a `from X import C [as name]` inside the function that makes the call (function-local imports). */
+function localImportClass(project: ProjectView, m: ModuleEntry, call: Node, name: string): ClassRef | null {
+  const scope = m.sema.enclosingFunction(call);
+  const resolveModule = (project as { resolveModule?: (from: string, level: number, dotted: string) => string | null }).resolveModule?.bind(project);
+  if (!scope || !resolveModule) return null;
+  for (const st of m.sema.within('import_from_statement', scope)) {
+    if (m.sema.enclosingFunction(st)?.id !== scope.id) continue;
+    const refs = importBindings({ namedChildren: [st] } as unknown as Node);
+    const ref = refs.get(name);
+    if (!ref?.name) continue;
+    const path = resolveModule(m.path, ref.level, ref.module);
+    const target = path ? project.module(path) : null;
+    const cls = target?.classes.get(ref.name);
+    if (cls && target) return { cls, module: target };
+  }
+  return null;
+}
+
+/** `obj` is bound (in its scope) to a call of a function of another project module: an object a project factory made. */
+function factoryObject(project: ProjectView, m: ModuleEntry, obj: Node): boolean {
+  if (obj.type !== 'identifier') return false;
+  const scope = m.sema.enclosingFunction(obj);
+  return m.sema.bindings(obj.text).some((rhs) => {
+    if (rhs.type !== 'call' || (m.sema.enclosingFunction(rhs)?.startIndex ?? -1) !== (scope?.startIndex ?? -1)) return false;
+    const r = project.resolveCall(rhs, m.sema, m.path);
+    return r?.kind === 'function' && r.path !== m.path;
+  });
+}
+
+/**
+ * The methods named `name` of the project's classes, found from the project files' text (a file is parsed only when
+ * it defines a method of that name): the first whose body runs a backward or an optimizer step, else null. Memoised
+ * per project index state.
+ */
+const byName = new WeakSet<Resolved>();
+
+/** A method `resolveCallee` picked by name among the project's classes (the factory picks the class at run time). */
+export function pickedByName(r: Resolved): boolean {
+  return byName.has(r);
+}
+
+function projectMethodNamed(project: ProjectView, name: string): Resolved | null {
+  if (!project.derived || !project.projectFiles || !/^[A-Za-z_]\w*$/.test(name)) return null;
+  const memo = project.derived('methods-by-name', () => new Map<string, Resolved | null>());
+  if (memo.has(name)) return memo.get(name)!;
+  let hit: Resolved | null = null;
+  const re = new RegExp(`^[ \\t]+def[ \\t]+${name}[ \\t]*\\(`, 'm');
+  for (const f of project.projectFiles()) {
+    const text = project.textOf(f);
+    if (!text || !re.test(text)) continue;
+    const mod = project.module(f);
+    if (!mod) continue;
+    for (const cls of mod.classes.values()) {
+      const r = methodOf({ cls, module: mod }, name);
+      if (r && /\.backward\(|\.step\(/.test(r.def.text)) {
+        byName.add(r);
+        hit = r;
+        break;
+      }
+    }
+    if (hit) break;
+  }
+  memo.set(name, hit);
+  return hit;
 }
 
 function paramNodes(fn: Node): Node[] {

@@ -982,6 +982,9 @@ export class ProgramModel {
     if (meth) {
       const r = this.methodCall(node, meth, receiver(node)!);
       if (r) return r;
+      // `accelerator.clip_grad_norm_(params, max_norm)` returns the total norm of the gradients, a tensor on their device
+      // (accelerate src/accelerate/accelerator.py clip_grad_norm_: "Returns: `torch.Tensor`: Total norm of the parameter gradients")
+      if (meth === 'clip_grad_norm_' && /accelerator/i.test(receiver(node)?.text ?? '')) return deviceTensor(node);
       // Accelerate / Fabric collectives return what they were given, gathered across processes (on the device):
       // `predictions, references = accelerator.gather_for_metrics((predictions, batch["labels"]))`
       const first = callArgs(node).positional[0];

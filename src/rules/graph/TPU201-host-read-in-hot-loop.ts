@@ -5,7 +5,7 @@ import { callArgs, enclosingStatement, kwValue, methodName, receiver } from '../
 import { argumentAt, hotCallTarget, paramName } from '../../model/hotAcross';
 import { replace } from '../../core/edits';
 import { cudaOnly } from '../../model/guards';
-import { hostValue, hotAt, severityIn, short, tensorish, throttledEvalWork } from './util';
+import { hostValue, hotAt, severityIn, short, tensorish, throttledEvalScope, throttledEvalWork } from './util';
 import { reportGenerationReads } from './generation-report';
 
 const MATERIALIZE = new Set(['item', 'tolist', 'cpu', 'numpy']);
@@ -100,7 +100,9 @@ export default defineRule({
       'neither is code outside the loop (end of epoch, after training). With project scope a helper of another module that a hot loop calls is hot too: its own device reads are reported in the helper (naming the calling line), and a device tensor passed to a helper that reads that argument on the host (`logger.update(acc=acc)` where `update` calls `.item()` on each value) is reported at the call. Under a throttle guard (`if step % k == 0`), in a helper the loop calls only under one, or in an eval loop the finding is info; a throttled block (or a statement block of such a helper) gets one finding, on its first read, with the others as related locations. ' +
       'Not flagged: reads on the first few iterations only (`if batch_i < 3:` / `if i == 0:` on the loop\'s counter, e.g. plotting the first batches), ' +
       'a throttled read of what a whole evaluation or generation run returned in the same guarded block (`val_loss = validate(model, val_loader)` then `val_loss.item()`), ' +
-      'evaluation work that runs once per throttle interval outside a loop of its own (a validation print after `model.eval()` under the throttle, an eval loop\'s `if idx % 100 == 0: print(...)`, the TensorBoard copy a throttled `evaluate()` makes after its loop), ' +
+      'the visualisation copies of evaluation work that runs once per throttle interval outside a loop of its own (`.cpu()`/`.numpy()` of a prediction for TensorBoard after `model.eval()` under the throttle or in a throttled `evaluate()`), an eval loop\'s own `if idx % 100 == 0: print(...)`, any throttled image/audio/figure summary (`writer.add_image(...)`, `wandb.Image(...)`) and any throttled copy of a whole tensor (`.cpu()`/`.numpy()`/`.tolist()` of samples to plot or save every `log_interval`); ' +
+      'an evaluation helper\'s read of the value it returns (`total = total.item()` ... `return total / n`) is its result, not a finding; ' +
+      'the scalar metric reads of such evaluation work (`print(f"validation loss: {loss.item()}")` under `if i % validate_every == 0:` after `model.eval()`, a no-grad `evaluate()`\'s `fid.item()`) are one info finding per guard or helper, with the others as related locations, ' +
       'walking a host sequence whose elements are moved one by one (`[b.to(device) for b in batch]`), iterating a model output\'s `hidden_states`/`attentions` tuple, ' +
       'and reads that run only with CUDA present (after `if not torch.cuda.is_available(): return`). ' +
       'Accelerate\'s `gather_for_metrics` keeps its argument\'s values, and `metric.add_batch(predictions=...)` of device tensors is a host copy.',
@@ -129,7 +131,7 @@ export default defineRule({
   },
   check(ctx) {
     const seen = new Set<number>();
-    const throttledBlocks = new Map<number, { site: Node; hot: HotInfo; what: string }[]>();
+    const throttledBlocks = new Map<string, { site: Node; hot: HotInfo; what: string }[]>();
     const report = (site: Node, hot: HotInfo, what: string) => {
       if (seen.has(site.id)) return;
       seen.add(site.id);
@@ -138,7 +140,17 @@ export default defineRule({
       if (!(site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '')) && readByGuard(site, hot.anchor)) return;
       // `if batch_i < 3: plot_images(...)`: a read on the first few iterations only, not a per-step cost;
       // a throttled read of what a whole evaluation run returned (`val_loss = validate(...)` then `val_loss.item()`)
-      if (firstIterationsOnly(ctx, site, hot) || evalRunResult(ctx, site, hot) || throttledEvalWork(ctx, site, hot)) return;
+      if (firstIterationsOnly(ctx, site, hot) || evalRunResult(ctx, site, hot)) return;
+      // evaluation work run once per throttle interval outside a loop of its own: its scalar metric reads
+      // (`print(f"validation loss: {loss.item()}")` after `model.eval()` under `if i % validate_every == 0:`) are one
+      // info finding per interval's work; its visualisation copies (`y_mel[0].cpu()` for TensorBoard) and an eval
+      // loop's own throttled print (each of its batches already reads) are not reported
+      // (a throttled picture, audio clip or figure for a summary writer is output the user asked for, once per interval;
+      // so is a throttled copy of a whole tensor, `.cpu()`/`.numpy()`/`.tolist()`, for plotting or saving samples:
+      // FastSpeech2's synth_one_sample every synth_step, vits' spectrogram images every log_interval)
+      if (hot.throttled && (visualSummary(site) || wholeTensorCopy(site))) return;
+      const evalScope = throttledEvalScope(ctx, site, hot);
+      if (evalScope ? !scalarMetricRead(site) || returnedByHelper(ctx, site, evalScope) : throttledEvalWork(ctx, site, hot)) return;
       // after `if not torch.cuda.is_available(): return`, in an `if torch.cuda.is_available():` arm: never runs on a TPU host
       if (cudaOnly(site, ctx.model)) return;
       // one finding per throttled logging block (`if step % k == 0:` and its nine `.item()`s): the first read carries it
@@ -148,11 +160,13 @@ export default defineRule({
       if (via && paramReads(hot.anchor, ctx.sema).some((r) => isAncestorOrSelf(r.read, site) || isAncestorOrSelf(site, r.read))) return;
       // (the reads are found kind by kind, calls before `%` formatting: the block's finding is its first read in the
       // text, picked once all are known, with the others as related locations)
-      const block = hot.throttled ? throttleBlock(ctx, site, hot) : null;
+      const block = evalScope ?? (hot.throttled ? throttleBlock(ctx, site, hot) : null);
       if (block) {
-        const list = throttledBlocks.get(block.id);
+        // (the eval work's reads are a group of their own: an eval loop's per-batch reads in the same block are another)
+        const key = evalScope ? `eval:${block.id}` : String(block.id);
+        const list = throttledBlocks.get(key);
         if (list) list.push({ site, hot, what });
-        else throttledBlocks.set(block.id, [{ site, hot, what }]);
+        else throttledBlocks.set(key, [{ site, hot, what }]);
         return;
       }
       emit(site, hot, what, []);
@@ -293,6 +307,67 @@ export default defineRule({
     reportGenerationReads(ctx); // per-token reads in decode loops outside training (info)
   },
 });
+
+/**
+ * A scalar metric read: `.item()`, `float(t)`/`int(t)`, a tensor printed, logged or formatted; not a copy of a whole
+ * tensor (`.cpu()`/`.numpy()`/`.tolist()`, walking it) nor a value handed to an image/audio/figure summary.
+ */
+function scalarMetricRead(site: Node): boolean {
+  if (site.type === 'call') {
+    const m = methodName(site);
+    if (m && MATERIALIZE.has(m)) return m === 'item' && !visualSummary(site);
+    const fn = site.childForFieldName('function');
+    if (fn?.type === 'identifier' && CONVERT.has(fn.text)) return fn.text === 'float' || fn.text === 'int';
+    if (fn?.type === 'identifier' && (fn.text === 'list' || fn.text === 'sum' || fn.text === 'all' || fn.text === 'any')) return false;
+  }
+  if (site.type === 'list_splat' || site.parent?.type === 'for_statement' || site.parent?.type === 'pattern_list') return false;
+  return !visualSummary(site);
+}
+
+/**
+ * An evaluation helper's read whose value it returns (`total = total.item()` ... `return total / n`, nanochat's
+ * evaluate_bpb): the metric is the helper's result, read once per evaluation for its caller; not a finding. Names are
+ * followed back from the helper's `return` statements through its assignments (two rounds).
+ */
+function returnedByHelper(ctx: RuleContext, site: Node, scope: Node): boolean {
+  if (scope.type !== 'function_definition') return false;
+  const stmt = enclosingStatement(site);
+  if (stmt.type === 'return_statement') return true;
+  const assign = stmt.namedChildren[0];
+  const left = assign?.type === 'assignment' ? assign.childForFieldName('left') : null;
+  if (left?.type !== 'identifier') return false;
+  const own = (n: Node) => ctx.sema.enclosingFunction(n)?.id === scope.id;
+  const names = new Set<string>();
+  for (const r of ctx.sema.within('return_statement', scope)) if (own(r)) for (const id of ctx.sema.within('identifier', r)) names.add(id.text);
+  const assigns = ctx.sema.within('assignment', scope).filter(own);
+  for (let round = 0; round < 2; round++) {
+    for (const a of assigns) {
+      const l = a.childForFieldName('left');
+      const r = a.childForFieldName('right');
+      if (l?.type === 'identifier' && r && names.has(l.text)) for (const id of ctx.sema.within('identifier', r)) names.add(id.text);
+    }
+  }
+  return names.has(left.text);
+}
+
+/** `t.cpu()`, `t.numpy()`, `t.tolist()`: a copy of a whole tensor (not a scalar metric read). */
+function wholeTensorCopy(site: Node): boolean {
+  const m = site.type === 'call' ? methodName(site) : null;
+  return m === 'cpu' || m === 'numpy' || m === 'tolist';
+}
+
+const VISUAL = /^(add_image|add_images|add_audio|add_figure|add_video|add_histogram|add_embedding|imshow|imsave|imwrite|save_image|savefig|plot|Image|Audio|Video|Histogram)$/;
+
+/** `site` is (in) an argument of an image/audio/figure summary call (`writer.add_image(...)`, `wandb.Image(...)`). */
+function visualSummary(site: Node): boolean {
+  for (let p = site.parent; p && !/statement$|^block$/.test(p.type); p = p.parent) {
+    if (p.type !== 'call') continue;
+    const fn = p.childForFieldName('function');
+    const name = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text : fn?.text;
+    if (name && VISUAL.test(name)) return true;
+  }
+  return false;
+}
 
 /** An `if`/`elif` between `site` and `anchor` whose condition contains the same expression: its read comes first. */
 function readByGuard(site: Node, anchor: Node): boolean {

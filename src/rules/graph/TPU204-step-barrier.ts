@@ -8,7 +8,7 @@ import {
 } from './util';
 import { cudaGuardedPlacement, handMovedLoaders, xlaWrap } from '../data/util';
 import { reportGenerationBarrier } from './generation-report';
-import { hotFacts, reachesInHelpers, resolveCallee, type HelperHit } from '../../model/hotAcross';
+import { hotFacts, pickedByName, reachesInHelpers, resolveCallee, type HelperHit } from '../../model/hotAcross';
 import type { Resolved } from '../../model/project';
 
 
@@ -16,6 +16,11 @@ function helperName(h: HelperHit): string {
   const fn = h.callee.def.childForFieldName('name')?.text ?? 'helper';
   const cls = h.callee.kind === 'method' ? h.callee.module.sema.enclosingClass(h.callee.def)?.childForFieldName('name')?.text : undefined;
   return cls ? `${cls}.${fn}` : fn;
+}
+
+/** A factory picks the model class at run time (a registry): the method named is one of the project's classes'. */
+function pickNote(r: Resolved): string {
+  return pickedByName(r) ? ' or another project class the factory picks at run time' : '';
 }
 
 function headerEnd(loop: Node): number {
@@ -86,7 +91,8 @@ export default defineRule({
     what:
       'Sampling loops outside training (a loop that calls a model and carries a fixed-shape tensor to the next step: DDPM/DDIM/diffusers denoising) with no barrier, no per-step host read and more than 16 steps (info; the same end-of-step sync fix). ' +
       'Checks training loops (a `for`/`while` whose iteration runs `backward` and an optimizer step, directly or through two levels of same-file calls; with project scope also a loop over a loader whose backward and step run in another module\'s helper, e.g. a loss scaler\'s `__call__`; a training engine that owns the optimizer, `engine.backward(loss)` then `engine.step()` as with DeepSpeed; ' +
-      'and a loop with no loader or backward of its own that calls, each iteration, another module\'s method running a whole step, e.g. an RL loop\'s `policy.train(replay_buffer)`) ' +
+      'and a loop with no loader or backward of its own that calls, each iteration, another module\'s method running a whole step, e.g. an RL loop\'s `policy.train(replay_buffer)`; ' +
+      'the method may be that of an object a project factory returns: `model = define_model(opt)` then `model.optimize_parameters(step)`, the class resolved through the factory\'s returns and function-local imports, or, when the factory picks it at run time from a registry, the project\'s first class whose method of that name runs backward and a step) ' +
       'that contain no step barrier: `torch_xla.sync()`, `xm.mark_step()`, `xm.optimizer_step(opt, barrier=True)`, iteration over `pl.MpDeviceLoader` ' +
       'or `ParallelLoader(...).per_device_loader(...)`, a call to a `torch_xla.compile`-wrapped step, or `with torch_xla.step():` / `with torch_xla.compile():`. ' +
       'An iteration that runs an optimizer step itself (not a loop over the optimizers) is a training step even when its backward is out of sight (deeper calls, another package\'s engine, the model\'s own `forward_backward`). ' +
@@ -218,7 +224,7 @@ export default defineRule({
         : engine
           ? `Training loop has no step barrier (\`${engine.text}\` runs the engine's optimizer step)`
         : helper
-          ? `Training loop has no step barrier (its backward/optimizer step run in \`${helperName(helper)}\`, ${helper.path.split('/').pop()}:${helper.sema.text.slice(0, helper.node.startIndex).split('\n').length})`
+          ? `Training loop has no step barrier (its backward/optimizer step run in \`${helperName(helper)}\`${pickNote(helper.callee)}, ${helper.path.split('/').pop()}:${helper.sema.text.slice(0, helper.node.startIndex).split('\n').length})`
           : 'Training loop has no step barrier';
       const message = sync
         ? `${what}: the lazily traced graph grows across iterations; end each iteration with \`${sync.text}\``
@@ -368,9 +374,10 @@ function reportStepInCalledHelper(ctx: RuleContext, sync: ReturnType<RuleContext
     if (ctx.sema.within('with_statement', body).some((w) => isStepContext(ctx, w))) continue;
     const sema = hit.def.module.sema;
     const cls = hit.def.kind === 'method' ? sema.enclosingClass(hit.def.def)?.childForFieldName('name')?.text : undefined;
-    const name = `${cls ? `${cls}.` : ''}${hit.def.def.childForFieldName('name')?.text ?? 'helper'}`;
+    const fnName = hit.def.def.childForFieldName('name')?.text ?? 'helper';
+    const name = `${cls ? `${cls}.` : ''}${fnName}`;
     const line = sema.text.slice(0, hit.step.startIndex).split('\n').length;
-    const what = `Loop runs a training step every iteration through \`${short(hit.call.text, 40)}\` (backward and \`${short(hit.step.text, 30)}\` in \`${name}\`, ${hit.def.path.split('/').pop()}:${line}) with no step barrier`;
+    const what = `Loop runs a training step every iteration through \`${short(hit.call.text, 40)}\` (backward and \`${short(hit.step.text, 30)}\` in \`${name}\`${pickNote(hit.def)}, ${hit.def.path.split('/').pop()}:${line}) with no step barrier`;
     const header = { start: loop.startIndex, end: headerEnd(loop) };
     const related = { related: [{ start: hit.step.startIndex, end: hit.step.endIndex, path: hit.def.path, message: `the optimizer step in \`${name}\`` }] };
     const message = sync

@@ -92,6 +92,9 @@ export function generationLoops(ctx: RuleContext): GenerationLoop[] {
     const derived = new Set<string>();
     const carried = new Set<string>();
     const growing: Node[] = [];
+    // a name the `for` header binds is re-bound every iteration: `net_ = unwrap(net_)` carries nothing to the next
+    // step (BasicSR's save_network loop over its networks)
+    const header = loop.type === 'for_statement' ? identifiersIn(ctx, loop.childForFieldName('left') ?? loop) : new Set<string>();
     for (const a of assigns) {
       if (a.endIndex < model.startIndex) continue;
       const right = a.childForFieldName('right');
@@ -101,7 +104,7 @@ export function generationLoops(ctx: RuleContext): GenerationLoop[] {
       const fromOutput = fromModel || [...rhs].some((n) => derived.has(n));
       for (const n of assignedNames(a)) {
         if (fromOutput) derived.add(n);
-        if (!reads.has(n) || !(rhs.has(n) || fromOutput)) continue;
+        if (!reads.has(n) || !(rhs.has(n) || fromOutput) || header.has(n)) continue;
         carried.add(n);
         if (right.type === 'call' && ctx.sema.callee(right) === 'torch.cat') growing.push(right);
       }

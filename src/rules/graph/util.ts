@@ -284,6 +284,29 @@ export function throttledEvalWork(ctx: RuleContext, site: Node, hot: HotInfo): b
   return ctx.sema.callsWithin(scope).some((c) => c.endIndex <= site.startIndex && methodName(c) === 'eval' && !callArgs(c).positional.length && receiver(c)?.type !== 'string');
 }
 
+/**
+ * The scope of throttled evaluation work in a training loop (TPU201): the throttle `if` (or the helper the loop calls
+ * under its throttle) that switches the model to eval mode before `site`, with no loop of its own between them
+ * (PaLM/x-transformers' `if i % validate_every == 0: model.eval(); ...; print(loss.item())`, k-diffusion's throttled
+ * `evaluate()` reading `fid.item()` once its sampling is done, outside the helper's own loops). Null for eval loops'
+ * own throttled prints and outside such work. Its scalar metric reads are one info finding per scope; its visualisation copies are not reported.
+ */
+export function throttledEvalScope(ctx: RuleContext, site: Node, hot: HotInfo): Node | null {
+  if (!hot.throttled) return null;
+  let guard: Node | null = null;
+  for (let p = site.parent; p && p.id !== hot.anchor.id; p = p.parent) {
+    if (p.type === 'for_statement' || p.type === 'while_statement') return null;
+    if (!guard && p.type === 'if_statement' && ctx.sema.isThrottleCondition(p)) guard = p;
+  }
+  // a no-grad evaluation helper the loop calls only under its throttle (`@torch.no_grad() def evaluate():`), read
+  // outside its own loops; an eval loop's own throttled print is no such work (each of its batches already reads)
+  if (hot.kind === 'eval') return hot.anchor.type === 'function_definition' ? hot.anchor : null;
+  const scope = guard ?? (hot.anchor.type === 'function_definition' ? hot.anchor : null);
+  if (!scope) return null;
+  const evalMode = ctx.sema.callsWithin(scope).some((c) => c.endIndex <= site.startIndex && methodName(c) === 'eval' && !callArgs(c).positional.length && receiver(c)?.type !== 'string');
+  return evalMode ? scope : null;
+}
+
 /** `accelerator.backward(loss)` (Accelerate, not Lightning Fabric). */
 export function accelerateBackward(ctx: RuleContext, call: Node): boolean {
   if (!frameworkBackward(ctx, call)) return false;
