@@ -23,6 +23,8 @@ function collateFunctions(ctx: RuleContext): Node[] {
     const v = kwValue(kw);
     if (v?.type === 'identifier') names.add(v.text);
     if (v?.type === 'attribute') names.add(v.childForFieldName('attribute')?.text ?? '');
+    // `collate_fn=lambda batch: collate_tts(batch, r)`, `collate_fn=partial(collate_tts, r=r)`: the function it wraps
+    if (v?.type === 'lambda' || v?.type === 'call') for (const id of ctx.sema.within('identifier', v)) names.add(id.text);
   }
   const direct = ctx.sema.nodes('function_definition').filter((f) => {
     const n = f.childForFieldName('name')?.text ?? '';
@@ -52,10 +54,18 @@ function collateFunctions(ctx: RuleContext): Node[] {
  * `max(len(x) for x in batch)`, `max([x[1].size(1) for x in batch])`, `_max_by_axis([list(img.shape) for img in images])`:
  * the longest (largest) item of the batch.
  */
-function batchMax(call: Node): boolean {
+function batchMax(ctx: RuleContext, call: Node): boolean {
   const args = call.childForFieldName('arguments');
   if (!args) return false;
-  const inner = args.type === 'generator_expression' ? args : args.namedChildren.length === 1 && args.namedChildren[0]?.type === 'list_comprehension' ? args.namedChildren[0] : null;
+  const only = args.namedChildren.length === 1 ? args.namedChildren[0] : null;
+  let inner = args.type === 'generator_expression' ? args : only?.type === 'list_comprehension' ? only : null;
+  // `x_lens = [len(x[0]) for x in batch]` … `max(x_lens)` (WaveRNN's collate_tts): the lengths through a local name
+  if (!inner && only?.type === 'identifier') {
+    const local = localBindings(ctx, only.text, call);
+    let last: Node | null | undefined = local[local.length - 1];
+    if (last?.type === 'call' && /^(numpy\.array|numpy\.asarray|list|torch\.tensor|torch\.LongTensor)$/.test(ctx.sema.callee(last) ?? last.childForFieldName('function')?.text ?? '')) last = callArgs(last).positional[0];
+    if (last?.type === 'list_comprehension' || last?.type === 'generator_expression') inner = last;
+  }
   return !!inner && /\blen\(|\.size\(|\.shape\b/.test(inner.text);
 }
 
@@ -254,6 +264,8 @@ export default defineRule({
   },
   check(ctx) {
     const collates = collateFunctions(ctx);
+    const padReported = new Map<number, { start: number; end: number; message: string }[]>();
+    const padFindings: { at: Node; message: string; related: { start: number; end: number; message: string }[] }[] = [];
     const randomReported = new Set<number>();
     // a tokenizer call that pads to a fixed max_length: the collator then sees equal lengths
     const fixedPrepad = ctx.sema.nodes('call').some((c) => {
@@ -388,19 +400,30 @@ export default defineRule({
         continue;
       }
 
-      // pad_sequence / max(len(...) for ...) in collate functions
+      // pad_sequence / max(len(...) for ...) in collate functions: one finding per function (each padded field is the same problem)
       if (inside(call, collates)) {
+        const fnId = ctx.sema.enclosingFunction(call)?.id ?? -1;
+        const earlier = padReported.get(fnId);
+        if (earlier && (q === 'torch.nn.utils.rnn.pad_sequence' || (maxNamed(fnText) && batchMax(ctx, call)))) {
+          earlier.push({ start: call.startIndex, end: call.endIndex, message: 'another field padded to the batch maximum' });
+          continue;
+        }
+        if (q === 'torch.nn.utils.rnn.pad_sequence' || (maxNamed(fnText) && batchMax(ctx, call))) padReported.set(fnId, []);
+        const related = padReported.get(fnId);
         if (q === 'torch.nn.utils.rnn.pad_sequence') {
-          ctx.report(call, { message: '`pad_sequence` in a collate function pads to the longest sequence of each batch: pad to a fixed (or bucketed) length instead', fix: null });
-        } else if (maxNamed(fnText) && batchMax(call)) {
+          padFindings.push({ at: call, message: '`pad_sequence` in a collate function pads to the longest sequence of each batch: every new length compiles a new graph; pad to a fixed length or to a few fixed buckets instead', related: related! });
+        } else if (maxNamed(fnText) && batchMax(ctx, call)) {
           // max(len(x) for x in xs): (call arguments: (generator_expression …))
           const t = call.text.replace(/\s+/g, ' ');
           const fnName = ctx.sema.enclosingFunction(call)?.childForFieldName('name')?.text ?? '';
           const where = /collat|__call__/i.test(fnName) || !fnName ? 'in a collate function' : `in \`${fnName}()\`, which the collate function calls,`;
-          ctx.report(call, { message: `\`${t.length > 40 ? t.slice(0, 37) + '…' : t}\` ${where} sizes each batch by its longest item: pad to a fixed (or bucketed) length instead`, fix: null });
+          padFindings.push({ at: call, message: `\`${t.length > 40 ? t.slice(0, 37) + '…' : t}\` ${where} sizes each batch by its longest item: every new length compiles a new graph; pad to a fixed length or to a few fixed buckets instead`, related: related! });
         }
       }
     }
+
+    // reported once the related locations (the other padded fields of the same function) are all known
+    for (const f of padFindings) ctx.report(f.at, { message: f.message, fix: null, related: f.related });
 
     // `max_len = lengths[0]` after `lengths, idx = torch.sort(torch.LongTensor([len(x[0]) for x in batch]), descending=True)` (tacotron2),
     // or `max_len = max([x[1].size(1) for x in batch])` handled above: the padded size is each batch's longest item

@@ -2,7 +2,7 @@ import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, kwValue } from '../../core/semantics';
 import { replace, replaceRange } from '../../core/edits';
-import { countSize, hotAt, severityIn, short, tensorCondition, tensorish, torchName } from './util';
+import { countSize, hotAt, pythonReduction, severityIn, short, tensorCondition, tensorish, torchName } from './util';
 import { torchRandomDraw } from './random-draw';
 
 export default defineRule({
@@ -90,8 +90,16 @@ export default defineRule({
       });
     };
 
+    // `if all(done):`, `if any(not torch.isfinite(p.grad).all() for p in params):` — Python's all/any over device values
+    const reduction = (cond: Node | null | undefined, word: string) => {
+      const r = cond ? pythonReduction(ctx, cond) : null;
+      if (!cond || !r) return false;
+      flag(cond, '', null, `\`${word} ${short(cond.text, 36)}\`: Python's \`${r.fn}()\` ${r.perElement ? `iterates the device tensor \`${short(r.over.text, 20)}\`, reading each element to the host` : `tests \`${short(r.over.text, 30)}\` on the host for each item, one device read per item`}: the graph runs early; reduce on the device (\`${r.fn === 'all' ? 'torch.all' : 'torch.any'}\`/\`torch.stack\`) and read one value, or keep the decision in tensor math`);
+      return true;
+    };
     for (const stmt of ctx.sema.nodes('if_statement')) {
       const cond = stmt.childForFieldName('condition');
+      if (reduction(cond, 'if')) continue;
       if (cond && !tensorCondition(ctx, cond)) countBranch(cond, 'if');
       if (cond && tensorCondition(ctx, cond) && !ctx.sema.hot(cond)) epochLevel(cond, 'if');
       if (cond && tensorCondition(ctx, cond)) flag(cond, `\`if ${short(cond.text, 36)}\``, whereFix(ctx, stmt, cond));
@@ -103,6 +111,7 @@ export default defineRule({
     }
     for (const stmt of ctx.sema.nodes('while_statement')) {
       const cond = stmt.childForFieldName('condition');
+      if (reduction(cond, 'while')) continue;
       if (cond && tensorCondition(ctx, cond)) flag(cond, `\`while ${short(cond.text, 36)}\``);
     }
     for (const stmt of ctx.sema.nodes('assert_statement')) {

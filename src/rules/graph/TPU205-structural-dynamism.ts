@@ -7,7 +7,8 @@ import { reportGenerationDynamism } from './generation-report';
 
 /** `range(...)` bound read from tensor values or a per-batch length: `t.item()`, `int(t.max())`, `len(x)`, `x.size(1)`, `x.shape[1]`. */
 function dynamicBound(ctx: RuleContext, e: Node): string | null {
-  if (tensorish(ctx, e, false)) return 'a tensor value';
+  // strict: a parameter of a hot function known only by convention (`max_new_tokens`) is a Python int here
+  if (tensorish(ctx, e, true)) return 'a tensor value';
   for (const n of [e, ...ctx.sema.within('call', e), ...ctx.sema.within('subscript', e)]) {
     if (n.type === 'call') {
       const m = methodName(n);
@@ -24,7 +25,37 @@ function dynamicBound(ctx: RuleContext, e: Node): string | null {
       if (v?.type === 'attribute' && v.childForFieldName('attribute')?.text === 'shape' && tensorish(ctx, v.childForFieldName('object'), false)) return 'a per-batch size';
     }
   }
+  if (e.type === 'identifier') return boundSize(ctx, e);
   return null;
+}
+
+/**
+ * `batch_size, _, steps = m.size()` (or `= m.shape`, `steps = m.size(2)`) earlier in the same function: the name
+ * holds a size of this batch past the leading dim (the leading one is the loader's batch size, see below).
+ */
+function boundSize(ctx: RuleContext, id: Node): string | null {
+  const fn = ctx.sema.enclosingFunction(id);
+  if (!fn) return null;
+  let found: string | null = null;
+  for (const a of ctx.sema.within('assignment', fn)) {
+    if (a.startIndex >= id.startIndex || ctx.sema.enclosingFunction(a)?.id !== fn.id) continue;
+    const left = a.childForFieldName('left');
+    const right = a.childForFieldName('right');
+    if (!left || !right) continue;
+    if (left.type === 'identifier' && left.text === id.text) {
+      // the last binding before the loop decides
+      found = right.type === 'call' || right.type === 'subscript' ? (dynamicBound(ctx, right) === 'a per-batch size' && !leadingDim(right) ? 'a per-batch size' : null) : null;
+      continue;
+    }
+    if (left.type !== 'pattern_list' && left.type !== 'tuple_pattern') continue;
+    const pos = left.namedChildren.findIndex((c) => c?.type === 'identifier' && c.text === id.text);
+    if (pos < 0) continue;
+    const whole = right.type === 'call' && methodName(right) === 'size' && !callArgs(right).positional.length ? receiver(right) : right.type === 'attribute' && right.childForFieldName('attribute')?.text === 'shape' ? right.childForFieldName('object') : null;
+    // (B, C, T) features (mel frames, audio): the time dim follows the data; a (B, T) token batch (`b, t = idx.size()`)
+    // is usually cut to a fixed block size by its loader, so only unpackings of three or more dims count
+    found = pos > 0 && left.namedChildren.length >= 3 && whole && tensorish(ctx, whole, false) ? 'a per-batch size' : null;
+  }
+  return found;
 }
 
 const PY_RANDOM = /^(random\.(random|uniform|randint|choice|randrange|getrandbits)|numpy\.random\.\w+)$/;
