@@ -65,6 +65,8 @@ function batchMax(ctx: RuleContext, call: Node): boolean {
     let last: Node | null | undefined = local[local.length - 1];
     if (last?.type === 'call' && /^(numpy\.array|numpy\.asarray|list|torch\.tensor|torch\.LongTensor)$/.test(ctx.sema.callee(last) ?? last.childForFieldName('function')?.text ?? '')) last = callArgs(last).positional[0];
     if (last?.type === 'list_comprehension' || last?.type === 'generator_expression') inner = last;
+    // `length_text = np.append(length_text, text.size(0))` in a loop over the batch's items: the lengths appended one by one
+    else if (local.some((b) => b.type === 'call' && /(^|\.)(append|concatenate|hstack)$/.test(ctx.sema.callee(b) ?? '') && /\blen\(|\.size\(|\.shape\b/.test(b.text))) return true;
   }
   return !!inner && /\blen\(|\.size\(|\.shape\b/.test(inner.text);
 }

@@ -182,7 +182,9 @@ function picksHostValue(ctx: RuleContext, call: Node): boolean {
     const value = a?.childForFieldName('right');
     if (left?.type !== 'identifier' || !value) return null;
     const host = hostValue(ctx, value) || (value.type === 'call' && /^(numpy|item|tolist)$/.test(methodName(value) ?? ''));
-    return host ? left.text : null;
+    // `selected_action = self.env.action_space.sample()`: an arm that does no device work at all picks a host value too
+    const deviceWork = !!block && [value, ...ctx.sema.within('call', block)].some((c) => tensorish(ctx, c, false));
+    return host || !deviceWork ? left.text : null;
   };
   const t = target(stmt.childForFieldName('consequence'));
   return !!t && t === target(alts[0].childForFieldName('body'));
