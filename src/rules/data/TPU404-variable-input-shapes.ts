@@ -266,7 +266,6 @@ export default defineRule({
   },
   check(ctx) {
     const collates = collateFunctions(ctx);
-    const padReported = new Map<number, { start: number; end: number; message: string }[]>();
     const padFindings: { at: Node; message: string; related: { start: number; end: number; message: string }[] }[] = [];
     const randomReported = new Set<number>();
     // a tokenizer call that pads to a fixed max_length: the collator then sees equal lengths
@@ -404,22 +403,16 @@ export default defineRule({
 
       // pad_sequence / max(len(...) for ...) in collate functions: one finding per function (each padded field is the same problem)
       if (inside(call, collates)) {
-        const fnId = ctx.sema.enclosingFunction(call)?.id ?? -1;
-        const earlier = padReported.get(fnId);
-        if (earlier && (q === 'torch.nn.utils.rnn.pad_sequence' || (maxNamed(fnText) && batchMax(ctx, call)))) {
-          earlier.push({ start: call.startIndex, end: call.endIndex, message: 'another field padded to the batch maximum' });
-          continue;
-        }
-        if (q === 'torch.nn.utils.rnn.pad_sequence' || (maxNamed(fnText) && batchMax(ctx, call))) padReported.set(fnId, []);
-        const related = padReported.get(fnId);
+        // each padded field is its own edit (pad it to a fixed length): one finding per line
+        const related: { start: number; end: number; message: string }[] = [];
         if (q === 'torch.nn.utils.rnn.pad_sequence') {
-          padFindings.push({ at: call, message: '`pad_sequence` in a collate function pads to the longest sequence of each batch: every new length compiles a new graph; pad to a fixed length or to a few fixed buckets instead', related: related! });
+          padFindings.push({ at: call, message: '`pad_sequence` in a collate function pads to the longest sequence of each batch: every new length compiles a new graph; pad to a fixed length or to a few fixed buckets instead', related });
         } else if (maxNamed(fnText) && batchMax(ctx, call)) {
           // max(len(x) for x in xs): (call arguments: (generator_expression …))
           const t = call.text.replace(/\s+/g, ' ');
           const fnName = ctx.sema.enclosingFunction(call)?.childForFieldName('name')?.text ?? '';
           const where = /collat|__call__/i.test(fnName) || !fnName ? 'in a collate function' : `in \`${fnName}()\`, which the collate function calls,`;
-          padFindings.push({ at: call, message: `\`${t.length > 40 ? t.slice(0, 37) + '…' : t}\` ${where} sizes each batch by its longest item: every new length compiles a new graph; pad to a fixed length or to a few fixed buckets instead`, related: related! });
+          padFindings.push({ at: call, message: `\`${t.length > 40 ? t.slice(0, 37) + '…' : t}\` ${where} sizes each batch by its longest item: every new length compiles a new graph; pad to a fixed length or to a few fixed buckets instead`, related });
         }
       }
     }

@@ -68,8 +68,10 @@ export function generationLoops(ctx: RuleContext): GenerationLoop[] {
   for (const loop of [...ctx.sema.nodes('for_statement'), ...ctx.sema.nodes('while_statement')]) {
     // not a training/eval loop, not inside one, and not an epoch loop around one
     // a helper hot only through a throttled or eval call (`print_samples()` every k steps calls `generate`) still decodes
+    // (only when it grows the sequence: an eval helper's loop over batches that carries `y = y.view(-1)` is no decode loop)
     const h = ctx.sema.hot(loop);
     if ((h && (h.anchor.type !== 'function_definition' || (h.kind === 'train' && !h.throttled))) || hotLoops.some((a) => a.startIndex >= loop.startIndex && a.endIndex <= loop.endIndex)) continue;
+    const helperHot = !!h;
     if (ctx.sema.containsTrainSignal(loop)) continue;
     const body = loop.childForFieldName('body');
     if (!body) continue;
@@ -113,7 +115,7 @@ export function generationLoops(ctx: RuleContext): GenerationLoop[] {
         if (right.type === 'call' && ctx.sema.callee(right) === 'torch.cat') growing.push(right);
       }
     }
-    if (carried.size) out.push({ loop, body, model, carried, growing, derived });
+    if (carried.size && (!helperHot || growing.length)) out.push({ loop, body, model, carried, growing, derived });
   }
   memo.set(ctx.sema, out);
   return out;
