@@ -20,9 +20,10 @@ export default defineRule({
       'Checks, in a hot loop or `forward`, for `if`/`elif`/`while`/`assert`/ternary tests and `and`/`or`/`not` operands whose value is a tensor ' +
       '(`if loss > thr:`, `if torch.isnan(loss):`, `while (err > eps).any():`, `assert torch.isfinite(loss)`, `if not torch.isfinite(grad_norm): continue`), ' +
       '`clip_grad_norm_(..., error_if_nonfinite=True)`, and anomaly detection left on (`torch.autograd.set_detect_anomaly(True)`, `detect_anomaly()`). ' +
+      'Python\'s `all()`/`any()` in a test over a device tensor (`if all(done):`, iterating it reads every element) or over a generator of tensor tests (`if any(not torch.isfinite(p.grad).all() for p in params):`, a hand-rolled loss-scale check); in a decode loop outside training that test is reported by TPU205 (info). ' +
       'Also branches on the size of a data-dependent count (`npr = pred.shape[0]` of an NMS result, `nl = labels.shape[0]` of a boolean-mask selection, then `if npr == 0:`), once per loop; ' +
       'and a tensor from the step tested in the loop around the minibatch loop when that loop runs inside another one (PPO: `if approx_kl > target_kl: break` per update epoch), info. ' +
-      'An outermost epoch loop testing the last loss is not flagged. Tests on Python scalars, configuration, the step counter, `.shape`/`.size()`, or `is None` are not flagged; `.item()` reads are TPU201. ' +
+      'An outermost epoch loop testing the last loss is not flagged. Tests on Python scalars, configuration, the step counter, `.shape`/`.size()`, or `is None` are not flagged, nor the truthiness of a name bound to a dict or list (`output_dict = {}` … `if output_dict:`), nor a `forward` argument that every call of the module\'s instances passes as a Python int (`self.attention(enc, query, t)` with `t` from `range(...)`); `.item()` reads are TPU201. ' +
       'Eval loops and throttled code get info.',
     why:
       'A Python branch on a tensor needs its value now: "Even if `x[0][0]` was a Tensor, we need to execute/materialize its value for python interpreter to proceed. ' +

@@ -85,7 +85,12 @@ export default defineRule({
       '`x.view(k.item(), -1)`, `x[:lengths.max()]`; through a local name, `max_len = torch.max(lengths).item()` then `torch.arange(max_len)`, reported at the read with the sized tensor as a related location); ' +
       'data-dependent counts: non-maximum suppression (`torchvision.ops.nms`/`batched_nms`, a `non_max_suppression` helper), boolean-mask reads with slices beside the mask (`t[t[:, 0] == i, 1:]`), ' +
       'and one field of per-image detection targets joined along the object dim (`torch.cat([t["boxes"] for t in targets])`, torchvision\'s `List[Dict[str, Tensor]]` convention; once per function). ' +
-      '`unique`/`nonzero` over a CPU tensor of Python ints (`torch.tensor([x.shape[-1] for x in crops])`) never reaches the device and is not flagged. Mask writes (`x[mask] = v`), three-argument `torch.where` and `topk` with a constant `k` are static and not flagged. ' +
+      '`unique`/`nonzero` over a CPU tensor of Python ints (`torch.tensor([x.shape[-1] for x in crops])`) never reaches the device and is not flagged. ' +
+      'Boolean-mask writes and updates on a device tensor (`logits[logits < v] = -inf`, `l[(u > 0) * (l == u)] -= 1`; a product of two bool tensors is a mask), with the static form (`x.masked_fill_(m, v)`, `x = torch.where(m, x - 1, x)`) in the message; ' +
+      'a name the code calls a mask (`out[data.train_mask]`, PyG node masks) indexing a device tensor, unless a binding makes it an index (`mask = idx.long()`); one finding per statement. ' +
+      'Decode code: a read of a KV cache (a tensor named `*cache*`) sliced up to a position (`self.cache_k[:bsz, :start_pos + seqlen]`, `k_cache[:, :end]` with `end = pos + T`, `pos = seqlens[0].item()`; once per function, the other reads as related locations; a bound taken from the input\'s own shape is static and not flagged), ' +
+      'and the model\'s input sliced at a decode loop\'s position (`model.forward(tokens[:, prev:cur], prev)`, info); mask ops inside a decode loop outside training are info. ' +
+      'Three-argument `torch.where`, `masked_fill` and `topk` with a constant `k` are static and not flagged. ' +
       'Loop trip counts from tensor values are TPU205.',
     why:
       '"Direct or indirect uses of `nonzero` introduce dynamic shapes; for example, masked indexing `base[index]` where `index` is a mask tensor" (TS:288-290). ' +
@@ -108,6 +113,8 @@ export default defineRule({
       'RECOMP §2 (docs/source/perf/recompilation.md, operator-output dynamism), §2.2 (recompilation.md:59-65, querying the real size of a dynamic tensor)',
       'torchvision detection targets: torchvision/models/detection/generalized_rcnn.py (targets: List[Dict[str, Tensor]], one row per object in `boxes`)',
       'DS (docs/source/learn/dynamic_shape.md, bounded dynamic shape is experimental)',
+      'torch_xla/csrc/ops/index_ops.cpp:50-77 (ExpandByteTensors: a bool/byte mask index is replaced by `index->nonzero()`), :259-266 (GetCanonicalIndexInfo calls it for every index and index_put_)',
+      'torch_xla/csrc/aten_xla_type.cpp:2070-2087 (XLANativeFunctions::index_put_ → GetCanonicalIndexInfo), :2839-2847 (nonzero falls back to the CPU unless the experimental "nonzero" lowering is on)',
     ],
     torchtpu: 'The masked-sum rewrite is plain PyTorch and is offered on the torchtpu preview too; static shapes matter there as well (torch.compile(..., dynamic=False)).',
   },

@@ -72,12 +72,13 @@ export default defineRule({
   triggers: ['range(', 'break', 'random', 'cat(', 'pack_padded_sequence', 'pad_packed_sequence', 'while '],
   docs: {
     what:
-      'Autoregressive decode loops outside training (see graph/generation.ts): a generated sequence grown with `torch.cat` every step and a `break` on a device value (`if (nxt == eos).all(): break`), info; ' +
+      'Autoregressive decode loops outside training (see graph/generation.ts; also `model.forward(...)` loops that write a preallocated buffer, `tokens[:, cur] = nxt`, and decode loops in helpers the training loop calls only under a throttle): a generated sequence grown with `torch.cat` every step and a `break` on a device value (`if (nxt == eos).all(): break`; `if all(eos_reached): break` is reported at the test), info; ' +
       'branches on a fresh torch draw (`if torch.rand(1) < p:`) are random branches reported here, not as TPU202 value checks. ' +
       'Checks, in `forward` or a hot loop, for Python structure that changes between steps: `for t in range(...)` whose trip count comes from a tensor value ' +
       '(`n.item()`, `int(lengths.max())`) or a per-batch size (`x.size(1)`, `x.shape[1]`; not the leading batch dim, `range(0, x.shape[0], micro)`/`len(x)`: the loader\'s batch size, fixed when it drops its last batch, which TPU403 checks); `while` loops bounded by a per-batch size (a teacher-forced decoder: `while len(outs) < inputs.size(0) - 1`); `break` under a tensor-valued condition; branches chosen by ' +
       'Python or NumPy randomness (`if self.training and random.random() < p: return x`, LayerDrop, stochastic depth); and ' +
-      '`pack_padded_sequence`/`pad_packed_sequence`. Loops over constants or configuration (`range(self.n_layers)`) are not flagged. ' +
+      '`pack_padded_sequence`/`pad_packed_sequence`. Also a bound bound earlier to a non-leading dim of a three-or-more-dim size (`batch_size, _, steps = mel.size()` then `range(0, steps, r)`; a `(B, T)` token batch is usually cut to a fixed block and is not flagged). ' +
+      'Loops over constants or configuration (`range(self.n_layers)`), or over a Python int parameter (`range(max_new_tokens)`), are not flagged; nor an epsilon-greedy branch whose exploring arm does no device work (`self.env.action_space.sample()`). ' +
       'Variable-length decode loops and beam search are only caught through these shapes.',
     why:
       '"Loops with a different number of iterations between steps can result in different execution graphs, thus require recompilations" (TS:291-293). ' +
