@@ -604,7 +604,8 @@ export class ProgramModel {
       // `self.attention = LSA(...)` … `self.attention(enc, query, t)` with `t` a Python int (a decoder step from
       // `range(...)`): what the module's same-file calls pass, when every one of them passes a host scalar
       let passed: Value = UNKNOWN;
-      const args = this.moduleCallArguments(cls, index - (method ? 1 : 0), name);
+      // a `torch.autograd.Function`'s static `forward(ctx, ...)`: its calls are `Cls.apply(...)` (ctx not passed)
+      const args = firstName === 'ctx' && !method ? this.applyCallArguments(cls, index - 1, name) : this.moduleCallArguments(cls, index - (method ? 1 : 0), name);
       for (const a of args) passed = join(passed, this.value(a));
       if (args.length && passed.kind !== 'tensor' && passed.kind !== 'unknown' && isHostValue(passed)) return passed;
       return deviceTensor(p, 'unknown', { batch: true });
@@ -720,6 +721,24 @@ export class ProgramModel {
   }
 
   private readonly moduleCallsMemo = new Map<number, Node[]>();
+
+  /** The arguments same-file `Cls.apply(...)` calls pass at `index` (ctx not counted); empty when one passes nothing there. */
+  applyCallArguments(cls: Node, index: number, name: string): Node[] {
+    const clsName = cls.childForFieldName('name')?.text;
+    if (!clsName || index < 0) return [];
+    const out: Node[] = [];
+    for (const id of this.sema.identifiersNamed(clsName)) {
+      const attr = id.parent;
+      const call = attr?.type === 'attribute' && attr.childForFieldName('object')?.id === id.id && attr.childForFieldName('attribute')?.text === 'apply' ? attr.parent : null;
+      if (call?.type !== 'call' || call.childForFieldName('function')?.id !== attr!.id) continue;
+      const { positional, keywords } = callArgs(call);
+      if (positional.some((x) => x.type === 'list_splat' || x.type === 'dictionary_splat')) return [];
+      const arg = kwValue(keywords.get(name)) ?? positional[index] ?? null;
+      if (!arg) return [];
+      out.push(arg);
+    }
+    return out;
+  }
 
   /** What one iteration of `for t in right` binds to `t`. */
   iterationValue(right: Node | null, loop: Node | null): Value {
