@@ -600,7 +600,16 @@ export class ProgramModel {
     const annotation = p.childForFieldName('type')?.text;
     if (annotation && /Tensor/.test(annotation)) return deviceTensor(p, 'unknown', { weak: fname !== 'forward', batch: !/^(torch\.)?Tensor$/.test(annotation) || undefined });
     if (annotation && !/Tensor|Any|^torch\./.test(annotation)) return UNKNOWN;
-    if (fname === 'forward' && cls) return deviceTensor(p, 'unknown', { batch: true });
+    if (fname === 'forward' && cls) {
+      // `self.attention = LSA(...)` … `self.attention(enc, query, t)` with `t` a Python int (a decoder step from
+      // `range(...)`): what the module's same-file calls pass, when every one of them passes a host scalar
+      let passed: Value = UNKNOWN;
+      // a `torch.autograd.Function`'s static `forward(ctx, ...)`: its calls are `Cls.apply(...)` (ctx not passed)
+      const args = firstName === 'ctx' && !method ? this.applyCallArguments(cls, index - 1, name) : this.moduleCallArguments(cls, index - (method ? 1 : 0), name);
+      for (const a of args) passed = join(passed, this.value(a));
+      if (args.length && passed.kind !== 'tensor' && passed.kind !== 'unknown' && isHostValue(passed)) return passed;
+      return deviceTensor(p, 'unknown', { batch: true });
+    }
     // a parameter of a hot function that nothing else explains (`def train_step(x, y)` called from the loop)
     if (!HOT_PARAM_EXCLUDED.some((re) => re.test(name))) {
       const hot = this.sema.hot(p);
@@ -680,6 +689,57 @@ export class ProgramModel {
 
   private readonly argsMemo = new Map<number, { args: Node[]; allPass: boolean }>();
 
+  /**
+   * The arguments same-file calls of an instance of module class `cls` pass to its `forward` at `index` (self not
+   * counted) or by keyword `name`: instances bound to an attribute (`self.attn = Attn(...)`, called `self.attn(...)`).
+   * Empty when any such call passes nothing there or splats its arguments.
+   */
+  moduleCallArguments(cls: Node, index: number, name: string): Node[] {
+    const clsName = cls.childForFieldName('name')?.text;
+    if (!clsName || index < 0) return [];
+    let byAttr = this.moduleCallsMemo.get(cls.id);
+    if (!byAttr) {
+      const attrs = new Set<string>();
+      for (const [attr, list] of this.attrIndex()) {
+        if (list.some((b) => b.recv.text === 'self' && b.value.type === 'call' && b.value.childForFieldName('function')?.text === clsName)) attrs.add(attr);
+      }
+      byAttr = attrs.size ? this.sema.nodes('call').filter((c) => {
+        const fn = c.childForFieldName('function');
+        return fn?.type === 'attribute' && fn.childForFieldName('object')?.text === 'self' && attrs.has(fn.childForFieldName('attribute')?.text ?? '');
+      }) : [];
+      this.moduleCallsMemo.set(cls.id, byAttr);
+    }
+    const out: Node[] = [];
+    for (const call of byAttr) {
+      const { positional, keywords } = callArgs(call);
+      if (positional.some((x) => x.type === 'list_splat' || x.type === 'dictionary_splat')) return [];
+      const arg = kwValue(keywords.get(name)) ?? positional[index] ?? null;
+      if (!arg) return [];
+      out.push(arg);
+    }
+    return out;
+  }
+
+  private readonly moduleCallsMemo = new Map<number, Node[]>();
+
+  /** The arguments same-file `Cls.apply(...)` calls pass at `index` (ctx not counted); empty when one passes nothing there. */
+  applyCallArguments(cls: Node, index: number, name: string): Node[] {
+    const clsName = cls.childForFieldName('name')?.text;
+    if (!clsName || index < 0) return [];
+    const out: Node[] = [];
+    for (const id of this.sema.identifiersNamed(clsName)) {
+      const attr = id.parent;
+      const call = attr?.type === 'attribute' && attr.childForFieldName('object')?.id === id.id && attr.childForFieldName('attribute')?.text === 'apply' ? attr.parent : null;
+      if (call?.type !== 'call' || call.childForFieldName('function')?.id !== attr!.id) continue;
+      const { positional, keywords } = callArgs(call);
+      if (positional.some((x) => x.type === 'list_splat' || x.type === 'dictionary_splat')) return [];
+      const arg = kwValue(keywords.get(name)) ?? positional[index] ?? null;
+      if (!arg) return [];
+      out.push(arg);
+    }
+    return out;
+  }
+
   /** What one iteration of `for t in right` binds to `t`. */
   iterationValue(right: Node | null, loop: Node | null): Value {
     if (!right) return UNKNOWN;
@@ -743,7 +803,8 @@ export class ProgramModel {
       }
       case 'grad': {
         const o = this.value(obj);
-        return o.kind === 'tensor' ? { ...o, origin: node } : deviceTensor(node);
+        // only tensors have a `.grad`: known by the attribute, even when the owner is a tensor by convention only
+        return o.kind === 'tensor' ? { ...o, origin: node, weak: undefined, batch: undefined } : deviceTensor(node);
       }
     }
     if (META_BOOL.test(attr)) return bool(node);

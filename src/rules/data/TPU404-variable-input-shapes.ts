@@ -23,6 +23,8 @@ function collateFunctions(ctx: RuleContext): Node[] {
     const v = kwValue(kw);
     if (v?.type === 'identifier') names.add(v.text);
     if (v?.type === 'attribute') names.add(v.childForFieldName('attribute')?.text ?? '');
+    // `collate_fn=lambda batch: collate_tts(batch, r)`, `collate_fn=partial(collate_tts, r=r)`: the function it wraps
+    if (v?.type === 'lambda' || v?.type === 'call') for (const id of ctx.sema.within('identifier', v)) names.add(id.text);
   }
   const direct = ctx.sema.nodes('function_definition').filter((f) => {
     const n = f.childForFieldName('name')?.text ?? '';
@@ -52,10 +54,20 @@ function collateFunctions(ctx: RuleContext): Node[] {
  * `max(len(x) for x in batch)`, `max([x[1].size(1) for x in batch])`, `_max_by_axis([list(img.shape) for img in images])`:
  * the longest (largest) item of the batch.
  */
-function batchMax(call: Node): boolean {
+function batchMax(ctx: RuleContext, call: Node): boolean {
   const args = call.childForFieldName('arguments');
   if (!args) return false;
-  const inner = args.type === 'generator_expression' ? args : args.namedChildren.length === 1 && args.namedChildren[0]?.type === 'list_comprehension' ? args.namedChildren[0] : null;
+  const only = args.namedChildren.length === 1 ? args.namedChildren[0] : null;
+  let inner = args.type === 'generator_expression' ? args : only?.type === 'list_comprehension' ? only : null;
+  // `x_lens = [len(x[0]) for x in batch]` … `max(x_lens)` (WaveRNN's collate_tts): the lengths through a local name
+  if (!inner && only?.type === 'identifier') {
+    const local = localBindings(ctx, only.text, call);
+    let last: Node | null | undefined = local[local.length - 1];
+    if (last?.type === 'call' && /^(numpy\.array|numpy\.asarray|list|torch\.tensor|torch\.LongTensor)$/.test(ctx.sema.callee(last) ?? last.childForFieldName('function')?.text ?? '')) last = callArgs(last).positional[0];
+    if (last?.type === 'list_comprehension' || last?.type === 'generator_expression') inner = last;
+    // `length_text = np.append(length_text, text.size(0))` in a loop over the batch's items: the lengths appended one by one
+    else if (local.some((b) => b.type === 'call' && /(^|\.)(append|concatenate|hstack)$/.test(ctx.sema.callee(b) ?? '') && /\blen\(|\.size\(|\.shape\b/.test(b.text))) return true;
+  }
   return !!inner && /\blen\(|\.size\(|\.shape\b/.test(inner.text);
 }
 
@@ -224,7 +236,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for inputs whose shape changes from batch to batch: tokenizer calls with `padding=True`/`"longest"` (and `padding="max_length"` with no `max_length`, info; one text per call outside the step, `[tok(t, padding="longest") for t in texts]`, pads nothing and is not flagged); ' +
-      '`pad_sequence(...)`, `max(len(s) for s in batch)` / `max([x.size(1) for x in batch])` / a max-named helper over the items\' shapes (`_max_by_axis([list(img.shape) for img in images])`, DETR\'s NestedTensor padding) or the first of the lengths sorted descending (`lengths[0]` after `torch.sort(..., descending=True)`) in a `collate_fn` or a same-file helper it calls (two levels); ' +
+      '`pad_sequence(...)`, `max(len(s) for s in batch)` / `max([x.size(1) for x in batch])` / a max-named helper over the items\' shapes (`_max_by_axis([list(img.shape) for img in images])`, DETR\'s NestedTensor padding) or the first of the lengths sorted descending (`lengths[0]` after `torch.sort(..., descending=True)`) in a `collate_fn` (also one wrapped in a lambda or `partial`, `collate_fn=lambda b: collate_tts(b, r)`) or a same-file helper it calls (two levels), also through a local list of the lengths (`x_lens = [len(x[0]) for x in batch]` … `max(x_lens)`, or lengths `np.append`ed item by item); ' +
       'speechbrain PaddedBatch batches (padded to the longest item, `wav_lens` relative; once per file, where `batch.to(self.device)` runs in a `Brain` method) and `DynamicBatchSampler` (once per file); ' +
       'a small `pad_to_multiple_of` (below 64, e.g. 8, info: it still pads per batch, up to max_length/8 shapes); HF `DataCollatorWithPadding`/`DataCollatorForSeq2Seq`/`DataCollatorForLanguageModeling`/`DataCollatorForTokenClassification` ' +
       'without `pad_to_multiple_of`, or with one that is `None` on TPU such as `pad_to_multiple_of=(8 if accelerator.use_fp16 else None)` (unless the script pre-pads to a fixed length); `group_by_length=True`; torchvision `Resize(int)` with no fixed crop (or `(H, W)` resize) before or after it in the same `Compose`; ' +
@@ -254,6 +266,7 @@ export default defineRule({
   },
   check(ctx) {
     const collates = collateFunctions(ctx);
+    const padFindings: { at: Node; message: string; related: { start: number; end: number; message: string }[] }[] = [];
     const randomReported = new Set<number>();
     // a tokenizer call that pads to a fixed max_length: the collator then sees equal lengths
     const fixedPrepad = ctx.sema.nodes('call').some((c) => {
@@ -388,19 +401,24 @@ export default defineRule({
         continue;
       }
 
-      // pad_sequence / max(len(...) for ...) in collate functions
+      // pad_sequence / max(len(...) for ...) in collate functions: one finding per function (each padded field is the same problem)
       if (inside(call, collates)) {
+        // each padded field is its own edit (pad it to a fixed length): one finding per line
+        const related: { start: number; end: number; message: string }[] = [];
         if (q === 'torch.nn.utils.rnn.pad_sequence') {
-          ctx.report(call, { message: '`pad_sequence` in a collate function pads to the longest sequence of each batch: pad to a fixed (or bucketed) length instead', fix: null });
-        } else if (maxNamed(fnText) && batchMax(call)) {
+          padFindings.push({ at: call, message: '`pad_sequence` in a collate function pads to the longest sequence of each batch: every new length compiles a new graph; pad to a fixed length or to a few fixed buckets instead', related });
+        } else if (maxNamed(fnText) && batchMax(ctx, call)) {
           // max(len(x) for x in xs): (call arguments: (generator_expression …))
           const t = call.text.replace(/\s+/g, ' ');
           const fnName = ctx.sema.enclosingFunction(call)?.childForFieldName('name')?.text ?? '';
           const where = /collat|__call__/i.test(fnName) || !fnName ? 'in a collate function' : `in \`${fnName}()\`, which the collate function calls,`;
-          ctx.report(call, { message: `\`${t.length > 40 ? t.slice(0, 37) + '…' : t}\` ${where} sizes each batch by its longest item: pad to a fixed (or bucketed) length instead`, fix: null });
+          padFindings.push({ at: call, message: `\`${t.length > 40 ? t.slice(0, 37) + '…' : t}\` ${where} sizes each batch by its longest item: every new length compiles a new graph; pad to a fixed length or to a few fixed buckets instead`, related });
         }
       }
     }
+
+    // reported once the related locations (the other padded fields of the same function) are all known
+    for (const f of padFindings) ctx.report(f.at, { message: f.message, fix: null, related: f.related });
 
     // `max_len = lengths[0]` after `lengths, idx = torch.sort(torch.LongTensor([len(x[0]) for x in batch]), descending=True)` (tacotron2),
     // or `max_len = max([x[1].size(1) for x in batch])` handled above: the padded size is each batch's longest item

@@ -2,7 +2,7 @@ import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, kwValue } from '../../core/semantics';
 import { replace, replaceRange } from '../../core/edits';
-import { countSize, hotAt, severityIn, short, tensorCondition, tensorish, torchName } from './util';
+import { countSize, hotAt, pythonReduction, severityIn, short, tensorCondition, tensorish, torchName } from './util';
 import { torchRandomDraw } from './random-draw';
 
 export default defineRule({
@@ -20,9 +20,10 @@ export default defineRule({
       'Checks, in a hot loop or `forward`, for `if`/`elif`/`while`/`assert`/ternary tests and `and`/`or`/`not` operands whose value is a tensor ' +
       '(`if loss > thr:`, `if torch.isnan(loss):`, `while (err > eps).any():`, `assert torch.isfinite(loss)`, `if not torch.isfinite(grad_norm): continue`), ' +
       '`clip_grad_norm_(..., error_if_nonfinite=True)`, and anomaly detection left on (`torch.autograd.set_detect_anomaly(True)`, `detect_anomaly()`). ' +
+      'Python\'s `all()`/`any()` in a test over a device tensor (`if all(done):`, iterating it reads every element) or over a generator of tensor tests (`if any(not torch.isfinite(p.grad).all() for p in params):`, a hand-rolled loss-scale check); in a decode loop outside training that test is reported by TPU205 (info). ' +
       'Also branches on the size of a data-dependent count (`npr = pred.shape[0]` of an NMS result, `nl = labels.shape[0]` of a boolean-mask selection, then `if npr == 0:`), once per loop; ' +
       'and a tensor from the step tested in the loop around the minibatch loop when that loop runs inside another one (PPO: `if approx_kl > target_kl: break` per update epoch), info. ' +
-      'An outermost epoch loop testing the last loss is not flagged. Tests on Python scalars, configuration, the step counter, `.shape`/`.size()`, or `is None` are not flagged; `.item()` reads are TPU201. ' +
+      'An outermost epoch loop testing the last loss is not flagged. Tests on Python scalars, configuration, the step counter, `.shape`/`.size()`, or `is None` are not flagged, nor the truthiness of a name bound to a dict or list (`output_dict = {}` … `if output_dict:`), nor a `forward` argument that every call of the module\'s instances passes as a Python int (`self.attention(enc, query, t)` with `t` from `range(...)`), or that every `Fn.apply(...)` of an autograd Function passes as a Python bool (`ctx.bias = bias is not None`); `.item()` reads are TPU201. ' +
       'Eval loops and throttled code get info.',
     why:
       'A Python branch on a tensor needs its value now: "Even if `x[0][0]` was a Tensor, we need to execute/materialize its value for python interpreter to proceed. ' +
@@ -90,8 +91,16 @@ export default defineRule({
       });
     };
 
+    // `if all(done):`, `if any(not torch.isfinite(p.grad).all() for p in params):` — Python's all/any over device values
+    const reduction = (cond: Node | null | undefined, word: string) => {
+      const r = cond ? pythonReduction(ctx, cond) : null;
+      if (!cond || !r) return false;
+      flag(cond, '', null, `\`${word} ${short(cond.text, 36)}\`: Python's \`${r.fn}()\` ${r.perElement ? `iterates the device tensor \`${short(r.over.text, 20)}\`, reading each element to the host` : `tests \`${short(r.over.text, 30)}\` on the host for each item, one device read per item`}: the graph runs early; reduce on the device (\`${r.fn === 'all' ? 'torch.all' : 'torch.any'}\`/\`torch.stack\`) and read one value, or keep the decision in tensor math`);
+      return true;
+    };
     for (const stmt of ctx.sema.nodes('if_statement')) {
       const cond = stmt.childForFieldName('condition');
+      if (reduction(cond, 'if')) continue;
       if (cond && !tensorCondition(ctx, cond)) countBranch(cond, 'if');
       if (cond && tensorCondition(ctx, cond) && !ctx.sema.hot(cond)) epochLevel(cond, 'if');
       if (cond && tensorCondition(ctx, cond)) flag(cond, `\`if ${short(cond.text, 36)}\``, whereFix(ctx, stmt, cond));
@@ -103,6 +112,7 @@ export default defineRule({
     }
     for (const stmt of ctx.sema.nodes('while_statement')) {
       const cond = stmt.childForFieldName('condition');
+      if (reduction(cond, 'while')) continue;
       if (cond && tensorCondition(ctx, cond)) flag(cond, `\`while ${short(cond.text, 36)}\``);
     }
     for (const stmt of ctx.sema.nodes('assert_statement')) {

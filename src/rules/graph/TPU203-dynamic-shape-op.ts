@@ -1,8 +1,10 @@
 import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import type { HotInfo } from '../../core/semantics';
+import type { Severity } from '../../core/types';
 import { callArgs, methodName, receiver } from '../../core/semantics';
 import { replace } from '../../core/edits';
+import { generationLoops } from './generation';
 import { hostValue, hotAt, isNmsCall, throttledEvalWork, localBindings, maskIndex, severityIn, short, tensorish, torchName } from './util';
 
 const DYNAMIC_FNS = new Set(['nonzero', 'argwhere', 'masked_select', 'unique', 'unique_consecutive', 'bincount', 'repeat_interleave']);
@@ -32,10 +34,12 @@ function valueRead(ctx: RuleContext, e: Node | null | undefined, depth = 0): Nod
   for (const id of ids) {
     // a cheap text test first: slices and sizes bound to plain Python ints are the common case
     const vals = ctx.sema.bindings(id.text);
-    if (!vals.some((v) => READ_TEXT.test(v.text))) continue;
+    // `end_pos = pos + T_new` with `pos = cache_seqlens[0].item()`: followed through arithmetic on local names
+    const chained = (v: Node) => v.type === 'binary_operator' || v.type === 'identifier';
+    if (!vals.some((v) => READ_TEXT.test(v.text) || chained(v))) continue;
     const local = localBindings(ctx, id.text, id);
     const last = local[local.length - 1];
-    const r = last && READ_TEXT.test(last.text) ? valueRead(ctx, last, depth + 1) : null;
+    const r = last && (READ_TEXT.test(last.text) || chained(last)) ? valueRead(ctx, last, depth + 1) : null;
     if (r && r.type === 'call') return r;
   }
   return null;
@@ -81,7 +85,12 @@ export default defineRule({
       '`x.view(k.item(), -1)`, `x[:lengths.max()]`; through a local name, `max_len = torch.max(lengths).item()` then `torch.arange(max_len)`, reported at the read with the sized tensor as a related location); ' +
       'data-dependent counts: non-maximum suppression (`torchvision.ops.nms`/`batched_nms`, a `non_max_suppression` helper), boolean-mask reads with slices beside the mask (`t[t[:, 0] == i, 1:]`), ' +
       'and one field of per-image detection targets joined along the object dim (`torch.cat([t["boxes"] for t in targets])`, torchvision\'s `List[Dict[str, Tensor]]` convention; once per function). ' +
-      '`unique`/`nonzero` over a CPU tensor of Python ints (`torch.tensor([x.shape[-1] for x in crops])`) never reaches the device and is not flagged. Mask writes (`x[mask] = v`), three-argument `torch.where` and `topk` with a constant `k` are static and not flagged. ' +
+      '`unique`/`nonzero` over a CPU tensor of Python ints (`torch.tensor([x.shape[-1] for x in crops])`) never reaches the device and is not flagged. ' +
+      'Boolean-mask writes and updates on a device tensor (`logits[logits < v] = -inf`, `l[(u > 0) * (l == u)] -= 1`; a product of two bool tensors is a mask), with the static form (`x.masked_fill_(m, v)`, `x = torch.where(m, x - 1, x)`) in the message; ' +
+      'a name the code calls a mask (`out[data.train_mask]`, PyG node masks) indexing a device tensor, unless a binding makes it an index (`mask = idx.long()`); one finding per statement. ' +
+      'Decode code: a read of a KV cache (a tensor named `*cache*`) sliced up to a position (`self.cache_k[:bsz, :start_pos + seqlen]`, `k_cache[:, :end]` with `end = pos + T`, `pos = seqlens[0].item()`; once per function, the other reads as related locations; a bound taken from the input\'s own shape is static and not flagged), ' +
+      'and the model\'s input sliced at a decode loop\'s position (`model.forward(tokens[:, prev:cur], prev)`, info); mask ops inside a decode loop outside training are info. ' +
+      'Three-argument `torch.where`, `masked_fill` and `topk` with a constant `k` are static and not flagged. ' +
       'Loop trip counts from tensor values are TPU205.',
     why:
       '"Direct or indirect uses of `nonzero` introduce dynamic shapes; for example, masked indexing `base[index]` where `index` is a mask tensor" (TS:288-290). ' +
@@ -104,18 +113,20 @@ export default defineRule({
       'RECOMP §2 (docs/source/perf/recompilation.md, operator-output dynamism), §2.2 (recompilation.md:59-65, querying the real size of a dynamic tensor)',
       'torchvision detection targets: torchvision/models/detection/generalized_rcnn.py (targets: List[Dict[str, Tensor]], one row per object in `boxes`)',
       'DS (docs/source/learn/dynamic_shape.md, bounded dynamic shape is experimental)',
+      'torch_xla/csrc/ops/index_ops.cpp:50-77 (ExpandByteTensors: a bool/byte mask index is replaced by `index->nonzero()`), :259-266 (GetCanonicalIndexInfo calls it for every index and index_put_)',
+      'torch_xla/csrc/aten_xla_type.cpp:2070-2087 (XLANativeFunctions::index_put_ → GetCanonicalIndexInfo), :2839-2847 (nonzero falls back to the CPU unless the experimental "nonzero" lowering is on)',
     ],
     torchtpu: 'The masked-sum rewrite is plain PyTorch and is offered on the torchtpu preview too; static shapes matter there as well (torch.compile(..., dynamic=False)).',
   },
   check(ctx) {
     const catReported = new Set<number>();
     const readReported = new Set<number>();
-    const report = (at: Node, what: string, fix: FixDraft | null = null, operand?: Node | null) => {
-      const hot = hotAt(ctx, at) ?? (operand ? deviceHelper(ctx, at, operand) : null);
+    const report = (at: Node, what: string, fix: FixDraft | null = null, operand?: Node | null, advice?: string) => {
+      const hot = hotAt(ctx, at) ?? (operand ? deviceHelper(ctx, at, operand) : null) ?? decodeStep(ctx, at);
       if (!hot || throttledEvalWork(ctx, at, hot)) return;
       ctx.report(at, {
         severity: severityIn('warning', hot),
-        message: `${what}: the shape depends on tensor values, so each new size compiles a new graph${hot.anchor.type === 'function_definition' ? '' : ' in this loop'}`,
+        message: `${what}: the shape depends on tensor values, so each new size compiles a new graph${hot.anchor.type === 'function_definition' ? '' : ' in this loop'}${advice ? `; ${advice}` : ''}`,
         fix,
       });
     };
@@ -188,10 +199,69 @@ export default defineRule({
       }
     }
 
+    // one finding per statement: `F.cross_entropy(out[mask], y[mask])` is one problem (the mask's count)
+    const maskStatements = new Set<number>();
+    const firstInStatement = (sub: Node) => {
+      let st: Node | null = sub;
+      while (st && !/statement$/.test(st.type)) st = st.parent;
+      const key = st?.id ?? sub.id;
+      if (maskStatements.has(key)) return false;
+      maskStatements.add(key);
+      return true;
+    };
+    // decode loops (graph/generation.ts): the model's input sliced at the loop's position (`tokens[:, prev_pos:cur_pos]`)
+    const decodeSlices = new Set<number>();
+    const cacheReported = new Map<number, { start: number; end: number; message: string }[]>();
+    const cacheFindings: { at: Node; related: { start: number; end: number; message: string }[]; severity: Severity; message: string }[] = [];
+    for (const g of generationLoops(ctx)) {
+      const target = g.loop.type === 'for_statement' ? g.loop.childForFieldName('left') : null;
+      if (target?.type !== 'identifier') continue;
+      const args = g.model.childForFieldName('arguments');
+      const sub = args ? ctx.sema.within('subscript', args).find((s) => {
+        const bounds = s.childrenForFieldName('subscript').filter((i) => i?.type === 'slice').flatMap((i) => ctx.sema.within('identifier', i!));
+        return bounds.some((b) => b.text === target.text) && tensorish(ctx, s.childForFieldName('value'), false);
+      }) : undefined;
+      if (!sub) continue;
+      decodeSlices.add(sub.id);
+      ctx.report(sub, {
+        severity: 'info',
+        message: `\`${short(sub.text, 40)}\` slices the model's input at the decode position \`${target.text}\`: its length (or the attention cache length behind it) changes every step, and each new shape compiles a new graph; decode into a fixed-size buffer (static KV cache) with a position index and a mask`,
+      });
+    }
     for (const sub of ctx.sema.nodes('subscript')) {
+      if (decodeSlices.has(sub.id)) continue;
       const value = sub.childForFieldName('value');
       const indexes = sub.childrenForFieldName('subscript').filter((n): n is Node => !!n);
-      if (!value || !indexes.length || isWriteTarget(sub)) continue;
+      if (!value || !indexes.length) continue;
+      if (isWriteTarget(sub)) {
+        // `x[mask] = v`, `l[mask] -= 1`: index_put_ with a bool mask; torch_xla expands the mask with `nonzero()`
+        // (torch_xla/csrc/ops/index_ops.cpp:50-77 ExpandByteTensors, called by GetCanonicalIndexInfo at :259-266 from
+        // XLANativeFunctions::index_put_, aten_xla_type.cpp:2070-2087), a data-dependent shape
+        const mask = indexes.length === 1 ? maskIndex(ctx, sub) : null;
+        if (!mask || !tensorish(ctx, value, false) || !(hotAt(ctx, sub) ?? decodeStep(ctx, sub)) || !firstInStatement(sub)) continue;
+        report(sub, `Boolean-mask ${sub.parent?.type === 'augmented_assignment' ? 'update' : 'write'} \`${short(sub.parent!.text, 40)}\` (index_put with a bool mask: torch_xla turns the mask into \`nonzero()\` indices)`, null, null, maskWriteAdvice(sub.parent!, value, mask));
+        continue;
+      }
+      const pos = cacheReadBound(ctx, sub, value, indexes);
+      if (pos) {
+        // keys and values of one cache are one problem: once per function, the other reads as related locations
+        const fnKey = ctx.sema.enclosingFunction(sub)?.id ?? -1;
+        const first = cacheReported.get(fnKey);
+        if (first) {
+          first.push({ start: sub.startIndex, end: sub.endIndex, message: 'another read of the cache up to the same position' });
+          continue;
+        }
+        const related: { start: number; end: number; message: string }[] = [];
+        cacheReported.set(fnKey, related);
+        const hot = hotAt(ctx, sub);
+        cacheFindings.push({
+          at: sub,
+          related,
+          severity: hot ? severityIn('warning', hot) : 'info',
+          message: `\`${short(sub.text, 40)}\` reads the cache up to the decode position \`${short(pos.text, 24)}\`: its length grows every step, and each new length (a constant in the traced graph) compiles a new graph; attend over the whole fixed-size cache with a mask of the filled positions (static KV cache)`,
+        });
+        continue;
+      }
       // x[:lengths.max()], x[:, :n.item()]
       const slice = indexes.flatMap((i) => (i.type === 'slice' ? i.namedChildren.filter((c): c is Node => !!c) : [])).find((b) => valueRead(ctx, b));
       if (slice && tensorish(ctx, value, false)) {
@@ -200,10 +270,68 @@ export default defineRule({
       }
       const mask = maskIndex(ctx, sub);
       if (!mask) continue;
+      // a name the code calls a mask (`out[data.train_mask]`) counts only on an accelerator tensor
+      if ((mask.type === 'identifier' || mask.type === 'attribute') && !tensorish(ctx, value, false)) continue;
+      if (!firstInStatement(sub)) continue;
       report(sub, `Boolean-mask read \`${short(sub.text, 40)}\``, indexes.length === 1 ? maskedReduceFix(ctx, sub, value, mask) : null);
     }
+    // once the other reads of the same cache (keys and values) are known as related locations
+    for (const f of cacheFindings) ctx.report(f.at, { severity: f.severity, message: f.message, related: f.related });
   },
 });
+
+/**
+ * `self.cache_k[:bsz, : start_pos + seqlen]`, `k_cache[:, :end_pos]`: a read of a KV cache (a tensor the code names a
+ * cache) whose slice ends at a position: a parameter of the function (`start_pos: int`) or a local computed from one
+ * or from a value read (`pos = cache_seqlens[0].item()`), not a size of the inputs (`seqlen` from `x.shape` is static
+ * in training). Returns the bound, else null.
+ */
+function cacheReadBound(ctx: RuleContext, sub: Node, value: Node, indexes: readonly Node[]): Node | null {
+  const name = value.type === 'attribute' ? value.childForFieldName('attribute')?.text ?? '' : value.type === 'identifier' ? value.text : '';
+  if (!/cache/i.test(name)) return null;
+  const fn = ctx.sema.enclosingFunction(sub);
+  if (!fn) return null;
+  const params = new Set((fn.childForFieldName('parameters')?.namedChildren ?? []).map((p) => (p?.type === 'identifier' ? p.text : p?.childForFieldName('name')?.text ?? p?.namedChildren[0]?.text ?? '')).filter((n) => n && n !== 'self'));
+  const positional = (id: Node, depth: number): boolean => {
+    if (depth > 3) return false;
+    const local = localBindings(ctx, id.text, id);
+    const last = local[local.length - 1];
+    if (!last) return params.has(id.text);
+    if (/\.(shape|size\()|\blen\(/.test(last.text)) return false;
+    if (READ_TEXT.test(last.text)) return true;
+    const ids = last.type === 'identifier' ? [last] : last.type === 'binary_operator' ? ctx.sema.within('identifier', last) : [];
+    return ids.some((i) => positional(i, depth + 1));
+  };
+  for (const i of indexes) {
+    if (i.type !== 'slice') continue;
+    const stop = i.namedChildren.filter((c): c is Node => !!c).pop();
+    if (!stop || i.text.trimEnd().endsWith(':')) continue;
+    const ids = stop.type === 'identifier' ? [stop] : stop.type === 'binary_operator' ? ctx.sema.within('identifier', stop) : [];
+    const hit = ids.find((id) => positional(id, 0));
+    if (hit) return hit;
+  }
+  return null;
+}
+
+/** A step of a decode loop outside training (graph/generation.ts): eval-like work, reported as info. */
+function decodeStep(ctx: RuleContext, at: Node): HotInfo | null {
+  const g = generationLoops(ctx).find((l) => at.startIndex >= l.body.startIndex && at.endIndex <= l.body.endIndex);
+  return g ? { anchor: g.loop, kind: 'eval', throttled: false } : null;
+}
+
+/** The static-shape form of a mask write: `x.masked_fill_(m, v)` for a scalar, `x = torch.where(m, x - v, x)` for an update. */
+function maskWriteAdvice(stmt: Node, value: Node, mask: Node): string {
+  const rhs = stmt.childForFieldName('right');
+  const m = short(mask.text, 30);
+  const x = short(value.text, 20);
+  const r = short(rhs?.text ?? 'v', 20);
+  if (stmt.type === 'augmented_assignment') {
+    const op = stmt.children.find((c) => c && !c.isNamed && /=$/.test(c.type))?.type.slice(0, -1) ?? '+';
+    return `keep the shape static with \`${x} = torch.where(${m}, ${x} ${op} ${r}, ${x})\``;
+  }
+  const scalar = !!rhs && /^-?(\d|float\(|math\.inf|torch\.finfo|True|False)/.test(rhs.text);
+  return scalar ? `keep the shape static with \`${x}.masked_fill_(${m}, ${r})\`` : `keep the shape static with \`torch.where(${m}, <new values>, ${x})\``;
+}
 
 /** The positional arguments that set the output size: `full(size, fill)` and `randint([low,] high, size)` take values too. */
 function sizeArguments(fn: string | null, positional: readonly Node[]): readonly Node[] {

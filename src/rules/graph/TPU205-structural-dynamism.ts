@@ -7,7 +7,8 @@ import { reportGenerationDynamism } from './generation-report';
 
 /** `range(...)` bound read from tensor values or a per-batch length: `t.item()`, `int(t.max())`, `len(x)`, `x.size(1)`, `x.shape[1]`. */
 function dynamicBound(ctx: RuleContext, e: Node): string | null {
-  if (tensorish(ctx, e, false)) return 'a tensor value';
+  // strict: a parameter of a hot function known only by convention (`max_new_tokens`) is a Python int here
+  if (tensorish(ctx, e, true)) return 'a tensor value';
   for (const n of [e, ...ctx.sema.within('call', e), ...ctx.sema.within('subscript', e)]) {
     if (n.type === 'call') {
       const m = methodName(n);
@@ -24,7 +25,37 @@ function dynamicBound(ctx: RuleContext, e: Node): string | null {
       if (v?.type === 'attribute' && v.childForFieldName('attribute')?.text === 'shape' && tensorish(ctx, v.childForFieldName('object'), false)) return 'a per-batch size';
     }
   }
+  if (e.type === 'identifier') return boundSize(ctx, e);
   return null;
+}
+
+/**
+ * `batch_size, _, steps = m.size()` (or `= m.shape`, `steps = m.size(2)`) earlier in the same function: the name
+ * holds a size of this batch past the leading dim (the leading one is the loader's batch size, see below).
+ */
+function boundSize(ctx: RuleContext, id: Node): string | null {
+  const fn = ctx.sema.enclosingFunction(id);
+  if (!fn) return null;
+  let found: string | null = null;
+  for (const a of ctx.sema.within('assignment', fn)) {
+    if (a.startIndex >= id.startIndex || ctx.sema.enclosingFunction(a)?.id !== fn.id) continue;
+    const left = a.childForFieldName('left');
+    const right = a.childForFieldName('right');
+    if (!left || !right) continue;
+    if (left.type === 'identifier' && left.text === id.text) {
+      // the last binding before the loop decides
+      found = right.type === 'call' || right.type === 'subscript' ? (dynamicBound(ctx, right) === 'a per-batch size' && !leadingDim(right) ? 'a per-batch size' : null) : null;
+      continue;
+    }
+    if (left.type !== 'pattern_list' && left.type !== 'tuple_pattern') continue;
+    const pos = left.namedChildren.findIndex((c) => c?.type === 'identifier' && c.text === id.text);
+    if (pos < 0) continue;
+    const whole = right.type === 'call' && methodName(right) === 'size' && !callArgs(right).positional.length ? receiver(right) : right.type === 'attribute' && right.childForFieldName('attribute')?.text === 'shape' ? right.childForFieldName('object') : null;
+    // (B, C, T) features (mel frames, audio): the time dim follows the data; a (B, T) token batch (`b, t = idx.size()`)
+    // is usually cut to a fixed block size by its loader, so only unpackings of three or more dims count
+    found = pos > 0 && left.namedChildren.length >= 3 && whole && tensorish(ctx, whole, false) ? 'a per-batch size' : null;
+  }
+  return found;
 }
 
 const PY_RANDOM = /^(random\.(random|uniform|randint|choice|randrange|getrandbits)|numpy\.random\.\w+)$/;
@@ -41,12 +72,13 @@ export default defineRule({
   triggers: ['range(', 'break', 'random', 'cat(', 'pack_padded_sequence', 'pad_packed_sequence', 'while '],
   docs: {
     what:
-      'Autoregressive decode loops outside training (see graph/generation.ts): a generated sequence grown with `torch.cat` every step and a `break` on a device value (`if (nxt == eos).all(): break`), info; ' +
+      'Autoregressive decode loops outside training (see graph/generation.ts; also `model.forward(...)` loops that write a preallocated buffer, `tokens[:, cur] = nxt`, and decode loops in helpers the training loop calls only under a throttle): a generated sequence grown with `torch.cat` every step and a `break` on a device value (`if (nxt == eos).all(): break`; `if all(eos_reached): break` is reported at the test), info; ' +
       'branches on a fresh torch draw (`if torch.rand(1) < p:`) are random branches reported here, not as TPU202 value checks. ' +
       'Checks, in `forward` or a hot loop, for Python structure that changes between steps: `for t in range(...)` whose trip count comes from a tensor value ' +
       '(`n.item()`, `int(lengths.max())`) or a per-batch size (`x.size(1)`, `x.shape[1]`; not the leading batch dim, `range(0, x.shape[0], micro)`/`len(x)`: the loader\'s batch size, fixed when it drops its last batch, which TPU403 checks); `while` loops bounded by a per-batch size (a teacher-forced decoder: `while len(outs) < inputs.size(0) - 1`); `break` under a tensor-valued condition; branches chosen by ' +
       'Python or NumPy randomness (`if self.training and random.random() < p: return x`, LayerDrop, stochastic depth); and ' +
-      '`pack_padded_sequence`/`pad_packed_sequence`. Loops over constants or configuration (`range(self.n_layers)`) are not flagged. ' +
+      '`pack_padded_sequence`/`pad_packed_sequence`. Also a bound bound earlier to a non-leading dim of a three-or-more-dim size (`batch_size, _, steps = mel.size()` then `range(0, steps, r)`; a `(B, T)` token batch is usually cut to a fixed block and is not flagged). ' +
+      'Loops over constants or configuration (`range(self.n_layers)`), or over a Python int parameter (`range(max_new_tokens)`), are not flagged; nor an epsilon-greedy branch whose exploring arm does no device work (`self.env.action_space.sample()`). ' +
       'Variable-length decode loops and beam search are only caught through these shapes.',
     why:
       '"Loops with a different number of iterations between steps can result in different execution graphs, thus require recompilations" (TS:291-293). ' +
@@ -151,7 +183,9 @@ function picksHostValue(ctx: RuleContext, call: Node): boolean {
     const value = a?.childForFieldName('right');
     if (left?.type !== 'identifier' || !value) return null;
     const host = hostValue(ctx, value) || (value.type === 'call' && /^(numpy|item|tolist)$/.test(methodName(value) ?? ''));
-    return host ? left.text : null;
+    // `selected_action = self.env.action_space.sample()`: an arm that does no device work at all picks a host value too
+    const deviceWork = !!block && [value, ...ctx.sema.within('call', block)].some((c) => tensorish(ctx, c, false));
+    return host || !deviceWork ? left.text : null;
   };
   const t = target(stmt.childForFieldName('consequence'));
   return !!t && t === target(alts[0].childForFieldName('body'));

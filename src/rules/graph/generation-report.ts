@@ -2,7 +2,7 @@
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import { deviceBreaks, generationLoops, perStepReads, smallTripCount, stepsExecute } from './generation';
-import { endOfBodyEdit, short } from './util';
+import { endOfBodyEdit, pythonReduction, short } from './util';
 
 /** TPU205: the growing sequence and the early exit on a device value. */
 export function reportGenerationDynamism(ctx: RuleContext): void {
@@ -14,6 +14,15 @@ export function reportGenerationDynamism(ctx: RuleContext): void {
       });
     }
     for (const { brk, cond } of deviceBreaks(ctx, g)) {
+      const r = pythonReduction(ctx, cond);
+      if (r) {
+        // `if all(eos_reached): break`: the Python loop over the device tensor is the cost; reported at the test
+        ctx.report(cond, {
+          severity: 'info',
+          message: `\`${short(cond.text, 30)}\` runs Python's \`${r.fn}()\` over the device value \`${short(r.over.text, 24)}\` every step, reading it to the host, and the loop stops at a data-dependent length; test \`torch.${r.fn}(...)\` once every few steps, or run a fixed number of steps and mask finished sequences`,
+        });
+        continue;
+      }
       ctx.report(brk, {
         severity: 'info',
         message: `\`break\` on the device value \`${short(cond.text, 30)}\` reads it back every step and stops at a data-dependent length; run a fixed number of steps and mask finished sequences`,

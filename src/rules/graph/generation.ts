@@ -10,7 +10,7 @@
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import { methodName, receiver } from '../../core/semantics';
-import { isBarrierCall, short, tensorCondition, tensorish } from './util';
+import { isBarrierCall, pythonReduction, short, tensorCondition, tensorish } from './util';
 
 export interface GenerationLoop {
   loop: Node;
@@ -67,7 +67,11 @@ export function generationLoops(ctx: RuleContext): GenerationLoop[] {
   const hotLoops = ctx.sema.hotLoops().map((h) => h.anchor);
   for (const loop of [...ctx.sema.nodes('for_statement'), ...ctx.sema.nodes('while_statement')]) {
     // not a training/eval loop, not inside one, and not an epoch loop around one
-    if (ctx.sema.hot(loop) || hotLoops.some((h) => h.startIndex >= loop.startIndex && h.endIndex <= loop.endIndex)) continue;
+    // a helper hot only through a throttled or eval call (`print_samples()` every k steps calls `generate`) still decodes
+    // (only when it grows the sequence: an eval helper's loop over batches that carries `y = y.view(-1)` is no decode loop)
+    const h = ctx.sema.hot(loop);
+    if ((h && (h.anchor.type !== 'function_definition' || (h.kind === 'train' && !h.throttled))) || hotLoops.some((a) => a.startIndex >= loop.startIndex && a.endIndex <= loop.endIndex)) continue;
+    const helperHot = !!h;
     if (ctx.sema.containsTrainSignal(loop)) continue;
     const body = loop.childForFieldName('body');
     if (!body) continue;
@@ -75,7 +79,8 @@ export function generationLoops(ctx: RuleContext): GenerationLoop[] {
     const calls = stmts.filter((n) => n.type === 'call');
     const model = calls.find((c) => {
       const fn = c.childForFieldName('function');
-      return !!fn && (fn.type === 'identifier' || fn.type === 'attribute') && !ctx.sema.resolve(fn) && MODEL_NAME.test(fn.text);
+      // `self.model.forward(tokens[:, prev_pos:cur_pos], prev_pos)` (Meta's llama reference): the module called through forward
+      return !!fn && (fn.type === 'identifier' || fn.type === 'attribute') && !ctx.sema.resolve(fn) && MODEL_NAME.test(fn.text.replace(/\.forward$/, ''));
     });
     if (!model) continue;
     const assigns = stmts.filter((n) => n.type === 'assignment');
@@ -102,6 +107,10 @@ export function generationLoops(ctx: RuleContext): GenerationLoop[] {
       const rhs = identifiersIn(ctx, right);
       const fromModel = right.startIndex <= model.startIndex && right.endIndex >= model.endIndex;
       const fromOutput = fromModel || [...rhs].some((n) => derived.has(n));
+      // `tokens[:, cur_pos] = next_token`: a preallocated buffer the model reads, written from its output each step
+      const left = a.childForFieldName('left');
+      const base = left?.type === 'subscript' ? left.childForFieldName('value') : null;
+      if (base?.type === 'identifier' && reads.has(base.text) && fromOutput) carried.add(base.text);
       for (const n of assignedNames(a)) {
         if (fromOutput) derived.add(n);
         if (!reads.has(n) || !(rhs.has(n) || fromOutput) || header.has(n)) continue;
@@ -109,7 +118,7 @@ export function generationLoops(ctx: RuleContext): GenerationLoop[] {
         if (right.type === 'call' && ctx.sema.callee(right) === 'torch.cat') growing.push(right);
       }
     }
-    if (carried.size) out.push({ loop, body, model, carried, growing, derived });
+    if (carried.size && (!helperHot || growing.length)) out.push({ loop, body, model, carried, growing, derived });
   }
   memo.set(ctx.sema, out);
   return out;
@@ -130,7 +139,7 @@ export function deviceBreaks(ctx: RuleContext, g: GenerationLoop): { brk: Node; 
         break;
       }
     }
-    if (cond && tensorCondition(ctx, cond)) out.push({ brk, cond });
+    if (cond && (tensorCondition(ctx, cond) || pythonReduction(ctx, cond))) out.push({ brk, cond });
   }
   return out;
 }

@@ -42,7 +42,39 @@ export function tensorCondition(ctx: RuleContext, cond: Node | null | undefined)
   if (cond.type === 'parenthesized_expression') return tensorCondition(ctx, cond.namedChildren[0]);
   if (cond.type === 'not_operator') return tensorCondition(ctx, cond.childForFieldName('argument') ?? cond.namedChildren[0]);
   if (cond.type === 'boolean_operator') return cond.namedChildren.some((c) => tensorCondition(ctx, c));
+  // `if output_dict:` where one binding is `output_dict = {}`: a container's truthiness (its length), not a tensor's
+  if (cond.type === 'identifier' && ctx.model.bindingExpressions(cond).some((b) => !!b && /^(dictionary|list|set|tuple|dictionary_comprehension|list_comprehension)$/.test(b.type))) return false;
   return tensorish(ctx, cond, true);
+}
+
+/**
+ * Python's `all`/`any` over device values in a test: `all(done)` on a device bool tensor (iterating it reads every
+ * element), or a generator whose item test is a tensor condition (`any(not torch.isfinite(p.grad).all() for p in ps)`).
+ */
+export function pythonReduction(ctx: RuleContext, cond: Node): { fn: string; over: Node; perElement: boolean } | null {
+  if (cond.type === 'parenthesized_expression' || cond.type === 'not_operator') {
+    const inner = cond.childForFieldName('argument') ?? cond.namedChildren[0];
+    return inner ? pythonReduction(ctx, inner) : null;
+  }
+  if (cond.type === 'boolean_operator') {
+    for (const c of cond.namedChildren) {
+      const r = c ? pythonReduction(ctx, c) : null;
+      if (r) return r;
+    }
+    return null;
+  }
+  if (cond.type !== 'call') return null;
+  const fn = cond.childForFieldName('function');
+  if (fn?.type !== 'identifier' || !/^(all|any)$/.test(fn.text) || ctx.sema.resolve(fn) || ctx.sema.bindings(fn.text).length) return null;
+  const bare = cond.childForFieldName('arguments'); // `any(x for x in xs)`: the generator is the argument list
+  const { positional, keywords } = callArgs(cond);
+  const arg = bare?.type === 'generator_expression' ? bare : positional[0];
+  if (!arg || (arg !== bare && (positional.length !== 1 || keywords.size))) return null;
+  if (arg.type === 'generator_expression' || arg.type === 'list_comprehension') {
+    const body = arg.childForFieldName('body');
+    return body && tensorCondition(ctx, body) ? { fn: fn.text, over: body, perElement: false } : null;
+  }
+  return tensorish(ctx, arg, true) ? { fn: fn.text, over: arg, perElement: true } : null;
 }
 
 /**
@@ -413,7 +445,9 @@ export function boolMask(ctx: RuleContext, e: Node | null | undefined, indexed: 
       return e.text.startsWith('~') && boolMask(ctx, e.namedChildren[0], indexed, depth + 1);
     case 'binary_operator': {
       const op = e.children.find((c) => c && !c.isNamed)?.type;
-      return (op === '&' || op === '|' || op === '^') && boolMask(ctx, e.childForFieldName('left'), indexed, depth + 1);
+      if (op === '&' || op === '|' || op === '^') return boolMask(ctx, e.childForFieldName('left'), indexed, depth + 1);
+      // `(u > 0) * (l == u)`: the product of two bool tensors is a bool tensor (a logical and)
+      return op === '*' && boolMask(ctx, e.childForFieldName('left'), indexed, depth + 1) && boolMask(ctx, e.childForFieldName('right'), indexed, depth + 1);
     }
     case 'call': {
       const callee = ctx.sema.callee(e) ?? '';
@@ -424,11 +458,30 @@ export function boolMask(ctx: RuleContext, e: Node | null | undefined, indexed: 
     }
     case 'identifier': {
       const vals = ctx.sema.bindings(e.text).filter((v) => v.id !== e.id);
-      return vals.length > 0 && vals.every((v) => boolMask(ctx, v, indexed, depth + 1));
+      if (vals.length > 0 && vals.every((v) => boolMask(ctx, v, indexed, depth + 1))) return true;
+      return namedMask(ctx, e, vals);
     }
+    case 'attribute':
+      return namedMask(ctx, e, []);
     default:
       return false;
   }
+}
+
+const MASK_NAME = /(^|_)mask$/i;
+/** Bindings that make a `*mask` name something other than a bool tensor: an index list, a float or int tensor. */
+const NOT_BOOL = /\.(long|float|int|half|double|bfloat16)\(|\b(arange|randperm|argsort|topk|nonzero|argwhere|multinomial|randint)\b|dtype\s*=\s*torch\.(float|long|int|half|bfloat)|^\[|^\(|^None$|^\d/;
+
+/**
+ * A name the program calls a mask (`mask`, `train_mask`, `data.val_mask`: PyG's node masks, padding masks) used as an
+ * index on an accelerator tensor: a bool tensor by convention (indexing with a 0/1 int tensor would gather rows 0 and 1).
+ * Not when one of its bindings is plainly something else (`mask = idx.long()`, `mask = torch.arange(n) < k` is a comparison).
+ */
+function namedMask(ctx: RuleContext, e: Node, vals: readonly Node[]): boolean {
+  const name = e.type === 'attribute' ? e.childForFieldName('attribute')?.text ?? '' : e.text;
+  if (!MASK_NAME.test(name)) return false;
+  if (vals.some((v) => NOT_BOOL.test(v.text))) return false;
+  return !ctx.model.isHost(e);
 }
 
 /** The index of a boolean-mask read `x[mask]` / `t[t[:, 0] == i, 1:]` (the mask, with slices or ints beside it), else null. */
