@@ -16,7 +16,6 @@
  */
 import type { Node } from '../core/parse';
 import type { Semantics } from '../core/semantics';
-import { NodeMemo } from '../core/mirror';
 import { callArgs, calleeText, isFString, kwValue, methodName, receiver, stringContent } from '../core/semantics';
 import {
   DTYPE_ALIASES, UNKNOWN, bool, deviceKinds, deviceOf, deviceOfString, deviceTensor, hostTensor, isDeviceTensor, isHostValue, join, none, num, seq, str,
@@ -101,8 +100,7 @@ interface AttrBinding {
 }
 
 export class ProgramModel {
-  /** Per node (an array by preorder index for the tree's mirror: src/core/mirror.ts NodeMemo). */
-  private readonly memo = new NodeMemo<Value>();
+  private readonly memo = new Map<number, Value>();
   private readonly bindingMemo = new Map<Binding, Value>();
   private readonly returnMemo = new Map<number, Value>();
   private scopes?: Map<number, Map<string, Binding[]>>;
@@ -130,10 +128,10 @@ export class ProgramModel {
   /** The abstract value of an expression. */
   value(node: Node | null | undefined): Value {
     if (!node) return UNKNOWN;
-    const hit = this.memo.get(node);
+    const hit = this.memo.get(node.id);
     if (hit !== undefined) return hit === IN_PROGRESS ? UNKNOWN : hit;
     if (this.depth > MAX_DEPTH) return UNKNOWN;
-    this.memo.set(node, IN_PROGRESS);
+    this.memo.set(node.id, IN_PROGRESS);
     this.depth++;
     let v: Value;
     try {
@@ -141,7 +139,7 @@ export class ProgramModel {
     } finally {
       this.depth--;
     }
-    this.memo.set(node, v);
+    this.memo.set(node.id, v);
     return v;
   }
 
