@@ -53,8 +53,6 @@ export class Mirror {
    */
   readonly inheritsFields: number;
   private lines?: LineIndex;
-  /** MirrorSlot arrays, by slot. */
-  readonly slots: (unknown[] | undefined)[] = [];
   /** Field name -> field id of the language (fieldTable, held here: one lookup less per childForFieldName). */
   private readonly fieldIds: Map<string, number>;
 
@@ -262,70 +260,6 @@ export class Mirror {
 
   fieldId(name: string): number {
     return this.fieldIds.get(name) ?? -1;
-  }
-}
-
-/**
- * Answers kept per node, for the hottest per-node memos of the rules' shared primitives (src/core/semantics.ts:
- * callee, resolve, the enclosing function, method names, argument splits). A Map keyed by node id cost a hash lookup
- * per question (`calleeMemo.get(call.id)` alone was 4% of a 5,000-line file's analysis, profiled); a mirror's nodes
- * have a dense preorder index, so the answers of one mirror go in an array by that index. Nodes of other mirrors and
- * real web-tree-sitter nodes (TPU_READY_NO_MIRROR=1) go in a Map by id, as before. The same answers either way: only
- * where they are kept changes. `undefined` is "not asked yet" (no memo stores it).
- */
-export class NodeMemo<V> {
-  private m: Mirror | null = null;
-  private arr: (V | undefined)[] = [];
-  private readonly byId = new Map<number, V>();
-
-  get(node: Node): V | undefined {
-    if (node instanceof MirrorNode) {
-      if (node.m === this.m) return this.arr[node.i];
-      if (this.m === null) return undefined;
-    }
-    return this.byId.get(node.id);
-  }
-
-  set(node: Node, value: V): void {
-    if (node instanceof MirrorNode) {
-      if (this.m === null) {
-        this.m = node.m;
-        this.arr = new Array(node.m.n);
-      }
-      if (node.m === this.m) {
-        this.arr[node.i] = value;
-        return;
-      }
-    }
-    this.byId.set(node.id, value);
-  }
-}
-
-let slotCount = 0;
-
-/**
- * A per-node memo kept on each mirror (module-level memos whose answers depend on the node alone: they live as long as
- * the tree's mirror, as a WeakMap keyed by node objects did); real nodes go in a WeakMap. Create one per question at
- * module level, never per analysis (each takes a slot on every mirror).
- */
-export class MirrorSlot<V> {
-  private readonly slot = slotCount++;
-  private readonly real = new WeakMap<object, V>();
-
-  get(node: Node): V | undefined {
-    if (node instanceof MirrorNode) {
-      const a = node.m.slots[this.slot] as (V | undefined)[] | undefined;
-      return a === undefined ? undefined : a[node.i];
-    }
-    return this.real.get(node);
-  }
-
-  set(node: Node, value: V): void {
-    if (node instanceof MirrorNode) {
-      const slots = node.m.slots;
-      while (slots.length <= this.slot) slots.push(undefined);
-      ((slots[this.slot] ??= new Array(node.m.n)) as (V | undefined)[])[node.i] = value;
-    } else this.real.set(node, value);
   }
 }
 

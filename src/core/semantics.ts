@@ -8,7 +8,6 @@
  */
 import { Query } from 'web-tree-sitter';
 import type { Node, Tree } from './parse';
-import { MirrorNode as MirrorNodeClass, MirrorSlot, NodeMemo } from './mirror';
 
 /** Node types collected by the index walk. */
 const INDEXED = new Set([
@@ -239,10 +238,10 @@ export class Semantics {
     }
   }
 
-  private readonly resolveMemo = new NodeMemo<string | null>();
-  private readonly calleeMemo = new NodeMemo<string | null>();
-  private readonly xlaBranchMemo = new NodeMemo<boolean>();
-  private readonly xlaAwareMemo = new NodeMemo<boolean>();
+  private readonly resolveMemo = new Map<number, string | null>();
+  private readonly calleeMemo = new Map<number, string | null>();
+  private readonly xlaBranchMemo = new Map<number, boolean>();
+  private readonly xlaAwareMemo = new Map<number, boolean>();
   /** Per block: where its first early-exit XLA guard starts (Infinity: none). */
   private readonly xlaGuardMemo = new Map<number, number>();
   private readonly throttleMemo = new Map<number, boolean>();
@@ -252,10 +251,10 @@ export class Semantics {
   /** Fully qualified dotted name of an identifier or attribute chain rooted in an import, else null. */
   resolve(node: Node | null | undefined): string | null {
     if (!node) return null;
-    const hit = this.resolveMemo.get(node);
+    const hit = this.resolveMemo.get(node.id);
     if (hit !== undefined) return hit;
     const r = this.resolveUncached(node);
-    this.resolveMemo.set(node, r);
+    this.resolveMemo.set(node.id, r);
     return r;
   }
 
@@ -273,8 +272,8 @@ export class Semantics {
 
   /** Qualified name of a call's callee (see resolve). */
   callee(call: Node): string | null {
-    let r = this.calleeMemo.get(call);
-    if (r === undefined) this.calleeMemo.set(call, (r = this.resolve(call.childForFieldName('function'))));
+    let r = this.calleeMemo.get(call.id);
+    if (r === undefined) this.calleeMemo.set(call.id, (r = this.resolve(call.childForFieldName('function'))));
     return r;
   }
 
@@ -373,17 +372,17 @@ export class Semantics {
   enclosingFunction(node: Node): Node | null {
     // the shared per-tree memo of nearestAncestor, held here: a hit costs one lookup, not two WeakMap lookups first
     const memo = (this.functionMemo ??= nearestMemo(FUNCTION_DEF, this.tree));
-    const hit = node.tree === this.tree ? memo.get(node) : undefined;
+    const hit = node.tree === this.tree ? memo.get(node.id) : undefined;
     if (hit !== undefined) return hit?.ancestor ?? null;
     return nearestAncestor(node, FUNCTION_DEF)?.ancestor ?? null;
   }
-  private functionMemo?: UpMemo<{ ancestor: Node; child: Node } | null>;
-  private classMemo?: UpMemo<{ ancestor: Node; child: Node } | null>;
+  private functionMemo?: Map<number, { ancestor: Node; child: Node } | null>;
+  private classMemo?: Map<number, { ancestor: Node; child: Node } | null>;
 
   /** The innermost enclosing class definition. */
   enclosingClass(node: Node): Node | null {
     const memo = (this.classMemo ??= nearestMemo(CLASS_DEF, this.tree));
-    const hit = node.tree === this.tree ? memo.get(node) : undefined;
+    const hit = node.tree === this.tree ? memo.get(node.id) : undefined;
     if (hit !== undefined) return hit?.ancestor ?? null;
     return nearestAncestor(node, CLASS_DEF)?.ancestor ?? null;
   }
@@ -929,13 +928,13 @@ export class Semantics {
 
   /** Inside an `if`/ternary that has an XLA or TPU arm or condition: code already made XLA-aware. */
   inXlaAwareBranch(node: Node): boolean {
-    const hit = this.xlaAwareMemo.get(node);
+    const hit = this.xlaAwareMemo.get(node.id);
     if (hit !== undefined) return hit;
     // the answer for a node is its parent's test plus the answer for the parent (memoized per node)
     return memoizedUp(node, this.xlaAwareMemo, false, (p, n) => {
       if (p.type === 'if_statement' || p.type === 'conditional_expression') {
-        let hit = this.xlaBranchMemo.get(p);
-        if (hit === undefined) this.xlaBranchMemo.set(p, (hit = mentionsXla(p.text)));
+        let hit = this.xlaBranchMemo.get(p.id);
+        if (hit === undefined) this.xlaBranchMemo.set(p.id, (hit = mentionsXla(p.text)));
         // the condition or another branch names XLA; XLA calls in the node's own branch alone
         // (`if step % 100 == 0: torch_xla.sync(); print(torch.cuda.max_memory_allocated())`) do not make it XLA-aware
         if (hit && (p.type !== 'if_statement' || this.xlaOutside(p, n))) return true;
@@ -983,23 +982,7 @@ export class Semantics {
 
 const FUNCTION_DEF: ReadonlySet<string> = new Set(['function_definition']);
 const CLASS_DEF: ReadonlySet<string> = new Set(['class_definition']);
-/** A per-node memo (NodeMemo, MirrorSlot, or a Map by node id): what memoizedUp records its answers in. */
-export interface UpMemo<T> {
-  get(node: Node): T | undefined;
-  set(node: Node, value: T): void;
-}
-
-/** A Map keyed by node id as an UpMemo (callers that keep their own Map). */
-export function idMemo<T>(map: Map<number, T>): UpMemo<T> {
-  return { get: (n) => map.get(n.id), set: (n, v) => void map.set(n.id, v) };
-}
-
-type Nearest = { ancestor: Node; child: Node } | null;
-/**
- * nearestAncestor's memos, one per `types` set (module-level constants): a handle's answers on its mirror (MirrorSlot),
- * a real node's (TPU_READY_NO_MIRROR=1) in a per-tree Map by id, as before; the UpMemo over both, per tree.
- */
-const nearestMemos = new WeakMap<ReadonlySet<string>, { slot: MirrorSlot<Nearest>; byTree: WeakMap<Tree, UpMemo<Nearest>> }>();
+const nearestMemos = new WeakMap<ReadonlySet<string>, WeakMap<Tree, Map<number, { ancestor: Node; child: Node } | null>>>();
 
 /**
  * The nearest proper ancestor of `node` whose type is in `types`, with its child on the way to `node` (null: none).
@@ -1011,19 +994,11 @@ export function nearestAncestor(node: Node, types: ReadonlySet<string>): { ances
 }
 
 /** nearestAncestor's memo for `types` in `tree` (created on first use). */
-function nearestMemo(types: ReadonlySet<string>, tree: Tree): UpMemo<Nearest> {
-  let entry = nearestMemos.get(types);
-  if (!entry) nearestMemos.set(types, (entry = { slot: new MirrorSlot(), byTree: new WeakMap() }));
-  let memo = entry.byTree.get(tree);
-  if (!memo) {
-    const slot = entry.slot;
-    const byId = new Map<number, Nearest>();
-    memo = {
-      get: (n) => (n instanceof MirrorNodeClass ? slot.get(n) : byId.get(n.id)),
-      set: (n, v) => (n instanceof MirrorNodeClass ? slot.set(n, v) : void byId.set(n.id, v)),
-    };
-    entry.byTree.set(tree, memo);
-  }
+function nearestMemo(types: ReadonlySet<string>, tree: Tree): Map<number, { ancestor: Node; child: Node } | null> {
+  let byTree = nearestMemos.get(types);
+  if (!byTree) nearestMemos.set(types, (byTree = new WeakMap()));
+  let memo = byTree.get(tree);
+  if (!memo) byTree.set(tree, (memo = new Map()));
   return memo;
 }
 
@@ -1033,14 +1008,14 @@ function nearestMemo(types: ReadonlySet<string>, tree: Tree): UpMemo<Nearest> {
  * visit per ancestor, not one walk per node, and a loop: a recursion as deep as the tree overflowed the stack on a
  * 20,000-term `a + b + …` chain.
  */
-export function memoizedUp<T>(node: Node, memo: UpMemo<T>, fallback: T, step: (parent: Node, child: Node) => T | undefined): T {
+export function memoizedUp<T>(node: Node, memo: Map<number, T>, fallback: T, step: (parent: Node, child: Node) => T | undefined): T {
   // an answered node (most asks): no path to record
-  const known = memo.get(node);
+  const known = memo.get(node.id);
   if (known !== undefined) return known;
   const path: Node[] = [];
   let r = fallback;
   for (let n: Node = node; ; ) {
-    const hit = memo.get(n);
+    const hit = memo.get(n.id);
     if (hit !== undefined) {
       r = hit;
       break;
@@ -1055,7 +1030,7 @@ export function memoizedUp<T>(node: Node, memo: UpMemo<T>, fallback: T, step: (p
     }
     n = p;
   }
-  for (const n of path) memo.set(n, r);
+  for (const n of path) memo.set(n.id, r);
   return r;
 }
 
@@ -1165,7 +1140,7 @@ export interface CallArgs {
 }
 
 /** Per call node object: many rules split the same calls' arguments. */
-const callArgsMemo = new MirrorSlot<CallArgs>();
+const callArgsMemo = new WeakMap<Node, CallArgs>();
 
 export function callArgs(call: Node): CallArgs {
   let r = callArgsMemo.get(call);
@@ -1201,7 +1176,7 @@ export function kwValue(kw: Node | undefined): Node | null {
 }
 
 /** Per node object, like callArgs: rules ask the method name of the same calls over and over (two field lookups each). */
-const methodNameMemo = new MirrorSlot<string | null>();
+const methodNameMemo = new WeakMap<Node, string | null>();
 
 /** Method name of `x.meth(...)`, else null. */
 export function methodName(call: Node): string | null {
