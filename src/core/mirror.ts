@@ -53,6 +53,8 @@ export class Mirror {
    */
   readonly inheritsFields: number;
   private lines?: LineIndex;
+  /** Field name -> field id of the language (fieldTable, held here: one lookup less per childForFieldName). */
+  private readonly fieldIds: Map<string, number>;
 
   constructor(readonly tree: Tree, realRoot: Node) {
     const n = realRoot.descendantCount;
@@ -71,53 +73,112 @@ export class Mirror {
     this.descEnd = new Int32Array(n);
     this.handles = new Array(n);
     this.inheritsFields = tree.language.idForNodeType('match_statement', true) ?? -1;
+    this.fieldIds = fieldTable(tree.language);
     const named = namedTable(tree.language);
     const anyError = realRoot.hasError;
+    const raw = rawApi;
     const cursor = realRoot.walk();
     // the open ancestors (preorder indices) and, per depth, the last child seen
     const stack: number[] = [];
     const lastChild: number[] = [];
     let i = 0;
     try {
-      walk: for (;;) {
-        // a deep file's walk is long (several WebAssembly calls a node): the budget can stop it
-        budgetTick();
-        const t = cursor.nodeTypeId;
-        const depth = stack.length;
-        this.typeId[i] = t;
-        this.ids[i] = cursor.nodeId;
-        this.start[i] = cursor.startIndex;
-        this.end[i] = cursor.endIndex;
-        this.field[i] = depth ? cursor.currentFieldId : 0;
-        let f = t === ERROR_SYMBOL || named[t] ? NAMED : 0;
-        // MISSING nodes exist only in a tree with an error: no WebAssembly call per node otherwise
-        if (t === ERROR_SYMBOL) f |= HAS_ERROR;
-        else if (anyError && cursor.nodeIsMissing) f |= MISSING | HAS_ERROR;
-        this.flags[i] = f;
-        this.parent[i] = depth ? stack[depth - 1] : -1;
-        this.prev[i] = depth ? lastChild[depth - 1] : -1;
-        if (depth) lastChild[depth - 1] = i;
-        i++;
-        if (cursor.gotoFirstChild()) {
-          stack.push(i - 1);
-          lastChild.push(-1);
-          continue;
-        }
-        this.descEnd[i - 1] = i;
-        for (;;) {
-          if (cursor.gotoNextSibling()) continue walk;
-          if (!cursor.gotoParent()) break walk;
-          lastChild.pop();
-          this.descEnd[stack.pop()!] = i;
+      if (raw) i = this.rawWalk(raw, (tree as unknown as { 0: number })[0], anyError, named, stack, lastChild);
+      else {
+        walk: for (;;) {
+          // a deep file's walk is long (several WebAssembly calls a node): the budget can stop it
+          budgetTick();
+          const t = cursor.nodeTypeId;
+          const depth = stack.length;
+          this.typeId[i] = t;
+          this.ids[i] = cursor.nodeId;
+          this.start[i] = cursor.startIndex;
+          this.end[i] = cursor.endIndex;
+          this.field[i] = depth ? cursor.currentFieldId : 0;
+          let f = t === ERROR_SYMBOL || named[t] ? NAMED : 0;
+          // MISSING nodes exist only in a tree with an error: no WebAssembly call per node otherwise
+          if (t === ERROR_SYMBOL) f |= HAS_ERROR;
+          else if (anyError && cursor.nodeIsMissing) f |= MISSING | HAS_ERROR;
+          this.flags[i] = f;
+          this.parent[i] = depth ? stack[depth - 1] : -1;
+          this.prev[i] = depth ? lastChild[depth - 1] : -1;
+          if (depth) lastChild[depth - 1] = i;
+          i++;
+          if (cursor.gotoFirstChild()) {
+            stack.push(i - 1);
+            lastChild.push(-1);
+            continue;
+          }
+          this.descEnd[i - 1] = i;
+          for (;;) {
+            if (cursor.gotoNextSibling()) continue walk;
+            if (!cursor.gotoParent()) break walk;
+            lastChild.pop();
+            this.descEnd[stack.pop()!] = i;
+          }
         }
       }
     } finally {
+      // the raw walk moved the cursor in tree-sitter's transfer buffer only: its JS copy takes the final state
+      // (the cursor's stack may have been reallocated), so that delete() frees what tree-sitter holds
+      if (raw) raw.syncCursor(cursor);
       cursor.delete();
     }
     if (i !== n) throw new Error(`tpu-ready: tree mirror saw ${i} nodes, tree-sitter counts ${n}`);
     // a subtree has an error when any node in it is an ERROR or MISSING node (tree-sitter's error cost > 0)
     if (anyError) for (let k = n - 1; k > 0; k--) if (this.flags[k] & HAS_ERROR) this.flags[this.parent[k]] |= HAS_ERROR;
     checkBudget();
+  }
+
+  /**
+   * The walk of the constructor, calling tree-sitter's cursor functions directly (src/core/parse.ts rawCursorApi):
+   * web-tree-sitter's TreeCursor methods write the cursor's four words into the transfer buffer before every call
+   * and read them back after each move (eight DataView accesses a call, about half the walk's time). Between
+   * these calls nothing else uses the transfer buffer, so the cursor stays there: the same calls, the same
+   * answers (test/mirror.test.ts compares every node with web-tree-sitter's). Returns the number of nodes seen.
+   */
+  private rawWalk(raw: RawCursorApi, tp: number, anyError: boolean, named: Uint8Array, stack: number[], lastChild: number[]): number {
+    const { typeId: typeOf, nodeId, startIndex, endIndex, fieldId, isMissing, firstChild, nextSibling, parent } = raw;
+    const typeIds = this.typeId, flags = this.flags, fields = this.field, starts = this.start, ends = this.end;
+    const ids = this.ids, parents = this.parent, prevs = this.prev, descEnd = this.descEnd;
+    let i = 0;
+    let depth = 0;
+    for (;;) {
+      budgetTick();
+      const t = typeOf(tp);
+      typeIds[i] = t;
+      ids[i] = nodeId(tp);
+      starts[i] = startIndex(tp);
+      ends[i] = endIndex(tp);
+      let f = t === ERROR_SYMBOL || named[t] ? NAMED : 0;
+      if (t === ERROR_SYMBOL) f |= HAS_ERROR;
+      else if (anyError && isMissing(tp)) f |= MISSING | HAS_ERROR;
+      flags[i] = f;
+      if (depth) {
+        fields[i] = fieldId(tp);
+        parents[i] = stack[depth - 1];
+        prevs[i] = lastChild[depth - 1];
+        lastChild[depth - 1] = i;
+      } else {
+        fields[i] = 0;
+        parents[i] = -1;
+        prevs[i] = -1;
+      }
+      i++;
+      if (firstChild(tp)) {
+        stack[depth] = i - 1;
+        lastChild[depth] = -1;
+        depth++;
+        continue;
+      }
+      descEnd[i - 1] = i;
+      for (;;) {
+        if (nextSibling(tp)) break;
+        if (!parent(tp)) return i;
+        depth--;
+        descEnd[stack[depth]] = i;
+      }
+    }
   }
 
   handle(i: number): MirrorNode {
@@ -198,7 +259,7 @@ export class Mirror {
   }
 
   fieldId(name: string): number {
-    return fieldTable(this.language).get(name) ?? -1;
+    return this.fieldIds.get(name) ?? -1;
   }
 }
 
@@ -495,9 +556,51 @@ export function mirrorOf(tree: Tree): Mirror {
 
 let installed = false;
 
-export function installMirror(): void {
+/** tree-sitter's cursor functions, called on the cursor held in its transfer buffer (Mirror.rawWalk). */
+interface RawCursorApi {
+  typeId(tree: number): number;
+  nodeId(tree: number): number;
+  startIndex(tree: number): number;
+  endIndex(tree: number): number;
+  fieldId(tree: number): number;
+  isMissing(tree: number): number;
+  firstChild(tree: number): number;
+  nextSibling(tree: number): number;
+  parent(tree: number): number;
+  /** Copies the cursor in the transfer buffer into the JS cursor object (web-tree-sitter's unmarshalTreeCursor). */
+  syncCursor(cursor: object): void;
+}
+let rawApi: RawCursorApi | null = null;
+
+/**
+ * The raw API from web-tree-sitter's emscripten module (the object passed to Parser.init holds its exports after init:
+ * `_ts_tree_cursor_*_wasm` of lib/binding_web/lib/tree-sitter.c, each reading the cursor from TRANSFER_BUFFER, the
+ * moves writing it back). `_ts_init()` only stores the language versions in the buffer's first two words and returns
+ * its address. Null when any export is missing (another web-tree-sitter build): the walk goes through TreeCursor.
+ */
+function rawCursorApi(module: object, memory: WebAssembly.Memory): RawCursorApi | null {
+  const m = module as Record<string, unknown>;
+  const fn = (name: string) => (typeof m[name] === 'function' ? (m[name] as (tree: number) => number) : null);
+  const names = ['current_node_type_id', 'current_node_id', 'start_index', 'end_index', 'current_field_id', 'current_node_is_missing', 'goto_first_child', 'goto_next_sibling', 'goto_parent'];
+  const fns = names.map((n) => fn(`_ts_tree_cursor_${n}_wasm`));
+  const init = m._ts_init as (() => number) | undefined;
+  if (fns.some((f) => !f) || typeof init !== 'function') return null;
+  const tb = init();
+  const [typeId, nodeId, startIndex, endIndex, fieldId, isMissing, firstChild, nextSibling, parent] = fns as ((tree: number) => number)[];
+  return {
+    typeId, nodeId, startIndex, endIndex, fieldId, isMissing, firstChild, nextSibling, parent,
+    syncCursor(cursor: object) {
+      const view = new DataView(memory.buffer);
+      const c = cursor as Record<number, number>;
+      for (let k = 0; k < 4; k++) c[k] = view.getInt32(tb + 4 * k, true);
+    },
+  };
+}
+
+export function installMirror(module?: object, memory?: WebAssembly.Memory): void {
   if (installed) return;
   installed = true;
+  if (module && memory && !process.env.TPU_READY_NO_RAW_CURSOR) rawApi = rawCursorApi(module, memory);
   const treeProto = Tree.prototype as unknown as Record<string, unknown>;
   const d = Object.getOwnPropertyDescriptor(treeProto, 'rootNode');
   if (!d?.get) throw new Error('web-tree-sitter Tree has no rootNode getter');

@@ -342,6 +342,27 @@ export class Semantics {
     return all;
   }
 
+  /**
+   * The calls of this file whose function is the identifier `name` or an attribute `….name` (`f(...)`, `self.f(...)`,
+   * `obj.f(...)`), in document order (indexed once: do not modify): rules that asked it scanned every call per question.
+   */
+  callsNamed(name: string): readonly Node[] {
+    if (!this.callNameIndex) {
+      const index = new Map<string, Node[]>();
+      for (const call of this.nodes('call')) {
+        const f = call.childForFieldName('function');
+        const key = f?.type === 'identifier' ? f.text : f?.type === 'attribute' ? f.childForFieldName('attribute')?.text : undefined;
+        if (key === undefined) continue;
+        let list = index.get(key);
+        if (!list) index.set(key, (list = []));
+        list.push(call);
+      }
+      this.callNameIndex = index;
+    }
+    return this.callNameIndex.get(name) ?? [];
+  }
+  private callNameIndex?: Map<string, Node[]>;
+
   /** The function definitions of this file named `name`, in document order (indexed once: do not modify). */
   functionsNamed(name: string): readonly Node[] {
     return this.functionIndex().get(name) ?? [];

@@ -66,10 +66,8 @@ function factoryCallers(ctx: RuleContext, call: Node): Node[] {
   const fn = ctx.sema.enclosingFunction(call);
   const name = fn?.childForFieldName('name')?.text;
   if (!fn || !name) return [];
-  return ctx.sema.nodes('call').filter((c) => {
-    const f = c.childForFieldName('function');
-    return (f?.type === 'identifier' && f.text === name) || (f?.type === 'attribute' && f.childForFieldName('attribute')?.text === name);
-  });
+  // `name(...)` or `….name(...)`: the file's calls by that name (Semantics.callsNamed), not a scan of every call per loader
+  return [...ctx.sema.callsNamed(name)];
 }
 
 /** Whether a training loop (not eval) iterates the loader bound to `name`. */

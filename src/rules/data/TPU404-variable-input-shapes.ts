@@ -154,7 +154,37 @@ function collatesNamedIn(sema: Semantics, scope: Node): Node[] {
       else if (n.type === 'identifier' && n.parent?.type !== 'attribute') names.add(n.text);
     }
   }
-  return sema.nodes('function_definition').filter((f) => names.has(f.childForFieldName('name')?.text ?? ''));
+  // the file's defs by name (Semantics.functionsNamed), in document order: not a scan of every def per loader. A def
+  // whose name is missing or empty (broken code) is not in that index: with '' asked, the scan as before
+  if (names.has('')) return sema.nodes('function_definition').filter((f) => names.has(f.childForFieldName('name')?.text ?? ''));
+  const defs = new Set<Node>();
+  for (const name of names) for (const f of sema.functionsNamed(name)) defs.add(f);
+  return [...defs].sort((a, b) => a.startIndex - b.startIndex);
+}
+
+/**
+ * Per file: the calls assigned to each name (`train_loader = DataLoader(...)`, or the first target of
+ * `train_loader, ds = build(...)`), with where the assignment starts, in document order. concatenatedTarget asked the
+ * same question of every assignment before each loop (loops × assignments).
+ */
+const assignedCalls = new WeakMap<Semantics, Map<string, { start: number; call: Node }[]>>();
+function callsAssignedTo(sema: Semantics): Map<string, { start: number; call: Node }[]> {
+  let byName = assignedCalls.get(sema);
+  if (byName) return byName;
+  byName = new Map();
+  for (const a of sema.nodes('assignment')) {
+    const l = a.childForFieldName('left');
+    const r = a.childForFieldName('right');
+    if (r?.type !== 'call') continue;
+    const first = l?.type === 'pattern_list' || l?.type === 'tuple_pattern' ? l.namedChildren[0] : l;
+    const name = first?.text;
+    if (name === undefined) continue;
+    let list = byName.get(name);
+    if (!list) byName.set(name, (list = []));
+    list.push({ start: a.startIndex, call: r });
+  }
+  assignedCalls.set(sema, byName);
+  return byName;
 }
 
 /** The loop variable a concatenating collate function fills, with the `torch.cat` call and where it lives. */
@@ -185,14 +215,12 @@ function concatenatedTarget(ctx: RuleContext, loop: Node): { name: string; cat: 
   if (targets.length < 2) return null;
   // `train_loader, dataset = create_dataloader(...)` or `train_loader = DataLoader(..., collate_fn=...)`
   const loaderName = it.text;
+  // the last call assigned to the loader's name by an assignment starting at or before the loop (assignments are in
+  // document order: their starts never decrease)
   let builder: Node | null = null;
-  for (const a of ctx.sema.nodes('assignment')) {
-    if (a.startIndex > loop.startIndex) break;
-    const l = a.childForFieldName('left');
-    const r = a.childForFieldName('right');
-    if (r?.type !== 'call') continue;
-    const names = l?.type === 'pattern_list' || l?.type === 'tuple_pattern' ? l.namedChildren.slice(0, 1) : [l];
-    if (names.some((n) => n?.text === loaderName)) builder = r;
+  for (const { start, call } of callsAssignedTo(ctx.sema).get(loaderName) ?? []) {
+    if (start > loop.startIndex) break;
+    builder = call;
   }
   if (!builder) return null;
   const candidates: { sema: Semantics; fn: Node; path: string | null }[] = collatesNamedIn(ctx.sema, builder).map((fn) => ({ sema: ctx.sema, fn, path: null }));
