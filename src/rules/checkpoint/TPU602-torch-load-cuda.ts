@@ -2,7 +2,7 @@ import { defineRule } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, kwValue } from '../../core/semantics';
 import { replace, replaceRange } from '../../core/edits';
-import { holdsDeviceState, itemsCopiedToCpu, referencesCuda, saveArgs, XSER_SAVE } from './util';
+import { calledFromDeviceCode, holdsDeviceState, itemsCopiedToCpu, referencesCuda, saveArgs, XSER_SAVE } from './util';
 import type { Semantics } from '../../core/semantics';
 import { deviceExprFor } from '../shared';
 import { lastName } from '../../model/facts';
@@ -88,7 +88,9 @@ export default defineRule({
         });
       } else {
         cudaFile ??= referencesCuda(ctx);
-        if (!cudaFile || !list) continue;
+        // a checkpoint helper of a CUDA project (utils/checkpoints.py's `restore_checkpoint`, called by the CUDA
+        // training script): the files it reads were written from GPU state
+        if ((!cudaFile && !calledFromDeviceCode(ctx, call, true)) || !list) continue;
         // a file this program writes itself (`torch.save(sd, path)` then `torch.load(path)`): saved on the host it runs on,
         // it is no foreign GPU checkpoint (XLA tensors pickle as CPU data plus their device and rebuild there,
         // PT:torch/_tensor.py `_reduce_ex_internal`, the `xla` device branch, line 277 in torch 1.13); the save itself is TPU601's
