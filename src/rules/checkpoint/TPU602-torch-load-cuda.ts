@@ -5,7 +5,6 @@ import { replace, replaceRange } from '../../core/edits';
 import { calledFromDeviceCode, holdsDeviceState, itemsCopiedToCpu, referencesCuda, saveArgs, XSER_SAVE } from './util';
 import type { Semantics } from '../../core/semantics';
 import { deviceExprFor } from '../shared';
-import { cudaGuarded } from '../device/cuda-util';
 import { lastName } from '../../model/facts';
 import { deviceKinds } from '../../model/values';
 import type { RuleContext } from '../../core/rule';
@@ -94,7 +93,7 @@ export default defineRule({
         if ((!cudaFile && !calledFromDeviceCode(ctx, call, true)) || !list) continue;
         // `if use_cuda: ckpt = torch.load(path)` `else: torch.load(path, map_location=lambda s, l: s)` (Wav2Lip's
         // `_load`): the arm runs only where CUDA is present; a TPU host takes the CPU-mapped one (TPU103 reports the guard)
-        if (cudaGuarded(call)) continue;
+        if (cpuMappedElse(call)) continue;
         // a file this program writes itself (`torch.save(sd, path)` then `torch.load(path)`): saved on the host it runs on,
         // it is no foreign GPU checkpoint (XLA tensors pickle as CPU data plus their device and rebuild there,
         // PT:torch/_tensor.py `_reduce_ex_internal`, the `xla` device branch, line 277 in torch 1.13); the save itself is TPU601's
@@ -337,6 +336,22 @@ function wrapperLoad(ctx: RuleContext, call: Node): void {
       fix,
     });
   }
+}
+
+/**
+ * The load sits in the CUDA arm of `if use_cuda: torch.load(p)` (a condition naming CUDA or a GPU: `use_cuda`,
+ * `torch.cuda.is_available()`, `device == "cuda"`) whose `else` arm loads with a `map_location`: a TPU host takes the
+ * other arm. (The guard model's cudaGuarded is broader: it also calls the code after an unguarded `.cuda()` CUDA-only.)
+ */
+function cpuMappedElse(call: Node): boolean {
+  for (let child: Node = call, p = call.parent; p; child = p, p = p.parent) {
+    if (p.type === 'function_definition' || p.type === 'module') return false;
+    if (p.type !== 'if_statement' || p.childForFieldName('consequence')?.id !== child.id) continue;
+    if (!/cuda|gpu/i.test(p.childForFieldName('condition')?.text ?? '')) return false;
+    const other = p.namedChildren.find((c) => c?.type === 'else_clause');
+    return !!other && /\bload\s*\([^]*\bmap_location\s*=/.test(other.text);
+  }
+  return false;
 }
 
 const DEVICE_NAME = /^(device|dev|\w+_device|DEVICE|\w+_DEVICE)$/;
