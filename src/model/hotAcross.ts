@@ -30,6 +30,12 @@ export interface HotFacts {
   hotCalls(path: string): Map<number, Resolved>;
   /** The calls of other modules (any scope) that reach the definition `def` of the module at `path`. */
   callers(path: string, def: Node): CallerRef[];
+  /**
+   * The calls of other modules that reach the method `def` (of the module at `path`) on an instance of its class
+   * (`model = Vocoder().to(device); model.save(p)`, `stopper = EarlyStopping(); stopper(loss, model, p)` for
+   * `__call__`), which `callers` (imports only) does not see.
+   */
+  instanceCallers(path: string, def: Node): CallerRef[];
 }
 
 const MAX_HOPS = 3;
@@ -62,6 +68,7 @@ class Facts implements HotFacts {
   private readonly callsMemo = new Map<string, Map<number, Resolved>>();
   private readonly callersMemo = new Map<string, Map<number, CallerRef[]>>();
   private readonly importersMemo = new Map<string, ModuleEntry[]>();
+  private readonly instanceMemo = new Map<string, CallerRef[]>();
   private readonly inProgress = new Set<string>();
   private hops = 0;
 
@@ -104,6 +111,25 @@ class Facts implements HotFacts {
       }
     }
     return byDef.get(def.startIndex) ?? [];
+  }
+
+  instanceCallers(path: string, def: Node): CallerRef[] {
+    const key = `${path}:${def.startIndex}`;
+    const hit = this.instanceMemo.get(key);
+    if (hit) return hit;
+    const out: CallerRef[] = [];
+    this.instanceMemo.set(key, out);
+    const name = def.childForFieldName('name')?.text;
+    if (!name) return out;
+    for (const m of this.importers(path)) {
+      for (const call of m.sema.nodes('call')) {
+        const fn = call.childForFieldName('function');
+        if (!(fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text === name : name === '__call__' && fn?.type === 'identifier')) continue;
+        const r = resolveCallee(this.project, this, m, call, 2);
+        if (r && r.path === path && r.def.startIndex === def.startIndex) out.push({ module: m, call, target: r });
+      }
+    }
+    return out;
   }
 
   hotDefs(path: string): Map<number, ProjectHot> {
@@ -285,6 +311,8 @@ function methodOf(c: ClassRef, name: string): Resolved | null {
   return null;
 }
 
+const SELF_RETURNING = /^(to|cuda|cpu|train|eval|float|half|double|bfloat16|requires_grad_)$/;
+
 /** The class (of any project module) an expression's value is an instance of, or null. */
 function classOf(project: ProjectView, facts: HotFacts, m: ModuleEntry, expr: Node, depth: number): ClassRef | null {
   if (depth < 0) return null;
@@ -295,6 +323,11 @@ function classOf(project: ProjectView, facts: HotFacts, m: ModuleEntry, expr: No
     // a factory (`model = define_Model(opt)`, `create_model(opt)`): the class of what it returns
     if (r?.kind === 'function') return factoryClass(project, facts, r.module, r.def, depth - 1);
     const fn = expr.childForFieldName('function');
+    // `Net().to(device)`, `Net().cuda().eval()`: nn.Module's placement and mode methods return the module itself
+    if (fn?.type === 'attribute' && SELF_RETURNING.test(fn.childForFieldName('attribute')?.text ?? '')) {
+      const obj = fn.childForFieldName('object');
+      return obj ? classOf(project, facts, m, obj, depth) : null;
+    }
     if (fn?.type === 'identifier') {
       const local = m.classes.get(fn.text);
       if (local) return { cls: local, module: m };

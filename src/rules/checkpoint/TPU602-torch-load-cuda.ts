@@ -2,10 +2,11 @@ import { defineRule } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, kwValue } from '../../core/semantics';
 import { replace, replaceRange } from '../../core/edits';
-import { holdsDeviceState, itemsCopiedToCpu, referencesCuda, saveArgs, XSER_SAVE } from './util';
+import { calledFromDeviceCode, holdsDeviceState, itemsCopiedToCpu, referencesCuda, saveArgs, XSER_SAVE } from './util';
 import type { Semantics } from '../../core/semantics';
 import { deviceExprFor } from '../shared';
 import { lastName } from '../../model/facts';
+import { deviceKinds } from '../../model/values';
 import type { RuleContext } from '../../core/rule';
 
 const LOADS = new Set(['torch.load', 'torch.hub.load_state_dict_from_url']);
@@ -23,7 +24,8 @@ export default defineRule({
   docs: {
     what:
       'Checks for `torch.load(...)` (and `torch.hub.load_state_dict_from_url`) whose `map_location` is a CUDA device (`"cuda:0"`, `torch.device("cuda")`, a CUDA-tainted variable, ' +
-      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name through `torch.save`/`xm.save`/a save wrapper, earlier in the same run (a write before the load in its function or at module level) or only ever with no device state in it (a dataset cache): a file written on the host it runs on; a resume of device state the program writes later may come from a GPU run and stays reported; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function; a write by a save helper of another module of the project called earlier in the same function, `early_stopping(loss, model, path)` writing `checkpoint.pth`, counts; not in a module whose checkpoints are CPU copies, `sd[k] = v.cpu()` before every `torch.save` of model state, or before that of the pair `save_network` of the loading `load_network`: CPU tensors load on any host), ' +
+      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name through `torch.save`/`xm.save`/a save wrapper, earlier in the same run (a write before the load in its function or at module level) or only ever with no device state in it (a dataset cache): a file written on the host it runs on; a resume of device state the program writes later may come from a GPU run and stays reported; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function; a write by a save helper of another module of the project called earlier in the same function, `early_stopping(loss, model, path)` writing `checkpoint.pth`, counts; not in a module whose checkpoints are CPU copies, `sd[k] = v.cpu()` before every `torch.save` of model state, or before that of the pair `save_network` of the loading `load_network`: CPU tensors load on any host; not in an arm that runs only with CUDA, `if use_cuda: torch.load(p)` `else: torch.load(p, map_location=...)`: a TPU host takes the other arm), ' +
+      'a `map_location` that is the training device in a variable (`device` from a parameter, `next(self.parameters()).device`, `args.device`, `dist_util.dev()`; a warning: on a TPU host it is the XLA device, for which `torch.load` has no restore location), the same `map_location` given to a load wrapper of the project (`load_state_dict(path, map_location=dev())`, `load_from_checkpoint(path, map_location=device)`), ' +
       'and `torch.load` of a file the same script writes with `xser.save`.',
     why:
       'Tensors saved from a GPU carry their CUDA device; loading them on a host without CUDA fails unless they are mapped elsewhere. Load to the CPU, then let `load_state_dict` copy into the model already on the XLA device ' +
@@ -33,7 +35,7 @@ export default defineRule({
     fixSafety:
       'Safe when the loaded object goes to `load_state_dict` (it copies into the parameters on their device). When the loaded tensors are used directly they now live on the CPU: ' +
       'the fix is then marked unsafe, move them with `.to(device)`; a whole model (`model = torch.load(...)` then used as `model(x)`/`model.eval()` and never moved) gets the `.to(device)` appended. Replacing `torch.load` by `xser.load` for an `xser.save` file is safe.',
-    sources: ['MIG:352-356 (load to CPU, load_state_dict, then move)', 'DEV:325-341 (xser.save/xser.load)', 'torch_xla/utils/serialization.py (save writes tensor references, load resolves them)', 'PT:torch/_tensor.py `_reduce_ex_internal` (XLA tensors pickle as CPU numpy data plus their device string, rebuilt on that device by `_rebuild_device_tensor_from_numpy`)'],
+    sources: ['MIG:352-356 (load to CPU, load_state_dict, then move)', 'DEV:325-341 (xser.save/xser.load)', 'torch_xla/utils/serialization.py (save writes tensor references, load resolves them)', 'PT:torch/serialization.py `default_restore_location` (no registered restore location for an `xla` device: RuntimeError "don\'t know how to restore data location"; seen on TPU in huggingface/transformers#7976)', 'PT:torch/_tensor.py `_reduce_ex_internal` (XLA tensors pickle as CPU numpy data plus their device string, rebuilt on that device by `_rebuild_device_tensor_from_numpy`)'],
     torchtpu: 'The same `map_location="cpu"` fix applies to torch_tpu.',
   },
   check(ctx) {
@@ -43,7 +45,11 @@ export default defineRule({
     const xserPaths = new Set(ctx.sema.nodes('call').filter((c) => ctx.sema.callee(c) === XSER_SAVE).map((c) => saveArgs(c).path?.text).filter((t): t is string => !!t));
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
-      if (!LOADS.has(callee) || ctx.sema.inXlaAwareBranch(call)) continue;
+      if (!LOADS.has(callee)) {
+        if (!callee.startsWith('torch') && !ctx.sema.inXlaAwareBranch(call)) wrapperLoad(ctx, call);
+        continue;
+      }
+      if (ctx.sema.inXlaAwareBranch(call)) continue;
       const { positional, keywords, list } = callArgs(call);
       const first = positional[0] ?? kwValue(keywords.get('f'));
       if (callee === 'torch.load' && first && xserPaths.has(first.text) && ctx.idiom.profile === 'torch_xla') {
@@ -63,14 +69,31 @@ export default defineRule({
       const ml = keywords.get('map_location');
       const mlValue = kwValue(ml) ?? (callee === 'torch.load' ? positional[1] : undefined) ?? null;
       if (mlValue) {
-        if (!mapsToCuda(ctx, mlValue)) continue;
+        if (!mapsToCuda(ctx, mlValue)) {
+          // `map_location=device` with the training device in a variable (a parameter, `next(self.parameters()).device`,
+          // `args.device`): on a TPU host that is the XLA device, and torch.load has no restore location for it
+          // (PT:torch/serialization.py `default_restore_location` raises "don't know how to restore data location of
+          // … (tagged with xla:0)": only cpu/cuda/mps/meta and the privateuse1 backend are registered)
+          if (!mayBeAcceleratorDevice(ctx, mlValue)) continue;
+          ctx.report(ml ?? mlValue, {
+            severity: 'warning',
+            message: `\`map_location=${short(mlValue.text)}\` loads the checkpoint onto the training device; on a TPU host that is the XLA device, which \`torch.load\` cannot restore to ("don't know how to restore data location"); load to "cpu" and let \`load_state_dict\` copy it to the device`,
+            fix: { title: `Load to CPU (\`map_location="cpu"\`)${moveTitle}`, applicability, edits: [replace(mlValue, '"cpu"'), ...moveBack], imports: back?.imports, needsAccel: back?.needsAccel },
+          });
+          continue;
+        }
         ctx.report(ml ?? mlValue, {
           message: `\`map_location=${short(mlValue.text)}\` loads the checkpoint onto CUDA, which a TPU host does not have; load to "cpu"`,
           fix: { title: `Load to CPU (\`map_location="cpu"\`)${moveTitle}`, applicability, edits: [replace(mlValue, '"cpu"'), ...moveBack], imports: back?.imports, needsAccel: back?.needsAccel },
         });
       } else {
         cudaFile ??= referencesCuda(ctx);
-        if (!cudaFile || !list) continue;
+        // a checkpoint helper of a CUDA project (utils/checkpoints.py's `restore_checkpoint`, called by the CUDA
+        // training script): the files it reads were written from GPU state
+        if ((!cudaFile && !calledFromDeviceCode(ctx, call, true)) || !list) continue;
+        // `if use_cuda: ckpt = torch.load(path)` `else: torch.load(path, map_location=lambda s, l: s)` (Wav2Lip's
+        // `_load`): the arm runs only where CUDA is present; a TPU host takes the CPU-mapped one (TPU103 reports the guard)
+        if (cpuMappedElse(call)) continue;
         // a file this program writes itself (`torch.save(sd, path)` then `torch.load(path)`): saved on the host it runs on,
         // it is no foreign GPU checkpoint (XLA tensors pickle as CPU data plus their device and rebuild there,
         // PT:torch/_tensor.py `_reduce_ex_internal`, the `xla` device branch, line 277 in torch 1.13); the save itself is TPU601's
@@ -290,6 +313,65 @@ function unmovedModel(ctx: RuleContext, call: Node): boolean {
     }
   }
   return used;
+}
+
+/**
+ * A load wrapper given a `map_location` (`dist_util.load_state_dict(path, map_location=dist_util.dev())`, a Lightning
+ * `load_from_checkpoint(path, map_location=device)`): the keyword is `torch.load`'s, forwarded; the same two cases as a
+ * direct load. The fix is safe only when the result goes straight into `load_state_dict(...)`.
+ */
+function wrapperLoad(ctx: RuleContext, call: Node): void {
+  const ml = callArgs(call).keywords.get('map_location');
+  const v = kwValue(ml);
+  if (!ml || !v) return;
+  const p = call.parent?.type === 'argument_list' ? call.parent.parent : null;
+  const applicability = p?.type === 'call' && /\.load_state_dict$/.test(p.childForFieldName('function')?.text ?? '') ? 'safe' : 'unsafe';
+  const fix = { title: 'Load to CPU (`map_location="cpu"`)', applicability: applicability as 'safe' | 'unsafe', edits: [replace(v, '"cpu"')] };
+  if (mapsToCuda(ctx, v)) {
+    ctx.report(ml, { message: `\`map_location=${short(v.text)}\` loads the checkpoint onto CUDA, which a TPU host does not have; load to "cpu"`, fix });
+  } else if (mayBeAcceleratorDevice(ctx, v)) {
+    ctx.report(ml, {
+      severity: 'warning',
+      message: `\`map_location=${short(v.text)}\` loads the checkpoint onto the training device; on a TPU host that is the XLA device, which \`torch.load\` cannot restore to ("don't know how to restore data location"); load to "cpu" and let \`load_state_dict\` copy it to the device`,
+      fix,
+    });
+  }
+}
+
+/**
+ * The load sits in the CUDA arm of `if use_cuda: torch.load(p)` (a condition naming CUDA or a GPU: `use_cuda`,
+ * `torch.cuda.is_available()`, `device == "cuda"`) whose `else` arm loads with a `map_location`: a TPU host takes the
+ * other arm. (The guard model's cudaGuarded is broader: it also calls the code after an unguarded `.cuda()` CUDA-only.)
+ */
+function cpuMappedElse(call: Node): boolean {
+  for (let child: Node = call, p = call.parent; p; child = p, p = p.parent) {
+    if (p.type === 'function_definition' || p.type === 'module') return false;
+    if (p.type !== 'if_statement' || p.childForFieldName('consequence')?.id !== child.id) continue;
+    if (!/cuda|gpu/i.test(p.childForFieldName('condition')?.text ?? '')) return false;
+    const other = p.namedChildren.find((c) => c?.type === 'else_clause');
+    return !!other && /\bload\s*\([^]*\bmap_location\s*=/.test(other.text);
+  }
+  return false;
+}
+
+const DEVICE_NAME = /^(device|dev|\w+_device|DEVICE|\w+_DEVICE)$/;
+
+/**
+ * A `map_location` that names a device that may be the accelerator: a device value that is not the CPU (XLA, chosen at
+ * run time, unknown), or an expression named as one (`device`, `self.device`, `args.device`, `x.device`,
+ * `get_device()`, `dist_util.dev()`) whose value the model does not know. Strings, lambdas, dicts and a parameter
+ * named `map_location` (the caller's choice) are not.
+ */
+function mayBeAcceleratorDevice(ctx: RuleContext, v: Node): boolean {
+  const kinds = deviceKinds(ctx.model.value(v));
+  if (kinds.length) return kinds.some((k) => k !== 'cpu');
+  if (v.type === 'string' || ctx.model.isHost(v)) return false;
+  if (v.type === 'identifier' || v.type === 'attribute') return DEVICE_NAME.test(lastName(v));
+  if (v.type === 'call') {
+    const f = v.childForFieldName('function');
+    return !!f && !(ctx.sema.callee(v) ?? '').startsWith('torch.') && (f.type === 'identifier' || f.type === 'attribute') && DEVICE_NAME.test(lastName(f));
+  }
+  return false;
 }
 
 function short(t: string): string {

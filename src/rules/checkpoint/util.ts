@@ -4,7 +4,7 @@ import type { RuleContext } from '../../core/rule';
 import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
 import type { Semantics } from '../../core/semantics';
 import { lastName, reachesInProject } from '../../model/facts';
-import { hotFacts } from '../../model/hotAcross';
+import { hotFacts, type HotFacts } from '../../model/hotAcross';
 import { ProgramModel } from '../../model/index';
 import { projectResolver } from '../../model/crossModule';
 import type { ModuleEntry } from '../../model/project';
@@ -301,16 +301,60 @@ function contextOf(ctx: RuleContext, m: ModuleEntry): RuleContext {
 }
 
 /**
- * The function enclosing `node` is called from other project modules that place work on a device (`save_model(model,
+ * The function enclosing `node` is called from other project modules that place work on a device (`cudaOnly`: on CUDA) (`save_model(model,
  * optimizer, opt, epoch, path)` in util.py, called by the training script): the state it builds from its parameters is
  * device state.
  */
-export function calledFromDeviceCode(ctx: RuleContext, node: Node): boolean {
+export function calledFromDeviceCode(ctx: RuleContext, node: Node, cudaOnly = false): boolean {
   const facts = hotFacts(ctx.project);
-  const fn = ctx.sema.enclosingFunction(node);
+  let fn = ctx.sema.enclosingFunction(node);
   if (!facts || !fn) return false;
+  // a helper nested in the function (`def save_checkpoint(...): def helper(paths): torch.save(...)`): its callers are
+  // the outer function's
+  for (let outer = ctx.sema.enclosingFunction(fn); outer; outer = ctx.sema.enclosingFunction(outer)) fn = outer;
   const abs = (ctx.project as { abs?: (p: string) => string }).abs?.(ctx.path) ?? ctx.path;
-  return facts.callers(abs, fn).some((ref) => placesOnDevice(contextOf(ctx, ref.module)));
+  return placedByCallers(ctx, facts, abs, ctx.sema, fn, 1, cudaOnly);
+}
+
+const placesMemo = new WeakMap<Semantics, boolean>();
+const cudaMemo = new WeakMap<Semantics, boolean>();
+
+function placesOnDeviceIn(ctx: RuleContext, m: ModuleEntry, cudaOnly: boolean): boolean {
+  const memo = cudaOnly ? cudaMemo : placesMemo;
+  let r = memo.get(m.sema);
+  if (r === undefined) memo.set(m.sema, (r = cudaOnly ? referencesCuda(contextOf(ctx, m)) : placesOnDevice(contextOf(ctx, m))));
+  return r;
+}
+
+/**
+ * Calls of other modules reach `def` (of the module at `path`) from a module that places work on a device: imported
+ * calls, calls on an instance of its class (`model.save(p)`, `stopper(loss, model, p)`), the callers of a sibling
+ * method that calls it on `self` (`__call__` -> `self.save_checkpoint(...)`), and, `depth` levels up, the callers of
+ * the function making such a call (utils/checkpoints.py's `save_checkpoint(...)` -> `model.save(path)`).
+ */
+function placedByCallers(ctx: RuleContext, facts: HotFacts, path: string, sema: Semantics, def: Node, depth: number, cudaOnly: boolean): boolean {
+  const refsOf = (d: Node) => (sema.enclosingClass(d) ? [...facts.callers(path, d), ...facts.instanceCallers(path, d)] : facts.callers(path, d));
+  const defs = [def];
+  const cls = sema.enclosingClass(def);
+  const name = def.childForFieldName('name')?.text;
+  if (cls && name) {
+    for (const c of sema.within('call', cls)) {
+      const f = c.childForFieldName('function');
+      if (f?.type !== 'attribute' || f.childForFieldName('object')?.text !== 'self' || f.childForFieldName('attribute')?.text !== name) continue;
+      const outer = sema.enclosingFunction(c);
+      if (outer && !defs.some((d) => d.id === outer.id)) defs.push(outer);
+    }
+  }
+  for (const d of defs) {
+    for (const ref of refsOf(d)) {
+      if (placesOnDeviceIn(ctx, ref.module, cudaOnly)) return true;
+      if (depth <= 0) continue;
+      let outer = ref.module.sema.enclosingFunction(ref.call);
+      for (let o = outer ? ref.module.sema.enclosingFunction(outer) : null; o; o = ref.module.sema.enclosingFunction(o)) outer = o;
+      if (outer && placedByCallers(ctx, facts, ref.module.path, ref.module.sema, outer, depth - 1, cudaOnly)) return true;
+    }
+  }
+  return false;
 }
 
 /** The argument of a wrapper call that becomes `torch.save`'s object (`*args` forwarded, or a named parameter). */

@@ -75,6 +75,30 @@ function iteratedByTrainLoop(ctx: RuleContext, name: string): boolean {
   return ctx.sema.hotLoops().some((h) => h.kind === 'train' && h.anchor.type === 'for_statement' && iteratedLoader(ctx, h.anchor)?.text === name);
 }
 
+/**
+ * The dataset is an instance of a class of this file (`ds = PretokDataset(...)`, or built inline) that derives from
+ * an `IterableDataset` and whose `__iter__` body is, at its top level, a `while True:` loop: an endless stream.
+ */
+function endlessIterable(ctx: RuleContext, ds: Node | null | undefined): boolean {
+  let v: Node | null | undefined = ds;
+  if (v?.type === 'identifier') {
+    const bound = ctx.sema.bindings(v.text);
+    v = bound.length === 1 ? bound[0] : null;
+  }
+  if (v?.type !== 'call') return false;
+  const fn = v.childForFieldName('function');
+  if (fn?.type !== 'identifier') return false;
+  const cls = ctx.model.classesNamed(fn.text)[0];
+  const bases = cls?.childForFieldName('superclasses')?.text ?? '';
+  if (!cls || !/IterableDataset\b/.test(bases)) return false;
+  for (const st of cls.childForFieldName('body')?.namedChildren ?? []) {
+    const d = st?.type === 'decorated_definition' ? st.childForFieldName('definition') : st;
+    if (d?.type !== 'function_definition' || d.childForFieldName('name')?.text !== '__iter__') continue;
+    return (d.childForFieldName('body')?.namedChildren ?? []).some((c) => c?.type === 'while_statement' && /^True$/.test(c.childForFieldName('condition')?.text ?? '') && !/\b(break|return)\b/.test(c.childForFieldName('body')?.text ?? ''));
+  }
+  return false;
+}
+
 export default defineRule({
   id: 'TPU403',
   name: 'ragged-last-batch',
@@ -88,7 +112,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for training `DataLoader`s without `drop_last=True` (assigned to a `train…` name, shuffling, given a sampler, returned from `train_dataloader()`, or iterated by a training loop; ' +
-      'loaders named `eval`/`test`, `batch_sampler` loaders and loaders whose sampler never ends an epoch, such as `RandomSampler(ds, replacement=True, num_samples=int(1e10))` or an `InfiniteSampler`, are left alone), and for HF `dataloader_drop_last=False`. ' +
+      'loaders named `eval`/`test`, `batch_sampler` loaders and loaders whose sampler never ends an epoch, such as `RandomSampler(ds, replacement=True, num_samples=int(1e10))` or an `InfiniteSampler`, and loaders over an `IterableDataset` of the file whose `__iter__` is an endless `while True:` stream, are left alone), and for HF `dataloader_drop_last=False`. ' +
       'A `drop_last=` set from a variable (`drop_last=flags.drop_last`) is not flagged. A validation loader (`val_loader`, `data_loader_val`, `_val_dataloader()`) that keeps its last batch is reported as info, without a fix.',
     why:
       'Unless the dataset size divides the batch size, the last batch of every epoch has a different shape, so the forward and backward graphs are compiled a second time ' +
@@ -124,6 +148,9 @@ export default defineRule({
       if (!isDataLoaderCall(ctx, call)) continue;
       // `**kwargs` may already carry drop_last
       if (endlessSampler(ctx, kwValue(keywords.get('sampler')))) continue;
+      // an IterableDataset of this file whose `__iter__` never ends (`while True:` around its `yield`s, llama2.c's
+      // PretokDataset): the loader never reaches a last batch
+      if (endlessIterable(ctx, callArgs(call).positional[0] ?? kwValue(keywords.get('dataset')))) continue;
       if (keywords.has('batch_sampler') || call.childForFieldName('arguments')?.namedChildren.some((a) => a?.type === 'dictionary_splat')) continue;
       const bs = kwValue(keywords.get('batch_size'));
       if (bs && (bs.text === '1' || bs.text === 'None')) continue;

@@ -114,7 +114,7 @@ export function loadersPassedToProjectLoops(ctx: RuleContext): { arg: Node; call
 }
 
 /** `ds_train, ds_val, loader_train, loader_val, mixup = build_loader(config)`: the element of the factory's returned tuple. */
-function tupleFactory(ctx: RuleContext, name: Node): { path: string; node: Node; name: string } | null {
+function tupleFactory(ctx: RuleContext, name: Node, depth = 0): { path: string; node: Node; name: string } | null {
   for (const a of ctx.sema.nodes('assignment')) {
     const left = a.childForFieldName('left');
     const right = a.childForFieldName('right');
@@ -123,8 +123,11 @@ function tupleFactory(ctx: RuleContext, name: Node): { path: string; node: Node;
     const callee = right.childForFieldName('function');
     if (idx >= 0 && !(callee && FACTORY_NAME.test(lastName(callee)))) return null;
     if (idx < 0 || left.namedChildren.some((c) => c?.type === 'list_splat_pattern')) continue;
-    const r = ctx.project?.resolveCall(right, ctx.sema, ctx.path);
-    if (!r || r.kind !== 'function') return null;
+    // a method of this class that passes on a factory's tuple (`def _get_data(self, flag): data_set, data_loader =
+    // data_provider(self.args, flag); return data_set, data_loader`, Time-Series-Library's Exp classes)
+    const own = depth < 2 ? selfMethod(ctx, right) : null;
+    const r = own ? { kind: 'method' as const, def: own, path: ctx.path, module: { sema: ctx.sema } } : ctx.project?.resolveCall(right, ctx.sema, ctx.path);
+    if (!r || (r.kind !== 'function' && !own)) return null;
     const xs = r.module.sema;
     const isLoader = (v: Node | null | undefined) => !!v && v.type === 'call' && DATALOADER.test(xs.callee(v) ?? '');
     let made: Node | null = null;
@@ -137,11 +140,29 @@ function tupleFactory(ctx: RuleContext, name: Node): { path: string; node: Node;
       if (isLoader(el)) made ??= el;
       else if (el.type === 'identifier') {
         const bound = xs.bindings(el.text).filter((b) => xs.enclosingFunction(b)?.id === r.def.id);
+        if (!bound.length && xs === ctx.sema && depth < 2) {
+          const inner = tupleFactory(ctx, el, depth + 1);
+          if (!inner) return null;
+          return inner;
+        }
         if (!bound.length || !bound.every(isLoader)) return null;
         made ??= bound[0];
       } else return null;
     }
     return made ? { path: r.path, node: made, name: r.def.childForFieldName('name')?.text ?? 'factory' } : null;
+  }
+  return null;
+}
+
+/** The method of the enclosing class that `self.name(...)` calls. */
+function selfMethod(ctx: RuleContext, call: Node): Node | null {
+  const fn = call.childForFieldName('function');
+  if (fn?.type !== 'attribute' || fn.childForFieldName('object')?.text !== 'self') return null;
+  const name = fn.childForFieldName('attribute')?.text;
+  const cls = ctx.sema.enclosingClass(call);
+  for (const st of cls?.childForFieldName('body')?.namedChildren ?? []) {
+    const d = st?.type === 'decorated_definition' ? st.childForFieldName('definition') : st;
+    if (d?.type === 'function_definition' && d.childForFieldName('name')?.text === name) return d;
   }
   return null;
 }

@@ -8,6 +8,23 @@ const XLA_BACKENDS = new Set(['openxla', 'openxla_eval', 'tpu']);
 const LEGACY_BACKENDS = new Set(['torchxla_trace_once', 'aot_torchxla_trace_once']);
 const GPU_BACKENDS = new Set(['inductor', 'cudagraphs', 'tensorrt', 'torch_tensorrt', 'onnxrt', 'tvm']);
 
+const MODULE_NAME = /(^|_)(model|net|module|network|transformer|unet|encoder|decoder)s?$/i;
+
+/**
+ * `model.compile(...)` on an `nn.Module` (the model knows it, or the receiver is named as one: `inner_model`), with no
+ * backend and not Keras' `compile(optimizer=..., loss=...)`; not `re.compile` or any call on an imported module.
+ */
+function moduleCompile(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['check']>>[0], call: Node): boolean {
+  const fn = call.childForFieldName('function');
+  if (fn?.type !== 'attribute' || fn.childForFieldName('attribute')?.text !== 'compile' || !ctx.sema.usesTorch()) return false;
+  const recv = fn.childForFieldName('object');
+  if (!recv || (recv.type !== 'identifier' && recv.type !== 'attribute') || ctx.sema.resolve(recv)) return false;
+  const { keywords } = callArgs(call);
+  if (keywords.has('backend') || keywords.has('optimizer') || keywords.has('loss') || keywords.has('disable')) return false;
+  if (ctx.sema.inXlaAwareBranch(call)) return false;
+  return ctx.model.value(recv).kind === 'module' || MODULE_NAME.test(recv.type === 'attribute' ? recv.childForFieldName('attribute')?.text ?? '' : recv.text);
+}
+
 /** Removes a keyword argument with its separating comma. */
 function dropArg(text: string, kw: Node): { start: number; end: number; text: string } {
   let start = kw.startIndex;
@@ -43,7 +60,7 @@ export default defineRule({
   triggers: ['compile', '_inductor'],
   docs: {
     what:
-      'Checks for `torch.compile(...)` and `@torch.compile` with no `backend`, or with a GPU backend (`inductor`, `cudagraphs`, `tensorrt`), ' +
+      'Checks for `torch.compile(...)`, `@torch.compile` and the method form `model.compile()` (`nn.Module.compile`, reported without a fix) with no `backend`, or with a GPU backend (`inductor`, `cudagraphs`, `tensorrt`), ' +
       'the legacy `torchxla_trace_once` / `aot_torchxla_trace_once` backends, inductor-only `mode=` / `options=`, and `torch._inductor.config` settings.',
     why:
       'The dynamo backends that target XLA are `openxla` (training through AOTAutograd) and `openxla_eval` (PT:torch/_dynamo/backends/torchxla.py). ' +
@@ -62,6 +79,7 @@ export default defineRule({
       'DYN (docs/source/perf/dynamo.md)',
       'TX:114-160 (torch_xla.compile(f, full_graph, name, max_different_graphs); pytorch/xla@022ecde torch_xla/torch_xla.py:114)',
       'PT:torch/_dynamo/backends/torchxla.py (openxla, openxla_eval; trace_once deprecation warning)',
+      'PT:torch/nn/modules/module.py `Module.compile` (torch 2.2+: `self._compiled_call_impl = torch.compile(self._call_impl, *args, **kwargs)`)',
     ],
     torchtpu:
       'The preview compiles with `torch.compile(backend="tpu", dynamic=False)`; the fix adds those arguments (unsafe: the preview API is moving). In dual-path style the backend is picked ' +
@@ -179,6 +197,14 @@ export default defineRule({
 
     for (const call of sema.nodes('call')) {
       if (sema.callee(call) === 'torch.compile') reportCompile(call, null);
+      else if (moduleCompile(ctx, call)) {
+        // `model.compile()`: nn.Module.compile is `torch.compile(self._call_impl, *args, **kwargs)` (PT:torch/nn/modules/
+        // module.py `Module.compile`, torch 2.2+), the same inductor default; no fix (its options are the caller's)
+        const recv = (call.childForFieldName('function') as Node).childForFieldName('object')!;
+        ctx.report(call, {
+          message: `\`${recv.text.length > 30 ? '…' : recv.text}.compile()\` is \`torch.compile\` of the module's forward (\`nn.Module.compile\`) with the inductor backend, which cannot target an XLA device; pass \`backend="openxla"\` for inference, or leave it off on XLA for training`,
+        });
+      }
     }
     for (const deco of sema.nodes('decorated_definition')) {
       for (const d of deco.namedChildren) {

@@ -13,7 +13,7 @@ class BestKeeper:
             self._write(net, folder)
 
     def _write(self, net, folder):
-        torch.save(net.state_dict(), folder + "/best_weights.pt")
+        torch.save(net.state_dict(), folder + "/best_weights.pt")  # expect: TPU601
 
 
 def dump_last(net, folder):
