@@ -75,6 +75,16 @@ export default defineRule({
           continue;
         }
         if (xlaArmed(sema, owner) || picker(owner) || guardsCudaExtrasOnly(sema, owner, ctx.model)) continue;
+        // `if torch.cuda.is_available(): device_type = "cuda"` / `elif mps: ... = "mps"` / `else: ... = "cpu"` (a device-type
+        // string that TPU102's device holders do not cover): the picker has no XLA arm, so a TPU host silently gets the CPU
+        const typePick = owner.type === 'if_statement' ? deviceTypePicker(ctx, owner) : null;
+        if (typePick) {
+          ctx.report(call, {
+            severity: 'error',
+            message: `\`torch.cuda.is_available()\` is False on a TPU host: \`${typePick}\` gets no XLA arm and falls to the CPU, so the program silently runs on the CPU`,
+          });
+          continue;
+        }
         if (owner.type === 'if_statement' && (optionalCudaArms(sema, owner) || cudaKernelArm(sema, owner) || logFormatArms(sema, owner) || cudaFeatureProbe(ctx, owner))) continue;
         if (owner.type === 'conditional_expression' && (inLogging(sema, owner) || diagnosticTernary(sema, owner) || autocastTernary(ctx, owner))) continue;
         const message =
@@ -340,7 +350,7 @@ function diagnosticArms(ctx: RuleContext, owner: Node): boolean {
   const okCall = (c: Node): boolean => {
     const q = sema.callee(c) ?? c.childForFieldName('function')?.text ?? '';
     if (CUDA_STAT_REF.test(q)) return (probed = true);
-    if (LOGGING.test(q) || /^print\w*$|^(round|int|float|str|len|max|min)$/.test(q)) return true;
+    if (logCall(sema, c) || /^(round|int|float|str|len|max|min)$/.test(q)) return true;
     // a helper of what the arm already read: `get_peak_flops(gpu_device_name)`
     const args = c.childForFieldName('arguments')?.namedChildren.filter((x): x is Node => !!x) ?? [];
     return args.length > 0 && args.every((x) => (x.type === 'identifier' && derived.has(x.text)) || /^(integer|float|string)$/.test(x.type));
@@ -348,7 +358,7 @@ function diagnosticArms(ctx: RuleContext, owner: Node): boolean {
   const cudaOk = body(cuda).length > 0 && body(cuda).every((s) => {
     if (s.type !== 'expression_statement') return false;
     const e = s.namedChildren[0];
-    if (e?.type === 'call') return LOGGING.test(sema.callee(e) ?? e.childForFieldName('function')?.text ?? '') || /^print\w*$/.test(e.childForFieldName('function')?.text ?? '');
+    if (e?.type === 'call') return logCall(sema, e);
     if (e?.type !== 'assignment') return false;
     const left = e.childForFieldName('left');
     const right = e.childForFieldName('right');
@@ -362,7 +372,7 @@ function diagnosticArms(ctx: RuleContext, owner: Node): boolean {
   const names = new Set<string>();
   const tpuOk = body(tpu).every((s) => {
     const e = s.type === 'expression_statement' ? s.namedChildren[0] : null;
-    if (e?.type === 'call') return LOGGING.test(sema.callee(e) ?? e.childForFieldName('function')?.text ?? '') || /^print\w*$/.test(e.childForFieldName('function')?.text ?? '');
+    if (e?.type === 'call') return logCall(sema, e);
     if (e?.type !== 'assignment') return false;
     const left = e.childForFieldName('left');
     const right = e.childForFieldName('right');
@@ -385,8 +395,7 @@ function declinedOffCuda(ctx: RuleContext, owner: Node): boolean {
   return stmts.length > 0 && stmts.every((s) => {
     const e = s.type === 'expression_statement' ? s.namedChildren[0] : null;
     if (e?.type !== 'call') return false;
-    const q = sema.callee(e) ?? e.childForFieldName('function')?.text ?? '';
-    return (LOGGING.test(q) || /^print\w*$/.test(q)) && /\b(cuda|gpu)\b/i.test(e.childForFieldName('arguments')?.text ?? '');
+    return logCall(sema, e) && /\b(cuda|gpu)\b/i.test(e.childForFieldName('arguments')?.text ?? '');
   });
 }
 
@@ -410,13 +419,52 @@ function cudaFeatureProbe(ctx: RuleContext, owner: Node): boolean {
   return rest.some((s) => sema.callsWithin(s).some((c) => /^torch\.cuda\.(get_device_capability|get_device_properties)$/.test(sema.callee(c) ?? '')) || usesCudaOnlyKernel(sema, s));
 }
 
+/** A print/log call, also a project's rank-zero print helper (`print0(...)`, imported: its callee is the module path). */
+function logCall(sema: RuleContext['sema'], c: Node): boolean {
+  const text = c.childForFieldName('function')?.text ?? '';
+  return LOGGING.test(sema.callee(c) ?? text) || LOGGING.test(text) || /^print\w*$|^\w+_print$/.test(text);
+}
+
 /** Inside a print/log call: a diagnostic, not a decision. */
 function inLogging(sema: RuleContext['sema'], node: Node): boolean {
   for (let p = node.parent; p && p.type !== 'expression_statement' && p.type !== 'block'; p = p.parent) {
-    if (p.type === 'call' && LOGGING.test(sema.callee(p) ?? p.childForFieldName('function')?.text ?? '')) return true;
+    if (p.type === 'call' && logCall(sema, p)) return true;
   }
   return false;
 }
+
+/**
+ * `if torch.cuda.is_available(): device_type = "cuda"` … `else: device_type = "cpu"`: an `if` chain that assigns a device
+ * string to a name that is no device holder of TPU102 (`device_type`, `backend_device`), ending in a CPU arm. Returns the name.
+ */
+function deviceTypePicker(ctx: RuleContext, owner: Node): string | null {
+  const arm = (b: Node | null | undefined): { name: string; value: string } | null => {
+    const body = (b?.namedChildren ?? []).filter((s): s is Node => !!s && s.type !== 'comment');
+    const a = body.length === 1 && body[0].type === 'expression_statement' ? body[0].namedChildren[0] : null;
+    const left = a?.type === 'assignment' ? a.childForFieldName('left') : null;
+    const right = a?.childForFieldName('right');
+    if (!left || (left.type !== 'identifier' && left.type !== 'attribute') || right?.type !== 'string') return null;
+    return { name: left.text, value: stringContent(right) ?? '' };
+  };
+  const first = arm(owner.childForFieldName('consequence'));
+  if (!first || !/^cuda(:\d+)?$/.test(first.value) || DEVICE_HOLDER.test(first.name.split('.').pop() ?? '')) return null;
+  const alts = owner.childrenForFieldName('alternative').filter((a): a is Node => !!a);
+  const last = alts[alts.length - 1];
+  if (last?.type !== 'else_clause') return null;
+  const arms = alts.map((a) => arm(a.type === 'else_clause' ? a.childForFieldName('body') : a.childForFieldName('consequence')));
+  if (arms.some((x) => !x || x.name !== first.name)) return null;
+  if (arms[arms.length - 1]?.value !== 'cpu') return null;
+  // a helper that returns the string to its callers (read here only by `return` and log lines): the sinks are elsewhere,
+  // so TPU102's same-scope sink search does not see it
+  const fn = ctx.sema.enclosingFunction(owner);
+  if (!fn || !/^[A-Za-z_]\w*$/.test(first.name)) return null;
+  const reads = ctx.sema.identifiersNamed(first.name).filter((id) => id.startIndex > owner.endIndex && ctx.sema.enclosingFunction(id)?.id === fn.id);
+  const returned = reads.some((id) => id.parent?.type === 'return_statement');
+  return returned && reads.every((id) => id.parent?.type === 'return_statement' || inLogging(ctx.sema, id)) ? first.name : null;
+}
+
+/** TPU102's device holders (`device`, `self.device`, `train_device`): it reports their CUDA-or-CPU pickers. */
+const DEVICE_HOLDER = /^(\w+_)?device$/i;
 
 /** `"cuda" if torch.cuda.is_available() else "cpu"` (or the `if`/`else` pair): TPU102 rewrites these. */
 function isDevicePicker(ctx: RuleContext, owner: Node): boolean {
@@ -426,6 +474,7 @@ function isDevicePicker(ctx: RuleContext, owner: Node): boolean {
     return [a, b].some((x) => !!x && ctx.model.namesCuda(x));
   }
   if (owner.type === 'if_statement') {
+    if (deviceTypePicker(ctx, owner)) return false;
     const body = (owner.childForFieldName('consequence')?.namedChildren ?? []).filter((s): s is Node => !!s && s.type !== 'comment');
     return body.length > 0 && body.every((s) => {
       const a = s.namedChildren[0];

@@ -1,8 +1,8 @@
-import { defineRule } from '../../core/rule';
+import { defineRule, type FixDraft } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, methodName } from '../../core/semantics';
 import { deleteStatement } from '../../core/edits';
-import { cudaGuarded, short, statementOf } from './cuda-util';
+import { cudaGuarded, scopeOf, short, statementOf } from './cuda-util';
 
 type Kind = 'set_device' | 'synchronize' | 'current' | 'query' | 'name' | 'stream' | 'event' | 'graph' | 'nvtx' | 'profiler';
 
@@ -110,6 +110,8 @@ export default defineRule({
       if (right?.type === 'call' && sema.callee(right) === 'torch.cuda.Event' && left) eventNames.add(left.text);
     }
     const skip = (call: Node) => sema.inXlaAwareBranch(call) || cudaGuarded(call);
+    const eventBlocks = new Map<number, { start: number; end: number; message: string }[]>();
+    const pendingEvents: { call: Node; key: number; message: string; fix: FixDraft | null }[] = [];
     for (const call of sema.nodes('call')) {
       const callee = sema.callee(call);
       let kind: Kind | undefined = callee ? API[callee] : undefined;
@@ -133,6 +135,17 @@ export default defineRule({
         const p = call.parent?.type === 'keyword_argument' ? call.parent.parent : call.parent;
         const owner = p?.parent;
         if (owner?.type === 'call' && (methodName(owner) === 'to' || sema.callee(owner) === 'torch.device' || callArgs(owner).keywords.has('device'))) continue;
+      }
+      // one CUDA-event timing block per scope (`start = torch.cuda.Event(...)`, `end = ...`, `start.elapsed_time(end)`):
+      // one finding, on the first event; the others are its related locations
+      if (kind === 'event') {
+        const key = scopeOf(sema, call).id;
+        const first = eventBlocks.get(key);
+        if (first) {
+          first.push({ start: call.startIndex, end: call.endIndex, message: 'the same CUDA-event timing' });
+          continue;
+        }
+        eventBlocks.set(key, []);
       }
       const short_ = label.replace(/^torch\.cuda\./, 'torch.cuda.');
       // xm.xla_device_kind exists from 2.6 (xla_model.py v2.6.0:207): older targets get the CUDA-free advice
@@ -177,7 +190,12 @@ export default defineRule({
       } else if (stmt && idiom.profile === 'torch_xla' && !idiom.dualPath && ((kind === 'nvtx' && /\.(range_push|range_pop|mark)$/.test(callee ?? '')) || label === 'Tensor.record_stream()')) {
         fix = { edits: [deleteStatement(ctx.text, stmt)], applicability: 'unsafe' as const, title: `Remove \`${short(label, 40)}\`` };
       }
-      ctx.report(call, { message, fix });
+      if (kind === 'event') pendingEvents.push({ call, key: scopeOf(sema, call).id, message, fix });
+      else ctx.report(call, { message, fix });
+    }
+    for (const e of pendingEvents) {
+      const related = eventBlocks.get(e.key) ?? [];
+      ctx.report(e.call, { message: e.message, fix: e.fix, related: related.length ? related : undefined });
     }
   },
 });
