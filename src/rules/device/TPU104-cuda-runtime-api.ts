@@ -1,6 +1,6 @@
 import { defineRule, type FixDraft } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, methodName } from '../../core/semantics';
+import { callArgs, methodName, nearestAncestor } from '../../core/semantics';
 import { deleteStatement } from '../../core/edits';
 import { cudaGuarded, scopeOf, short, statementOf } from './cuda-util';
 
@@ -130,6 +130,8 @@ export default defineRule({
         }
       }
       if (!kind || skip(call)) continue;
+      // `torch.load(f, map_location=lambda s, loc: s.cuda(torch.cuda.current_device()))`: TPU602 reports the CUDA map_location
+      if (kind !== 'event' && inMapLocation(call)) continue;
       // `x.to(torch.cuda.current_device())` and `torch.device(torch.cuda.current_device())` belong to TPU102
       if (callee === 'torch.cuda.current_device') {
         const p = call.parent?.type === 'keyword_argument' ? call.parent.parent : call.parent;
@@ -199,3 +201,11 @@ export default defineRule({
     }
   },
 });
+
+const MAP_LOCATION_STOPS: ReadonlySet<string> = new Set(['lambda', 'function_definition', 'block', 'module']);
+
+/** Inside the lambda given as `map_location=` (one finding there, TPU602's). */
+function inMapLocation(call: Node): boolean {
+  const p = nearestAncestor(call, MAP_LOCATION_STOPS)?.ancestor;
+  return p?.type === 'lambda' && p.parent?.type === 'keyword_argument' && p.parent.childForFieldName('name')?.text === 'map_location';
+}
