@@ -62,9 +62,10 @@ export default defineRule({
     for (const call of sema.nodes('call')) {
       const callee = sema.callee(call);
       if (callee === 'torch.cuda.is_available' || callee === 'torch.cuda.is_bf16_supported') {
-        // under a CUDA-only guard (`if kind == "cuda": assert torch.cuda.is_available()`): a TPU host never gets here
-        if (cudaGuarded(call)) continue;
+        // a check under a CUDA-only guard (`if kind == "cuda": assert torch.cuda.is_available()`): a TPU host never gets
+        // here (a flag assigned there, `is_avail = torch.cuda.is_available()`, is still reported: callers read it)
         const decision = conditionOwner(call);
+        if (decision && cudaGuarded(call)) continue;
         let owner = decision?.owner ?? null;
         if (!owner) {
           // `use_cuda = torch.cuda.is_available()`: a flag that later decisions read (not in migrated files)
@@ -130,7 +131,10 @@ export default defineRule({
       const owner = own?.owner ?? null;
       if (sema.inXlaAwareBranch(cmp) || (owner && xlaArmed(sema, owner))) continue;
       // `if kind == "cuda": torch.cuda.empty_cache()` (also as an `elif` of a chain without `else`): optional CUDA work
-      if ((owner?.type === 'if_statement' || owner?.type === 'elif_clause') && !elseOf(chainOf(owner)) && cudaOnlyBlock(sema, owner.childForFieldName('consequence'))) continue;
+      // (not a device wait, `elif device == "cuda": torch.cuda.synchronize()`: a step timer then measures tracing on XLA)
+      if (owner?.type === 'if_statement' && !owner.childrenForFieldName('alternative').some(Boolean) && cudaOnlyBlock(sema, owner.childForFieldName('consequence'))) continue;
+      if ((owner?.type === 'if_statement' || owner?.type === 'elif_clause') && !elseOf(chainOf(owner)) && cudaOnlyBlock(sema, owner.childForFieldName('consequence')) &&
+        !/\.synchronize\s*\(/.test(chainOf(owner).text)) continue;
       // bookkeeping arms (`peak = torch.cuda.max_memory_allocated if kind == "cuda" else lambda: 0`, a GPU-name banner),
       // or a TPU arm that only says the CUDA-only feature is skipped (`if kind != "cuda": print("fp8 needs CUDA")`)
       if (owner && (guardsCudaExtrasOnly(sema, owner, ctx.model) || diagnosticRefTernary(ctx, owner) || diagnosticArms(ctx, owner) || declinedOffCuda(ctx, owner))) continue;

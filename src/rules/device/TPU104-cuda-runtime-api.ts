@@ -1,5 +1,6 @@
 import { defineRule, type FixDraft } from '../../core/rule';
 import type { Node } from '../../core/parse';
+import type { Semantics } from '../../core/semantics';
 import { callArgs, methodName, nearestAncestor } from '../../core/semantics';
 import { deleteStatement } from '../../core/edits';
 import { cudaGuarded, scopeOf, short, statementOf } from './cuda-util';
@@ -138,10 +139,10 @@ export default defineRule({
         const owner = p?.parent;
         if (owner?.type === 'call' && (methodName(owner) === 'to' || sema.callee(owner) === 'torch.device' || callArgs(owner).keywords.has('device'))) continue;
       }
-      // one CUDA-event timing block per scope (`start = torch.cuda.Event(...)`, `end = ...`, `start.elapsed_time(end)`):
+      // one CUDA-event timing block per block of statements (`start = torch.cuda.Event(...)`, `end = ...`, `start.elapsed_time(end)`):
       // one finding, on the first event; the others are its related locations
       if (kind === 'event') {
-        const key = scopeOf(sema, call).id;
+        const key = eventBlock(sema, call);
         const first = eventBlocks.get(key);
         if (first) {
           first.push({ start: call.startIndex, end: call.endIndex, message: 'the same CUDA-event timing' });
@@ -192,7 +193,7 @@ export default defineRule({
       } else if (stmt && idiom.profile === 'torch_xla' && !idiom.dualPath && ((kind === 'nvtx' && /\.(range_push|range_pop|mark)$/.test(callee ?? '')) || label === 'Tensor.record_stream()')) {
         fix = { edits: [deleteStatement(ctx.text, stmt)], applicability: 'unsafe' as const, title: `Remove \`${short(label, 40)}\`` };
       }
-      if (kind === 'event') pendingEvents.push({ call, key: scopeOf(sema, call).id, message, fix });
+      if (kind === 'event') pendingEvents.push({ call, key: eventBlock(sema, call), message, fix });
       else ctx.report(call, { message, fix });
     }
     for (const e of pendingEvents) {
@@ -209,3 +210,14 @@ function inMapLocation(call: Node): boolean {
   const p = nearestAncestor(call, MAP_LOCATION_STOPS)?.ancestor;
   return p?.type === 'lambda' && p.parent?.type === 'keyword_argument' && p.parent.childForFieldName('name')?.text === 'map_location';
 }
+
+/**
+ * The block of statements that holds a CUDA-event call, within its function: one timing block is the events created and
+ * read in one block (a cell, a loop body); events of a training loop's setup and its far-away readout stay apart.
+ */
+function eventBlock(sema: Semantics, call: Node): number {
+  const stmt = nearestAncestor(call, BLOCK_STOPS)?.ancestor;
+  return (stmt && (stmt.type === 'block' || stmt.type === 'module') ? stmt : scopeOf(sema, call)).id;
+}
+
+const BLOCK_STOPS: ReadonlySet<string> = new Set(['block', 'module', 'lambda']);
