@@ -6,7 +6,7 @@ import type { Node } from '../../core/parse';
 import { callArgs, isAncestor, isFString, kwValue, methodName, mentionsXla, receiver, stringContent, type Semantics } from '../../core/semantics';
 import type { Snippet } from '../../core/idioms';
 import type { Edit } from '../../core/types';
-import { cudaGuarded, gpuSelfTest, removeArgument, short, withQuotes } from './cuda-util';
+import { cudaGuarded, gpuSelfTest, removeArgument, scopeOf, short, withQuotes } from './cuda-util';
 import { hotFacts } from '../../model/hotAcross';
 
 /** Names that carry an int device ordinal (`model.to(rank)`, `torch.device(local_rank)`). */
@@ -434,6 +434,7 @@ const rule = defineRule({
     }
 
     // ---- report inline expressions
+    const intGroups = new Map<string, { arg: Node; fix: ReturnType<typeof fixFrom> }[]>();
     for (const { arg, call, int } of inline) {
       const method = sema.moduleMethod(arg);
       const cls = method ? sema.enclosingClass(arg)?.childForFieldName('name')?.text ?? 'Module' : '';
@@ -450,6 +451,14 @@ const rule = defineRule({
       // an int other than 0, or one element of a list of GPUs, picks among several: review by hand
       const ordinal = arg.type === 'call' && sema.callee(arg) === 'torch.device' ? callArgs(arg).positional[0] : arg;
       const selectsGpu = (int && arg.type === 'integer' && arg.text !== '0') || ordinal?.type === 'subscript' || (arg.type === 'string' && /^cuda:[1-9]/.test(stringContent(arg) ?? ''));
+      // `rank` used as the device at several sinks of one function (`.to(rank)`, `device=rank`): one problem, one finding
+      // (on the first; its fix replaces every use), the other sinks related
+      if (int && arg.type === 'identifier') {
+        const key = `${scopeOf(sema, arg).id}\0${arg.text}`;
+        const fix = fixFrom(ctx, [{ start: arg.startIndex, end: arg.endIndex, text: dev.text }], dev, 'safe', `Use \`${dev.text}\``);
+        intGroups.set(key, [...(intGroups.get(key) ?? []), { arg, fix }]);
+        continue;
+      }
       ctx.report(arg, {
         message: int
           ? `\`${short(arg.text, 30)}\` as a device means \`cuda:${arg.type === 'integer' ? arg.text : `<${short(arg.text, 30)}>`}\`; a TPU host has no CUDA device`
@@ -457,6 +466,19 @@ const rule = defineRule({
             ? `\`${short(arg.text)}\` falls back to the CPU: on a TPU host \`torch.cuda.is_available()\` is False, so the program silently runs on the CPU`
             : `\`${short(arg.text)}\` is a CUDA device; a TPU host has none`,
         fix: fixFrom(ctx, [{ start: arg.startIndex, end: arg.endIndex, text: dev.text }], dev, selectsGpu ? 'unsafe' : 'safe', `Use \`${dev.text}\``),
+      });
+    }
+
+    for (const group of intGroups.values()) {
+      const [first, ...rest] = group;
+      const fixes = group.map((g) => g.fix);
+      const fix = fixes.every((f) => !!f) && fixes.length > 1
+        ? { ...fixes[0]!, edits: fixes.flatMap((f) => f!.edits), title: `${fixes[0]!.title} (${group.length} uses in this function)` }
+        : first.fix;
+      ctx.report(first.arg, {
+        message: `\`${short(first.arg.text, 30)}\` as a device means \`cuda:<${short(first.arg.text, 30)}>\`; a TPU host has no CUDA device`,
+        fix: fixes.every((f) => !!f) ? fix : null,
+        related: rest.length ? rest.map((g) => ({ start: g.arg.startIndex, end: g.arg.endIndex, message: `\`${g.arg.text}\` as a device here too` })) : undefined,
       });
     }
 

@@ -1,7 +1,7 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, kwValue, mentionsXla, stringContent } from '../../core/semantics';
-import { guardsCudaExtrasOnly } from '../../model/guards';
+import { guardsCudaExtrasOnly, tpuTruth } from '../../model/guards';
 import { chainOf, conditionOwner, cudaGuarded, cudaOnlyBlock, short, usesCudaOnlyKernel, xlaArmed } from './cuda-util';
 
 /** A device-ish operand: `device`, `args.device`, `x.device.type`, `str(device)`, `device_type`. */
@@ -62,18 +62,31 @@ export default defineRule({
     for (const call of sema.nodes('call')) {
       const callee = sema.callee(call);
       if (callee === 'torch.cuda.is_available' || callee === 'torch.cuda.is_bf16_supported') {
+        // a check under a CUDA-only guard (`if kind == "cuda": assert torch.cuda.is_available()`): a TPU host never gets
+        // here (a flag assigned there, `is_avail = torch.cuda.is_available()`, is still reported: callers read it)
         const decision = conditionOwner(call);
+        if (decision && cudaGuarded(call)) continue;
         let owner = decision?.owner ?? null;
         if (!owner) {
           // `use_cuda = torch.cuda.is_available()`: a flag that later decisions read (not in migrated files)
           const a = call.parent;
           if (a?.type !== 'assignment' || a.childForFieldName('right')?.id !== call.id || sema.xlaAware) continue;
-          if (sema.inXlaAwareBranch(call) || neverRead(sema, a)) continue;
+          if (sema.inXlaAwareBranch(call) || neverRead(sema, a) || onlyLogged(sema, a)) continue;
           ctx.report(call, { message: `\`${a.childForFieldName('left')?.text}\` is False on a TPU host: code keyed on it takes the non-TPU path` });
           continue;
         }
         if (xlaArmed(sema, owner) || picker(owner) || guardsCudaExtrasOnly(sema, owner, ctx.model)) continue;
-        if (owner.type === 'if_statement' && (optionalCudaArms(sema, owner) || cudaKernelArm(sema, owner) || logFormatArms(sema, owner))) continue;
+        // `if torch.cuda.is_available(): device_type = "cuda"` / `elif mps: ... = "mps"` / `else: ... = "cpu"` (a device-type
+        // string that TPU102's device holders do not cover): the picker has no XLA arm, so a TPU host silently gets the CPU
+        const typePick = owner.type === 'if_statement' ? deviceTypePicker(ctx, owner) : null;
+        if (typePick) {
+          ctx.report(call, {
+            severity: 'error',
+            message: `\`torch.cuda.is_available()\` is False on a TPU host: \`${typePick}\` gets no XLA arm and falls to the CPU, so the program silently runs on the CPU`,
+          });
+          continue;
+        }
+        if (owner.type === 'if_statement' && (optionalCudaArms(sema, owner) || cudaKernelArm(sema, owner) || logFormatArms(sema, owner) || cudaFeatureProbe(ctx, owner))) continue;
         if (owner.type === 'conditional_expression' && (inLogging(sema, owner) || diagnosticTernary(sema, owner) || autocastTernary(ctx, owner))) continue;
         const message =
           callee === 'torch.cuda.is_bf16_supported'
@@ -117,11 +130,18 @@ export default defineRule({
       const own = conditionOwner(cmp);
       const owner = own?.owner ?? null;
       if (sema.inXlaAwareBranch(cmp) || (owner && xlaArmed(sema, owner))) continue;
+      // `if kind == "cuda": torch.cuda.empty_cache()` (also as an `elif` of a chain without `else`): optional CUDA work
+      // (not a device wait, `elif device == "cuda": torch.cuda.synchronize()`: a step timer then measures tracing on XLA)
       if (owner?.type === 'if_statement' && !owner.childrenForFieldName('alternative').some(Boolean) && cudaOnlyBlock(sema, owner.childForFieldName('consequence'))) continue;
+      if ((owner?.type === 'if_statement' || owner?.type === 'elif_clause') && !elseOf(chainOf(owner)) && cudaOnlyBlock(sema, owner.childForFieldName('consequence')) &&
+        !/\.synchronize\s*\(/.test(chainOf(owner).text)) continue;
+      // bookkeeping arms (`peak = torch.cuda.max_memory_allocated if kind == "cuda" else lambda: 0`, a GPU-name banner),
+      // or a TPU arm that only says the CUDA-only feature is skipped (`if kind != "cuda": print("fp8 needs CUDA")`)
+      if (owner && (guardsCudaExtrasOnly(sema, owner, ctx.model) || diagnosticRefTernary(ctx, owner) || diagnosticArms(ctx, owner) || declinedOffCuda(ctx, owner))) continue;
       if ((owner?.type === 'if_statement' || owner?.type === 'elif_clause') && cudaKernelArm(sema, owner)) continue;
       // `autocast(device_type=...) if device_type == "cuda" else nullcontext()`: TPU301 reports the CUDA autocast
       if (owner?.type === 'conditional_expression' && autocastTernary(ctx, owner)) continue;
-      if (!owner && (cmp.parent?.type !== 'assignment' || inLogging(sema, cmp) || onlyFusedFlag(sema, cmp.parent))) continue;
+      if (!owner && (cmp.parent?.type !== 'assignment' || inLogging(sema, cmp) || onlyTransferFlag(sema, cmp.parent))) continue;
       ctx.report(cmp, {
         message: `\`${short(cmp.text, 40)}\` only recognises CUDA: an XLA device takes the ${owner?.type === 'conditional_expression' ? 'CPU arm' : 'non-CUDA path'}`,
         fix: owner?.type === 'conditional_expression' ? ternaryFix(ctx, owner, cmp, check.operand) : null,
@@ -263,23 +283,192 @@ function neverRead(sema: RuleContext['sema'], a: Node): boolean {
 }
 
 /**
- * `use_fused = device == "cuda"` read only as `fused=use_fused`: XLA has no fused optimizer kernels, so the
- * non-CUDA value (False) is already right for TPU (llm.c train_gpt2.py).
+ * `use_fused = device == "cuda"` read only as `fused=use_fused` (llm.c train_gpt2.py), `pinned = device == "cuda"` read
+ * only as `pin_memory=pinned` / `non_blocking=pinned`: XLA has no fused optimizer kernels, and pinned host memory and
+ * non-blocking copies are CUDA transfer tuning, so the non-CUDA value (False) is already right for TPU.
  */
-function onlyFusedFlag(sema: RuleContext['sema'], assignment: Node): boolean {
+function onlyTransferFlag(sema: RuleContext['sema'], assignment: Node): boolean {
   const left = assignment.childForFieldName('left');
   if (left?.type !== 'identifier') return false;
   const uses = sema.identifiersNamed(left.text).filter((id) => id.id !== left.id);
-  return uses.length > 0 && uses.every((id) => id.parent?.type === 'keyword_argument' && id.parent.childForFieldName('value')?.id === id.id && id.parent.childForFieldName('name')?.text === 'fused');
+  return uses.length > 0 && uses.every((id) => id.parent?.type === 'keyword_argument' && id.parent.childForFieldName('value')?.id === id.id && /^(fused|pin_memory|non_blocking)$/.test(id.parent.childForFieldName('name')?.text ?? ''));
+}
+
+/** `gpu_avail = torch.cuda.is_available()` read only inside print/log calls: a banner, nothing is keyed on it. */
+function onlyLogged(sema: RuleContext['sema'], a: Node): boolean {
+  const left = a.childForFieldName('left');
+  if (left?.type !== 'identifier') return false;
+  const uses = sema.identifiersNamed(left.text).filter((id) => id.id !== left.id);
+  return uses.length > 0 && uses.every((id) => inLogging(sema, id));
+}
+
+/** The `else` clause of an `if` chain (or null). */
+function elseOf(chain: Node): Node | null {
+  return chain.type === 'if_statement' ? chain.childrenForFieldName('alternative').find((a) => a?.type === 'else_clause') ?? null : null;
+}
+
+/** The arms of an `if`/`else` or ternary as [arm a TPU host takes, CUDA arm], from the condition's value on a TPU host. */
+function tpuArms(ctx: RuleContext, owner: Node): [Node | null, Node | null] | null {
+  if (owner.type === 'conditional_expression') {
+    const [a, cond, b] = owner.namedChildren;
+    if (!a || !cond || !b) return null;
+    const t = tpuTruth(cond, ctx.model);
+    return t === null ? null : t ? [a, b] : [b, a];
+  }
+  if (owner.type !== 'if_statement') return null;
+  const alts = owner.childrenForFieldName('alternative').filter((x): x is Node => !!x);
+  if (alts.some((x) => x.type === 'elif_clause')) return null;
+  const cond = owner.childForFieldName('condition');
+  const t = cond ? tpuTruth(cond, ctx.model) : null;
+  const body = owner.childForFieldName('consequence');
+  const other = alts[0]?.childForFieldName('body') ?? null;
+  return t === null ? null : t ? [body, other] : [other, body];
+}
+
+/** CUDA statistics a meter reads by reference (not `synchronize`, whose no-op twin leaves a timer without a device wait). */
+const CUDA_STAT_REF = /^torch\.cuda\.(\w*memory\w*|mem_get_info|get_device_name|get_device_properties|utilization)$/;
+
+/** `peak = torch.cuda.max_memory_allocated if kind == "cuda" else lambda: 0`: a statistic for a log line, 0 elsewhere. */
+function diagnosticRefTernary(ctx: RuleContext, owner: Node): boolean {
+  const arms = owner.type === 'conditional_expression' ? tpuArms(ctx, owner) : null;
+  if (!arms?.[0] || !arms[1]) return false;
+  const [tpu, cuda] = arms;
+  const constant = (n: Node): boolean => /^(integer|float|string|none|true|false)$/.test(n.type) ||
+    (n.type === 'lambda' && !!n.childForFieldName('body') && constant(n.childForFieldName('body')!));
+  return (cuda.type === 'attribute' && CUDA_STAT_REF.test(ctx.sema.resolve(cuda) ?? '')) && constant(tpu);
+}
+
+/**
+ * `if kind == "cuda": name = torch.cuda.get_device_name(0); flops = peak_flops(name); print(...)` / `else: flops = float("inf")`:
+ * the CUDA arm reads the GPU's name or properties for a log line or an MFU estimate (and what it derives from them only),
+ * the other arm assigns a constant: nothing about the TPU run is decided.
+ */
+function diagnosticArms(ctx: RuleContext, owner: Node): boolean {
+  const arms = owner.type === 'if_statement' ? tpuArms(ctx, owner) : null;
+  if (!arms?.[1]) return false;
+  const sema = ctx.sema;
+  const [tpu, cuda] = arms;
+  const body = (b: Node | null) => (b?.namedChildren ?? []).filter((x): x is Node => !!x && x.type !== 'comment');
+  const derived = new Set<string>();
+  let probed = false;
+  const okCall = (c: Node): boolean => {
+    const q = sema.callee(c) ?? c.childForFieldName('function')?.text ?? '';
+    if (CUDA_STAT_REF.test(q)) return (probed = true);
+    if (logCall(sema, c) || /^(round|int|float|str|len|max|min)$/.test(q)) return true;
+    // a helper of what the arm already read: `get_peak_flops(gpu_device_name)`
+    const args = c.childForFieldName('arguments')?.namedChildren.filter((x): x is Node => !!x) ?? [];
+    return args.length > 0 && args.every((x) => (x.type === 'identifier' && derived.has(x.text)) || /^(integer|float|string)$/.test(x.type));
+  };
+  const cudaOk = body(cuda).length > 0 && body(cuda).every((s) => {
+    if (s.type !== 'expression_statement') return false;
+    const e = s.namedChildren[0];
+    if (e?.type === 'call') return logCall(sema, e);
+    if (e?.type !== 'assignment') return false;
+    const left = e.childForFieldName('left');
+    const right = e.childForFieldName('right');
+    if (left?.type !== 'identifier' || right?.type !== 'call') return false;
+    const calls = [right, ...sema.callsWithin(right)];
+    if (!calls.every(okCall)) return false;
+    derived.add(left.text);
+    return true;
+  });
+  if (!cudaOk || !probed) return false;
+  const names = new Set<string>();
+  const tpuOk = body(tpu).every((s) => {
+    const e = s.type === 'expression_statement' ? s.namedChildren[0] : null;
+    if (e?.type === 'call') return logCall(sema, e);
+    if (e?.type !== 'assignment') return false;
+    const left = e.childForFieldName('left');
+    const right = e.childForFieldName('right');
+    if (left?.type === 'identifier') names.add(left.text);
+    return !!right && (/^(integer|float|string|none)$/.test(right.type) || (right.type === 'call' && /^float$/.test(right.childForFieldName('function')?.text ?? '')));
+  });
+  return tpuOk && [...names].every((n) => derived.has(n));
+}
+
+/**
+ * `if kind != "cuda": print("fp8 training needs CUDA, ignoring --fp8")` / `else: <CUDA-only feature>`: the arm a TPU host
+ * takes only says that a CUDA-only feature is skipped, which is what TPU needs.
+ */
+function declinedOffCuda(ctx: RuleContext, owner: Node): boolean {
+  const arms = owner.type === 'if_statement' ? tpuArms(ctx, owner) : null;
+  const tpu = arms?.[0];
+  if (!tpu || !arms?.[1]) return false;
+  const sema = ctx.sema;
+  const stmts = tpu.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
+  return stmts.length > 0 && stmts.every((s) => {
+    const e = s.type === 'expression_statement' ? s.namedChildren[0] : null;
+    if (e?.type !== 'call') return false;
+    return logCall(sema, e) && /\b(cuda|gpu)\b/i.test(e.childForFieldName('arguments')?.text ?? '');
+  });
+}
+
+/**
+ * `if not torch.cuda.is_available(): return None` at the top of a function that then reads the GPU's compute capability
+ * (or imports a CUDA-only kernel library): a probe for an optional CUDA kernel; without CUDA the caller takes its portable
+ * fallback, which is TPU's path too.
+ */
+function cudaFeatureProbe(ctx: RuleContext, owner: Node): boolean {
+  const sema = ctx.sema;
+  if (owner.childrenForFieldName('alternative').some(Boolean)) return false;
+  const cond = owner.childForFieldName('condition');
+  if (!cond || tpuTruth(cond, ctx.model) !== true) return false;
+  const body = (owner.childForFieldName('consequence')?.namedChildren ?? []).filter((x): x is Node => !!x && x.type !== 'comment');
+  const ret = body[0];
+  if (body.length !== 1 || ret?.type !== 'return_statement' || (ret.namedChildren[0] && !/^(none|false)$/.test(ret.namedChildren[0].type))) return false;
+  const fn = sema.enclosingFunction(owner);
+  const block = owner.parent;
+  if (!fn || block?.parent?.id !== fn.id) return false;
+  const rest = block.namedChildren.filter((x): x is Node => !!x && x.startIndex > owner.startIndex);
+  return rest.some((s) => sema.callsWithin(s).some((c) => /^torch\.cuda\.(get_device_capability|get_device_properties)$/.test(sema.callee(c) ?? '')) || usesCudaOnlyKernel(sema, s));
+}
+
+/** A print/log call, also a project's rank-zero print helper (`print0(...)`, imported: its callee is the module path). */
+function logCall(sema: RuleContext['sema'], c: Node): boolean {
+  const text = c.childForFieldName('function')?.text ?? '';
+  return LOGGING.test(sema.callee(c) ?? text) || LOGGING.test(text) || /^print\w*$|^\w+_print$/.test(text);
 }
 
 /** Inside a print/log call: a diagnostic, not a decision. */
 function inLogging(sema: RuleContext['sema'], node: Node): boolean {
   for (let p = node.parent; p && p.type !== 'expression_statement' && p.type !== 'block'; p = p.parent) {
-    if (p.type === 'call' && LOGGING.test(sema.callee(p) ?? p.childForFieldName('function')?.text ?? '')) return true;
+    if (p.type === 'call' && logCall(sema, p)) return true;
   }
   return false;
 }
+
+/**
+ * `if torch.cuda.is_available(): device_type = "cuda"` … `else: device_type = "cpu"`: an `if` chain that assigns a device
+ * string to a name that is no device holder of TPU102 (`device_type`, `backend_device`), ending in a CPU arm. Returns the name.
+ */
+function deviceTypePicker(ctx: RuleContext, owner: Node): string | null {
+  const arm = (b: Node | null | undefined): { name: string; value: string } | null => {
+    const body = (b?.namedChildren ?? []).filter((s): s is Node => !!s && s.type !== 'comment');
+    const a = body.length === 1 && body[0].type === 'expression_statement' ? body[0].namedChildren[0] : null;
+    const left = a?.type === 'assignment' ? a.childForFieldName('left') : null;
+    const right = a?.childForFieldName('right');
+    if (!left || (left.type !== 'identifier' && left.type !== 'attribute') || right?.type !== 'string') return null;
+    return { name: left.text, value: stringContent(right) ?? '' };
+  };
+  const first = arm(owner.childForFieldName('consequence'));
+  if (!first || !/^cuda(:\d+)?$/.test(first.value) || DEVICE_HOLDER.test(first.name.split('.').pop() ?? '')) return null;
+  const alts = owner.childrenForFieldName('alternative').filter((a): a is Node => !!a);
+  const last = alts[alts.length - 1];
+  if (last?.type !== 'else_clause') return null;
+  const arms = alts.map((a) => arm(a.type === 'else_clause' ? a.childForFieldName('body') : a.childForFieldName('consequence')));
+  if (arms.some((x) => !x || x.name !== first.name)) return null;
+  if (arms[arms.length - 1]?.value !== 'cpu') return null;
+  // a helper that returns the string to its callers (read here only by `return` and log lines): the sinks are elsewhere,
+  // so TPU102's same-scope sink search does not see it
+  const fn = ctx.sema.enclosingFunction(owner);
+  if (!fn || !/^[A-Za-z_]\w*$/.test(first.name)) return null;
+  const reads = ctx.sema.identifiersNamed(first.name).filter((id) => id.startIndex > owner.endIndex && ctx.sema.enclosingFunction(id)?.id === fn.id);
+  const returned = reads.some((id) => id.parent?.type === 'return_statement');
+  return returned && reads.every((id) => id.parent?.type === 'return_statement' || inLogging(ctx.sema, id)) ? first.name : null;
+}
+
+/** TPU102's device holders (`device`, `self.device`, `train_device`): it reports their CUDA-or-CPU pickers. */
+const DEVICE_HOLDER = /^(\w+_)?device$/i;
 
 /** `"cuda" if torch.cuda.is_available() else "cpu"` (or the `if`/`else` pair): TPU102 rewrites these. */
 function isDevicePicker(ctx: RuleContext, owner: Node): boolean {
@@ -289,6 +478,7 @@ function isDevicePicker(ctx: RuleContext, owner: Node): boolean {
     return [a, b].some((x) => !!x && ctx.model.namesCuda(x));
   }
   if (owner.type === 'if_statement') {
+    if (deviceTypePicker(ctx, owner)) return false;
     const body = (owner.childForFieldName('consequence')?.namedChildren ?? []).filter((s): s is Node => !!s && s.type !== 'comment');
     return body.length > 0 && body.every((s) => {
       const a = s.namedChildren[0];

@@ -1,8 +1,9 @@
-import { defineRule } from '../../core/rule';
+import { defineRule, type FixDraft } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, methodName } from '../../core/semantics';
+import type { Semantics } from '../../core/semantics';
+import { callArgs, methodName, nearestAncestor } from '../../core/semantics';
 import { deleteStatement } from '../../core/edits';
-import { cudaGuarded, short, statementOf } from './cuda-util';
+import { cudaGuarded, scopeOf, short, statementOf } from './cuda-util';
 
 type Kind = 'set_device' | 'synchronize' | 'current' | 'query' | 'name' | 'stream' | 'event' | 'graph' | 'nvtx' | 'profiler';
 
@@ -110,6 +111,8 @@ export default defineRule({
       if (right?.type === 'call' && sema.callee(right) === 'torch.cuda.Event' && left) eventNames.add(left.text);
     }
     const skip = (call: Node) => sema.inXlaAwareBranch(call) || cudaGuarded(call);
+    const eventBlocks = new Map<number, { start: number; end: number; message: string }[]>();
+    const pendingEvents: { call: Node; key: number; message: string; fix: FixDraft | null }[] = [];
     for (const call of sema.nodes('call')) {
       const callee = sema.callee(call);
       let kind: Kind | undefined = callee ? API[callee] : undefined;
@@ -128,11 +131,24 @@ export default defineRule({
         }
       }
       if (!kind || skip(call)) continue;
+      // `torch.load(f, map_location=lambda s, loc: s.cuda(torch.cuda.current_device()))`: TPU602 reports the CUDA map_location
+      if (kind !== 'event' && inMapLocation(call)) continue;
       // `x.to(torch.cuda.current_device())` and `torch.device(torch.cuda.current_device())` belong to TPU102
       if (callee === 'torch.cuda.current_device') {
         const p = call.parent?.type === 'keyword_argument' ? call.parent.parent : call.parent;
         const owner = p?.parent;
         if (owner?.type === 'call' && (methodName(owner) === 'to' || sema.callee(owner) === 'torch.device' || callArgs(owner).keywords.has('device'))) continue;
+      }
+      // one CUDA-event timing block per block of statements (`start = torch.cuda.Event(...)`, `end = ...`, `start.elapsed_time(end)`):
+      // one finding, on the first event; the others are its related locations
+      if (kind === 'event') {
+        const key = eventBlock(sema, call);
+        const first = eventBlocks.get(key);
+        if (first) {
+          first.push({ start: call.startIndex, end: call.endIndex, message: 'the same CUDA-event timing' });
+          continue;
+        }
+        eventBlocks.set(key, []);
       }
       const short_ = label.replace(/^torch\.cuda\./, 'torch.cuda.');
       // xm.xla_device_kind exists from 2.6 (xla_model.py v2.6.0:207): older targets get the CUDA-free advice
@@ -177,7 +193,31 @@ export default defineRule({
       } else if (stmt && idiom.profile === 'torch_xla' && !idiom.dualPath && ((kind === 'nvtx' && /\.(range_push|range_pop|mark)$/.test(callee ?? '')) || label === 'Tensor.record_stream()')) {
         fix = { edits: [deleteStatement(ctx.text, stmt)], applicability: 'unsafe' as const, title: `Remove \`${short(label, 40)}\`` };
       }
-      ctx.report(call, { message, fix });
+      if (kind === 'event') pendingEvents.push({ call, key: eventBlock(sema, call), message, fix });
+      else ctx.report(call, { message, fix });
+    }
+    for (const e of pendingEvents) {
+      const related = eventBlocks.get(e.key) ?? [];
+      ctx.report(e.call, { message: e.message, fix: e.fix, related: related.length ? related : undefined });
     }
   },
 });
+
+const MAP_LOCATION_STOPS: ReadonlySet<string> = new Set(['lambda', 'function_definition', 'block', 'module']);
+
+/** Inside the lambda given as `map_location=` (one finding there, TPU602's). */
+function inMapLocation(call: Node): boolean {
+  const p = nearestAncestor(call, MAP_LOCATION_STOPS)?.ancestor;
+  return p?.type === 'lambda' && p.parent?.type === 'keyword_argument' && p.parent.childForFieldName('name')?.text === 'map_location';
+}
+
+/**
+ * The block of statements that holds a CUDA-event call, within its function: one timing block is the events created and
+ * read in one block (a cell, a loop body); events of a training loop's setup and its far-away readout stay apart.
+ */
+function eventBlock(sema: Semantics, call: Node): number {
+  const stmt = nearestAncestor(call, BLOCK_STOPS)?.ancestor;
+  return (stmt && (stmt.type === 'block' || stmt.type === 'module') ? stmt : scopeOf(sema, call)).id;
+}
+
+const BLOCK_STOPS: ReadonlySet<string> = new Set(['block', 'module', 'lambda']);

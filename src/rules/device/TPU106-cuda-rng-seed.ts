@@ -73,6 +73,16 @@ export default defineRule({
       const label = `torch.cuda.${fn}()`;
       let message: string;
       let fix = null;
+      // `torch.cuda.manual_seed(s)` then `torch.cuda.manual_seed_all(s)`: one seeding, one finding (on the first; the
+      // rest are its related locations, and the fix seeds the XLA RNG after the last)
+      const related: { start: number; end: number; message: string }[] = [];
+      if (SEED.has(fn) || RANDOM.has(fn)) {
+        const stmt = statementOf(call);
+        if (stmt && cudaSeedStatement(sema, prevStatement(stmt))) continue;
+        for (let next = stmt ? nextStatement(stmt) : null; next && cudaSeedStatement(sema, next); next = nextStatement(next)) {
+          related.push({ start: next.startIndex, end: next.endIndex, message: 'the same CUDA seeding' });
+        }
+      }
       if (SEED.has(fn)) {
         message = `\`${label}\` is ignored without CUDA: the TPU device RNG stays unseeded`;
         const seedArg = callArgs(call).positional[0] ?? callArgs(call).keywords.get('seed')?.childForFieldName('value');
@@ -124,10 +134,29 @@ export default defineRule({
           ? `\`${label}\` works on CUDA generators only: the TPU device RNG state is not saved or restored`
           : `\`${label}\` is ignored without CUDA: the TPU device RNG stays unseeded`;
       }
-      ctx.report(call, { message, fix });
+      ctx.report(call, { message, fix, related: related.length ? related : undefined });
     }
   },
 });
+
+function prevStatement(stmt: Node): Node | null {
+  let p = stmt.previousNamedSibling;
+  while (p && p.type === 'comment') p = p.previousNamedSibling;
+  return p;
+}
+
+function nextStatement(stmt: Node): Node | null {
+  let n = stmt.nextNamedSibling;
+  while (n && n.type === 'comment') n = n.nextNamedSibling;
+  return n;
+}
+
+/** `torch.cuda.manual_seed(_all)(s)` / `torch.cuda.seed(_all)()` as a statement of its own. */
+function cudaSeedStatement(sema: RuleContext['sema'], stmt: Node | null): boolean {
+  const c = stmt?.type === 'expression_statement' && stmt.namedChildren.length === 1 ? stmt.namedChildren[0] : null;
+  const name = c?.type === 'call' ? /^torch\.cuda\.(?:random\.)?(\w+)$/.exec(sema.callee(c) ?? '')?.[1] : undefined;
+  return !!name && (SEED.has(name) || RANDOM.has(name));
+}
 
 /** The statement that seeds the device RNG for the profile and version. */
 function seedSnippet(idiom: Idioms, seed: string): Snippet | null {

@@ -122,6 +122,7 @@ export default defineRule({
       const callee = sema.callee(call);
       if (!callee || inCompatBranch(call) || sema.inXlaAwareBranch(call)) continue;
       if (callee === 'torch.set_float32_matmul_precision') {
+        if (cudaGuarded(call)) continue; // `if device_type == "cuda": torch.set_float32_matmul_precision("high")`: never runs on a TPU host
         const arg = literal(callArgs(call).positional[0]);
         // torch: 'highest' = full f32, 'high' = TF32 or bf16x3 (each f32 as two bf16), 'medium' = bf16; torch_xla
         // (backends/__init__.py:41-80 at v2.8.0 and v2.9.0, absent before 2.8): `default` one bf16 pass, `high` three

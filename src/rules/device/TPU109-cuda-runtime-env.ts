@@ -1,4 +1,5 @@
-import { defineRule, type TextContext } from '../../core/rule';
+import { defineRule, type FixDraft, type TextContext } from '../../core/rule';
+import type { Node } from '../../core/parse';
 import type { Idioms } from '../../core/idioms';
 import type { Severity } from '../../core/types';
 import { deleteStatement, replaceRange } from '../../core/edits';
@@ -91,7 +92,8 @@ export default defineRule({
     const xlaProfile = idiom.profile === 'torch_xla';
     const writes = envWrites(ctx);
     const setsPjrt = writes.some((w) => w.name === 'PJRT_DEVICE');
-    for (const w of writes) {
+    const blocks: { writes: typeof writes; fixes: (FixDraft | null)[]; severity: Severity; message: string }[] = [];
+    for (const w of [...writes].sort((a, b) => a.at.start - b.at.start)) {
       if (w.node && ctx.sema.inXlaAwareBranch(w.node)) continue;
       const verdict = classify(w.name, w.value, idiom);
       if (!verdict) continue;
@@ -112,7 +114,34 @@ export default defineRule({
       } else if (verdict.action === 'delete' && (w.name === 'GPU_NUM_DEVICES' || tpuOnly)) {
         fix = deletion(ctx.text, w, 'safe');
       }
+      // a block of CUDA/NCCL tuning writes (`os.environ["NCCL_PROTO"] = ...` then `os.environ["NCCL_ALGO"] = ...`, adjacent
+      // statements of one family, NCCL_* or CUDA_*): one problem, one finding on the first write; the others are related and the fix removes them all
+      if (verdict.action === 'delete' && w.stmt) {
+        const prev = blocks.length ? blocks[blocks.length - 1] : null;
+        const last = prev?.writes[prev.writes.length - 1];
+        if (prev && last?.stmt && prevStatement(w.stmt)?.id === last.stmt.id && prev.severity === verdict.severity && w.name.split('_')[0] === last.name.split('_')[0]) {
+          prev.writes.push(w);
+          prev.fixes.push(fix);
+        } else {
+          blocks.push({ writes: [w], fixes: [fix], severity: verdict.severity, message: verdict.message });
+        }
+        continue;
+      }
       ctx.report(w.at, { severity: verdict.severity, message: verdict.message, fix });
+    }
+    for (const b of blocks) {
+      const [first, ...rest] = b.writes;
+      const all = b.fixes.every((f) => !!f);
+      const fix = b.fixes.length > 1 && all
+        ? { ...b.fixes[0]!, title: `Remove the ${b.fixes.length} CUDA/NCCL settings`, edits: b.fixes.flatMap((f) => f!.edits) }
+        : all ? b.fixes[0] : null;
+      const message = rest.length ? `${b.message}; so are the ${rest.length} settings after it (${rest.slice(0, 3).map((r) => `\`${r.name}\``).join(', ')}${rest.length > 3 ? ', …' : ''})` : b.message;
+      ctx.report(first.at, {
+        severity: b.severity,
+        message,
+        fix,
+        related: rest.length ? rest.map((r) => ({ start: r.at.start, end: r.at.end, message: `\`${r.name}\`: the same CUDA/NCCL setting block` })) : undefined,
+      });
     }
 
     // GPU tools: pynvml / GPUtil imports, nvidia-smi in subprocess strings and notebook shell lines
@@ -253,4 +282,10 @@ function deletion(text: string, w: ReturnType<typeof envWrites>[number], applica
   if (w.magic && w.lineRange) return { title: `Remove \`${w.name}\``, applicability, edits: [{ ...w.lineRange, text: '' }] };
   if (w.stmt) return { title: `Remove \`${w.name}\``, applicability, edits: [deleteStatement(text, w.stmt)] };
   return null;
+}
+
+function prevStatement(stmt: Node): Node | null {
+  let p = stmt.previousNamedSibling;
+  while (p && p.type === 'comment') p = p.previousNamedSibling;
+  return p;
 }

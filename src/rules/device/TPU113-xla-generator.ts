@@ -83,7 +83,7 @@ export default defineRule({
       const dev = positional[0] ?? kwValue(keywords.get('device'));
       if (!isXlaDevice(ctx, dev)) {
         // HF Accelerate / Lightning Fabric pick the device at run time: on a TPU host `accelerator.device` is the XLA device
-        if (!frameworkDevice(ctx, dev) || ctx.sema.inXlaAwareBranch(call)) continue;
+        if (!(frameworkDevice(ctx, dev) || tensorDevice(ctx, dev)) || ctx.sema.inXlaAwareBranch(call)) continue;
         ctx.report(call, {
           message: ctx.idiom.profile === 'torchtpu'
             ? `\`torch.Generator(${dev!.text})\` builds a generator on the run-time device; whether TorchTPU supports generators on \`tpu\` is not documented`
@@ -106,5 +106,31 @@ function frameworkDevice(ctx: RuleContext, node: Node | null | undefined): boole
   const obj = node.childForFieldName('object')?.text ?? '';
   if (/(^|\.)accelerator$/.test(obj)) return ctx.sema.imports('accelerate');
   if (/(^|\.)fabric$/.test(obj)) return ctx.sema.imports('lightning') || ctx.sema.imports('lightning.fabric') || ctx.sema.imports('lightning_fabric');
+  return false;
+}
+
+/**
+ * The device of the model or of a tensor, read at run time: `x.device`, `self.device` in a module,
+ * `next(model.parameters()).device`, `self.get_device()`, or a local bound only to one of those
+ * (`device = self.get_device()` ... `torch.Generator(device=device)`). Once the model is on the XLA device, so is this.
+ * Not `args.device` / `cfg.device` (a configured device: TPU102 reports a CUDA one).
+ */
+function tensorDevice(ctx: RuleContext, node: Node | null | undefined, depth = 0): boolean {
+  if (!node || depth > 2) return false;
+  if (node.type === 'attribute' && node.childForFieldName('attribute')?.text === 'device') {
+    const obj = node.childForFieldName('object');
+    if (!obj) return false;
+    if (obj.type === 'identifier' && /^(args|opt|opts|config|cfg|conf|hparams|params|flags|FLAGS|settings)$/.test(obj.text)) return false;
+    if (obj.type === 'identifier' && obj.text === 'self') return !!ctx.sema.moduleMethod(node);
+    return obj.type === 'call' || obj.type === 'identifier' || obj.type === 'subscript' || (obj.type === 'attribute' && /^self\.\w+$/.test(obj.text));
+  }
+  if (node.type === 'call') {
+    const f = node.childForFieldName('function');
+    return f?.type === 'attribute' && f.childForFieldName('attribute')?.text === 'get_device' && (callArgs(node).positional.length === 0);
+  }
+  if (node.type === 'identifier') {
+    const exprs = ctx.model.bindingExpressions(node);
+    return exprs.length > 0 && exprs.every((e) => !!e && tensorDevice(ctx, e, depth + 1));
+  }
   return false;
 }

@@ -1,7 +1,7 @@
 /** Helpers of the device family (TPU102–TPU106): guards, scopes and small edit builders. */
 import type { Node } from '../../core/parse';
 import type { Semantics } from '../../core/semantics';
-import { mentionsXla } from '../../core/semantics';
+import { mentionsXla, stringContent } from '../../core/semantics';
 import { cudaOnly } from '../../model/guards';
 import type { Snippet } from '../../core/idioms';
 import type { Edit } from '../../core/types';
@@ -41,7 +41,9 @@ export function xlaArmed(sema: Semantics, owner: Node): boolean {
 
 /** Callee names of calls that only do optional CUDA work, logging or printing. */
 /** `fabric.print`, `accelerator.print`: rank-zero printing helpers are diagnostics too. */
-const CUDA_ONLY_CALL = /^(torch\.cuda\.|torch\.(xpu|mps|npu|mlu)\.|torch\.backends\.|print$|logging\.|logger\.|log\.|warnings\.warn$)|^\w+\.print$/;
+const CUDA_ONLY_CALL = /^(torch\.cuda\.|torch\.(xpu|mps|npu|mlu)\.|torch\.backends\.|torch\.set_float32_matmul_precision$|print\w*$|\w+_print$|logging\.|logger\.|log\.|warnings\.warn$)|^\w+\.print$/;
+/** `table["gpu_mem_gb"] = Meter(...)`: a memory column of a metrics table (the CUDA arm only adds a log field). */
+const MEMORY_KEY = /mem/i;
 
 /**
  * A block whose statements only do optional CUDA work (cudnn flags, CUDA seeding, diagnostics, printing), or the same
@@ -58,6 +60,11 @@ export function cudaOnlyBlock(sema: Semantics, block: Node | null): boolean {
       return cudaOnlyBlock(sema, s.childForFieldName('consequence')) && s.childrenForFieldName('alternative').every((alt) =>
         !alt || cudaOnlyBlock(sema, alt.type === 'else_clause' ? alt.childForFieldName('body') : alt.childForFieldName('consequence')));
     }
+    // `if kind == "cuda": assert torch.cuda.is_available(), "..."`: checks the CUDA request, never reached on a TPU host
+    if (s.type === 'assert_statement') {
+      const calls = sema.callsWithin(s);
+      return calls.length > 0 && calls.every((c) => CUDA_ONLY_CALL.test(sema.callee(c) ?? c.childForFieldName('function')?.text ?? ''));
+    }
     if (s.type !== 'expression_statement') return false;
     const e = s.namedChildren[0];
     if (!e) return false;
@@ -67,6 +74,10 @@ export function cudaOnlyBlock(sema: Semantics, block: Node | null): boolean {
     }
     if (e.type === 'assignment') {
       const left = e.childForFieldName('left');
+      if (left?.type === 'subscript') {
+        const key = left.childForFieldName('subscript');
+        return key?.type === 'string' && MEMORY_KEY.test(stringContent(key) ?? '');
+      }
       return !!left && /^torch\.(backends|cuda)\./.test(sema.resolve(left) ?? '');
     }
     return false;

@@ -22,6 +22,12 @@ const NOT_IMPLEMENTED: Record<string, string> = {
   [D + 'scatter']: 'scatter',
   [D + 'all_to_all']: 'alltoall',
 };
+/**
+ * The torch_xla version that first implements each of those (ProcessGroupXla, torch_xla/distributed/xla_backend.py):
+ * `scatter` from v2.8.0 (via reduce_scatter), `reduce`, `gather` and `alltoall` from v2.9.0 (xla_backend.py v2.9.0:239,
+ * 260, 294; pytorch/xla#9437 for reduce); before that each raises NotImplementedError (v2.3.0:167-183, v2.8.0:230-254).
+ */
+const IMPLEMENTED_FROM: Record<string, string> = { scatter: '2.8', reduce: '2.9', gather: '2.9', alltoall: '2.9' };
 const P2P = new Set([D + 'send', D + 'recv', D + 'isend', D + 'irecv']);
 
 /** The nearest `if` whose body or `else` holds `node` (same function). */
@@ -77,8 +83,8 @@ export default defineRule({
     why:
       '"Because XLA does not permit collective operations to run on a subset of workers, all workers must participate in the `rendezvous`" (PJRT:265-276): a collective that only rank 0 reaches hangs every process (with NCCL too). ' +
       'The rendezvous payload becomes part of the graph, so a step barrier runs before and after it: "Calling `xm.rendezvous` in the middle of model code may force an unwanted compilation" (PJRT:265-276). ' +
-      '`ProcessGroupXla` raises `NotImplementedError` for `reduce`, `allreduce_coalesced`, `alltoall`, `gather`, `scatter`, `recv_anysource` and `monitored_barrier`, and asserts that `all_to_all_single` split sizes are unset (XBK). ' +
-      'Its `send`/`recv` need a backend-specific channel-id maker (the base class raises NotImplementedError): exchange tensors with `xm.collective_permute` instead.',
+      '`ProcessGroupXla` raises `NotImplementedError` for `allreduce_coalesced`, `recv_anysource` and `monitored_barrier` in every version, for `scatter` before torch_xla 2.8 and for `reduce`, `gather` and `alltoall` before 2.9 (xla_backend.py v2.9.0:239-345 implements them on all_reduce/all_gather/all_to_all; the findings follow the target version), and asserts that `all_to_all_single` split sizes are unset (XBK). ' +
+      'Before 2.9 its `send`/`recv` need a backend-specific channel-id maker (the base class raises NotImplementedError); 2.9 runs each as its own `xm.collective_permute` plus a graph cut and logs that this is inefficient (v2.9.0:347-373, info): exchange tensors with one `xm.collective_permute` instead.',
     example: 'if xm.is_master_ordinal():\n    xm.rendezvous("save")\n    dist.barrier()',
     useInstead:
       'xm.rendezvous("save")          # every process\nif xm.is_master_ordinal():\n    ...\n# logging inside the loop: xm.add_step_closure(log_fn, args=(loss,))\n# metadata: a CPU group, dist.new_group(backend="gloo")',
@@ -140,10 +146,19 @@ export default defineRule({
         continue;
       }
       if (callee in NOT_IMPLEMENTED) {
+        const from = IMPLEMENTED_FROM[NOT_IMPLEMENTED[callee]];
+        if (from && ctx.idiom.profile === 'torch_xla' && ctx.idiom.at(from)) continue;
         ctx.report(call, { message: `\`${short}\` is not implemented by the \`xla\` process group (\`${NOT_IMPLEMENTED[callee]}\` raises NotImplementedError)` });
         continue;
       }
       if (P2P.has(callee)) {
+        // v2.9.0 implements send/recv with `xm.collective_permute` (xla_backend.py v2.9.0:347-373; it logs that they are
+        // inefficient); before, they need a channel-id maker the base class does not provide (v2.3.0:193-196)
+        const recvAnyCall = (callee === D + 'recv' || callee === D + 'irecv') && !positional[1] && !keywords.has('src');
+        if (!recvAnyCall && ctx.idiom.profile === 'torch_xla' && ctx.idiom.at('2.9')) {
+          ctx.report(call, { severity: 'info', message: `\`${short}\`: the \`xla\` process group runs each point-to-point op as its own \`xm.collective_permute\` plus a graph cut (torch_xla 2.9, which warns that they are inefficient); exchange tensors with one \`xm.collective_permute\` over all source-target pairs` });
+          continue;
+        }
         const recvAny = (callee === D + 'recv' || callee === D + 'irecv') && !positional[1] && !keywords.has('src');
         ctx.report(call, {
           severity: recvAny ? 'error' : 'warning',

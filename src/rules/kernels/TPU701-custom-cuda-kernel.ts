@@ -8,6 +8,8 @@ import { cudaGuarded } from '../device/cuda-util';
 const OPTIONAL_CUDA = /^(flash_attn|xformers|apex|mamba_ssm|causal_conv1d)(\.|$)/;
 const KERNEL_LIBS = /^(triton|cupy|pycuda|numba\.cuda|cuda\.(cuda|cudart|bindings)|warp)(\.|$)/;
 const EXT = 'torch.utils.cpp_extension.';
+/** A project module named for Triton below its package (`palm_pytorch.triton`, `model.triton_ops`, `pkg.ops.fused_triton`): not the `triton` library itself. */
+const TRITON_MODULE = /^\w[\w.]*\.(\w+_)?triton(_\w+)?(\.|$)/;
 /** Compiled CUDA extension modules that ship with flash-attn, apex and Mamba (each is a CUDA-only `.so`). */
 const KNOWN_CUDA_EXT = new Map<string, string>([
   ...['xentropy_cuda_lib', 'rotary_emb', 'fused_dense_lib', 'dropout_layer_norm', 'fused_softmax_lib', 'flash_attn_cuda', 'flash_attn_2_cuda'].map((m) => [m, 'flash-attn'] as const),
@@ -85,6 +87,17 @@ export default defineRule({
       if (!mod || isOptionalImport(info.stmt) || ctx.sema.inXlaAwareBranch(info.stmt)) continue;
       const lib = mod.startsWith('triton') ? 'Triton' : mod.split('.').slice(0, 2).join('.');
       ctx.report(info.stmt, { message: `\`${lib}\` is imported: ${lib === 'Triton' ? 'Triton kernels' : 'this CUDA library'} cannot run on a TPU` });
+    }
+    // a project's Triton implementation (`from palm_pytorch.triton import PaLM`, `from pkg.kernels.fused_triton import ...`):
+    // a module named for Triton holds `@triton.jit` kernels, which have no TPU lowering (Triton support left torch_xla in 2.9)
+    const projectSeen = new Set(projectCudaImports(ctx).map((p) => p.stmt.id));
+    for (const info of importInfos(ctx)) {
+      if (info.modules.some((m) => KERNEL_LIBS.test(m) || OWNED.test(m)) || projectSeen.has(info.stmt.id)) continue;
+      const mod = info.modules.find((m) => TRITON_MODULE.test(m));
+      if (!mod || isOptionalImport(info.stmt) || ctx.sema.inXlaAwareBranch(info.stmt) || cudaGuarded(info.stmt)) continue;
+      ctx.report(info.stmt, {
+        message: `\`${mod}\` is named for Triton: it holds the project's Triton kernels, which cannot run on a TPU (torch_xla has no Triton lowering); use the project's plain PyTorch implementation, or rewrite the kernels in PyTorch or as Pallas kernels`,
+      });
     }
     // compiled CUDA extensions imported by their own module name (flash-attn's `xentropy_cuda_lib`, `rotary_emb`)
     for (const info of importInfos(ctx)) {

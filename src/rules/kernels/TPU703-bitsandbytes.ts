@@ -25,11 +25,11 @@ export default defineRule({
   effort: 3,
   message: 'bitsandbytes kernels have no XLA backend',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Replace the bitsandbytes API with plain PyTorch' },
-  triggers: ['bitsandbytes', 'bnb', 'load_in_8bit', 'load_in_4bit', 'BitsAndBytesConfig', '8bit', '32bit', 'paged_'],
+  triggers: ['bitsandbytes', 'bnb', 'load_in_8bit', 'load_in_4bit', 'BitsAndBytesConfig', '8bit', '32bit', 'paged_', 'GPTQConfig', 'AwqConfig'],
   docs: {
     what:
       'Checks for `import bitsandbytes`, `bnb.optim.*` (8-bit and paged optimizers, called or picked as a class: `optimizer_cls = bnb.optim.AdamW8bit`, a warning when behind a flag such as diffusers\' `--use_8bit_adam`), `bnb.nn.Linear8bitLt/Linear4bit/Params4bit`, `BitsAndBytesConfig`, ' +
-      '`load_in_8bit=True`/`load_in_4bit=True`, and Hugging Face `optim="adamw_bnb_8bit"|"paged_adamw_8bit"|"paged_adamw_32bit"|"adamw_8bit"`.',
+      '`load_in_8bit=True`/`load_in_4bit=True`, the GPTQ and AWQ quantization configs (`GPTQConfig`, `AwqConfig`: CUDA kernels of auto-gptq/exllama and AutoAWQ), and Hugging Face `optim="adamw_bnb_8bit"|"paged_adamw_8bit"|"paged_adamw_32bit"|"adamw_8bit"`.',
     why:
       'bitsandbytes implements its quantized optimizers and layers as CUDA (and other GPU) kernels; it has no XLA backend (checked against the catalog, not against the latest bitsandbytes multi-backend list: unverified). ' +
       'On a TPU, cut optimizer memory by sharding parameters and optimizer state with FSDPv2 (TPU508) instead of quantizing the state. ' +
@@ -44,7 +44,7 @@ export default defineRule({
       'Unsafe: a 32-bit optimizer state takes about four times the memory of an 8-bit one, and dropping `load_in_8bit`/`load_in_4bit` loads full-precision weights. ' +
       'The optimizer rewrite keeps `lr`, `betas`, `eps`, `weight_decay` and `amsgrad` (the bitsandbytes defaults match torch: AdamW 1e-2, Adam 0) and drops only the state-precision options; ' +
       'it is not offered with `percentile_clipping` or other options that change the update. A bitsandbytes import is deleted (safely) once nothing uses it.',
-    sources: ['Catalog TPU703 (bitsandbytes has no XLA backend; unverified against bitsandbytes\' latest backends)', 'FSDP2 (docs/source/perf/fsdp_spmd.md)'],
+    sources: ['Catalog TPU703 (bitsandbytes has no XLA backend; unverified against bitsandbytes\' latest backends)', 'torch_xla/experimental/xla_quantized_matmul.py v2.9.0:186 (`XlaQuantizedLinear`, torch_xla\'s weight-only int8/int4 layer; it loads no GPTQ/AWQ checkpoint)', 'FSDP2 (docs/source/perf/fsdp_spmd.md)'],
     torchtpu: 'The same plain PyTorch replacements apply.',
   },
   check(ctx) {
@@ -73,6 +73,14 @@ export default defineRule({
         ctx.report(call, { message: `\`bnb.optim.${name}\` keeps its state in bitsandbytes CUDA kernels; use torch.optim on TPU`, fix: optimizerFix(ctx, call, name) });
       } else if (/^bitsandbytes\.nn\./.test(callee)) {
         ctx.report(call, { message: `\`bnb.nn.${callee.split('.').pop()}\` is a bitsandbytes quantized layer with no XLA kernel` });
+      } else if (/(^|\.)(GPTQConfig|AwqConfig)$/.test(callee || text) && !/^torch_xla\./.test(callee)) {
+        // GPTQ runs on the auto-gptq / gptqmodel / exllama CUDA kernels, AWQ on AutoAWQ's: neither has an XLA backend.
+        // torch_xla's own weight-only int8/int4 layer is `XlaQuantizedLinear` (torch_xla/experimental/xla_quantized_matmul.py
+        // v2.9.0:186), which loads no GPTQ/AWQ checkpoint: no drop-in replacement is known
+        const kind = /GPTQ/.test(callee || text) ? 'GPTQ' : 'AWQ';
+        ctx.report(call, {
+          message: `\`${kind === 'GPTQ' ? 'GPTQConfig' : 'AwqConfig'}\` quantizes the model with ${kind} CUDA kernels (${kind === 'GPTQ' ? 'auto-gptq / gptqmodel / exllama' : 'AutoAWQ'}), which have no XLA backend; torch_xla's weight-only quantized layer (\`torch_xla.experimental.xla_quantized_matmul.XlaQuantizedLinear\`) loads no ${kind} checkpoint, so no drop-in replacement is known: train the unquantized model on TPU`,
+        });
       } else if (/(^|\.)BitsAndBytesConfig$/.test(callee || text)) {
         configCalls.push(call);
         ctx.report(call, { message: '`BitsAndBytesConfig` quantizes the model with bitsandbytes kernels, which have no XLA backend' });
