@@ -326,7 +326,8 @@ function classOf(project: ProjectView, facts: HotFacts, m: ModuleEntry, expr: No
     // `Net().to(device)`, `Net().cuda().eval()`: nn.Module's placement and mode methods return the module itself
     if (fn?.type === 'attribute' && SELF_RETURNING.test(fn.childForFieldName('attribute')?.text ?? '')) {
       const obj = fn.childForFieldName('object');
-      return obj ? classOf(project, facts, m, obj, depth) : null;
+      // (one hop: `x = x.to(device)` binds x to a call on itself, which the bindings step below follows at the same depth)
+      return obj ? classOf(project, facts, m, obj, depth - 1) : null;
     }
     if (fn?.type === 'identifier') {
       const local = m.classes.get(fn.text);
