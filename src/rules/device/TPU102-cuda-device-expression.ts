@@ -75,7 +75,9 @@ const rule = defineRule({
       'values never initialise the runtime. Unsafe when the choice comes from the user (a ternary on a flag keeps the choice and only ' +
       'replaces the CUDA arm; an argparse default with `choices=` needs an `xla` choice added), when an int literal other than 0 or an element of a device-id list picks ' +
       'one of several GPUs, and when a `device=` argument is dropped in `__init__` (the tensor must be a parameter or buffer to follow ' +
-      '`model.to(device)`). Inside `forward`, `device=x.device` (the first input) is device-agnostic and safe.',
+      '`model.to(device)`). Inside `forward`, `device=x.device` (the first input) is device-agnostic and safe. An int rank used as the ' +
+      'device (`model.to(rank)`) becomes `accel.device() if accel.is_xla() else rank` in dual-path: on CUDA the process keeps the ' +
+      'ordinal it was handed (mp.spawn sets no LOCAL_RANK, so `accel.device()` alone could put every rank on cuda:0).',
     sources: [
       'MIG:41-55 (torch.device("xla"))',
       'DEV:81-84, 147-160 (torch_xla.device(); xla:0 in every launched process)',
@@ -455,7 +457,24 @@ const rule = defineRule({
       // (on the first; its fix replaces every use), the other sinks related
       if (int && arg.type === 'identifier') {
         const key = `${scopeOf(sema, arg).id}\0${arg.text}`;
-        const fix = fixFrom(ctx, [{ start: arg.startIndex, end: arg.endIndex, text: dev.text }], dev, 'safe', `Use \`${dev.text}\``);
+        // dual-path: `accel.device()` on CUDA is `cuda:<local_rank()>`, which is 0 before init_process_group when
+        // mp.spawn hands the index in (no LOCAL_RANK): every rank would land on cuda:0. The CUDA path keeps its
+        // own ordinal; only XLA moves to the XLA device (as TPU101 does for `.cuda(rank)`).
+        let fix: ReturnType<typeof fixFrom>;
+        if (ctx.idiom.dualPath) {
+          const x = ctx.idiom.isXla();
+          const bare = arg.parent?.type === 'argument_list' || arg.parent?.type === 'keyword_argument';
+          const text = `${dev.text} if ${x.text} else ${arg.text}`;
+          fix = {
+            edits: [{ start: arg.startIndex, end: arg.endIndex, text: bare ? text : `(${text})` }],
+            imports: [...dev.imports, ...x.imports],
+            needsAccel: true,
+            applicability: 'safe' as const,
+            title: `Use \`${dev.text}\` on XLA, keep \`${arg.text}\` on CUDA`,
+          };
+        } else {
+          fix = fixFrom(ctx, [{ start: arg.startIndex, end: arg.endIndex, text: dev.text }], dev, 'safe', `Use \`${dev.text}\``);
+        }
         intGroups.set(key, [...(intGroups.get(key) ?? []), { arg, fix }]);
         continue;
       }
