@@ -10,6 +10,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
 import { CancellationTokenSource, createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
+import type { ServerOptions } from '../src/server/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -379,12 +380,29 @@ describe('tpu-ready language server over stdio', { timeout: 120_000 }, () => {
 });
 
 describe('tpu-ready language server in process', () => {
-  it('feeds the project model each analysed text and re-analyses the open files it names as affected', async () => {
+  /** A server in this process over a pair of streams (the grammar from node_modules: the server's initParser reuses it). */
+  async function inProcess(extra: Pick<ServerOptions, 'projectModel'> = {}): Promise<{ rpc: MessageConnection; dispose: () => void }> {
     const { PassThrough } = await import('node:stream');
     const { createConnection, ProposedFeatures } = await import('vscode-languageserver/node');
     const { startServer } = await import('../src/server/server');
     const { init } = await import('./setup');
-    await init(); // the grammar from node_modules: the server's own initParser call then reuses it
+    await init();
+    const toServer = new PassThrough();
+    const toClient = new PassThrough();
+    const connection = createConnection(ProposedFeatures.all, new StreamMessageReader(toServer), new StreamMessageWriter(toClient));
+    const server = startServer(connection, { wasmDir: path.join(ROOT, 'dist'), ...extra });
+    const rpc = createMessageConnection(new StreamMessageReader(toClient), new StreamMessageWriter(toServer));
+    return {
+      rpc,
+      dispose: () => {
+        rpc.dispose();
+        server.dispose();
+        connection.dispose();
+      },
+    };
+  }
+
+  it('feeds the project model each analysed text and re-analyses the open files it names as affected', async () => {
     const dir = fs.mkdtempSync(path.join(WS, 'model-'));
     const a = path.join(dir, 'a.py');
     const b = path.join(dir, 'b.py');
@@ -402,11 +420,7 @@ describe('tpu-ready language server in process', () => {
       },
     };
     const views: string[] = [];
-    const toServer = new PassThrough();
-    const toClient = new PassThrough();
-    const connection = createConnection(ProposedFeatures.all, new StreamMessageReader(toServer), new StreamMessageWriter(toClient));
-    const server = startServer(connection, { wasmDir: path.join(ROOT, 'dist'), projectModel: model });
-    const rpc = createMessageConnection(new StreamMessageReader(toClient), new StreamMessageWriter(toServer));
+    const { rpc, dispose } = await inProcess({ projectModel: model });
     const published: string[] = [];
     rpc.onNotification('textDocument/publishDiagnostics', (p: Published) => void published.push(`${path.basename(p.uri)}:${p.diagnostics.length}`));
     rpc.onRequest('workspace/configuration', (p: { items: unknown[] }) => p.items.map(() => null));
@@ -431,24 +445,13 @@ describe('tpu-ready language server in process', () => {
       expect(views.filter((x) => x === 'b.py')).toHaveLength(2);
       expect(published.filter((x) => x.startsWith('b.py'))).toEqual(['b.py:1']);
     } finally {
-      rpc.dispose();
-      server.dispose();
-      connection.dispose();
+      dispose();
     }
   });
   it('answers source.fixAll on save even when an analysis scheduled meanwhile supersedes the one the request started', async () => {
-    const { PassThrough } = await import('node:stream');
-    const { createConnection, ProposedFeatures } = await import('vscode-languageserver/node');
-    const { startServer } = await import('../src/server/server');
-    const { init } = await import('./setup');
-    await init();
     const dir = fs.mkdtempSync(path.join(WS, 'save-'));
     const uri = pathToFileURL(path.join(dir, 'fix_on_save.py')).toString();
-    const toServer = new PassThrough();
-    const toClient = new PassThrough();
-    const connection = createConnection(ProposedFeatures.all, new StreamMessageReader(toServer), new StreamMessageWriter(toClient));
-    const server = startServer(connection, { wasmDir: path.join(ROOT, 'dist') });
-    const rpc = createMessageConnection(new StreamMessageReader(toClient), new StreamMessageWriter(toServer));
+    const { rpc, dispose } = await inProcess();
     const published: number[] = [];
     rpc.onNotification('textDocument/publishDiagnostics', (p: Published) => void (p.uri === uri && published.push(p.diagnostics.length)));
     // the client answers settings slowly (an extension host busy with a save): notifications queue up meanwhile
@@ -479,26 +482,15 @@ describe('tpu-ready language server in process', () => {
       expect(edits.textDocument!.version).toBe(2);
       expect(applyEdits(`# saved\n${text}`, edits.edits!)).toBe('# saved\nimport torch\nimport torch_xla\n\nmodel = torch.nn.Linear(4, 4).to(torch_xla.device())\nx = torch.randn(2, 4).to(torch_xla.device())\n');
     } finally {
-      rpc.dispose();
-      server.dispose();
-      connection.dispose();
+      dispose();
     }
   });
   it('tpuReady/fixEdit with the versions a notebook save sees: fixes that text only (waits briefly for changes on their way)', async () => {
-    const { PassThrough } = await import('node:stream');
-    const { createConnection, ProposedFeatures } = await import('vscode-languageserver/node');
-    const { startServer } = await import('../src/server/server');
-    const { init } = await import('./setup');
-    await init();
     const dir = fs.mkdtempSync(path.join(WS, 'nbsave-'));
     const nbFile = path.join(dir, 'save.ipynb');
     fs.writeFileSync(nbFile, '{}');
     const nbUri = pathToFileURL(nbFile).toString();
-    const toServer = new PassThrough();
-    const toClient = new PassThrough();
-    const connection = createConnection(ProposedFeatures.all, new StreamMessageReader(toServer), new StreamMessageWriter(toClient));
-    const server = startServer(connection, { wasmDir: path.join(ROOT, 'dist') });
-    const rpc = createMessageConnection(new StreamMessageReader(toClient), new StreamMessageWriter(toServer));
+    const { rpc, dispose } = await inProcess();
     const published = new Map<string, Published>();
     rpc.onNotification('textDocument/publishDiagnostics', (p: Published) => void published.set(p.uri, p));
     rpc.onRequest('workspace/configuration', (p: { items: unknown[] }) => p.items.map(() => ({ fixStyle: 'tpu-only' })));
@@ -543,18 +535,11 @@ describe('tpu-ready language server in process', () => {
       // no versions named (the Fix all command): the current text
       expect((await fixEdit()).applied).toBe(2);
     } finally {
-      rpc.dispose();
-      server.dispose();
-      connection.dispose();
+      dispose();
     }
   });
 
   it('finds a sync in a helper module from the training loop of a module that imports it, open or not, and follows edits to that loop', async () => {
-    const { PassThrough } = await import('node:stream');
-    const { createConnection, ProposedFeatures } = await import('vscode-languageserver/node');
-    const { startServer } = await import('../src/server/server');
-    const { init } = await import('./setup');
-    await init();
     const dir = fs.mkdtempSync(path.join(WS, 'reverse-'));
     const loop = (call: string) =>
       `import torch\nimport helpers\n\n\ndef train(model, loader, opt):\n    for x in loader:\n        loss = model(x).sum()\n        loss.backward()\n${call}        opt.step()\n`;
@@ -563,11 +548,7 @@ describe('tpu-ready language server in process', () => {
     fs.writeFileSync(path.join(dir, 'helpers.py'), helper);
     const helperUri = pathToFileURL(path.join(dir, 'helpers.py')).toString();
     const trainUri = pathToFileURL(path.join(dir, 'train.py')).toString();
-    const toServer = new PassThrough();
-    const toClient = new PassThrough();
-    const connection = createConnection(ProposedFeatures.all, new StreamMessageReader(toServer), new StreamMessageWriter(toClient));
-    const server = startServer(connection, { wasmDir: path.join(ROOT, 'dist') });
-    const rpc = createMessageConnection(new StreamMessageReader(toClient), new StreamMessageWriter(toServer));
+    const { rpc, dispose } = await inProcess();
     const published = new Map<string, Published[]>();
     rpc.onNotification('textDocument/publishDiagnostics', (p: Published) => void published.set(p.uri, [...(published.get(p.uri) ?? []), p]));
     rpc.onRequest('workspace/configuration', (p: { items: unknown[] }) => p.items.map(() => null));
@@ -592,26 +573,15 @@ describe('tpu-ready language server in process', () => {
       await rpc.sendNotification('textDocument/didChange', { textDocument: { uri: trainUri, version: 3 }, contentChanges: [{ text: loop('        helpers.grad_norms(model)\n') }] });
       await until('the sync again', () => JSON.stringify(latest(helperUri)) === '["TPU201:3"]');
     } finally {
-      rpc.dispose();
-      server.dispose();
-      connection.dispose();
+      dispose();
     }
   });
   it('resolves the imports of a notebook in the workspace folder: a tie in a project module behind the move in a cell', async () => {
-    const { PassThrough } = await import('node:stream');
-    const { createConnection, ProposedFeatures } = await import('vscode-languageserver/node');
-    const { startServer } = await import('../src/server/server');
-    const { init } = await import('./setup');
-    await init();
     const dir = fs.mkdtempSync(path.join(WS, 'nbproject-'));
     fs.writeFileSync(path.join(dir, 'lm.py'), 'import torch.nn as nn\n\n\nclass LM(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.wte = nn.Embedding(8, 4)\n        self.lm_head = nn.Linear(4, 8, bias=False)\n        self.lm_head.weight = self.wte.weight\n');
     const nbFile = path.join(dir, 'train.ipynb');
     fs.writeFileSync(nbFile, '{}');
-    const toServer = new PassThrough();
-    const toClient = new PassThrough();
-    const connection = createConnection(ProposedFeatures.all, new StreamMessageReader(toServer), new StreamMessageWriter(toClient));
-    const server = startServer(connection, { wasmDir: path.join(ROOT, 'dist') });
-    const rpc = createMessageConnection(new StreamMessageReader(toClient), new StreamMessageWriter(toServer));
+    const { rpc, dispose } = await inProcess();
     const published = new Map<string, Published>();
     rpc.onNotification('textDocument/publishDiagnostics', (p: Published) => void published.set(p.uri, p));
     rpc.onRequest('workspace/configuration', (p: { items: unknown[] }) => p.items.map(() => null));
@@ -634,9 +604,7 @@ describe('tpu-ready language server in process', () => {
       const related = (tie as unknown as { relatedInformation: { location: { uri: string; range: { start: { line: number } } } }[] }).relatedInformation;
       expect(related.some((r) => r.location.uri === pathToFileURL(path.join(dir, 'lm.py')).toString() && r.location.range.start.line === 8)).toBe(true);
     } finally {
-      rpc.dispose();
-      server.dispose();
-      connection.dispose();
+      dispose();
     }
   });
 });

@@ -709,15 +709,7 @@ export class ProgramModel {
       }) : [];
       this.moduleCallsMemo.set(cls.id, byAttr);
     }
-    const out: Node[] = [];
-    for (const call of byAttr) {
-      const { positional, keywords } = callArgs(call);
-      if (positional.some((x) => x.type === 'list_splat' || x.type === 'dictionary_splat')) return [];
-      const arg = kwValue(keywords.get(name)) ?? positional[index] ?? null;
-      if (!arg) return [];
-      out.push(arg);
-    }
-    return out;
+    return argumentsAt(byAttr, index, name);
   }
 
   private readonly moduleCallsMemo = new Map<number, Node[]>();
@@ -726,18 +718,13 @@ export class ProgramModel {
   applyCallArguments(cls: Node, index: number, name: string): Node[] {
     const clsName = cls.childForFieldName('name')?.text;
     if (!clsName || index < 0) return [];
-    const out: Node[] = [];
+    const calls: Node[] = [];
     for (const id of this.sema.identifiersNamed(clsName)) {
       const attr = id.parent;
       const call = attr?.type === 'attribute' && attr.childForFieldName('object')?.id === id.id && attr.childForFieldName('attribute')?.text === 'apply' ? attr.parent : null;
-      if (call?.type !== 'call' || call.childForFieldName('function')?.id !== attr!.id) continue;
-      const { positional, keywords } = callArgs(call);
-      if (positional.some((x) => x.type === 'list_splat' || x.type === 'dictionary_splat')) return [];
-      const arg = kwValue(keywords.get(name)) ?? positional[index] ?? null;
-      if (!arg) return [];
-      out.push(arg);
+      if (call?.type === 'call' && call.childForFieldName('function')?.id === attr!.id) calls.push(call);
     }
-    return out;
+    return argumentsAt(calls, index, name);
   }
 
   /** What one iteration of `for t in right` binds to `t`. */
@@ -1448,3 +1435,16 @@ function arith(node: Node, l: Value, r: Value): Value {
 }
 
 export { deviceOfString };
+
+/** The argument each call passes at `index` (or by keyword `name`); empty when one of them passes nothing there or splats. */
+function argumentsAt(calls: readonly Node[], index: number, name: string): Node[] {
+  const out: Node[] = [];
+  for (const call of calls) {
+    const { positional, keywords } = callArgs(call);
+    if (positional.some((x) => x.type === 'list_splat' || x.type === 'dictionary_splat')) return [];
+    const arg = kwValue(keywords.get(name)) ?? positional[index] ?? null;
+    if (!arg) return [];
+    out.push(arg);
+  }
+  return out;
+}
