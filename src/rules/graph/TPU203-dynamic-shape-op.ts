@@ -239,7 +239,7 @@ export default defineRule({
         // XLANativeFunctions::index_put_, aten_xla_type.cpp:2070-2087), a data-dependent shape
         const mask = indexes.length === 1 ? maskIndex(ctx, sub) : null;
         if (!mask || !tensorish(ctx, value, false) || !(hotAt(ctx, sub) ?? decodeStep(ctx, sub)) || !firstInStatement(sub)) continue;
-        report(sub, `Boolean-mask ${sub.parent?.type === 'augmented_assignment' ? 'update' : 'write'} \`${short(sub.parent!.text, 40)}\` (index_put with a bool mask: torch_xla turns the mask into \`nonzero()\` indices)`, null, null, maskWriteAdvice(sub.parent!, value, mask));
+        report(sub, `Boolean-mask ${sub.parent?.type === 'augmented_assignment' ? 'update' : 'write'} \`${short(sub.parent!.text, 40)}\` (index_put with a bool mask: ${ctx.idiom.profile === 'torchtpu' ? 'PyTorch' : 'torch_xla'} turns the mask into \`nonzero()\` indices)`, null, null, maskWriteAdvice(sub.parent!, value, mask));
         continue;
       }
       const pos = cacheReadBound(ctx, sub, value, indexes);

@@ -96,7 +96,9 @@ export default defineRule({
       const mod = info.modules.find((m) => TRITON_MODULE.test(m));
       if (!mod || isOptionalImport(info.stmt) || ctx.sema.inXlaAwareBranch(info.stmt) || cudaGuarded(info.stmt)) continue;
       ctx.report(info.stmt, {
-        message: `\`${mod}\` is named for Triton: it holds the project's Triton kernels, which cannot run on a TPU (torch_xla has no Triton lowering); use the project's plain PyTorch implementation, or rewrite the kernels in PyTorch or as Pallas kernels`,
+        message: ctx.idiom.profile === 'torchtpu'
+          ? `\`${mod}\` is named for Triton: it holds the project's Triton kernels, which cannot run on a TPU (torch_tpu has no Triton path); use the project's plain PyTorch implementation, or rewrite the kernels in PyTorch`
+          : `\`${mod}\` is named for Triton: it holds the project's Triton kernels, which cannot run on a TPU (torch_xla has no Triton lowering); use the project's plain PyTorch implementation, or rewrite the kernels in PyTorch or as Pallas kernels`,
       });
     }
     // compiled CUDA extensions imported by their own module name (flash-attn's `xentropy_cuda_lib`, `rotary_emb`)

@@ -79,7 +79,7 @@ export default defineRule({
         // v2.9.0:186), which loads no GPTQ/AWQ checkpoint: no drop-in replacement is known
         const kind = /GPTQ/.test(callee || text) ? 'GPTQ' : 'AWQ';
         ctx.report(call, {
-          message: `\`${kind === 'GPTQ' ? 'GPTQConfig' : 'AwqConfig'}\` quantizes the model with ${kind} CUDA kernels (${kind === 'GPTQ' ? 'auto-gptq / gptqmodel / exllama' : 'AutoAWQ'}), which have no XLA backend; torch_xla's weight-only quantized layer (\`torch_xla.experimental.xla_quantized_matmul.XlaQuantizedLinear\`) loads no ${kind} checkpoint, so no drop-in replacement is known: train the unquantized model on TPU`,
+          message: `\`${kind === 'GPTQ' ? 'GPTQConfig' : 'AwqConfig'}\` quantizes the model with ${kind} CUDA kernels (${kind === 'GPTQ' ? 'auto-gptq / gptqmodel / exllama' : 'AutoAWQ'}), ${ctx.idiom.profile === 'torchtpu' ? 'which have no TPU backend; no drop-in replacement is known' : `which have no XLA backend; torch_xla's weight-only quantized layer (\`torch_xla.experimental.xla_quantized_matmul.XlaQuantizedLinear\`) loads no ${kind} checkpoint, so no drop-in replacement is known`}: train the unquantized model on TPU`,
         });
       } else if (/(^|\.)BitsAndBytesConfig$/.test(callee || text)) {
         configCalls.push(call);

@@ -202,7 +202,9 @@ export default defineRule({
         // module.py `Module.compile`, torch 2.2+), the same inductor default; no fix (its options are the caller's)
         const recv = (call.childForFieldName('function') as Node).childForFieldName('object')!;
         ctx.report(call, {
-          message: `\`${recv.text.length > 30 ? '…' : recv.text}.compile()\` is \`torch.compile\` of the module's forward (\`nn.Module.compile\`) with the inductor backend, which cannot target an XLA device; pass \`backend="openxla"\` for inference, or leave it off on XLA for training`,
+          message: tpu
+            ? `\`${recv.text.length > 30 ? '…' : recv.text}.compile()\` is \`torch.compile\` of the module's forward (\`nn.Module.compile\`) with the inductor backend, which cannot target the TPU; pass \`backend="tpu", dynamic=False\``
+            : `\`${recv.text.length > 30 ? '…' : recv.text}.compile()\` is \`torch.compile\` of the module's forward (\`nn.Module.compile\`) with the inductor backend, which cannot target an XLA device; pass \`backend="openxla"\` for inference, or leave it off on XLA for training`,
         });
       }
     }
