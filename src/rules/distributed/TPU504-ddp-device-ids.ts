@@ -1,4 +1,4 @@
-import { defineRule } from '../../core/rule';
+import { defineRule, type RuleContext } from '../../core/rule';
 import { callArgs } from '../../core/semantics';
 import type { Node } from '../../core/parse';
 import { DDP, editArgs } from './util';
@@ -22,6 +22,7 @@ export default defineRule({
       '`nn.DataParallel` silently runs the bare module when no CUDA-like device is available, which is the case on a TPU host ' +
       '(PT:torch/nn/parallel/data_parallel.py: `if device_type is None: self.module = module; self.device_ids = []; return`): the model trains on one device. ' +
       '`dist.barrier(device_ids=…)` is documented as valid only for NCCL: PyTorch 1.13 raises "Function argument device_ids not supported for the selected backend" (torch/distributed/distributed_c10d.py `barrier`), and torch_xla\'s `ProcessGroupXla.barrier` returns at once (XBK:230-231 at v2.9.0), so ordering between processes needs `xm.rendezvous(tag)` (torch_xla/core/xla_model.py:1362 at v2.9.0). ' +
+      'A DDP with CUDA ids in the body of `if local_rank != -1:` (the torch.distributed.launch branch of Hugging Face Trainer copies) in a file that also imports torch_xla is info: that file has its own XLA path, which a TPU run takes. ' +
       'The native `xm.optimizer_step` path is faster than DDP on XLA (5.4% on ResNet50 up to 41% on MNIST p90, DDP benchmarks).',
     example: 'model = DDP(model.to(local_rank), device_ids=[local_rank], output_device=local_rank)\nmodel = nn.DataParallel(model)',
     useInstead: 'model = DDP(model.to(torch_xla.device()), gradient_as_bucket_view=True)   # after dist.init_process_group("xla", init_method="xla://")',
@@ -58,6 +59,16 @@ export default defineRule({
         if (!anchor) continue;
         if (ids && ids.childForFieldName('value')?.text === 'None' && !out) continue;
         const fixable = ctx.idiom.profile === 'torch_xla' && !positional[1];
+        // HF Trainer copies: `elif self.args.local_rank != -1: DDP(model, device_ids=[local_rank])` in a file with its own
+        // XLA path (`if is_torch_tpu_available(): import torch_xla...`): that branch is the torch.distributed.launch one,
+        // and a TPU run (local_rank stays -1) takes the XLA path instead: advice, not an error
+        if (launchBranch(call) && importsTorchXla(ctx)) {
+          ctx.report(anchor, {
+            severity: 'info',
+            message: '`DistributedDataParallel(device_ids=…)` names CUDA devices on the `local_rank != -1` (torch.distributed launch) branch; this file has its own XLA path, which a TPU run takes',
+          });
+          continue;
+        }
         const add = keywords.has('gradient_as_bucket_view') ? [] : ['gradient_as_bucket_view=True'];
         ctx.report(anchor, {
           message:
@@ -125,3 +136,19 @@ export default defineRule({
     }
   },
 });
+
+/** Inside the body of an `if`/`elif local_rank != -1` (the torch.distributed.launch branch). */
+function launchBranch(node: Node): boolean {
+  for (let p = node.parent; p; p = p.parent) {
+    if (p.type !== 'if_statement' && p.type !== 'elif_clause') continue;
+    const body = p.childForFieldName('consequence');
+    const cond = p.childForFieldName('condition')?.text ?? '';
+    if (body && node.startIndex >= body.startIndex && node.endIndex <= body.endIndex && /\blocal_rank\s*!=\s*-1\b/.test(cond)) return true;
+  }
+  return false;
+}
+
+/** The file imports torch_xla somewhere (its own XLA path). */
+function importsTorchXla(ctx: RuleContext): boolean {
+  return [...ctx.sema.nodes('import_statement'), ...ctx.sema.nodes('import_from_statement')].some((s) => /\btorch_xla\b/.test(s.text));
+}

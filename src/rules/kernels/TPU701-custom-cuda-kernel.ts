@@ -1,7 +1,7 @@
 import { defineRule } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { kwValue } from '../../core/semantics';
-import { argShape, importInfos, isOptionalImport, literal, projectCudaImports } from './util';
+import { argShape, importInfos, isGuardedImport, isOptionalImport, literal, projectCudaImports } from './util';
 import { cudaGuarded } from '../device/cuda-util';
 
 /** CUDA-only packages whose optional import is checked for a fallback that raises (owned by TPU701/TPU702/TPU704 otherwise). */
@@ -55,6 +55,7 @@ export default defineRule({
       '# Rewrite with PyTorch ops that lower to XLA, e.g. out = x + y\n' +
       '# or write a Pallas kernel (needs torch_xla[pallas]):\n' +
       'from torch_xla.experimental.custom_kernel import make_kernel_from_pallas, jax_import_guard',
+    // an import under a guard naming its library (`if is_flash_attn_available():`), here or in an imported project module, is not reported
     fixSafety: 'No automatic fix: a kernel has to be rewritten as XLA-lowerable PyTorch ops or as a Pallas kernel (PALLAS:14-60, the `torch_xla[pallas]` extra: PALLAS:112).',
     sources: [
       'commit d4cf42a (Triton integration removed from torch_xla in 2.9)',
@@ -84,7 +85,7 @@ export default defineRule({
         continue;
       }
       const mod = info.modules.find((m) => KERNEL_LIBS.test(m));
-      if (!mod || isOptionalImport(info.stmt) || ctx.sema.inXlaAwareBranch(info.stmt)) continue;
+      if (!mod || isOptionalImport(info.stmt) || isGuardedImport(info) || ctx.sema.inXlaAwareBranch(info.stmt)) continue;
       const lib = mod.startsWith('triton') ? 'Triton' : mod.split('.').slice(0, 2).join('.');
       ctx.report(info.stmt, { message: `\`${lib}\` is imported: ${lib === 'Triton' ? 'Triton kernels' : 'this CUDA library'} cannot run on a TPU` });
     }

@@ -2,7 +2,7 @@ import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { kwValue } from '../../core/semantics';
 import { deleteStatement, replace } from '../../core/edits';
-import { argShape, deleteUnusedImport, importInfos, insertKw, isOptionalImport, refFor, removeArgs } from './util';
+import { argShape, deleteUnusedImport, importInfos, insertKw, isGuardedImport, isOptionalImport, refFor, removeArgs, underLibGuard } from './util';
 
 /** Keyword arguments the torch optimizer accepts with the same meaning, and Apex-only ones that only tune the kernel. */
 const ADAM_KEEP = new Set(['lr', 'betas', 'eps', 'weight_decay', 'amsgrad']);
@@ -42,7 +42,8 @@ export default defineRule({
       '`FusedRMSNorm` becomes `torch.nn.RMSNorm` with `eps=1e-5` made explicit (torch defaults to the dtype epsilon); ' +
       'dropping `amp.initialize` and `amp.scale_loss` removes fp16 loss scaling, and you still add a bf16 autocast around the forward pass. ' +
       'An Apex import is deleted (safely) once nothing uses it. When every Apex import is optional (`try: from apex import amp` / `except ImportError`), ' +
-      'the Apex calls are reported as info (that path never runs on a TPU host) and the dual-path style leaves them for CUDA.',
+      'the Apex calls are reported as info (that path never runs on a TPU host) and the dual-path style leaves them for CUDA. ' +
+      'The same holds for an import under a guard that names Apex (`if is_apex_available():`); a call that is itself gated on Apex (`if self.use_apex:`, `amp.master_params(opt) if self.use_apex else model.parameters()`, `if has_apex:`) is not reported.',
     sources: [
       'AMP (docs/source/perf/amp.md: bf16 autocast on XLA without a GradScaler)',
       'MIG (docs/source/learn/migration-to-xla-on-tpus.md)',
@@ -53,7 +54,7 @@ export default defineRule({
   check(ctx) {
     for (const info of importInfos(ctx)) {
       if (!info.modules.some((m) => /^apex(\.|$)/.test(m) || m === 'amp_C')) continue;
-      if (isOptionalImport(info.stmt)) continue;
+      if (isOptionalImport(info.stmt) || isGuardedImport(info)) continue;
       const edits = deleteUnusedImport(ctx, info);
       ctx.report(info.stmt, {
         message: `\`${info.stmt.text.split('\n')[0]}\` imports NVIDIA Apex, which is CUDA-only and not installable on a TPU host`,
@@ -63,13 +64,17 @@ export default defineRule({
     // `try: from apex import amp; has_apex = True / except ImportError: has_apex = False` (timm train.py): the Apex calls
     // sit on an optional path that never runs on a TPU host, where apex is not installed
     const apexImports = importInfos(ctx).filter((i) => i.modules.some((m) => /^apex(\.|$)/.test(m)));
-    const optional = apexImports.length > 0 && apexImports.every((i) => isOptionalImport(i.stmt));
+    // `if is_apex_available(): from apex import amp` (HF Trainer) is optional the same way
+    const optional = apexImports.length > 0 && apexImports.every((i) => isOptionalImport(i.stmt) || isGuardedImport(i));
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
       if (!/^apex\./.test(callee)) continue;
       if (ctx.sema.inXlaAwareBranch(call)) continue;
       const name = callee.split('.').pop()!;
       if (optional) {
+        // `if self.use_apex: amp.initialize(...)`, `amp.master_params(opt) if self.use_apex else model.parameters()`:
+        // the call itself is gated on Apex, so a TPU host never reaches it: nothing to report
+        if (underLibGuard(call, 'apex')) continue;
         ctx.report(call, {
           severity: 'info',
           message: `${messageFor(name, callee, ctx.idiom.profile)} (apex is imported optionally: this path does not run on a TPU host, where apex is not installed)`,

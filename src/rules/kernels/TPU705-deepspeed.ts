@@ -1,7 +1,7 @@
 import { defineRule } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { kwValue, receiver, methodName, stringContent } from '../../core/semantics';
-import { importInfos, importRuns, isOptionalImport, removeArg } from './util';
+import { importInfos, importRuns, isGuardedImport, isOptionalImport, removeArg, underLibGuard } from './util';
 
 const DS_CALLS = new Set(['deepspeed.initialize', 'deepspeed.init_distributed', 'deepspeed.add_config_arguments', 'deepspeed.zero.Init']);
 const TRAINING_ARGS = /(TrainingArguments|SFTConfig|DPOConfig|GRPOConfig|ORPOConfig|KTOConfig|RewardConfig)$/;
@@ -24,7 +24,8 @@ export default defineRule({
     why:
       'DeepSpeed ships no XLA accelerator: its `accelerator/` directory has cuda, cpu, xpu, npu, mps, hpu, mlu, sdaa and supa only. ' +
       'On TPU, shard parameters and optimizer state with FSDPv2/SPMD (TPU508/TPU509), use a bf16 autocast instead of DeepSpeed fp16/bf16, and `xm.optimizer_step` in multi-process data parallelism. ' +
-      'Map the DeepSpeed batch keys (train_micro_batch_size_per_gpu, gradient_accumulation_steps) to the canonical fields of the cost estimator.',
+      'Map the DeepSpeed batch keys (train_micro_batch_size_per_gpu, gradient_accumulation_steps) to the canonical fields of the cost estimator. ' +
+      'An import and its calls under a guard that selects DeepSpeed (`if args.deepspeed:`, `if isinstance(fabric.strategy, DeepSpeedStrategy):`, `if is_deepspeed_available():`) are not reported: a TPU run does not take that branch.',
     example: 'import deepspeed\nengine, optimizer, _, _ = deepspeed.initialize(model=model, config="ds.json")\nengine.backward(loss)\nengine.step()',
     useInstead:
       'from torch_xla.experimental.spmd_fully_sharded_data_parallel import SpmdFullyShardedDataParallel as FSDPv2\n' +
@@ -36,7 +37,7 @@ export default defineRule({
     torchtpu: 'The same: DeepSpeed has no torch_tpu accelerator either.',
   },
   check(ctx) {
-    const dsImports = importInfos(ctx).filter((info) => info.modules.some((m) => /^deepspeed(\.|$)/.test(m)) && !isOptionalImport(info.stmt));
+    const dsImports = importInfos(ctx).filter((info) => info.modules.some((m) => /^deepspeed(\.|$)/.test(m)) && !isOptionalImport(info.stmt) && !isGuardedImport(info));
     // One finding per problem (issue 9): the import and `deepspeed.initialize` carry the DeepSpeed engine; the calls
     // that only configure or drive that engine (add_config_arguments, init_distributed, engine.backward/step) and a
     // ZeRO config dict are related locations of the initialize (or, without one, of the import) finding.
@@ -46,7 +47,8 @@ export default defineRule({
     const engines = new Set<string>();
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
-      if (!DS_CALLS.has(callee) || ctx.sema.inXlaAwareBranch(call)) continue;
+      // `if self.deepspeed: deepspeed.init_distributed()`: the branch a TPU host (no --deepspeed) does not take
+      if (!DS_CALLS.has(callee) || ctx.sema.inXlaAwareBranch(call) || (!dsImports.length && underLibGuard(call, 'deepspeed'))) continue;
       const site = { node: call as Node, message: `\`${callee}\` sets up DeepSpeed, which has no XLA accelerator; use FSDPv2/SPMD on TPU` };
       if (callee === 'deepspeed.initialize' || callee === 'deepspeed.zero.Init') primaries.push(site);
       else secondaries.push(site);

@@ -309,7 +309,7 @@ function ownCudaLibs(sema: RuleContext['sema']): Set<string> {
     const names = stmt.type === 'import_statement'
       ? stmt.namedChildren.map((c) => (c?.type === 'aliased_import' ? c.childForFieldName('name')?.text : c?.text) ?? '')
       : [stmt.childForFieldName('module_name')?.text ?? ''];
-    for (const n of names) if (CUDA_ONLY_IMPORT.test(n)) out.add(n.split('.')[0]);
+    for (const n of names) if (CUDA_ONLY_IMPORT.test(n) && !underLibGuard(stmt, n.split('.')[0])) out.add(n.split('.')[0]);
   }
   return out;
 }
@@ -326,7 +326,8 @@ function cudaOnlyImportIn(sema: RuleContext['sema']): { stmt: Node; lib: string 
     const names = stmt.type === 'import_statement'
       ? stmt.namedChildren.map((c) => (c?.type === 'aliased_import' ? c.childForFieldName('name')?.text : c?.text) ?? '')
       : [stmt.childForFieldName('module_name')?.text ?? ''];
-    const lib = names.find((n) => CUDA_ONLY_IMPORT.test(n));
+    // `if is_apex_available(): from apex import amp` (HF Trainer copies): not imported on a TPU host
+    const lib = names.find((n) => CUDA_ONLY_IMPORT.test(n) && !underLibGuard(stmt, n.split('.')[0]));
     if (lib) {
       found = { stmt, lib: lib.split('.')[0] };
       break;
@@ -346,4 +347,34 @@ function guardText(stmt: Node): string {
 /** A non-optional `import deepspeed` in this file: TPU705 reports the DeepSpeed engine there (its ZeRO config dict is a related location, not a TPU508 finding). */
 export function importsDeepSpeed(ctx: RuleContext): boolean {
   return importInfos(ctx).some((info) => info.modules.some((m) => /^deepspeed(\.|$)/.test(m)) && !isOptionalImport(info.stmt));
+}
+
+/**
+ * Whether `node` only runs when a guard names the library `lib` it needs: the body of an `if`/`elif` whose condition
+ * names it (`if is_apex_available():`, `if self.use_apex:`, `if args.deepspeed:`, `if isinstance(fabric.strategy,
+ * DeepSpeedStrategy):`) or the value of `x if self.use_apex else y`. On a TPU host, where the library is not installed
+ * and not chosen, that branch is not taken. A negated condition (`if not has_apex:`) guards nothing.
+ */
+export function underLibGuard(node: Node, lib: string): boolean {
+  const name = lib.toLowerCase();
+  const names = (cond: Node | null | undefined): boolean => {
+    // the name in a string is an option value the user picks (`if use_amp == 'apex':`), not a check that it is there
+    const t = (cond?.text ?? '').replace(/(['"]).*?\1/g, '""');
+    return t.toLowerCase().includes(name) && !/\bnot\b|\bis\s+None\b|==\s*(False|None)\b|!=\s*True\b/.test(t);
+  };
+  const inside = (outer: Node | null | undefined, n: Node) => !!outer && n.startIndex >= outer.startIndex && n.endIndex <= outer.endIndex;
+  for (let p = node.parent; p; p = p.parent) {
+    if ((p.type === 'if_statement' || p.type === 'elif_clause') && inside(p.childForFieldName('consequence'), node) && names(p.childForFieldName('condition'))) return true;
+    if (p.type === 'conditional_expression') {
+      const [value, cond] = p.namedChildren;
+      if (value && inside(value, node) && names(cond)) return true;
+    }
+  }
+  return false;
+}
+
+/** An import statement under a guard that names the library it imports (see underLibGuard). */
+export function isGuardedImport(info: ImportInfo): boolean {
+  const heads = [...new Set(info.modules.map((m) => m.split('.')[0]))];
+  return heads.length > 0 && heads.every((h) => underLibGuard(info.stmt, h));
 }

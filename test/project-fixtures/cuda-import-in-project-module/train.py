@@ -9,6 +9,8 @@ from pkg import FusedLoss  # expect: TPU701
 # --- ok ---
 from pkg.optional import apply_rotary, lazy
 from pkg.model import forward
+# pkg/trainer.py imports apex only under `if is_apex_available():`
+from pkg.trainer import Trainer
 
 try:
     from pkg.rotary import apply_rotary_emb_func
