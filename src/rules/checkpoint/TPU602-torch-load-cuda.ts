@@ -24,7 +24,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for `torch.load(...)` (and `torch.hub.load_state_dict_from_url`) whose `map_location` is a CUDA device (`"cuda:0"`, `torch.device("cuda")`, a CUDA-tainted variable, ' +
-      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name through `torch.save`/`xm.save`/a save wrapper, earlier in the same run (a write before the load in its function or at module level) or only ever with no device state in it (a dataset cache): a file written on the host it runs on; a resume of device state the program writes later may come from a GPU run and stays reported; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function; a write by a save helper of another module of the project called earlier in the same function, `early_stopping(loss, model, path)` writing `checkpoint.pth`, counts; not in a module whose checkpoints are CPU copies, `sd[k] = v.cpu()` before every `torch.save` of model state, or before that of the pair `save_network` of the loading `load_network`: CPU tensors load on any host; not in an arm that runs only with CUDA, `if use_cuda: torch.load(p)` `else: torch.load(p, map_location=...)`: a TPU host takes the other arm), ' +
+      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name (for numbered checkpoints the same name template, `\'{}.pkl\'.format(epoch)`) through `torch.save`/`xm.save`/a save wrapper, earlier in the same run (a write before the load in its function or at module level) or only ever with no device state in it (a dataset cache): a file written on the host it runs on; a resume of device state the program writes later may come from a GPU run and stays reported; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function; a write by a save helper of another module of the project called earlier in the same function, `early_stopping(loss, model, path)` writing `checkpoint.pth`, counts; not in a module whose checkpoints are CPU copies, `sd[k] = v.cpu()` before every `torch.save` of model state, or before that of the pair `save_network` of the loading `load_network`: CPU tensors load on any host; not in an arm that runs only with CUDA, `if use_cuda: torch.load(p)` `else: torch.load(p, map_location=...)` (a map_location that names no CUDA), also under an inner if of that arm and with `map_location=torch.device("cuda")` there: a TPU host takes the other arm), ' +
       'a `map_location` that is the training device in a variable (`device` from a parameter, `next(self.parameters()).device`, `args.device`, `dist_util.dev()`; a warning: on a TPU host it is the XLA device, for which `torch.load` has no restore location), the same `map_location` given to a load wrapper of the project (`load_state_dict(path, map_location=dev())`, `load_from_checkpoint(path, map_location=device)`), ' +
       'and `torch.load` of a file the same script writes with `xser.save`.',
     why:
@@ -82,6 +82,9 @@ export default defineRule({
           });
           continue;
         }
+        // `map_location=torch.device("cuda")` in the CUDA arm of `if use_gpu:` whose else arm loads to the CPU: a TPU
+        // host takes the other arm
+        if (cpuMappedElse(call)) continue;
         ctx.report(ml ?? mlValue, {
           message: `\`map_location=${short(mlValue.text)}\` loads the checkpoint onto CUDA, which a TPU host does not have; load to "cpu"`,
           fix: { title: `Load to CPU (\`map_location="cpu"\`)${moveTitle}`, applicability, edits: [replace(mlValue, '"cpu"'), ...moveBack], imports: back?.imports, needsAccel: back?.needsAccel },
@@ -251,12 +254,38 @@ function fileNames(n: Node): string[] {
       const body = x.text.replace(/^[a-zA-Z]*("""|\'\'\'|"|')/, '').replace(/("""|\'\'\'|"|')$/, '');
       const last = body.split(/[\\/}]/).pop() ?? '';
       if (CKPT_FILE.test(last)) out.push(last);
+      // a numbered checkpoint whose name is all interpolation (`f"{epoch}.pkl"`): its template, `{}.pkl`
+      else if (/\}\.(pt|pth|ckpt|bin|tar|pkl)$/.test(body)) out.push(template(x));
+      return;
+    }
+    // `'{}.pkl'.format(epoch)` (pyGAT's train.py writes every epoch, then reloads the best one): the template
+    const f = x.type === 'call' ? x.childForFieldName('function') : null;
+    const obj = f?.type === 'attribute' && f.childForFieldName('attribute')?.text === 'format' ? f.childForFieldName('object') : null;
+    if (obj?.type === 'string') {
+      const body = template(obj);
+      if (/\}\.(pt|pth|ckpt|bin|tar|pkl)$/.test(body)) out.push(body);
       return;
     }
     for (const c of x.namedChildren) if (c) walk(c);
   };
   walk(n);
   return out;
+}
+
+/** A string's body with each interpolation or format field as `{}`: `f"{out}/{epoch}.pt"` and `"{}/{}.pt"` give `{}/{}.pt`. */
+function template(str: Node): string {
+  let body = '';
+  let at = str.startIndex;
+  for (const c of str.namedChildren) {
+    if (c?.type !== 'interpolation') continue;
+    body += str.text.slice(at - str.startIndex, c.startIndex - str.startIndex) + '{}';
+    at = c.endIndex;
+  }
+  body += str.text.slice(at - str.startIndex);
+  return body
+    .replace(/^[a-zA-Z]*("""|\'\'\'|"|')/, '')
+    .replace(/("""|\'\'\'|"|')$/, '')
+    .replace(/\{[^{}]*\}/g, '{}');
 }
 
 /** The writes of this file that the loaded path names (same expression, a name bound to it, the same checkpoint file name). */
@@ -347,9 +376,12 @@ function cpuMappedElse(call: Node): boolean {
   for (let child: Node = call, p = call.parent; p; child = p, p = p.parent) {
     if (p.type === 'function_definition' || p.type === 'module') return false;
     if (p.type !== 'if_statement' || p.childForFieldName('consequence')?.id !== child.id) continue;
-    if (!/cuda|gpu/i.test(p.childForFieldName('condition')?.text ?? '')) return false;
+    // an inner if of the CUDA arm (`if use_gpu:` `if ndevices > 1: torch.load(p)` `else: torch.load(p, map_location=cuda)`,
+    // dlrm): still in that arm; the enclosing CUDA condition decides
+    if (!/cuda|gpu/i.test(p.childForFieldName('condition')?.text ?? '')) continue;
     const other = p.namedChildren.find((c) => c?.type === 'else_clause');
-    return !!other && /\bload\s*\([^]*\bmap_location\s*=/.test(other.text);
+    // the other arm loads with a map_location that does not name CUDA (`map_location=torch.device("cpu")`, a lambda)
+    return !!other && /\bload\s*\([^]*\bmap_location\s*=/.test(other.text) && !/\bmap_location\s*=[^,)]*cuda/i.test(other.text);
   }
   return false;
 }
