@@ -85,8 +85,18 @@ export default defineRule({
         // `map_location=torch.device("cuda")` in the CUDA arm of `if use_gpu:` whose else arm loads to the CPU: a TPU
         // host takes the other arm
         if (cpuMappedElse(call)) continue;
+        // on a host without CUDA the map_location is the CPU: forced (`if not torch.cuda.is_available(): device = "cpu"`,
+        // PatchTST's learner.load handing it to load_model) it loads there; a run-time choice (`"cuda" if
+        // torch.cuda.is_available() else "cpu"`) loads there too, until TPU102's fix makes that the XLA device: a warning
+        const host = cpuWithoutCuda(ctx, mlValue, call, 0);
+        if (host === 'cpu') continue;
         ctx.report(ml ?? mlValue, {
-          message: `\`map_location=${short(mlValue.text)}\` loads the checkpoint onto CUDA, which a TPU host does not have; load to "cpu"`,
+          ...(host === 'choice'
+            ? {
+                severity: 'warning' as const,
+                message: `\`map_location=${short(mlValue.text)}\` is the CPU on a host without CUDA, but it is the training device: once that is the XLA device, \`torch.load\` cannot restore to it ("don't know how to restore data location"); load to "cpu" and let \`load_state_dict\` copy it to the device`,
+              }
+            : { message: `\`map_location=${short(mlValue.text)}\` loads the checkpoint onto CUDA, which a TPU host does not have; load to "cpu"` }),
           fix: { title: `Load to CPU (\`map_location="cpu"\`)${moveTitle}`, applicability, edits: [replace(mlValue, '"cpu"'), ...moveBack], imports: back?.imports, needsAccel: back?.needsAccel },
         });
       } else {
@@ -384,6 +394,81 @@ function cpuMappedElse(call: Node): boolean {
     return !!other && /\bload\s*\([^]*\bmap_location\s*=/.test(other.text) && !/\bmap_location\s*=[^,)]*cuda/i.test(other.text);
   }
   return false;
+}
+
+const IS_AVAILABLE = /^torch\.cuda\.is_available\(\s*\)$/;
+
+/** `"cpu"`, `torch.device("cpu")`. */
+function isCpuLiteral(v: Node): boolean {
+  if (v.type === 'string') return /^[a-z]*(['"])cpu\1$/i.test(v.text);
+  if (v.type === 'call' && /^(torch\.device|str)$/.test(v.childForFieldName('function')?.text ?? '')) {
+    const a = callArgs(v).positional;
+    return a.length === 1 && isCpuLiteral(a[0]);
+  }
+  return false;
+}
+
+/**
+ * What a `map_location` is on a host without CUDA: 'cpu' when forced there (a literal, `if not
+ * torch.cuda.is_available(): device = "cpu"` before the load in its function, or a parameter every call of this file
+ * passes such a value to, its default counting where omitted), 'choice' when a run-time choice gives the CPU there
+ * (`"cuda" if torch.cuda.is_available() else "cpu"`, also through `torch.device(...)` or a name bound to it), else null.
+ */
+function cpuWithoutCuda(ctx: RuleContext, v: Node, at: Node, depth: number): 'cpu' | 'choice' | null {
+  if (depth > 3) return null;
+  if (isCpuLiteral(v)) return 'cpu';
+  if (v.type === 'parenthesized_expression' && v.namedChildren[0]) return cpuWithoutCuda(ctx, v.namedChildren[0], at, depth);
+  if (v.type === 'conditional_expression') {
+    const [yes, cond, no] = v.namedChildren;
+    if (!yes || !cond || !no) return null;
+    const neg = cond.type === 'not_operator' ? cond.childForFieldName('argument') : null;
+    if (IS_AVAILABLE.test(cond.text)) return cpuWithoutCuda(ctx, no, at, depth + 1) ? 'choice' : null;
+    if (neg && IS_AVAILABLE.test(neg.text)) return cpuWithoutCuda(ctx, yes, at, depth + 1) ? 'choice' : null;
+    return null;
+  }
+  if (v.type === 'call' && v.childForFieldName('function')?.text === 'torch.device') {
+    const a = callArgs(v).positional;
+    return a.length === 1 ? cpuWithoutCuda(ctx, a[0], at, depth + 1) : null;
+  }
+  if (v.type !== 'identifier') return null;
+  const fn = ctx.sema.enclosingFunction(at);
+  // `if not torch.cuda.is_available(): device = "cpu"` in the function's own body, before the load
+  for (const st of fn?.childForFieldName('body')?.namedChildren ?? []) {
+    if (!st || st.startIndex >= at.startIndex || st.type !== 'if_statement') continue;
+    const cond = st.childForFieldName('condition');
+    const neg = cond?.type === 'not_operator' ? cond.childForFieldName('argument') : null;
+    if (!neg || !IS_AVAILABLE.test(neg.text) || st.namedChildren.some((c) => c?.type === 'else_clause' || c?.type === 'elif_clause')) continue;
+    const body = st.childForFieldName('consequence')?.namedChildren ?? [];
+    if (body.some((b) => {
+      const a = b?.type === 'expression_statement' ? b.namedChildren[0] : null;
+      const right = a?.childForFieldName('right');
+      return a?.type === 'assignment' && a.childForFieldName('left')?.text === v.text && !!right && isCpuLiteral(right);
+    })) return 'cpu';
+  }
+  const exprs = ctx.model.bindingExpressions(v);
+  if (!exprs.length) return null;
+  if (exprs.every((e) => e !== null)) {
+    const r = exprs.map((e) => cpuWithoutCuda(ctx, e!, e!, depth + 1));
+    return r.every((x) => x) ? (r.includes('choice') ? 'choice' : 'cpu') : null;
+  }
+  // a parameter: what every call of its function in this file passes
+  if (!fn || exprs.length !== 1) return null;
+  const name = fn.childForFieldName('name')?.text;
+  const params = (fn.childForFieldName('parameters')?.namedChildren ?? []).filter((p): p is Node => !!p && p.type !== 'comment');
+  const idx = params.findIndex((p) => (p.type === 'identifier' ? p.text : p.childForFieldName('name')?.text) === v.text);
+  if (!name || idx < 0 || params[0]?.text === 'self') return null;
+  const dflt = params[idx].childForFieldName('value');
+  const calls = ctx.sema.nodes('call').filter((c) => c.childForFieldName('function')?.text === name);
+  if (!calls.length) return null;
+  let out: 'cpu' | 'choice' = 'cpu';
+  for (const c of calls) {
+    const { positional, keywords } = callArgs(c);
+    const arg = kwValue(keywords.get(v.text)) ?? positional[idx] ?? dflt;
+    const r = arg ? cpuWithoutCuda(ctx, arg, c, depth + 1) : null;
+    if (!r) return null;
+    if (r === 'choice') out = 'choice';
+  }
+  return out;
 }
 
 const DEVICE_NAME = /^(device|dev|\w+_device|DEVICE|\w+_DEVICE)$/;
