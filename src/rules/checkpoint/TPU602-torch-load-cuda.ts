@@ -24,7 +24,8 @@ export default defineRule({
   docs: {
     what:
       'Checks for `torch.load(...)` (and `torch.hub.load_state_dict_from_url`) whose `map_location` is a CUDA device (`"cuda:0"`, `torch.device("cuda")`, a CUDA-tainted variable, ' +
-      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name through `torch.save`/`xm.save`/a save wrapper, earlier in the same run (a write before the load in its function or at module level) or only ever with no device state in it (a dataset cache): a file written on the host it runs on; a resume of device state the program writes later may come from a GPU run and stays reported; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function; a write by a save helper of another module of the project called earlier in the same function, `early_stopping(loss, model, path)` writing `checkpoint.pth`, counts; not in a module whose checkpoints are CPU copies, `sd[k] = v.cpu()` before every `torch.save` of model state, or before that of the pair `save_network` of the loading `load_network`: CPU tensors load on any host; not in an arm that runs only with CUDA, `if use_cuda: torch.load(p)` `else: torch.load(p, map_location=...)`: a TPU host takes the other arm), ' +
+      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name (for numbered checkpoints the same name template, `\'{}.pkl\'.format(epoch)`) through `torch.save`/`xm.save`/a save wrapper, earlier in the same run (a write before the load in its function or at module level) or only ever with no device state in it (a dataset cache): a file written on the host it runs on; a resume of device state the program writes later may come from a GPU run and stays reported; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function; a write by a save helper of another module of the project called earlier in the same function, `early_stopping(loss, model, path)` writing `checkpoint.pth`, counts; not in a module whose checkpoints are CPU copies, `sd[k] = v.cpu()` before every `torch.save` of model state, or before that of the pair `save_network` of the loading `load_network`: CPU tensors load on any host; not in an arm that runs only with CUDA, `if use_cuda: torch.load(p)` `else: torch.load(p, map_location=...)` (a map_location that names no CUDA), also under an inner if of that arm and with `map_location=torch.device("cuda")` there: a TPU host takes the other arm), ' +
+      'a `map_location` that is the CPU on a host without CUDA is no CUDA load: none when forced there (`if not torch.cuda.is_available(): device = "cpu"`, also handed on as a parameter by every call of the file), a warning for a run-time choice (`"cuda" if torch.cuda.is_available() else "cpu"`: the training device, the XLA device once TPU102\'s fix runs); ' +
       'a `map_location` that is the training device in a variable (`device` from a parameter, `next(self.parameters()).device`, `args.device`, `dist_util.dev()`; a warning: on a TPU host it is the XLA device, for which `torch.load` has no restore location), the same `map_location` given to a load wrapper of the project (`load_state_dict(path, map_location=dev())`, `load_from_checkpoint(path, map_location=device)`), ' +
       'and `torch.load` of a file the same script writes with `xser.save`.',
     why:
@@ -82,8 +83,21 @@ export default defineRule({
           });
           continue;
         }
+        // `map_location=torch.device("cuda")` in the CUDA arm of `if use_gpu:` whose else arm loads to the CPU: a TPU
+        // host takes the other arm
+        if (cpuMappedElse(call)) continue;
+        // on a host without CUDA the map_location is the CPU: forced (`if not torch.cuda.is_available(): device = "cpu"`,
+        // PatchTST's learner.load handing it to load_model) it loads there; a run-time choice (`"cuda" if
+        // torch.cuda.is_available() else "cpu"`) loads there too, until TPU102's fix makes that the XLA device: a warning
+        const host = cpuWithoutCuda(ctx, mlValue, call, 0);
+        if (host === 'cpu') continue;
         ctx.report(ml ?? mlValue, {
-          message: `\`map_location=${short(mlValue.text)}\` loads the checkpoint onto CUDA, which a TPU host does not have; load to "cpu"`,
+          ...(host === 'choice'
+            ? {
+                severity: 'warning' as const,
+                message: `\`map_location=${short(mlValue.text)}\` is the CPU on a host without CUDA, but it is the training device: once that is the XLA device, \`torch.load\` cannot restore to it ("don't know how to restore data location"); load to "cpu" and let \`load_state_dict\` copy it to the device`,
+              }
+            : { message: `\`map_location=${short(mlValue.text)}\` loads the checkpoint onto CUDA, which a TPU host does not have; load to "cpu"` }),
           fix: { title: `Load to CPU (\`map_location="cpu"\`)${moveTitle}`, applicability, edits: [replace(mlValue, '"cpu"'), ...moveBack], imports: back?.imports, needsAccel: back?.needsAccel },
         });
       } else {
@@ -251,12 +265,38 @@ function fileNames(n: Node): string[] {
       const body = x.text.replace(/^[a-zA-Z]*("""|\'\'\'|"|')/, '').replace(/("""|\'\'\'|"|')$/, '');
       const last = body.split(/[\\/}]/).pop() ?? '';
       if (CKPT_FILE.test(last)) out.push(last);
+      // a numbered checkpoint whose name is all interpolation (`f"{epoch}.pkl"`): its template, `{}.pkl`
+      else if (/\}\.(pt|pth|ckpt|bin|tar|pkl)$/.test(body)) out.push(template(x));
+      return;
+    }
+    // `'{}.pkl'.format(epoch)` (pyGAT's train.py writes every epoch, then reloads the best one): the template
+    const f = x.type === 'call' ? x.childForFieldName('function') : null;
+    const obj = f?.type === 'attribute' && f.childForFieldName('attribute')?.text === 'format' ? f.childForFieldName('object') : null;
+    if (obj?.type === 'string') {
+      const body = template(obj);
+      if (/\}\.(pt|pth|ckpt|bin|tar|pkl)$/.test(body)) out.push(body);
       return;
     }
     for (const c of x.namedChildren) if (c) walk(c);
   };
   walk(n);
   return out;
+}
+
+/** A string's body with each interpolation or format field as `{}`: `f"{out}/{epoch}.pt"` and `"{}/{}.pt"` give `{}/{}.pt`. */
+function template(str: Node): string {
+  let body = '';
+  let at = str.startIndex;
+  for (const c of str.namedChildren) {
+    if (c?.type !== 'interpolation') continue;
+    body += str.text.slice(at - str.startIndex, c.startIndex - str.startIndex) + '{}';
+    at = c.endIndex;
+  }
+  body += str.text.slice(at - str.startIndex);
+  return body
+    .replace(/^[a-zA-Z]*("""|\'\'\'|"|')/, '')
+    .replace(/("""|\'\'\'|"|')$/, '')
+    .replace(/\{[^{}]*\}/g, '{}');
 }
 
 /** The writes of this file that the loaded path names (same expression, a name bound to it, the same checkpoint file name). */
@@ -347,11 +387,89 @@ function cpuMappedElse(call: Node): boolean {
   for (let child: Node = call, p = call.parent; p; child = p, p = p.parent) {
     if (p.type === 'function_definition' || p.type === 'module') return false;
     if (p.type !== 'if_statement' || p.childForFieldName('consequence')?.id !== child.id) continue;
-    if (!/cuda|gpu/i.test(p.childForFieldName('condition')?.text ?? '')) return false;
+    // an inner if of the CUDA arm (`if use_gpu:` `if ndevices > 1: torch.load(p)` `else: torch.load(p, map_location=cuda)`,
+    // dlrm): still in that arm; the enclosing CUDA condition decides
+    if (!/cuda|gpu/i.test(p.childForFieldName('condition')?.text ?? '')) continue;
     const other = p.namedChildren.find((c) => c?.type === 'else_clause');
-    return !!other && /\bload\s*\([^]*\bmap_location\s*=/.test(other.text);
+    // the other arm loads with a map_location that does not name CUDA (`map_location=torch.device("cpu")`, a lambda)
+    return !!other && /\bload\s*\([^]*\bmap_location\s*=/.test(other.text) && !/\bmap_location\s*=[^,)]*cuda/i.test(other.text);
   }
   return false;
+}
+
+const IS_AVAILABLE = /^torch\.cuda\.is_available\(\s*\)$/;
+
+/** `"cpu"`, `torch.device("cpu")`. */
+function isCpuLiteral(v: Node): boolean {
+  if (v.type === 'string') return /^[a-z]*(['"])cpu\1$/i.test(v.text);
+  if (v.type === 'call' && /^(torch\.device|str)$/.test(v.childForFieldName('function')?.text ?? '')) {
+    const a = callArgs(v).positional;
+    return a.length === 1 && isCpuLiteral(a[0]);
+  }
+  return false;
+}
+
+/**
+ * What a `map_location` is on a host without CUDA: 'cpu' when forced there (a literal, `if not
+ * torch.cuda.is_available(): device = "cpu"` before the load in its function, or a parameter every call of this file
+ * passes such a value to, its default counting where omitted), 'choice' when a run-time choice gives the CPU there
+ * (`"cuda" if torch.cuda.is_available() else "cpu"`, also through `torch.device(...)` or a name bound to it), else null.
+ */
+function cpuWithoutCuda(ctx: RuleContext, v: Node, at: Node, depth: number): 'cpu' | 'choice' | null {
+  if (depth > 3) return null;
+  if (isCpuLiteral(v)) return 'cpu';
+  if (v.type === 'parenthesized_expression' && v.namedChildren[0]) return cpuWithoutCuda(ctx, v.namedChildren[0], at, depth);
+  if (v.type === 'conditional_expression') {
+    const [yes, cond, no] = v.namedChildren;
+    if (!yes || !cond || !no) return null;
+    const neg = cond.type === 'not_operator' ? cond.childForFieldName('argument') : null;
+    if (IS_AVAILABLE.test(cond.text)) return cpuWithoutCuda(ctx, no, at, depth + 1) ? 'choice' : null;
+    if (neg && IS_AVAILABLE.test(neg.text)) return cpuWithoutCuda(ctx, yes, at, depth + 1) ? 'choice' : null;
+    return null;
+  }
+  if (v.type === 'call' && v.childForFieldName('function')?.text === 'torch.device') {
+    const a = callArgs(v).positional;
+    return a.length === 1 ? cpuWithoutCuda(ctx, a[0], at, depth + 1) : null;
+  }
+  if (v.type !== 'identifier') return null;
+  const fn = ctx.sema.enclosingFunction(at);
+  // `if not torch.cuda.is_available(): device = "cpu"` in the function's own body, before the load
+  for (const st of fn?.childForFieldName('body')?.namedChildren ?? []) {
+    if (!st || st.startIndex >= at.startIndex || st.type !== 'if_statement') continue;
+    const cond = st.childForFieldName('condition');
+    const neg = cond?.type === 'not_operator' ? cond.childForFieldName('argument') : null;
+    if (!neg || !IS_AVAILABLE.test(neg.text) || st.namedChildren.some((c) => c?.type === 'else_clause' || c?.type === 'elif_clause')) continue;
+    const body = st.childForFieldName('consequence')?.namedChildren ?? [];
+    if (body.some((b) => {
+      const a = b?.type === 'expression_statement' ? b.namedChildren[0] : null;
+      const right = a?.childForFieldName('right');
+      return a?.type === 'assignment' && a.childForFieldName('left')?.text === v.text && !!right && isCpuLiteral(right);
+    })) return 'cpu';
+  }
+  const exprs = ctx.model.bindingExpressions(v);
+  if (!exprs.length) return null;
+  if (exprs.every((e) => e !== null)) {
+    const r = exprs.map((e) => cpuWithoutCuda(ctx, e!, e!, depth + 1));
+    return r.every((x) => x) ? (r.includes('choice') ? 'choice' : 'cpu') : null;
+  }
+  // a parameter: what every call of its function in this file passes
+  if (!fn || exprs.length !== 1) return null;
+  const name = fn.childForFieldName('name')?.text;
+  const params = (fn.childForFieldName('parameters')?.namedChildren ?? []).filter((p): p is Node => !!p && p.type !== 'comment');
+  const idx = params.findIndex((p) => (p.type === 'identifier' ? p.text : p.childForFieldName('name')?.text) === v.text);
+  if (!name || idx < 0 || params[0]?.text === 'self') return null;
+  const dflt = params[idx].childForFieldName('value');
+  const calls = ctx.sema.nodes('call').filter((c) => c.childForFieldName('function')?.text === name);
+  if (!calls.length) return null;
+  let out: 'cpu' | 'choice' = 'cpu';
+  for (const c of calls) {
+    const { positional, keywords } = callArgs(c);
+    const arg = kwValue(keywords.get(v.text)) ?? positional[idx] ?? dflt;
+    const r = arg ? cpuWithoutCuda(ctx, arg, c, depth + 1) : null;
+    if (!r) return null;
+    if (r === 'choice') out = 'choice';
+  }
+  return out;
 }
 
 const DEVICE_NAME = /^(device|dev|\w+_device|DEVICE|\w+_DEVICE)$/;
