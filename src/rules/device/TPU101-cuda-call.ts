@@ -72,24 +72,18 @@ export default defineRule({
         },
       });
     }
-    // `x, y = x.cuda(), y.cuda()`: one statement, one problem, one edit: a finding on the first sibling call whose fix moves them
-    // all, the others as related locations (not when the edits overlap or the calls are one chain, `x.cuda().half().cuda()`)
-    const byStatement = new Map<string, typeof drafts>();
+    // `x, y = x.cuda(), y.cuda()`: one statement, one problem, one edit: a finding on the first call whose fix moves them
+    // all, the others as related locations (not when the edits overlap, `x.cuda().half().cuda()`)
+    const byStatement = new Map<number, typeof drafts>();
     for (const d of drafts) {
-      // sibling moves of one statement (`a.cuda(), b.cuda()`, `model(x.cuda(), y.cuda())`): the same container node
       const stmt = statementAround(d.call);
-      let box = d.call.parent;
-      while (box && (box.type === 'keyword_argument' || box.type === 'parenthesized_expression')) box = box.parent;
-      const key = stmt && box && SIBLINGS.has(box.type) ? `${stmt.id}:${box.id}` : `call:${d.call.id}`;
+      const key = stmt ? stmt.id : -1 - d.call.id;
       byStatement.set(key, [...(byStatement.get(key) ?? []), d]);
     }
     for (const group of byStatement.values()) {
       const edits = group.flatMap((d) => d.opts.fix.edits).sort((a, b) => a.start - b.start);
       const overlap = edits.some((e, i) => i > 0 && e.start < edits[i - 1].end);
-      // a chain (`x.cuda().float().cuda()`): each call moves the result of the other, findings of their own
-      const sorted = [...group].sort((a, b) => a.call.startIndex - b.call.startIndex);
-      const nested = sorted.some((d, i) => i > 0 && d.call.startIndex < sorted[i - 1].call.endIndex);
-      if (group.length === 1 || overlap || nested) {
+      if (group.length === 1 || overlap) {
         for (const d of group) ctx.report(d.call, d.opts);
         continue;
       }
@@ -111,18 +105,13 @@ export default defineRule({
   },
 });
 
-/** Containers whose elements are sibling moves of one edit: `a.cuda(), b.cuda()`, `f(a.cuda(), b.cuda())`, `[a.cuda(), b.cuda()]`. */
-const SIBLINGS: ReadonlySet<string> = new Set(['argument_list', 'expression_list', 'tuple', 'list']);
-
-const STATEMENT_STOPS: ReadonlySet<string> = new Set([
-  'block', 'module', 'lambda', 'function_definition', 'class_definition', 'expression_statement', 'return_statement',
-  'if_statement', 'for_statement', 'while_statement', 'with_statement', 'assert_statement', 'delete_statement',
-]);
-
-/** The simple statement (or compound statement header) that holds a call (memoised walk: nearestAncestor). */
+/** The simple statement (or compound statement header) that holds a call. */
 function statementAround(call: Node): Node | null {
-  const p = nearestAncestor(call, STATEMENT_STOPS)?.ancestor;
-  return p && /_statement$/.test(p.type) ? p : null;
+  for (let p = call.parent; p; p = p.parent) {
+    if (p.type === 'block' || p.type === 'module' || p.type === 'lambda' || p.type === 'function_definition' || p.type === 'class_definition') return null;
+    if (/_statement$/.test(p.type) || p.type === 'if_statement' || p.type === 'for_statement') return p;
+  }
+  return null;
 }
 
 /** `torch.load(f, map_location=lambda storage, loc: storage.cuda(gpu))`: TPU602 reports the CUDA map_location (one finding). */
