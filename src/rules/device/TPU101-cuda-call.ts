@@ -1,4 +1,4 @@
-import { defineRule, type FixDraft, type ReportOptions } from '../../core/rule';
+import { defineRule } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, methodName, nearestAncestor, receiver } from '../../core/semantics';
 import { replaceRange } from '../../core/edits';
@@ -29,8 +29,6 @@ export default defineRule({
     torchtpu: 'The fix moves to `torch.device("tpu")` after `import torch_tpu`.',
   },
   check(ctx) {
-    const drafts: { call: Node; opts: ReportOptions & { fix: FixDraft } }[] = [];
-    const report = (call: Node, opts: ReportOptions & { fix: FixDraft }) => drafts.push({ call, opts });
     for (const call of ctx.sema.nodes('call')) {
       if (methodName(call) !== 'cuda') continue;
       const recv = receiver(call);
@@ -49,7 +47,7 @@ export default defineRule({
       if (ctx.idiom.dualPath && deviceArg && deviceArg.text !== '0' && (recv.type === 'identifier' || recv.type === 'attribute')) {
         const x = ctx.idiom.isXla();
         const text = `(${recv.text}.to(${dev.text}${nb ? `, ${nb.text}` : ''}) if ${x.text} else ${call.text})`;
-        report(call, {
+        ctx.report(call, {
           message: recv.text.length <= 30 ? `\`${recv.text}.cuda()\` places work on a CUDA device; a TPU host has none` : undefined,
           fix: {
             applicability: selectsGpu ? 'unsafe' : 'safe',
@@ -61,7 +59,7 @@ export default defineRule({
         });
         continue;
       }
-      report(call, {
+      ctx.report(call, {
         message: recv.text.length <= 30 && !recv.text.includes("\n") ? `\`${recv.text}.cuda()\` places work on a CUDA device; a TPU host has none` : undefined,
         fix: {
           applicability: selectsGpu ? 'unsafe' : 'safe',
@@ -72,47 +70,8 @@ export default defineRule({
         },
       });
     }
-    // `x, y = x.cuda(), y.cuda()`: one statement, one problem, one edit: a finding on the first call whose fix moves them
-    // all, the others as related locations (not when the edits overlap, `x.cuda().half().cuda()`)
-    const byStatement = new Map<number, typeof drafts>();
-    for (const d of drafts) {
-      const stmt = statementAround(d.call);
-      const key = stmt ? stmt.id : -1 - d.call.id;
-      byStatement.set(key, [...(byStatement.get(key) ?? []), d]);
-    }
-    for (const group of byStatement.values()) {
-      const edits = group.flatMap((d) => d.opts.fix.edits).sort((a, b) => a.start - b.start);
-      const overlap = edits.some((e, i) => i > 0 && e.start < edits[i - 1].end);
-      if (group.length === 1 || overlap) {
-        for (const d of group) ctx.report(d.call, d.opts);
-        continue;
-      }
-      const [first, ...rest] = [...group].sort((a, b) => a.call.startIndex - b.call.startIndex || a.call.endIndex - b.call.endIndex);
-      const unsafe = group.some((d) => d.opts.fix.applicability === 'unsafe');
-      const imports = group.flatMap((d) => d.opts.fix.imports ?? []);
-      ctx.report(first.call, {
-        message: first.opts.message,
-        fix: {
-          applicability: unsafe ? 'unsafe' : 'safe',
-          title: `${first.opts.fix.title} (${group.length} calls of this statement)`,
-          edits,
-          imports: imports.filter((x, i) => imports.findIndex((y) => JSON.stringify(y) === JSON.stringify(x)) === i),
-          needsAccel: group.some((d) => d.opts.fix.needsAccel),
-        },
-        related: rest.map((d) => ({ start: d.call.startIndex, end: d.call.endIndex, message: 'also moved to CUDA in this statement' })),
-      });
-    }
   },
 });
-
-/** The simple statement (or compound statement header) that holds a call. */
-function statementAround(call: Node): Node | null {
-  for (let p = call.parent; p; p = p.parent) {
-    if (p.type === 'block' || p.type === 'module' || p.type === 'lambda' || p.type === 'function_definition' || p.type === 'class_definition') return null;
-    if (/_statement$/.test(p.type) || p.type === 'if_statement' || p.type === 'for_statement') return p;
-  }
-  return null;
-}
 
 /** `torch.load(f, map_location=lambda storage, loc: storage.cuda(gpu))`: TPU602 reports the CUDA map_location (one finding). */
 function inMapLocation(call: Node): boolean {
