@@ -48,6 +48,7 @@ const TENSOR_METHODS = new Set([
   'tanh', 'relu', 'exp_', 'add_', 'mul_', 'div_', 'sub_', 'zero_', 'fill_', 'copy_', 'clamp_', 'detach_', 'requires_grad_',
   'type', 'new_zeros', 'new_ones', 'new_full', 'new_empty', 'new_tensor', 'chunk', 'split', 'unbind', 'kthvalue', 'median',
   'mode', 'aminmax', 't', 'flip', 'roll', 'narrow', 'index_fill', 'scatter', 'scatter_add', 'where', 'lerp', 'baddbmm',
+  'expand_as', 'view_as', 'reshape_as', 'logsumexp',
 ]);
 /** Of those, the ones that return several tensors. */
 const MULTI_METHODS = new Set(['chunk', 'split', 'unbind', 'topk', 'sort', 'kthvalue', 'median', 'mode', 'aminmax', 'max', 'min']);
@@ -1096,6 +1097,11 @@ export class ProgramModel {
       return hostTensor(node);
     }
     if (TORCH_FACTORIES.test(callee)) return this.factory(node, callee);
+    // `Variable(t, requires_grad=False)` (pre-0.4 autograd wrapper, now a no-op returning a Tensor): the tensor it wraps
+    if (callee === 'torch.autograd.Variable' || callee === 'torch.autograd.variable.Variable') {
+      const v = this.value(positional[0]);
+      if (v.kind === 'tensor') return { ...v, origin: node } as Value;
+    }
     if (TORCH_LIKE.test(callee)) {
       const dev = kwValue(keywords.get('device'));
       if (dev) return this.placed(node, dev);

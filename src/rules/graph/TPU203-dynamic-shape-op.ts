@@ -5,6 +5,7 @@ import type { Severity } from '../../core/types';
 import { callArgs, methodName, receiver } from '../../core/semantics';
 import { replace } from '../../core/edits';
 import { generationLoops } from './generation';
+import { hostRandomValue } from './random-draw';
 import { hostValue, hotAt, isNmsCall, throttledEvalWork, localBindings, maskIndex, severityIn, short, tensorish, torchName } from './util';
 
 const DYNAMIC_FNS = new Set(['nonzero', 'argwhere', 'masked_select', 'unique', 'unique_consecutive', 'bincount', 'repeat_interleave']);
@@ -88,6 +89,8 @@ export default defineRule({
       '`unique`/`nonzero` over a CPU tensor of Python ints (`torch.tensor([x.shape[-1] for x in crops])`) never reaches the device and is not flagged. ' +
       'Boolean-mask writes and updates on a device tensor (`logits[logits < v] = -inf`, `l[(u > 0) * (l == u)] -= 1`; a product of two bool tensors is a mask), with the static form (`x.masked_fill_(m, v)`, `x = torch.where(m, x - 1, x)`) in the message; ' +
       'a name the code calls a mask (`out[data.train_mask]`, PyG node masks) indexing a device tensor, unless a binding makes it an index (`mask = idx.long()`); one finding per statement. ' +
+      'A mask stays a mask through names and reshapes (`pos = conf_t > 0; pos_idx = pos.unsqueeze(2).expand_as(loc); loc[pos_idx]`, `(pos_idx + neg_idx).gt(0)`: SSD-style detection losses). ' +
+      'Slices of a device tensor whose bounds are drawn by Python/NumPy randomness, directly, through local names or a same-file helper that draws (`x1, y1, x2, y2 = rand_bbox(x.size(), lam)` then `x[:, :, x1:x2, y1:y2]`: CutMix boxes, random crops of a device batch); a random offset with a fixed length (`x[:, :, t:t + S]`) keeps the shape and is not flagged. ' +
       'Decode code: a read of a KV cache (a tensor named `*cache*`) sliced up to a position (`self.cache_k[:bsz, :start_pos + seqlen]`, `k_cache[:, :end]` with `end = pos + T`, `pos = seqlens[0].item()`; once per function, the other reads as related locations; a bound taken from the input\'s own shape is static and not flagged), ' +
       'and the model\'s input sliced at a decode loop\'s position (`model.forward(tokens[:, prev:cur], prev)`, info); mask ops inside a decode loop outside training are info. ' +
       'Three-argument `torch.where`, `masked_fill` and `topk` with a constant `k` are static and not flagged. ' +
@@ -110,7 +113,7 @@ export default defineRule({
     sources: [
       'TS:288-290 (docs/source/learn/troubleshoot.md: nonzero and masked indexing introduce dynamic shapes)',
       'TS "Understand The Metrics Report" (aten:: counters mean CPU fallback)',
-      'RECOMP §2 (docs/source/perf/recompilation.md, operator-output dynamism), §2.2 (recompilation.md:59-65, querying the real size of a dynamic tensor)',
+      'RECOMP §2 (docs/source/perf/recompilation.md, operator-output dynamism), §2.2 (recompilation.md:59-65, querying the real size of a dynamic tensor; :65, a Python int fed to other ops is a dynamic source: a slice bound is a constant of the traced graph)',
       'torchvision detection targets: torchvision/models/detection/generalized_rcnn.py (targets: List[Dict[str, Tensor]], one row per object in `boxes`)',
       'DS (docs/source/learn/dynamic_shape.md, bounded dynamic shape is experimental)',
       'torch_xla/csrc/ops/index_ops.cpp:50-77 (ExpandByteTensors: a bool/byte mask index is replaced by `index->nonzero()`), :259-266 (GetCanonicalIndexInfo calls it for every index and index_put_)',
@@ -228,11 +231,25 @@ export default defineRule({
         message: `\`${short(sub.text, 40)}\` slices the model's input at the decode position \`${target.text}\`: its length (or the attention cache length behind it) changes every step, and each new shape compiles a new graph; decode into a fixed-size buffer (static KV cache) with a position index and a mask`,
       });
     }
+    const randomReported = new Set<number>();
     for (const sub of ctx.sema.nodes('subscript')) {
       if (decodeSlices.has(sub.id)) continue;
       const value = sub.childForFieldName('value');
       const indexes = sub.childrenForFieldName('subscript').filter((n): n is Node => !!n);
       if (!value || !indexes.length) continue;
+      // `x[:, :, y1:y2, x1:x2]` with bounds drawn by `np.random` (CutMix boxes, random crops of a device batch): a new size every step
+      const drawn = randomSliceBound(ctx, indexes);
+      if (drawn && tensorish(ctx, value, false)) {
+        const hot = hotAt(ctx, sub);
+        if (hot && !throttledEvalWork(ctx, sub, hot) && !randomReported.has(drawn.stmt.id)) {
+          randomReported.add(drawn.stmt.id);
+          ctx.report(sub, {
+            severity: severityIn('warning', hot),
+            message: `Slice \`${short(sub.text, 40)}\` has bounds drawn at random on the host (\`${short(drawn.draw.text, 30)}\`): the bounds are constants of the traced graph and the slice's size changes every step, so each step compiles a new graph; keep the size fixed (a fixed-size box at a random offset, or a 0/1 mask built on the device)`,
+          });
+        }
+        continue;
+      }
       if (isWriteTarget(sub)) {
         // `x[mask] = v`, `l[mask] -= 1`: index_put_ with a bool mask; torch_xla expands the mask with `nonzero()`
         // (torch_xla/csrc/ops/index_ops.cpp:50-77 ExpandByteTensors, called by GetCanonicalIndexInfo at :259-266 from
@@ -311,6 +328,36 @@ function cacheReadBound(ctx: RuleContext, sub: Node, value: Node, indexes: reado
     if (hit) return hit;
   }
   return null;
+}
+
+/**
+ * A slice bound of `indexes` drawn by Python/NumPy randomness (graph/random-draw.ts hostRandomValue), when the
+ * slice's length can change: both ends drawn, or one end drawn and the other fixed (`x[:, :cut]`). The draw and the
+ * statement (one finding per statement: `x[:, :, a:b] = x[idx, :, a:b]`).
+ */
+function randomSliceBound(ctx: RuleContext, indexes: readonly Node[]): { draw: Node; stmt: Node } | null {
+  for (const i of indexes) {
+    if (i.type !== 'slice') continue;
+    const ends = i.namedChildren.filter((c): c is Node => !!c);
+    if (!ends.length || ends.length > 2 || ends.every((b) => b.type === 'integer')) continue;
+    const draws = ends.map((b) => (b.type === 'integer' ? null : hostRandomValue(ctx, b)));
+    // `x[off:off + SIZE]`: a random offset with a fixed length keeps the shape
+    if (ends.length === 2 && draws[0] && draws[1] && fixedLength(ends[0], ends[1])) continue;
+    const draw = draws.find((d) => !!d);
+    if (!draw) continue;
+    let stmt: Node = i;
+    while (stmt.parent && !/statement$/.test(stmt.type)) stmt = stmt.parent;
+    return { draw, stmt };
+  }
+  return null;
+}
+
+/** `off:off + SIZE` (or `off - n:off`): the slice's length does not depend on the drawn offset. */
+function fixedLength(start: Node, stop: Node): boolean {
+  if (stop.type !== 'binary_operator') return false;
+  const l = stop.childForFieldName('left');
+  const r = stop.childForFieldName('right');
+  return (l?.text === start.text && !!r && !/random/.test(r.text)) || (r?.text === start.text && !!l && !/random/.test(l.text));
 }
 
 /** A step of a decode loop outside training (graph/generation.ts): eval-like work, reported as info. */

@@ -2,7 +2,7 @@ import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, methodName, receiver } from '../../core/semantics';
 import { countSize, hostValue, hotAt, severityIn, short, tensorCondition, tensorish } from './util';
-import { TORCH_RANDOM, drawnOnHost } from './random-draw';
+import { PY_RANDOM, TORCH_RANDOM, drawnOnHost, lastBinding } from './random-draw';
 import { reportGenerationDynamism } from './generation-report';
 
 /** `range(...)` bound read from tensor values or a per-batch length: `t.item()`, `int(t.max())`, `len(x)`, `x.size(1)`, `x.shape[1]`. */
@@ -58,7 +58,6 @@ function boundSize(ctx: RuleContext, id: Node): string | null {
   return found;
 }
 
-const PY_RANDOM = /^(random\.(random|uniform|randint|choice|randrange|getrandbits)|numpy\.random\.\w+)$/;
 
 export default defineRule({
   id: 'TPU205',
@@ -76,7 +75,7 @@ export default defineRule({
       'branches on a fresh torch draw (`if torch.rand(1) < p:`) are random branches reported here, not as TPU202 value checks. ' +
       'Checks, in `forward` or a hot loop, for Python structure that changes between steps: `for t in range(...)` whose trip count comes from a tensor value ' +
       '(`n.item()`, `int(lengths.max())`) or a per-batch size (`x.size(1)`, `x.shape[1]`; not the leading batch dim, `range(0, x.shape[0], micro)`/`len(x)`: the loader\'s batch size, fixed when it drops its last batch, which TPU403 checks); `while` loops bounded by a per-batch size (a teacher-forced decoder: `while len(outs) < inputs.size(0) - 1`); `break` under a tensor-valued condition; branches chosen by ' +
-      'Python or NumPy randomness (`if self.training and random.random() < p: return x`, LayerDrop, stochastic depth); and ' +
+      'Python or NumPy randomness (`if self.training and random.random() < p: return x`, LayerDrop, stochastic depth; also through a local name, `r = np.random.rand(1)` then `if r < cutmix_prob:`, CutMix/mixup on or off per step); and ' +
       '`pack_padded_sequence`/`pad_packed_sequence`. Also a bound bound earlier to a non-leading dim of a three-or-more-dim size (`batch_size, _, steps = mel.size()` then `range(0, steps, r)`; a `(B, T)` token batch is usually cut to a fixed block and is not flagged). ' +
       'Loops over constants or configuration (`range(self.n_layers)`), or over a Python int parameter (`range(max_new_tokens)`), are not flagged; nor an epsilon-greedy branch whose exploring arm does no device work (`self.env.action_space.sample()`). ' +
       'Variable-length decode loops and beam search are only caught through these shapes.',
@@ -159,6 +158,21 @@ export default defineRule({
         report(call, `Branch chosen by the random value \`${short(call.text, 30)}\`: every random branch pattern is a different graph${onHost ? '' : ', and testing a device draw reads it back to the host'}; use a tensor mask`);
       } else if (/^torch\.nn\.utils\.rnn\.(pack_padded_sequence|pad_packed_sequence)$/.test(callee)) {
         report(call, `\`${callee.split('.').pop()}\` packs sequences by their lengths: shapes change with every batch; pad to a fixed length and mask instead`);
+      }
+    }
+    // `r = np.random.rand(1)` then `if args.beta > 0 and r < args.cutmix_prob:` (CutMix, mixup): the draw through a local name
+    for (const test of [...ctx.sema.nodes('if_statement'), ...ctx.sema.nodes('elif_clause')]) {
+      const cond = test.childForFieldName('condition');
+      if (!cond) continue;
+      const body = test.childForFieldName('consequence');
+      if (!body?.namedChildren.some((s) => !!s && s.type !== 'pass_statement' && s.type !== 'comment')) continue;
+      const names = cond.type === 'identifier' ? [cond] : ctx.sema.within('identifier', cond).filter((i) => i.parent?.type !== 'attribute' && !(i.parent?.type === 'call' && i.parent.childForFieldName('function')?.id === i.id));
+      for (const id of names) {
+        const b = lastBinding(ctx, id);
+        const draw = b ? [b, ...ctx.sema.within('call', b)].find((c) => c.type === 'call' && (PY_RANDOM.test(ctx.sema.callee(c) ?? '') || (TORCH_RANDOM.test(ctx.sema.callee(c) ?? '') && drawnOnHost(c)))) : null;
+        if (!draw || picksHostValue(ctx, cond)) continue;
+        report(cond, `Branch chosen by \`${id.text}\`, drawn at random (\`${short(draw.text, 30)}\`): every random branch pattern is a different graph (CutMix/mixup on or off, LayerDrop); apply the augmentation on every step with a per-sample tensor mask, or draw the choice per epoch`);
+        break;
       }
     }
     reportGenerationDynamism(ctx); // decode/sampling loops outside training (info)

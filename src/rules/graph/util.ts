@@ -427,6 +427,8 @@ export function endOfBodyEdit(ctx: RuleContext, loop: Node, last: Node, body: No
 // ---------------------------------------------------------------------------------------------
 // Data-dependent counts (TPU202, TPU203): tensors whose leading dim is a count the data decides
 
+/** Methods that keep a tensor's dtype and only change its shape, layout or device. */
+const MASK_SHAPE_METHODS = /^(unsqueeze|squeeze|expand|expand_as|view|view_as|reshape|reshape_as|flatten|contiguous|repeat|t|transpose|permute|detach|clone|cuda|to)$/;
 const MASK_BOOL_METHODS = /^(bool|isnan|isinf|isfinite|eq|ne|gt|lt|ge|le|logical_and|logical_or|logical_not|logical_xor)$/;
 
 /** A boolean tensor expression usable as a mask. `indexed` is the indexed value (`x[x > 0]`, `t[t[:, 0] == i]`). */
@@ -446,14 +448,16 @@ export function boolMask(ctx: RuleContext, e: Node | null | undefined, indexed: 
     case 'binary_operator': {
       const op = e.children.find((c) => c && !c.isNamed)?.type;
       if (op === '&' || op === '|' || op === '^') return boolMask(ctx, e.childForFieldName('left'), indexed, depth + 1);
-      // `(u > 0) * (l == u)`: the product of two bool tensors is a bool tensor (a logical and)
-      return op === '*' && boolMask(ctx, e.childForFieldName('left'), indexed, depth + 1) && boolMask(ctx, e.childForFieldName('right'), indexed, depth + 1);
+      // `(u > 0) * (l == u)`: the product of two bool tensors is a bool tensor (a logical and); their sum a logical or
+      return (op === '*' || op === '+') && boolMask(ctx, e.childForFieldName('left'), indexed, depth + 1) && boolMask(ctx, e.childForFieldName('right'), indexed, depth + 1);
     }
     case 'call': {
       const callee = ctx.sema.callee(e) ?? '';
       if (/^torch\.(isnan|isinf|isfinite|logical_\w+|isin|eq|ne|gt|lt|ge|le)$/.test(callee)) return true;
       const m = methodName(e);
       const recv = receiver(e);
+      // `pos.unsqueeze(2).expand_as(conf)`, `mask.view(-1)`: a bool mask reshaped or moved is still a bool mask
+      if (m && MASK_SHAPE_METHODS.test(m) && recv) return boolMask(ctx, recv, indexed, depth + 1);
       return !!m && MASK_BOOL_METHODS.test(m) && !!recv && !hostValue(ctx, recv) && (tensorish(ctx, recv, false) || sameBase(recv) || /mask/i.test(recv.text));
     }
     case 'identifier': {
