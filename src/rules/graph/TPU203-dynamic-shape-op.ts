@@ -18,7 +18,9 @@ const SHAPE_METHODS = new Set(['view', 'reshape', 'expand', 'narrow', 'new_zeros
 function valueRead(ctx: RuleContext, e: Node | null | undefined, depth = 0): Node | null {
   if (!e || depth > 3) return null;
   if (e.type === 'integer' || e.type === 'identifier' && /^[A-Z_0-9]+$/.test(e.text)) return null;
-  if (tensorish(ctx, e, false)) return e;
+  // a bare name or arithmetic on names counts only when the model is sure it holds a tensor: a weak guess (a parameter
+  // whose callers pass `args.chunk`, `ref_size = reference` on the non-tensor arm) is a Python int more often than not
+  if (tensorish(ctx, e, e.type === 'identifier' || e.type === 'binary_operator' || e.type === 'unary_operator' || e.type === 'parenthesized_expression')) return e;
   for (const call of [e, ...ctx.sema.within('call', e)]) {
     if (call.type !== 'call') continue;
     const m = methodName(call);
@@ -27,11 +29,12 @@ function valueRead(ctx: RuleContext, e: Node | null | undefined, depth = 0): Nod
     const fn = call.childForFieldName('function');
     if (fn?.type === 'identifier' && /^(int|float|round)$/.test(fn.text)) {
       const a = callArgs(call).positional[0];
-      if (a && tensorish(ctx, a, false)) return call;
+      if (a && tensorish(ctx, a, a.type === 'identifier' || a.type === 'call' && /\.get$/.test(a.childForFieldName('function')?.text ?? ''))) return call;
     }
   }
   // `max_len = lengths.max().item()` … `torch.arange(max_len)`: the last local binding before the use
-  const ids = e.type === 'identifier' ? [e] : e.type === 'binary_operator' ? e.descendantsOfType('identifier').filter((i): i is Node => !!i) : [];
+  // the names the arithmetic reads as values: not `x` of `x.shape[1]` (a static size) nor callee names
+  const ids = e.type === 'identifier' ? [e] : e.type === 'binary_operator' ? e.descendantsOfType('identifier').filter((i): i is Node => !!i && i.parent?.type !== 'attribute' && !(i.parent?.type === 'call' && i.parent.childForFieldName('function')?.id === i.id)) : [];
   for (const id of ids) {
     // a cheap text test first: slices and sizes bound to plain Python ints are the common case
     const vals = ctx.sema.bindings(id.text);

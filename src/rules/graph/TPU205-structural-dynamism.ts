@@ -3,6 +3,7 @@ import type { Node } from '../../core/parse';
 import { callArgs, methodName, receiver } from '../../core/semantics';
 import { countSize, hostValue, hotAt, severityIn, short, tensorCondition, tensorish } from './util';
 import { PY_RANDOM, TORCH_RANDOM, drawnOnHost, lastBinding } from './random-draw';
+import { receiver as recvOf } from '../../core/semantics';
 import { reportGenerationDynamism } from './generation-report';
 
 /** `range(...)` bound read from tensor values or a per-batch length: `t.item()`, `int(t.max())`, `len(x)`, `x.size(1)`, `x.shape[1]`. */
@@ -74,7 +75,7 @@ export default defineRule({
       'Autoregressive decode loops outside training (see graph/generation.ts; also `model.forward(...)` loops that write a preallocated buffer, `tokens[:, cur] = nxt`, and decode loops in helpers the training loop calls only under a throttle): a generated sequence grown with `torch.cat` every step and a `break` on a device value (`if (nxt == eos).all(): break`; `if all(eos_reached): break` is reported at the test), info; ' +
       'branches on a fresh torch draw (`if torch.rand(1) < p:`) are random branches reported here, not as TPU202 value checks. ' +
       'Checks, in `forward` or a hot loop, for Python structure that changes between steps: `for t in range(...)` whose trip count comes from a tensor value ' +
-      '(`n.item()`, `int(lengths.max())`) or a per-batch size (`x.size(1)`, `x.shape[1]`; not the leading batch dim, `range(0, x.shape[0], micro)`/`len(x)`: the loader\'s batch size, fixed when it drops its last batch, which TPU403 checks); `while` loops bounded by a per-batch size (a teacher-forced decoder: `while len(outs) < inputs.size(0) - 1`); `break` under a tensor-valued condition; branches chosen by ' +
+      '(`n.item()`, `int(lengths.max())`) or a per-batch size (`x.size(1)`, `x.shape[1]`; not the leading batch dim, `range(0, x.shape[0], micro)`/`len(x)`: the loader\'s batch size, fixed when it drops its last batch, which TPU403 checks); `for` loops over the distinct values of a device tensor read to the host (`for i in np.unique(inst.cpu().numpy()):`, `for c in labels.unique().tolist():`, directly or through a local name: one pass per value present in the batch); `while` loops bounded by a per-batch size (a teacher-forced decoder: `while len(outs) < inputs.size(0) - 1`); `break` under a tensor-valued condition; branches chosen by ' +
       'Python or NumPy randomness (`if self.training and random.random() < p: return x`, LayerDrop, stochastic depth; also through a local name, `r = np.random.rand(1)` then `if r < cutmix_prob:`, CutMix/mixup on or off per step); and ' +
       '`pack_padded_sequence`/`pad_packed_sequence`. Also a bound bound earlier to a non-leading dim of a three-or-more-dim size (`batch_size, _, steps = mel.size()` then `range(0, steps, r)`; a `(B, T)` token batch is usually cut to a fixed block and is not flagged). ' +
       'Loops over constants or configuration (`range(self.n_layers)`), or over a Python int parameter (`range(max_new_tokens)`), are not flagged; nor an epsilon-greedy branch whose exploring arm does no device work (`self.env.action_space.sample()`). ' +
@@ -122,6 +123,15 @@ export default defineRule({
           break;
         }
       }
+    }
+
+    // `for i in np.unique(inst.cpu().numpy()):` / `ids = labels.unique().tolist()` then `for c in ids:`: a loop over
+    // values read from a device tensor runs once per distinct value, a count the data decides
+    for (const loop of ctx.sema.nodes('for_statement')) {
+      const it = loop.childForFieldName('right');
+      if (!it || (it.type === 'call' && it.childForFieldName('function')?.text === 'range')) continue;
+      const read = readValues(ctx, it) ?? (it.type === 'identifier' ? readValues(ctx, lastBinding(ctx, it)) : null);
+      if (read) report(it, `\`for ... in ${short(it.text, 30)}\` loops over values read from the device tensor \`${short(read.text, 24)}\`: the trip count is the data's (one pass per value), and the loop is unrolled into the graph, so each new count compiles a new graph; loop over a fixed maximum with a mask (or a scatter/segment reduction over all values at once)`);
     }
 
     // `while len(outs) < inputs.size(0) - 1:` (teacher-forced decoder): the trip count is the padded length of the batch
@@ -235,4 +245,30 @@ function leadingDim(e: Node): boolean {
     return v?.type === 'attribute' && v.childForFieldName('attribute')?.text === 'shape' && e.childForFieldName('subscript')?.text === '0';
   }
   return false;
+}
+
+/**
+ * `np.unique(inst.cpu().numpy())`, `labels.unique().tolist()`, `t.nonzero().tolist()`: host values read from a device
+ * tensor (the device tensor read), else null. Reading a tensor just to iterate its rows (`for row in t.tolist()` of
+ * a fixed-size tensor) has a fixed trip count, so only value-keyed reads count: a unique/nonzero on the way.
+ */
+function readValues(ctx: RuleContext, e: Node | null | undefined): Node | null {
+  if (!e || e.type !== 'call') return null;
+  const chain: Node[] = [];
+  for (let c: Node | null = e; c?.type === 'call'; ) {
+    chain.push(c);
+    const callee: string = ctx.sema.callee(c) ?? '';
+    const inner: Node | null = /^numpy\.(unique|nonzero|flatnonzero|argwhere)$/.test(callee) || /^(set|sorted|list)$/.test(c.childForFieldName('function')?.text ?? '') ? callArgs(c).positional[0] ?? null : recvOf(c);
+    c = inner;
+    if (c && c.type !== 'call') {
+      if (!tensorish(ctx, c, false) || hostValue(ctx, c)) return null;
+      chain.push(c);
+      break;
+    }
+  }
+  const names = chain.map((c) => (c.type === 'call' ? ctx.sema.callee(c) ?? methodName(c) ?? c.childForFieldName('function')?.text ?? '' : ''));
+  const reads = names.some((n) => /(^|\.)(cpu|numpy|tolist|item)$/.test(n));
+  const keyed = names.some((n) => /(^|\.)(unique|nonzero|flatnonzero|argwhere|unique_consecutive)$/.test(n) || n === 'set');
+  const dev = chain[chain.length - 1];
+  return reads && keyed && dev.type !== 'call' ? dev : null;
 }

@@ -89,9 +89,20 @@ export function hostRandomValue(ctx: RuleContext, e: Node | null | undefined, de
   // the names the value reads (not callee names nor attribute chains: `np.clip(cx - w // 2, 0, W)` reads cx, w, W)
   const ids = e.type === 'identifier' ? [e] : ctx.sema.within('identifier', e).filter((i) => i.parent?.type !== 'attribute' && i.parent?.type !== 'keyword_argument' && !(i.parent?.type === 'call' && i.parent.childForFieldName('function')?.id === i.id));
   for (const id of ids.slice(0, 6)) {
+    // `length = lengths[idx].item()` with a random `idx`: data looked up at a random index, not a drawn number
+    if (insideIndex(id, e)) continue;
     const b = lastBinding(ctx, id);
+    if (b && /\.(item|cpu|tolist|numpy)\(/.test(b.text)) continue;
     const d = b && b.id !== e.id ? hostRandomValue(ctx, b, depth + 1) : null;
     if (d) return d;
   }
   return null;
+}
+
+/** `id` sits in the index of a subscript within `root` (`ys[idx]`, `lengths[i]`). */
+function insideIndex(id: Node, root: Node): boolean {
+  for (let c: Node = id, p = id.parent; p && c.id !== root.id; c = p, p = p.parent) {
+    if (p.type === 'subscript' && p.childForFieldName('value')?.id !== c.id) return true;
+  }
+  return false;
 }
