@@ -263,8 +263,9 @@ export default defineRule({
   triggers: ['padding', 'pad_sequence', 'DataCollator', 'group_by_length', 'Resize', 'collate', 'Collate', 'interpolate', 'max(', 'min(', 'speechbrain', '.items()', '.to(', '.cuda(', 'litgpt'],
   docs: {
     what:
-      'Checks for inputs whose shape changes from batch to batch: tokenizer calls with `padding=True`/`"longest"` (and `padding="max_length"` with no `max_length`, info; one text per call outside the step, `[tok(t, padding="longest") for t in texts]`, pads nothing and is not flagged); ' +
-      '`pad_sequence(...)`, `max(len(s) for s in batch)` / `max([x.size(1) for x in batch])` / a max-named helper over the items\' shapes (`_max_by_axis([list(img.shape) for img in images])`, DETR\'s NestedTensor padding) or the first of the lengths sorted descending (`lengths[0]` after `torch.sort(..., descending=True)`) in a `collate_fn` (also one wrapped in a lambda or `partial`, `collate_fn=lambda b: collate_tts(b, r)`) or a same-file helper it calls (two levels), also through a local list of the lengths (`x_lens = [len(x[0]) for x in batch]` … `max(x_lens)`, or lengths `np.append`ed item by item); ' +
+      'Checks for inputs whose shape changes from batch to batch: tokenizer calls with `padding=True`/`"longest"` (also `padding=self.padding` in a collator class whose field defaults to `True`: `padding: Union[bool, str] = True`) (and `padding="max_length"` with no `max_length`, info; one text per call outside the step, `[tok(t, padding="longest") for t in texts]`, pads nothing and is not flagged); ' +
+      'torchtext `BucketIterator` for training (unless a Field sets `fix_length`; the validation iterator is the same problem and is not reported again); ' +
+      '`pad_sequence(...)`, `max(len(s) for s in batch)` / `max([x.size(1) for x in batch])` / a max-named helper over the items\' shapes (`_max_by_axis([list(img.shape) for img in images])`, DETR\'s NestedTensor padding) or the first of the lengths sorted descending (`lengths[0]` after `torch.sort(..., descending=True)`) in a `collate_fn` (also one wrapped in a lambda or `partial`, `collate_fn=lambda b: collate_tts(b, r)`) or a same-file helper it calls (two levels) or a batch builder the training loop calls (`get_batch(data)` sampling items and padding them to the longest), also through a local list of the lengths (`x_lens = [len(x[0]) for x in batch]` … `max(x_lens)`, or lengths `np.append`ed item by item); ' +
       'speechbrain PaddedBatch batches (padded to the longest item, `wav_lens` relative; once per file, where `batch.to(self.device)` runs in a `Brain` method) and `DynamicBatchSampler` (once per file); ' +
       'a small `pad_to_multiple_of` (below 64, e.g. 8, info: it still pads per batch, up to max_length/8 shapes); HF `DataCollatorWithPadding`/`DataCollatorForSeq2Seq`/`DataCollatorForLanguageModeling`/`DataCollatorForTokenClassification` ' +
       'without `pad_to_multiple_of`, or with one that is `None` on TPU such as `pad_to_multiple_of=(8 if accelerator.use_fp16 else None)` (unless the script pre-pads to a fixed length); `group_by_length=True`; torchvision `Resize(int)` with no fixed crop (or `(H, W)` resize) before or after it in the same `Compose`; ' +
@@ -293,7 +294,8 @@ export default defineRule({
     torchtpu: 'Same detection: the tpu device compiles per shape (`torch.compile(backend="tpu", dynamic=False)`).',
   },
   check(ctx) {
-    const collates = collateFunctions(ctx);
+    const builders = batchBuilders(ctx);
+    const collates = [...collateFunctions(ctx), ...builders];
     const padFindings: { at: Node; message: string; related: { start: number; end: number; message: string }[] }[] = [];
     const randomReported = new Set<number>();
     // a tokenizer call that pads to a fixed max_length: the collator then sees equal lengths
@@ -312,9 +314,22 @@ export default defineRule({
       const fnText = call.childForFieldName('function')?.text ?? '';
       const { positional, keywords } = callArgs(call);
 
+      // torchtext's BucketIterator: batches of similar lengths, each padded to its longest (unless the Field fixes the length)
+      if (/(^|\.)BucketIterator(\.splits)?$/.test(q || fnText) && !/\bfix_length\s*=\s*(?!None)/.test(ctx.text)) {
+        // the validation iterator (`BucketIterator(val, ...)`, `train=False`) is eval work: its shapes are the same problem, once
+        const evalSet = /^(val|valid|validation|dev|test)(_\w+)?$/i.test(positional[0]?.text ?? '') || kwValue(keywords.get('train'))?.text === 'False';
+        if (evalSet) continue;
+        ctx.report(call, {
+          severity: sevAt(call),
+          message: `\`${short(fnText)}\` groups examples of similar length and pads each batch to its longest: every new length compiles a new graph; give the Field a fixed length (\`Field(fix_length=N)\`) or pad to a few fixed buckets`,
+          fix: null,
+        });
+        continue;
+      }
+
       // tokenizer padding
       const padKw = keywords.get('padding');
-      const pad = kwValue(padKw);
+      const pad = classDefault(ctx, kwValue(padKw));
       if (pad && /tok|processor|encode/i.test(fnText) && !HF_COLLATORS.test(q)) {
         // the CUDA arm of a TPU switch (`if accelerator.distributed_type == DistributedType.TPU: return tok.pad(..., padding="max_length")`)
         if (ctx.sema.inXlaAwareBranch(call)) continue;
@@ -323,14 +338,14 @@ export default defineRule({
           // one string at a time (`[tok(text, padding="longest") for text in strings]` in offline preprocessing): padding
           // a single sequence to the longest is a no-op; the batch's shape is made later, by the collator
           if (singleText(ctx, call)) continue;
-          const maxLen = keywords.get('max_length');
-          ctx.report(pad, {
+          const maxLen = pad === kwValue(padKw) ? keywords.get('max_length') : undefined;
+          ctx.report(kwValue(padKw)!, {
             severity: sevAt(call),
-            message: `\`padding=${pad.text}\` pads each batch to its longest sequence: every new length compiles a new graph`,
+            message: `\`padding=${kwValue(padKw)!.text}\`${pad === kwValue(padKw) ? '' : ` (\`${pad.text}\`, the class's default)`} pads each batch to its longest sequence: every new length compiles a new graph`,
             fix: maxLen ? { title: 'Pad to `max_length`', edits: [replace(pad, '"max_length"')] } : null,
           });
         } else if (padStr === 'max_length' && !keywords.has('max_length')) {
-          ctx.report(pad, { severity: 'info', message: '`padding="max_length"` without `max_length` pads to the tokenizer\'s `model_max_length`: set `max_length` explicitly', fix: null });
+          ctx.report(kwValue(padKw)!, { severity: 'info', message: '`padding="max_length"` without `max_length` pads to the tokenizer\'s `model_max_length`: set `max_length` explicitly', fix: null });
         }
         continue;
       }
@@ -439,7 +454,8 @@ export default defineRule({
           // max(len(x) for x in xs): (call arguments: (generator_expression …))
           const t = call.text.replace(/\s+/g, ' ');
           const fnName = ctx.sema.enclosingFunction(call)?.childForFieldName('name')?.text ?? '';
-          const where = /collat|__call__/i.test(fnName) || !fnName ? 'in a collate function' : `in \`${fnName}()\`, which the collate function calls,`;
+          const fnNode = ctx.sema.enclosingFunction(call);
+          const where = fnNode && builders.some((b) => b.id === fnNode.id) ? `in \`${fnName}()\`, which builds each training batch,` : /collat|__call__/i.test(fnName) || !fnName ? 'in a collate function' : `in \`${fnName}()\`, which the collate function calls,`;
           padFindings.push({ at: call, message: `\`${t.length > 40 ? t.slice(0, 37) + '…' : t}\` ${where} sizes each batch by its longest item: every new length compiles a new graph; pad to a fixed length or to a few fixed buckets instead`, related });
         }
       }
@@ -604,4 +620,44 @@ function singleText(ctx: RuleContext, call: Node): boolean {
     }
   }
   return false;
+}
+
+/**
+ * `padding=self.padding` in a collator class whose field says `padding: Union[bool, str] = True` (a dataclass field, HF's
+ * DataCollatorWithPadding pattern) or `self.padding = True`: the value the class gives it, else the expression itself.
+ */
+function classDefault(ctx: RuleContext, e: Node | null): Node | null {
+  if (e?.type !== 'attribute' || e.childForFieldName('object')?.text !== 'self') return e;
+  const name = e.childForFieldName('attribute')?.text ?? '';
+  const cls = ctx.sema.enclosingClass(e);
+  const body = cls?.childForFieldName('body');
+  if (!body) return e;
+  const values: Node[] = [];
+  for (const st of body.namedChildren) {
+    const a = st?.type === 'expression_statement' ? st.namedChildren[0] : null;
+    if (a?.type === 'assignment' && a.childForFieldName('left')?.text === name) {
+      const r = a.childForFieldName('right');
+      if (r) values.push(r);
+    }
+  }
+  for (const a of ctx.sema.within('assignment', cls!)) {
+    if (a.childForFieldName('left')?.text === `self.${name}`) {
+      const r = a.childForFieldName('right');
+      if (r && r.type !== 'identifier') values.push(r);
+      else return e; // set from a constructor argument: the caller decides
+    }
+  }
+  return values.length === 1 ? values[0] : e;
+}
+
+/**
+ * Same-file functions that build a training batch by hand (`get_batch(data)`: sample, then pad to the batch's longest
+ * item), named for a batch and called in a training loop.
+ */
+function batchBuilders(ctx: RuleContext): Node[] {
+  return ctx.sema.nodes('function_definition').filter((f) => {
+    const n = f.childForFieldName('name')?.text ?? '';
+    if (!/^(get|make|build|sample|next)_(train_)?batch$|^get_batch_\w+$/.test(n)) return false;
+    return ctx.sema.callSitesOf(f).some((c) => ctx.sema.hot(c)?.kind === 'train');
+  });
 }
