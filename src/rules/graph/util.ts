@@ -44,7 +44,52 @@ export function tensorCondition(ctx: RuleContext, cond: Node | null | undefined)
   if (cond.type === 'boolean_operator') return cond.namedChildren.some((c) => tensorCondition(ctx, c));
   // `if output_dict:` where one binding is `output_dict = {}`: a container's truthiness (its length), not a tensor's
   if (cond.type === 'identifier' && ctx.model.bindingExpressions(cond).some((b) => !!b && /^(dictionary|list|set|tuple|dictionary_comprehension|list_comprehension)$/.test(b.type))) return false;
+  // `if not batch:` where the function reads `batch['input_ids']`: a mapping's truthiness (empty or None), not a tensor's
+  if (cond.type === 'identifier' && keyedByString(ctx, cond)) return false;
+  // `self.tokens += (y >= 0).sum()` then `if self.tokens < warmup_tokens:`: a counter that accumulates a device tensor is one
+  if (cond.type === 'comparison_operator' && cond.namedChildren.some((c) => !!c && accumulatesTensor(ctx, c))) return true;
   return tensorish(ctx, cond, true);
+}
+
+const stringKeyed = new WeakMap<object, Map<number, Set<string>>>();
+/** `name` is subscripted with a string key (`name["input_ids"]`) in the function that holds it: a dict, not a tensor. */
+function keyedByString(ctx: RuleContext, id: Node): boolean {
+  const fn = ctx.sema.enclosingFunction(id);
+  let memo = stringKeyed.get(ctx.sema);
+  if (!memo) stringKeyed.set(ctx.sema, (memo = new Map()));
+  const key = fn?.id ?? -1;
+  let names = memo.get(key);
+  if (!names) {
+    names = new Set();
+    for (const sub of fn ? ctx.sema.within('subscript', fn) : ctx.sema.nodes('subscript')) {
+      const v = sub.childForFieldName('value');
+      const i = sub.childForFieldName('subscript');
+      if (v?.type === 'identifier' && i?.type === 'string') names.add(v.text);
+    }
+    memo.set(key, names);
+  }
+  return names.has(id.text);
+}
+
+const accumulators = new WeakMap<object, Map<string, Node[]>>();
+/** `x += e` / `self.x += e` anywhere in the file with `e` a device tensor (strongly): `e` of those. */
+function accumulatesTensor(ctx: RuleContext, e: Node): boolean {
+  if (e.type !== 'identifier' && e.type !== 'attribute') return false;
+  let memo = accumulators.get(ctx.sema);
+  if (!memo) {
+    memo = new Map();
+    for (const a of ctx.sema.nodes('augmented_assignment')) {
+      const l = a.childForFieldName('left');
+      const r = a.childForFieldName('right');
+      if (!l || !r || (l.type !== 'identifier' && l.type !== 'attribute')) continue;
+      const list = memo.get(l.text) ?? [];
+      list.push(r);
+      memo.set(l.text, list);
+    }
+    accumulators.set(ctx.sema, memo);
+  }
+  const rs = memo.get(e.text);
+  return !!rs && rs.some((r) => !hostValue(ctx, r) && tensorish(ctx, r, true) && !!ctx.sema.hot(r));
 }
 
 /**
