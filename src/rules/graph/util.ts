@@ -47,7 +47,7 @@ export function tensorCondition(ctx: RuleContext, cond: Node | null | undefined)
   // `if not batch:` where the function reads `batch['input_ids']`: a mapping's truthiness (empty or None), not a tensor's
   if (cond.type === 'identifier' && keyedByString(ctx, cond)) return false;
   // `self.tokens += (y >= 0).sum()` then `if self.tokens < warmup_tokens:`: a counter that accumulates a device tensor is one
-  if (cond.type === 'comparison_operator' && cond.namedChildren.some((c) => !!c && accumulatesTensor(ctx, c))) return true;
+  if (cond.type === 'comparison_operator' && !cond.children.some((c) => !!c && !c.isNamed && /^(is|in|not|is not|not in)$/.test(c.type)) && cond.namedChildren.some((c) => !!c && accumulatesTensor(ctx, c))) return true;
   return tensorish(ctx, cond, true);
 }
 
