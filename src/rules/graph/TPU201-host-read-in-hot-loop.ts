@@ -135,6 +135,11 @@ export default defineRule({
     const report = (site: Node, hot: HotInfo, what: string) => {
       if (seen.has(site.id)) return;
       seen.add(site.id);
+      // `raise ValueError(f"bad loss {self.args.loss}")`: the error path ends the loop, it runs once at most
+      if (inRaise(site)) return;
+      // `"{}".format(ids[i])` / `chunk_nb[i].cpu()` of a batch element the loop never moves: still the loader's CPU tensor
+      const readOf = site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '') ? receiver(site) : site;
+      if (readOf && unmovedBatchElement(ctx, readOf)) return;
       // `if torch.min(y) < -1: print(torch.min(y))`: the condition already read that value (TPU202/TPU201 there)
       // (an explicit `.item()` there stays: it is a read of its own, as labelled on dino's `print(loss.item())`)
       if (!(site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '')) && readByGuard(site, hot.anchor)) return;
@@ -169,6 +174,17 @@ export default defineRule({
         else throttledBlocks.set(key, [{ site, hot, what }]);
         return;
       }
+      // several reads of one statement (`print('loss', a.item(), 'acc', b.item())` over four lines), or of a run of
+      // meter updates (`losses.update(loss.item(), n)`, `top1.update(err1.item(), n)`, ...): one finding on the first,
+      // the others related (one logging statement or block is one problem, one fix)
+      const group = statementGroup(site);
+      if (group) {
+        const key = `stmt:${group.id}`;
+        const list = throttledBlocks.get(key);
+        if (list) list.push({ site, hot, what });
+        else throttledBlocks.set(key, [{ site, hot, what }]);
+        return;
+      }
       emit(site, hot, what, []);
     };
     const emit = (site: Node, hot: HotInfo, what: string, others: Node[]) => {
@@ -184,7 +200,7 @@ export default defineRule({
           ? {
               related: [
                 ...(hot.via ?? []).slice(0, 3).map((v) => ({ start: v.start, end: v.end, path: v.path, message: `the ${v.kind === 'eval' ? 'eval' : 'training'} loop's call` })),
-                ...others.slice(0, 5).map((o) => ({ start: o.startIndex, end: o.endIndex, message: 'another host read in this throttled block' })),
+                ...others.slice(0, 5).map((o) => ({ start: o.startIndex, end: o.endIndex, message: hot.throttled || hot.kind === 'eval' ? 'another host read in this throttled block' : 'another host read in this logging statement' })),
               ],
             }
           : {}),
@@ -205,7 +221,7 @@ export default defineRule({
       // t.item(), t.tolist(), t.cpu(), t.numpy()
       if (meth && MATERIALIZE.has(meth)) {
         const recv = receiver(call);
-        if (!recv || callArgs(call).positional.length || hostValue(ctx, recv) || chainHasRead(recv) || unmovedBatchElement(ctx, recv)) continue;
+        if (!recv || callArgs(call).positional.length || hostValue(ctx, recv) || numpyMethodChain(ctx, recv) || chainHasRead(recv) || unmovedBatchElement(ctx, recv)) continue;
         // `t.numpy()` of an accelerator tensor raises (it does on CUDA too, so only code that ran on the CPU has it)
         if (meth === 'numpy' && deviceOwn(ctx, recv) && !deferredAnywhere(call)) {
           if (seen.has(call.id)) continue;
@@ -367,6 +383,57 @@ function visualSummary(site: Node): boolean {
     if (name && VISUAL.test(name)) return true;
   }
   return false;
+}
+
+/**
+ * `np.ceil(np.log(n)).astype('int')`: a method chain (attributes, subscripts, method calls) whose base is a host value
+ * (a NumPy/math call): every method of a NumPy array or scalar returns host data, so its `.item()` reads no tensor.
+ */
+function numpyMethodChain(ctx: RuleContext, node: Node): boolean {
+  let n: Node | null = node;
+  for (let k = 0; n && k < 8; k++) {
+    if (n.type === 'call') {
+      if (k > 0 && hostValue(ctx, n)) return true;
+      if (!methodName(n)) return false;
+      n = receiver(n);
+    } else if (n.type === 'attribute') n = n.childForFieldName('object');
+    else if (n.type === 'subscript') n = n.childForFieldName('value');
+    else if (n.type === 'parenthesized_expression') n = n.namedChildren[0];
+    else return false;
+  }
+  return false;
+}
+
+/** Inside a `raise` statement (its message): runs once, when the loop ends with an error. */
+function inRaise(site: Node): boolean {
+  return enclosingStatement(site).type === 'raise_statement';
+}
+
+const SIMPLE_STATEMENT = /^(expression_statement|return_statement|assert_statement|delete_statement|print_statement)$/;
+
+/** The one call of an expression statement `X.update(...)` (a metric meter's update), or null. */
+function meterUpdate(stmt: Node | null): boolean {
+  if (stmt?.type !== 'expression_statement' || stmt.namedChildCount !== 1) return false;
+  const call = stmt.namedChildren[0];
+  return call?.type === 'call' && methodName(call) === 'update';
+}
+
+/**
+ * The group a read belongs to for one finding: its simple statement, or (for a meter update) the first statement of
+ * the run of consecutive `X.update(...)` statements it is in. Null for a read in a compound statement's header
+ * (`if`/`for`/`while`), which stays a finding of its own.
+ */
+function statementGroup(site: Node): Node | null {
+  const stmt = enclosingStatement(site);
+  if (!SIMPLE_STATEMENT.test(stmt.type)) return null;
+  if (!meterUpdate(stmt)) return stmt;
+  let first = stmt;
+  for (let prev = stmt.previousNamedSibling, k = 0; prev && k < 16; prev = prev.previousNamedSibling, k++) {
+    if (prev.type === 'comment') continue;
+    if (!meterUpdate(prev)) break;
+    first = prev;
+  }
+  return first;
 }
 
 /** An `if`/`elif` between `site` and `anchor` whose condition contains the same expression: its read comes first. */
@@ -546,14 +613,8 @@ function reportIterationReads(ctx: RuleContext, report: (site: Node, hot: HotInf
     if (body?.type === 'call' && left?.type === 'identifier' && /^(to|cuda)$/.test(methodName(body) ?? '') && receiver(body)?.text === left.text) continue;
     iterated(clause.childForFieldName('right'), 'Iterating');
   }
-  for (const a of ctx.sema.nodes('assignment')) {
-    const left = a.childForFieldName('left');
-    const right = a.childForFieldName('right');
-    if (!left || !right || !/^(pattern_list|tuple_pattern|list_pattern)$/.test(left.type) || right.type === 'expression_list') continue;
-    if (!deviceOwn(ctx, right)) continue;
-    const hot = hotAt(ctx, right);
-    if (hot) report(right, hot, `Unpacking tensor \`${short(right.text, 30)}\``);
-  }
+  // (`b, c = t[:, :2].long().T` is no read: `Tensor.__iter__` returns `iter(self.unbind(0))`, which needs only the
+  // static size of dim 0 (torch/_tensor.py:906-926 at v1.13.0); the views it makes stay lazy)
   for (const call of ctx.sema.nodes('call')) {
     const fn = call.childForFieldName('function');
     if (fn?.type !== 'identifier' || !ITERATING_BUILTINS.has(fn.text) || ctx.sema.resolve(fn) || ctx.sema.bindings(fn.text).length) continue;
@@ -768,6 +829,8 @@ function unmovedBatchElement(ctx: RuleContext, node: Node): boolean {
   const scope = ctx.sema.enclosingFunction(node) ?? ctx.root;
   let name = n.text;
   const chain = new Set<string>();
+  // `ids = batch[2]`: the element of a chain name the read took (a move of `batch[0]` is another element)
+  const took = new Map<string, string>();
   for (let hop = 0; hop < 4; hop++) {
     chain.add(name);
     const bs = bindersOf(ctx, scope, name);
@@ -779,7 +842,7 @@ function unmovedBatchElement(ctx: RuleContext, node: Node): boolean {
       if (ctx.sema.iteratesLoader(b.node)) {
         const v = ctx.model.iterationValue(right, b.node);
         if (v.kind !== 'tensor' || v.device === 'xla') return false;
-        return movesOtherElement(ctx, b.node, b.names, chain);
+        return movesOtherElement(ctx, b.node, b.names, chain, took);
       }
       // `for caption, img_id in zip(captions, image_id)`: follow the zipped argument
       if (right.type === 'call' && right.childForFieldName('function')?.text === 'zip' && b.names.length > 1) {
@@ -792,15 +855,20 @@ function unmovedBatchElement(ctx: RuleContext, node: Node): boolean {
     }
     // `label = labels[i]`, `images, labels = data`
     let r: Node | null = right;
-    while (r && r.type === 'subscript') r = r.childForFieldName('value');
+    let index: string | null = null;
+    while (r && r.type === 'subscript') {
+      index = r.childForFieldName('subscript')?.text ?? null;
+      r = r.childForFieldName('value');
+    }
     if (r?.type !== 'identifier') return false;
     name = r.text;
+    if (index !== null && right.type === 'subscript' && right.childForFieldName('value')?.type === 'identifier') took.set(name, index);
   }
   return false;
 }
 
 /** The loader loop moves by hand (`x.to(...)`, `x.cuda()`) an element of its batch that is not on `chain`. */
-function movesOtherElement(ctx: RuleContext, loop: Node, loopNames: string[], chain: Set<string>): boolean {
+function movesOtherElement(ctx: RuleContext, loop: Node, loopNames: string[], chain: Set<string>, took: Map<string, string> = new Map()): boolean {
   const body = loop.childForFieldName('body');
   if (!body) return false;
   const batch = new Set(loopNames);
@@ -812,8 +880,11 @@ function movesOtherElement(ctx: RuleContext, loop: Node, loopNames: string[], ch
     const m = methodName(c);
     if (m !== 'to' && m !== 'cuda') continue;
     let r = receiver(c);
+    // `x = batch[0].cuda()` when the read took `batch[2]`: another element of the same batch moved
+    const direct = r?.type === 'subscript' && r.childForFieldName('value')?.type === 'identifier' ? r : null;
     while (r && r.type === 'subscript') r = r.childForFieldName('value');
     if (r?.type === 'identifier' && batch.has(r.text) && !chain.has(r.text)) return true;
+    if (direct && r?.type === 'identifier' && took.has(r.text) && direct.childForFieldName('subscript')?.text !== took.get(r.text)) return true;
   }
   return false;
 }
