@@ -441,7 +441,8 @@ export class Semantics {
     for (const call of this.callsWithin(scope)) {
       let nested = false;
       for (let p = call.parent; p && p.id !== scope.id; p = p.parent) {
-        if (p.type === 'for_statement' || p.type === 'while_statement') {
+        // (`for opt, sched in zip(optimizers, schedulers): opt.step()` steps every optimizer once per step: no loop of work)
+        if ((p.type === 'for_statement' && !this.overOptimizers(p)) || p.type === 'while_statement') {
           nested = true;
           break;
         }
@@ -456,6 +457,21 @@ export class Semantics {
       }
     }
     return false;
+  }
+
+  /**
+   * `for opt in optimizers: opt.step()` / `for opt, sched in zip(optimizers, schedulers): opt.step(); sched.step()`:
+   * a loop whose target is the optimizer its body steps (a train signal) walks the optimizers of one step, not data.
+   */
+  overOptimizers(loop: Node): boolean {
+    const left = loop.childForFieldName('left');
+    const first = left?.type === 'identifier' ? left : left?.namedChildren[0];
+    const body = loop.childForFieldName('body');
+    if (first?.type !== 'identifier' || !body) return false;
+    return this.callsWithin(body).some((c) => {
+      const fn = c.childForFieldName('function');
+      return fn?.type === 'attribute' && fn.childForFieldName('attribute')?.text === 'step' && fn.childForFieldName('object')?.text === first.text && this.isTrainSignal(c);
+    });
   }
 
   /** `.backward(`, `<optimizer>.step(`, `xm.optimizer_step(`, `scaler.step(`. */

@@ -23,6 +23,24 @@ function pickNote(r: Resolved): string {
   return pickedByName(r) ? ' or another project class the factory picks at run time' : '';
 }
 
+/** The optimizer steps of `body` whose only loops below it walk the optimizers (`for opt in optimizers: opt.step()`). */
+function optimizerLoopSteps(ctx: RuleContext, body: Node): Node[] {
+  const out: Node[] = [];
+  for (const c of ctx.sema.callsWithin(body)) {
+    if (!insideNestedLoop(c, body) || !isOptimizerStep(ctx, c)) continue;
+    let ok = true;
+    for (let p = c.parent; p && p.id !== body.id; p = p.parent) {
+      if (p.type === 'function_definition' || p.type === 'lambda') break;
+      if (p.type === 'while_statement' || (p.type === 'for_statement' && !ctx.sema.overOptimizers(p))) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) out.push(c);
+  }
+  return out;
+}
+
 function headerEnd(loop: Node): number {
   const colon = loop.children.find((c) => c?.type === ':');
   return colon ? colon.endIndex : loop.childForFieldName('body')?.startIndex ?? loop.endIndex;
@@ -155,7 +173,9 @@ export default defineRule({
       if (info.kind !== 'train') continue;
       const body = loop.childForFieldName('body');
       if (!body) continue;
-      const direct = reachableCalls(ctx, body, 2, true);
+      // (an optimizer step in a loop over the optimizers, `for opt, sched in zip(optimizers, schedulers): opt.step()`, is
+      // this iteration's step: Semantics.overOptimizers)
+      const direct = [...reachableCalls(ctx, body, 2, true), ...optimizerLoopSteps(ctx, body)];
       const all = reachableCalls(ctx, body, 2, false);
       // project scope: the backward and the optimizer step may live in a helper of another module (a loss scaler's
       // `__call__`, a trainer's `run_step`): the loop is a training loop when it reaches them there
