@@ -774,6 +774,7 @@ export class Semantics {
     // `is_metric_step = (i % metric_every == 0) or is_console_step` ... `if is_metric_step:` (open_clip's train loop):
     // a flag bound once to a throttle expression throttles like the expression itself
     if (condNode?.type === 'identifier') {
+      if (this.throttleFlag(condNode, 2)) return true;
       const bs = this.bindings(condNode.text);
       if (bs.length !== 1) return false;
       if (this.throttleText(bs[0].text)) return true;
@@ -786,6 +787,45 @@ export class Semantics {
       return defs.length === 1 && this.within('return_statement', defs[0]).some((r) => this.throttleText(r.text));
     }
     return this.throttleText(condNode?.text ?? '');
+  }
+
+  /**
+   * `do_eval = False` then `if step % k == 0: do_eval = True` ... `if do_eval:` (wavenet_vocoder's train loop): a flag
+   * whose bindings in its scope are all `True`/`False` literals, every `True` one under a throttle guard, throttles like
+   * the guard. A parameter flag (`def train_step(..., do_eval)`) throttles when every call of the function in this file
+   * passes such a flag (`depth` levels of parameters).
+   */
+  private throttleFlag(id: Node, depth: number): boolean {
+    const scope = this.enclosingFunction(id);
+    const own = (n: Node) => (this.enclosingFunction(n)?.id ?? null) === (scope?.id ?? null);
+    const bs = this.bindings(id.text).filter(own);
+    const param = !!scope && (scope.childForFieldName('parameters')?.namedChildren ?? []).some((p) => !!p && (p.type === 'identifier' ? p : p.childForFieldName('name') ?? p.namedChildren[0])?.text === id.text);
+    if (bs.length && bs.every((b) => b.type === 'true' || b.type === 'false')) {
+      const trues = bs.filter((b) => b.type === 'true');
+      if (param || !trues.length) return false;
+      return trues.every((t) => {
+        for (let p = t.parent, child: Node = t; p && p.id !== scope?.id; child = p, p = p.parent) {
+          if (p.type === 'if_statement' && p.childForFieldName('condition')?.id !== child.id && this.isThrottleCondition(p)) return true;
+        }
+        return false;
+      });
+    }
+    if (bs.length || !param || depth <= 0 || !scope) return false;
+    const params = (scope.childForFieldName('parameters')?.namedChildren ?? []).filter((p): p is Node => !!p && p.type !== 'comment');
+    const index = params.findIndex((p) => (p.type === 'identifier' ? p : p.childForFieldName('name') ?? p.namedChildren[0])?.text === id.text);
+    const name = scope.childForFieldName('name')?.text;
+    if (index < 0 || !name) return false;
+    let calls = 0;
+    for (const ref of this.identifiersNamed(name)) {
+      const call = ref.parent?.type === 'call' && ref.parent.childForFieldName('function')?.id === ref.id ? ref.parent : null;
+      if (!call) continue;
+      const { positional, keywords } = callArgs(call);
+      const kw = keywords.get(id.text);
+      const arg = kw ? kw.childForFieldName('value') : positional[index] ?? null;
+      if (arg?.type !== 'identifier' || !this.throttleFlag(arg, depth - 1)) return false;
+      calls++;
+    }
+    return calls > 0;
   }
 
   private throttleText(cond: string): boolean {
