@@ -872,13 +872,21 @@ function movesOtherElement(ctx: RuleContext, loop: Node, loopNames: string[], ch
   const body = loop.childForFieldName('body');
   if (!body) return false;
   const batch = new Set(loopNames);
+  // `videos = batch[0]` when the read took `batch[2]`: names of other elements of the batch
+  const others = new Set<string>();
   for (const a of ctx.sema.within('assignment', body)) {
     const right = a.childForFieldName('right');
     if (right?.type === 'identifier' && batch.has(right.text)) for (const x of targetNames(a.childForFieldName('left')) ?? []) batch.add(x);
+    const base = right?.type === 'subscript' ? right.childForFieldName('value') : null;
+    const left = a.childForFieldName('left');
+    if (base?.type === 'identifier' && took.has(base.text) && right!.childForFieldName('subscript')?.text !== took.get(base.text) && left?.type === 'identifier' && !chain.has(left.text)) others.add(left.text);
   }
   for (const c of ctx.sema.within('call', body)) {
     const m = methodName(c);
+    // `imgs.type(Tensor)` with `Tensor = torch.cuda.FloatTensor`: a move by type
+    if (m === 'type' && callArgs(c).positional.length === 1 && receiver(c)?.type === 'identifier' && batch.has(receiver(c)!.text) && !chain.has(receiver(c)!.text)) return true;
     if (m !== 'to' && m !== 'cuda') continue;
+    if (receiver(c)?.type === 'identifier' && others.has(receiver(c)!.text)) return true;
     let r = receiver(c);
     // `x = batch[0].cuda()` when the read took `batch[2]`: another element of the same batch moved
     const direct = r?.type === 'subscript' && r.childForFieldName('value')?.type === 'identifier' ? r : null;
