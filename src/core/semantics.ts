@@ -841,7 +841,7 @@ export class Semantics {
   /** Under `with torch.no_grad()` / `torch.inference_mode()` or a function decorated with them (up to `stop`). */
   underNoGrad(node: Node, stop?: Node): boolean {
     for (let p = node.parent; p && p.id !== stop?.id; p = p.parent) {
-      if (p.type === 'with_statement' && /no_grad|inference_mode/.test(p.child(0)?.nextSibling?.text ?? p.text.split('\n')[0])) return true;
+      if (p.type === 'with_statement' && noGradClause(p.child(0)?.nextSibling?.text ?? p.text.split('\n')[0])) return true;
       if (p.type === 'function_definition' && this.decorators(p).some((d) => /no_grad|inference_mode/.test(d.text))) return true;
     }
     return false;
@@ -849,7 +849,7 @@ export class Semantics {
 
   private bodyUnderNoGrad(body: Node): boolean {
     const first = body.namedChildren[0];
-    return !!first && first.type === 'with_statement' && /no_grad|inference_mode/.test(first.text.split('\n')[0]);
+    return !!first && first.type === 'with_statement' && noGradClause(first.text.split('\n')[0]);
   }
 
   /** Calls inside `node`, in document order (uses the index). */
@@ -1252,6 +1252,14 @@ export function receiver(call: Node): Node | null {
 }
 
 /** The statement (direct child of a block or module) containing `node`. */
+/**
+ * A `with` clause that turns grad off: `torch.no_grad()`, `torch.inference_mode()`; not a mode picked at run time
+ * (`with (torch.enable_grad() if is_train else torch.no_grad()):`, one loop for training and evaluation).
+ */
+function noGradClause(text: string): boolean {
+  return /no_grad|inference_mode/.test(text) && !/enable_grad|\bif\b[^:]*\belse\b/.test(text);
+}
+
 export function enclosingStatement(node: Node): Node {
   let n: Node = node;
   while (n.parent && n.parent.type !== 'block' && n.parent.type !== 'module') n = n.parent;
