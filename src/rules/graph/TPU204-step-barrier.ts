@@ -197,6 +197,9 @@ export default defineRule({
         if (!back) continue;
         helper ??= back;
       }
+      // `for step in range(20000): lrs.append(opt.param_groups[0]["lr"]); opt.step(); sched.step()` (plotting a learning
+      // rate schedule): no backward and no other work, so no graph is traced and there is nothing to cut
+      if (ownStep && !all.some((c) => isBackward(c)) && all.every((c) => /^(step|zero_grad|append|get_last_lr)$/.test(methodName(c) ?? '') || c.childForFieldName('function')?.text === 'print')) continue;
       // Lightning Fabric's XLA optimizer step passes barrier=True; Accelerate's barrier is the MpDeviceLoaderWrapper that
       // prepare() puts around a DataLoader, so a loop fed by a generator (`cycle(loader)`) has none
       const generator = all.some((c) => accelerateBackward(ctx, c)) ? generatorBatchSource(ctx, loop, all) : null;
