@@ -93,12 +93,15 @@ export default defineRule({
       'Checks for tensor values read on the host inside a hot loop (a training or eval loop, `forward`, or a compiled step): ' +
       '`.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `float(t)`/`int(t)`/`bool(t)`/`str(t)`, `print(t)`, f-strings and `%` formatting of tensors, ' +
       '`logger.info(t)`, `wandb.log({...: t})`, `writer.add_scalar(tag, t)`, `pbar.set_postfix(loss=t)` and `np.asarray(t)`; ' +
-      'Python reading a device tensor one element at a time: `for v in t`, `a, b = t`, `(*t,)` as `%` arguments, `all(t)`/`any(t)`/`list(t)`/`sum(t)`, and a device tensor as the index of a Python list or dict (`counts[label]`). ' +
+      'Python reading a device tensor one element at a time: `for v in t`, `(*t,)` as `%` arguments, `all(t)`/`any(t)`/`list(t)`/`sum(t)`, and a device tensor as the index of a Python list or dict (`counts[label]`). ' +
       '`.numpy()` of a tensor on the accelerator is an error: it raises. ' +
       'Whether a value is a device tensor or host data comes from the program model (src/model): a CPU tensor built from numbers, a Python float a helper returns, `int()` of a `.cpu()` copy, a step counter and `time.time()` are host values and not flagged. ' +
       'Static metadata (`.shape`, `.size()`, `.dtype`, `.device`, `len(t)`) and values handed to `xm.add_step_closure` are not flagged; ' +
       'neither is code outside the loop (end of epoch, after training). With project scope a helper of another module that a hot loop calls is hot too: its own device reads are reported in the helper (naming the calling line), and a device tensor passed to a helper that reads that argument on the host (`logger.update(acc=acc)` where `update` calls `.item()` on each value) is reported at the call. Under a throttle guard (`if step % k == 0`), in a helper the loop calls only under one, or in an eval loop the finding is info; a throttled block (or a statement block of such a helper) gets one finding, on its first read, with the others as related locations. ' +
-      'Not flagged: reads on the first few iterations only (`if batch_i < 3:` / `if i == 0:` on the loop\'s counter, e.g. plotting the first batches), ' +
+      'Several reads of one statement (a `print` over four lines with four `.item()`s) or of a run of consecutive meter updates (`losses.update(loss.item(), n)`, `top1.update(acc1.item(), n)`) are one finding, on the first read, with the others as related locations. ' +
+      'Not flagged: tuple-unpacking a tensor (`b, c = t[:, :2].long().T`: `Tensor.__iter__` is `unbind(0)`, which needs only the static size), `.item()` of a NumPy method chain (`np.ceil(np.log(n)).astype(int).item()`), the message of a `raise`, batch elements the loop never moves while it moves others (`ids = batch[2]` next to `videos = batch[0]; videos.to(device)`, or `imgs.type(Tensor)`), ' +
+      'reads under a flag that is set only under a throttle guard (`do_eval = False` ... `if step % k == 0: do_eval = True`), also when the flag is passed to a step helper as a parameter; ' +
+      'reads on the first few iterations only (`if batch_i < 3:` / `if i == 0:` on the loop\'s counter, e.g. plotting the first batches), ' +
       'a throttled read of what a whole evaluation or generation run returned in the same guarded block (`val_loss = validate(model, val_loader)` then `val_loss.item()`), ' +
       'the visualisation copies of evaluation work that runs once per throttle interval outside a loop of its own (`.cpu()`/`.numpy()` of a prediction for TensorBoard after `model.eval()` under the throttle or in a throttled `evaluate()`), an eval loop\'s own `if idx % 100 == 0: print(...)`, any throttled image/audio/figure summary (`writer.add_image(...)`, `wandb.Image(...)`) and any throttled copy of a whole tensor (`.cpu()`/`.numpy()`/`.tolist()` of samples to plot or save every `log_interval`); ' +
       'an evaluation helper\'s read of the value it returns (`total = total.item()` ... `return total / n`) is its result, not a finding; ' +
@@ -125,6 +128,7 @@ export default defineRule({
       'TS:309-313 (docs/source/learn/troubleshoot.md, `item()` evaluates the result)',
       'XM:977-1008 add_step_closure(closure, args=(), run_async=False): closures run after the barrier; "it is advised to throttle the printing/reporting events once every N steps" (torch_xla/core/xla_model.py; read at pytorch/xla@020f3f5)',
       'TX:78 torch_xla.sync runs the queued step closures (xm._run_step_closures)',
+      'torch/_tensor.py:906-926 Tensor.__iter__ returns iter(self.unbind(0)) (read at torch v1.13.0): unpacking a tensor reads no value',
       'torch/csrc/utils/tensor_numpy.cpp tensor_to_numpy: a tensor whose backend is not CPU raises TypeError ("NumPy conversion for … is not supported"; read at pytorch/pytorch@0065fd3a)',
     ],
     torchtpu: 'The detection is the same; the torchtpu preview has no known step-closure API, so no fix is offered: move the read after the step or out of the loop.',
