@@ -98,7 +98,7 @@ export default defineRule({
       'Whether a value is a device tensor or host data comes from the program model (src/model): a CPU tensor built from numbers, a Python float a helper returns, `int()` of a `.cpu()` copy, a step counter and `time.time()` are host values and not flagged. ' +
       'Static metadata (`.shape`, `.size()`, `.dtype`, `.device`, `len(t)`) and values handed to `xm.add_step_closure` are not flagged; ' +
       'neither is code outside the loop (end of epoch, after training). With project scope a helper of another module that a hot loop calls is hot too: its own device reads are reported in the helper (naming the calling line), and a device tensor passed to a helper that reads that argument on the host (`logger.update(acc=acc)` where `update` calls `.item()` on each value) is reported at the call. Under a throttle guard (`if step % k == 0`), in a helper the loop calls only under one, or in an eval loop the finding is info; a throttled block (or a statement block of such a helper) gets one finding, on its first read, with the others as related locations. ' +
-      'Several reads of one statement (a `print` over four lines with four `.item()`s) or of a run of consecutive meter updates (`losses.update(loss.item(), n)`, `top1.update(acc1.item(), n)`) are one finding, on the first read, with the others as related locations. ' +
+      'Several reads of one statement (a `print` over four lines with four `.item()`s) are one finding, on the first read, with the others as related locations (consecutive meter updates of different tensors stay one finding each). ' +
       'Not flagged: tuple-unpacking a tensor (`b, c = t[:, :2].long().T`: `Tensor.__iter__` is `unbind(0)`, which needs only the static size), `.item()` of a NumPy method chain (`np.ceil(np.log(n)).astype(int).item()`), the message of a `raise`, batch elements the loop never moves while it moves others (`ids = batch[2]` next to `videos = batch[0]; videos.to(device)`, or `imgs.type(Tensor)`), ' +
       'reads under a flag that is set only under a throttle guard (`do_eval = False` ... `if step % k == 0: do_eval = True`), also when the flag is passed to a step helper as a parameter; ' +
       'reads on the first few iterations only (`if batch_i < 3:` / `if i == 0:` on the loop\'s counter, e.g. plotting the first batches), ' +
@@ -178,9 +178,8 @@ export default defineRule({
         else throttledBlocks.set(key, [{ site, hot, what }]);
         return;
       }
-      // several reads of one statement (`print('loss', a.item(), 'acc', b.item())` over four lines), or of a run of
-      // meter updates (`losses.update(loss.item(), n)`, `top1.update(err1.item(), n)`, ...): one finding on the first,
-      // the others related (one logging statement or block is one problem, one fix)
+      // several reads of one statement (`print('loss', a.item(), 'acc', b.item())` over four lines): one finding on the
+      // first, the others related (one logging statement is one problem, one fix)
       const group = statementGroup(site);
       if (group) {
         const key = `stmt:${group.id}`;
@@ -415,29 +414,14 @@ function inRaise(site: Node): boolean {
 
 const SIMPLE_STATEMENT = /^(expression_statement|return_statement|assert_statement|delete_statement|print_statement)$/;
 
-/** The one call of an expression statement `X.update(...)` (a metric meter's update), or null. */
-function meterUpdate(stmt: Node | null): boolean {
-  if (stmt?.type !== 'expression_statement' || stmt.namedChildCount !== 1) return false;
-  const call = stmt.namedChildren[0];
-  return call?.type === 'call' && methodName(call) === 'update';
-}
-
 /**
- * The group a read belongs to for one finding: its simple statement, or (for a meter update) the first statement of
- * the run of consecutive `X.update(...)` statements it is in. Null for a read in a compound statement's header
- * (`if`/`for`/`while`), which stays a finding of its own.
+ * The group a read belongs to for one finding: its simple statement (a `print` over four lines). Null for a read in a
+ * compound statement's header (`if`/`for`/`while`), which stays a finding of its own. (Consecutive meter updates,
+ * `top1.update(acc1.item(), n)` then `top5.update(acc5.item(), n)`, read different tensors: one finding each.)
  */
 function statementGroup(site: Node): Node | null {
   const stmt = enclosingStatement(site);
-  if (!SIMPLE_STATEMENT.test(stmt.type)) return null;
-  if (!meterUpdate(stmt)) return stmt;
-  let first = stmt;
-  for (let prev = stmt.previousNamedSibling, k = 0; prev && k < 16; prev = prev.previousNamedSibling, k++) {
-    if (prev.type === 'comment') continue;
-    if (!meterUpdate(prev)) break;
-    first = prev;
-  }
-  return first;
+  return SIMPLE_STATEMENT.test(stmt.type) ? stmt : null;
 }
 
 /** An `if`/`elif` between `site` and `anchor` whose condition contains the same expression: its read comes first. */
