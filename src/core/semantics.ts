@@ -441,7 +441,8 @@ export class Semantics {
     for (const call of this.callsWithin(scope)) {
       let nested = false;
       for (let p = call.parent; p && p.id !== scope.id; p = p.parent) {
-        if (p.type === 'for_statement' || p.type === 'while_statement') {
+        // (`for opt, sched in zip(optimizers, schedulers): opt.step()` steps every optimizer once per step: no loop of work)
+        if ((p.type === 'for_statement' && !this.overOptimizers(p)) || p.type === 'while_statement') {
           nested = true;
           break;
         }
@@ -456,6 +457,21 @@ export class Semantics {
       }
     }
     return false;
+  }
+
+  /**
+   * `for opt in optimizers: opt.step()` / `for opt, sched in zip(optimizers, schedulers): opt.step(); sched.step()`:
+   * a loop whose target is the optimizer its body steps (a train signal) walks the optimizers of one step, not data.
+   */
+  overOptimizers(loop: Node): boolean {
+    const left = loop.childForFieldName('left');
+    const first = left?.type === 'identifier' ? left : left?.namedChildren[0];
+    const body = loop.childForFieldName('body');
+    if (first?.type !== 'identifier' || !body) return false;
+    return this.callsWithin(body).some((c) => {
+      const fn = c.childForFieldName('function');
+      return fn?.type === 'attribute' && fn.childForFieldName('attribute')?.text === 'step' && fn.childForFieldName('object')?.text === first.text && this.isTrainSignal(c);
+    });
   }
 
   /** `.backward(`, `<optimizer>.step(`, `xm.optimizer_step(`, `scaler.step(`. */
@@ -758,6 +774,7 @@ export class Semantics {
     // `is_metric_step = (i % metric_every == 0) or is_console_step` ... `if is_metric_step:` (open_clip's train loop):
     // a flag bound once to a throttle expression throttles like the expression itself
     if (condNode?.type === 'identifier') {
+      if (this.throttleFlag(condNode, 2)) return true;
       const bs = this.bindings(condNode.text);
       if (bs.length !== 1) return false;
       if (this.throttleText(bs[0].text)) return true;
@@ -770,6 +787,45 @@ export class Semantics {
       return defs.length === 1 && this.within('return_statement', defs[0]).some((r) => this.throttleText(r.text));
     }
     return this.throttleText(condNode?.text ?? '');
+  }
+
+  /**
+   * `do_eval = False` then `if step % k == 0: do_eval = True` ... `if do_eval:` (wavenet_vocoder's train loop): a flag
+   * whose bindings in its scope are all `True`/`False` literals, every `True` one under a throttle guard, throttles like
+   * the guard. A parameter flag (`def train_step(..., do_eval)`) throttles when every call of the function in this file
+   * passes such a flag (`depth` levels of parameters).
+   */
+  private throttleFlag(id: Node, depth: number): boolean {
+    const scope = this.enclosingFunction(id);
+    const own = (n: Node) => (this.enclosingFunction(n)?.id ?? null) === (scope?.id ?? null);
+    const bs = this.bindings(id.text).filter(own);
+    const param = !!scope && (scope.childForFieldName('parameters')?.namedChildren ?? []).some((p) => !!p && (p.type === 'identifier' ? p : p.childForFieldName('name') ?? p.namedChildren[0])?.text === id.text);
+    if (bs.length && bs.every((b) => b.type === 'true' || b.type === 'false')) {
+      const trues = bs.filter((b) => b.type === 'true');
+      if (param || !trues.length) return false;
+      return trues.every((t) => {
+        for (let p = t.parent, child: Node = t; p && p.id !== scope?.id; child = p, p = p.parent) {
+          if (p.type === 'if_statement' && p.childForFieldName('condition')?.id !== child.id && this.isThrottleCondition(p)) return true;
+        }
+        return false;
+      });
+    }
+    if (bs.length || !param || depth <= 0 || !scope) return false;
+    const params = (scope.childForFieldName('parameters')?.namedChildren ?? []).filter((p): p is Node => !!p && p.type !== 'comment');
+    const index = params.findIndex((p) => (p.type === 'identifier' ? p : p.childForFieldName('name') ?? p.namedChildren[0])?.text === id.text);
+    const name = scope.childForFieldName('name')?.text;
+    if (index < 0 || !name) return false;
+    let calls = 0;
+    for (const ref of this.identifiersNamed(name)) {
+      const call = ref.parent?.type === 'call' && ref.parent.childForFieldName('function')?.id === ref.id ? ref.parent : null;
+      if (!call) continue;
+      const { positional, keywords } = callArgs(call);
+      const kw = keywords.get(id.text);
+      const arg = kw ? kw.childForFieldName('value') : positional[index] ?? null;
+      if (arg?.type !== 'identifier' || !this.throttleFlag(arg, depth - 1)) return false;
+      calls++;
+    }
+    return calls > 0;
   }
 
   private throttleText(cond: string): boolean {
@@ -785,7 +841,7 @@ export class Semantics {
   /** Under `with torch.no_grad()` / `torch.inference_mode()` or a function decorated with them (up to `stop`). */
   underNoGrad(node: Node, stop?: Node): boolean {
     for (let p = node.parent; p && p.id !== stop?.id; p = p.parent) {
-      if (p.type === 'with_statement' && /no_grad|inference_mode/.test(p.child(0)?.nextSibling?.text ?? p.text.split('\n')[0])) return true;
+      if (p.type === 'with_statement' && noGradClause(p.child(0)?.nextSibling?.text ?? p.text.split('\n')[0])) return true;
       if (p.type === 'function_definition' && this.decorators(p).some((d) => /no_grad|inference_mode/.test(d.text))) return true;
     }
     return false;
@@ -793,7 +849,7 @@ export class Semantics {
 
   private bodyUnderNoGrad(body: Node): boolean {
     const first = body.namedChildren[0];
-    return !!first && first.type === 'with_statement' && /no_grad|inference_mode/.test(first.text.split('\n')[0]);
+    return !!first && first.type === 'with_statement' && noGradClause(first.text.split('\n')[0]);
   }
 
   /** Calls inside `node`, in document order (uses the index). */
@@ -1196,6 +1252,14 @@ export function receiver(call: Node): Node | null {
 }
 
 /** The statement (direct child of a block or module) containing `node`. */
+/**
+ * A `with` clause that turns grad off: `torch.no_grad()`, `torch.inference_mode()`; not a mode picked at run time
+ * (`with (torch.enable_grad() if is_train else torch.no_grad()):`, one loop for training and evaluation).
+ */
+function noGradClause(text: string): boolean {
+  return /no_grad|inference_mode/.test(text) && !/enable_grad|\bif\b[^:]*\belse\b/.test(text);
+}
+
 export function enclosingStatement(node: Node): Node {
   let n: Node = node;
   while (n.parent && n.parent.type !== 'block' && n.parent.type !== 'module') n = n.parent;

@@ -93,12 +93,15 @@ export default defineRule({
       'Checks for tensor values read on the host inside a hot loop (a training or eval loop, `forward`, or a compiled step): ' +
       '`.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `float(t)`/`int(t)`/`bool(t)`/`str(t)`, `print(t)`, f-strings and `%` formatting of tensors, ' +
       '`logger.info(t)`, `wandb.log({...: t})`, `writer.add_scalar(tag, t)`, `pbar.set_postfix(loss=t)` and `np.asarray(t)`; ' +
-      'Python reading a device tensor one element at a time: `for v in t`, `a, b = t`, `(*t,)` as `%` arguments, `all(t)`/`any(t)`/`list(t)`/`sum(t)`, and a device tensor as the index of a Python list or dict (`counts[label]`). ' +
+      'Python reading a device tensor one element at a time: `for v in t`, `(*t,)` as `%` arguments, `all(t)`/`any(t)`/`list(t)`/`sum(t)`, and a device tensor as the index of a Python list or dict (`counts[label]`). ' +
       '`.numpy()` of a tensor on the accelerator is an error: it raises. ' +
       'Whether a value is a device tensor or host data comes from the program model (src/model): a CPU tensor built from numbers, a Python float a helper returns, `int()` of a `.cpu()` copy, a step counter and `time.time()` are host values and not flagged. ' +
       'Static metadata (`.shape`, `.size()`, `.dtype`, `.device`, `len(t)`) and values handed to `xm.add_step_closure` are not flagged; ' +
       'neither is code outside the loop (end of epoch, after training). With project scope a helper of another module that a hot loop calls is hot too: its own device reads are reported in the helper (naming the calling line), and a device tensor passed to a helper that reads that argument on the host (`logger.update(acc=acc)` where `update` calls `.item()` on each value) is reported at the call. Under a throttle guard (`if step % k == 0`), in a helper the loop calls only under one, or in an eval loop the finding is info; a throttled block (or a statement block of such a helper) gets one finding, on its first read, with the others as related locations. ' +
-      'Not flagged: reads on the first few iterations only (`if batch_i < 3:` / `if i == 0:` on the loop\'s counter, e.g. plotting the first batches), ' +
+      'Several reads of one statement (a `print` over four lines with four `.item()`s) are one finding, on the first read, with the others as related locations (consecutive meter updates of different tensors stay one finding each). ' +
+      'Not flagged: tuple-unpacking a tensor (`b, c = t[:, :2].long().T`: `Tensor.__iter__` is `unbind(0)`, which needs only the static size), `.item()` of a NumPy method chain (`np.ceil(np.log(n)).astype(int).item()`), the message of a `raise`, batch elements the loop never moves while it moves others (`ids = batch[2]` next to `videos = batch[0]; videos.to(device)`, or `imgs.type(Tensor)`), ' +
+      'reads under a flag that is set only under a throttle guard (`do_eval = False` ... `if step % k == 0: do_eval = True`), also when the flag is passed to a step helper as a parameter; ' +
+      'reads on the first few iterations only (`if batch_i < 3:` / `if i == 0:` on the loop\'s counter, e.g. plotting the first batches), ' +
       'a throttled read of what a whole evaluation or generation run returned in the same guarded block (`val_loss = validate(model, val_loader)` then `val_loss.item()`), ' +
       'the visualisation copies of evaluation work that runs once per throttle interval outside a loop of its own (`.cpu()`/`.numpy()` of a prediction for TensorBoard after `model.eval()` under the throttle or in a throttled `evaluate()`), an eval loop\'s own `if idx % 100 == 0: print(...)`, any throttled image/audio/figure summary (`writer.add_image(...)`, `wandb.Image(...)`) and any throttled copy of a whole tensor (`.cpu()`/`.numpy()`/`.tolist()` of samples to plot or save every `log_interval`); ' +
       'an evaluation helper\'s read of the value it returns (`total = total.item()` ... `return total / n`) is its result, not a finding; ' +
@@ -125,6 +128,7 @@ export default defineRule({
       'TS:309-313 (docs/source/learn/troubleshoot.md, `item()` evaluates the result)',
       'XM:977-1008 add_step_closure(closure, args=(), run_async=False): closures run after the barrier; "it is advised to throttle the printing/reporting events once every N steps" (torch_xla/core/xla_model.py; read at pytorch/xla@020f3f5)',
       'TX:78 torch_xla.sync runs the queued step closures (xm._run_step_closures)',
+      'torch/_tensor.py:906-926 Tensor.__iter__ returns iter(self.unbind(0)) (read at torch v1.13.0): unpacking a tensor reads no value',
       'torch/csrc/utils/tensor_numpy.cpp tensor_to_numpy: a tensor whose backend is not CPU raises TypeError ("NumPy conversion for … is not supported"; read at pytorch/pytorch@0065fd3a)',
     ],
     torchtpu: 'The detection is the same; the torchtpu preview has no known step-closure API, so no fix is offered: move the read after the step or out of the loop.',
@@ -135,6 +139,11 @@ export default defineRule({
     const report = (site: Node, hot: HotInfo, what: string) => {
       if (seen.has(site.id)) return;
       seen.add(site.id);
+      // `raise ValueError(f"bad loss {self.args.loss}")`: the error path ends the loop, it runs once at most
+      if (inRaise(site)) return;
+      // `"{}".format(ids[i])` / `chunk_nb[i].cpu()` of a batch element the loop never moves: still the loader's CPU tensor
+      const readOf = site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '') ? receiver(site) : site;
+      if (readOf && unmovedBatchElement(ctx, readOf)) return;
       // `if torch.min(y) < -1: print(torch.min(y))`: the condition already read that value (TPU202/TPU201 there)
       // (an explicit `.item()` there stays: it is a read of its own, as labelled on dino's `print(loss.item())`)
       if (!(site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '')) && readByGuard(site, hot.anchor)) return;
@@ -169,6 +178,16 @@ export default defineRule({
         else throttledBlocks.set(key, [{ site, hot, what }]);
         return;
       }
+      // several reads of one statement (`print('loss', a.item(), 'acc', b.item())` over four lines): one finding on the
+      // first, the others related (one logging statement is one problem, one fix)
+      const group = statementGroup(site);
+      if (group) {
+        const key = `stmt:${group.id}`;
+        const list = throttledBlocks.get(key);
+        if (list) list.push({ site, hot, what });
+        else throttledBlocks.set(key, [{ site, hot, what }]);
+        return;
+      }
       emit(site, hot, what, []);
     };
     const emit = (site: Node, hot: HotInfo, what: string, others: Node[]) => {
@@ -184,7 +203,7 @@ export default defineRule({
           ? {
               related: [
                 ...(hot.via ?? []).slice(0, 3).map((v) => ({ start: v.start, end: v.end, path: v.path, message: `the ${v.kind === 'eval' ? 'eval' : 'training'} loop's call` })),
-                ...others.slice(0, 5).map((o) => ({ start: o.startIndex, end: o.endIndex, message: 'another host read in this throttled block' })),
+                ...others.slice(0, 5).map((o) => ({ start: o.startIndex, end: o.endIndex, message: hot.throttled || hot.kind === 'eval' ? 'another host read in this throttled block' : 'another host read in this logging statement' })),
               ],
             }
           : {}),
@@ -205,7 +224,7 @@ export default defineRule({
       // t.item(), t.tolist(), t.cpu(), t.numpy()
       if (meth && MATERIALIZE.has(meth)) {
         const recv = receiver(call);
-        if (!recv || callArgs(call).positional.length || hostValue(ctx, recv) || chainHasRead(recv) || unmovedBatchElement(ctx, recv)) continue;
+        if (!recv || callArgs(call).positional.length || hostValue(ctx, recv) || numpyMethodChain(ctx, recv) || chainHasRead(recv) || unmovedBatchElement(ctx, recv)) continue;
         // `t.numpy()` of an accelerator tensor raises (it does on CUDA too, so only code that ran on the CPU has it)
         if (meth === 'numpy' && deviceOwn(ctx, recv) && !deferredAnywhere(call)) {
           if (seen.has(call.id)) continue;
@@ -367,6 +386,42 @@ function visualSummary(site: Node): boolean {
     if (name && VISUAL.test(name)) return true;
   }
   return false;
+}
+
+/**
+ * `np.ceil(np.log(n)).astype('int')`: a method chain (attributes, subscripts, method calls) whose base is a host value
+ * (a NumPy/math call): every method of a NumPy array or scalar returns host data, so its `.item()` reads no tensor.
+ */
+function numpyMethodChain(ctx: RuleContext, node: Node): boolean {
+  let n: Node | null = node;
+  for (let k = 0; n && k < 8; k++) {
+    if (n.type === 'call') {
+      if (k > 0 && hostValue(ctx, n)) return true;
+      if (!methodName(n)) return false;
+      n = receiver(n);
+    } else if (n.type === 'attribute') n = n.childForFieldName('object');
+    else if (n.type === 'subscript') n = n.childForFieldName('value');
+    else if (n.type === 'parenthesized_expression') n = n.namedChildren[0];
+    else return false;
+  }
+  return false;
+}
+
+/** Inside a `raise` statement (its message): runs once, when the loop ends with an error. */
+function inRaise(site: Node): boolean {
+  return enclosingStatement(site).type === 'raise_statement';
+}
+
+const SIMPLE_STATEMENT = /^(expression_statement|return_statement|assert_statement|delete_statement|print_statement)$/;
+
+/**
+ * The group a read belongs to for one finding: its simple statement (a `print` over four lines). Null for a read in a
+ * compound statement's header (`if`/`for`/`while`), which stays a finding of its own. (Consecutive meter updates,
+ * `top1.update(acc1.item(), n)` then `top5.update(acc5.item(), n)`, read different tensors: one finding each.)
+ */
+function statementGroup(site: Node): Node | null {
+  const stmt = enclosingStatement(site);
+  return SIMPLE_STATEMENT.test(stmt.type) ? stmt : null;
 }
 
 /** An `if`/`elif` between `site` and `anchor` whose condition contains the same expression: its read comes first. */
@@ -546,14 +601,8 @@ function reportIterationReads(ctx: RuleContext, report: (site: Node, hot: HotInf
     if (body?.type === 'call' && left?.type === 'identifier' && /^(to|cuda)$/.test(methodName(body) ?? '') && receiver(body)?.text === left.text) continue;
     iterated(clause.childForFieldName('right'), 'Iterating');
   }
-  for (const a of ctx.sema.nodes('assignment')) {
-    const left = a.childForFieldName('left');
-    const right = a.childForFieldName('right');
-    if (!left || !right || !/^(pattern_list|tuple_pattern|list_pattern)$/.test(left.type) || right.type === 'expression_list') continue;
-    if (!deviceOwn(ctx, right)) continue;
-    const hot = hotAt(ctx, right);
-    if (hot) report(right, hot, `Unpacking tensor \`${short(right.text, 30)}\``);
-  }
+  // (`b, c = t[:, :2].long().T` is no read: `Tensor.__iter__` returns `iter(self.unbind(0))`, which needs only the
+  // static size of dim 0 (torch/_tensor.py:906-926 at v1.13.0); the views it makes stay lazy)
   for (const call of ctx.sema.nodes('call')) {
     const fn = call.childForFieldName('function');
     if (fn?.type !== 'identifier' || !ITERATING_BUILTINS.has(fn.text) || ctx.sema.resolve(fn) || ctx.sema.bindings(fn.text).length) continue;
@@ -768,6 +817,8 @@ function unmovedBatchElement(ctx: RuleContext, node: Node): boolean {
   const scope = ctx.sema.enclosingFunction(node) ?? ctx.root;
   let name = n.text;
   const chain = new Set<string>();
+  // `ids = batch[2]`: the element of a chain name the read took (a move of `batch[0]` is another element)
+  const took = new Map<string, string>();
   for (let hop = 0; hop < 4; hop++) {
     chain.add(name);
     const bs = bindersOf(ctx, scope, name);
@@ -779,7 +830,7 @@ function unmovedBatchElement(ctx: RuleContext, node: Node): boolean {
       if (ctx.sema.iteratesLoader(b.node)) {
         const v = ctx.model.iterationValue(right, b.node);
         if (v.kind !== 'tensor' || v.device === 'xla') return false;
-        return movesOtherElement(ctx, b.node, b.names, chain);
+        return movesOtherElement(ctx, b.node, b.names, chain, took);
       }
       // `for caption, img_id in zip(captions, image_id)`: follow the zipped argument
       if (right.type === 'call' && right.childForFieldName('function')?.text === 'zip' && b.names.length > 1) {
@@ -792,28 +843,44 @@ function unmovedBatchElement(ctx: RuleContext, node: Node): boolean {
     }
     // `label = labels[i]`, `images, labels = data`
     let r: Node | null = right;
-    while (r && r.type === 'subscript') r = r.childForFieldName('value');
+    let index: string | null = null;
+    while (r && r.type === 'subscript') {
+      index = r.childForFieldName('subscript')?.text ?? null;
+      r = r.childForFieldName('value');
+    }
     if (r?.type !== 'identifier') return false;
     name = r.text;
+    if (index !== null && right.type === 'subscript' && right.childForFieldName('value')?.type === 'identifier') took.set(name, index);
   }
   return false;
 }
 
 /** The loader loop moves by hand (`x.to(...)`, `x.cuda()`) an element of its batch that is not on `chain`. */
-function movesOtherElement(ctx: RuleContext, loop: Node, loopNames: string[], chain: Set<string>): boolean {
+function movesOtherElement(ctx: RuleContext, loop: Node, loopNames: string[], chain: Set<string>, took: Map<string, string> = new Map()): boolean {
   const body = loop.childForFieldName('body');
   if (!body) return false;
   const batch = new Set(loopNames);
+  // `videos = batch[0]` when the read took `batch[2]`: names of other elements of the batch
+  const others = new Set<string>();
   for (const a of ctx.sema.within('assignment', body)) {
     const right = a.childForFieldName('right');
     if (right?.type === 'identifier' && batch.has(right.text)) for (const x of targetNames(a.childForFieldName('left')) ?? []) batch.add(x);
+    const base = right?.type === 'subscript' ? right.childForFieldName('value') : null;
+    const left = a.childForFieldName('left');
+    if (base?.type === 'identifier' && took.has(base.text) && right!.childForFieldName('subscript')?.text !== took.get(base.text) && left?.type === 'identifier' && !chain.has(left.text)) others.add(left.text);
   }
   for (const c of ctx.sema.within('call', body)) {
     const m = methodName(c);
+    // `imgs.type(Tensor)` with `Tensor = torch.cuda.FloatTensor`: a move by type
+    if (m === 'type' && callArgs(c).positional.length === 1 && receiver(c)?.type === 'identifier' && batch.has(receiver(c)!.text) && !chain.has(receiver(c)!.text)) return true;
     if (m !== 'to' && m !== 'cuda') continue;
+    if (receiver(c)?.type === 'identifier' && others.has(receiver(c)!.text)) return true;
     let r = receiver(c);
+    // `x = batch[0].cuda()` when the read took `batch[2]`: another element of the same batch moved
+    const direct = r?.type === 'subscript' && r.childForFieldName('value')?.type === 'identifier' ? r : null;
     while (r && r.type === 'subscript') r = r.childForFieldName('value');
     if (r?.type === 'identifier' && batch.has(r.text) && !chain.has(r.text)) return true;
+    if (direct && r?.type === 'identifier' && took.has(r.text) && direct.childForFieldName('subscript')?.text !== took.get(r.text)) return true;
   }
   return false;
 }

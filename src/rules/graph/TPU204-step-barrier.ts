@@ -23,6 +23,24 @@ function pickNote(r: Resolved): string {
   return pickedByName(r) ? ' or another project class the factory picks at run time' : '';
 }
 
+/** The optimizer steps of `body` whose only loops below it walk the optimizers (`for opt in optimizers: opt.step()`). */
+function optimizerLoopSteps(ctx: RuleContext, body: Node): Node[] {
+  const out: Node[] = [];
+  for (const c of ctx.sema.callsWithin(body)) {
+    if (!insideNestedLoop(c, body) || !isOptimizerStep(ctx, c)) continue;
+    let ok = true;
+    for (let p = c.parent; p && p.id !== body.id; p = p.parent) {
+      if (p.type === 'function_definition' || p.type === 'lambda') break;
+      if (p.type === 'while_statement' || (p.type === 'for_statement' && !ctx.sema.overOptimizers(p))) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) out.push(c);
+  }
+  return out;
+}
+
 function headerEnd(loop: Node): number {
   const colon = loop.children.find((c) => c?.type === ':');
   return colon ? colon.endIndex : loop.childForFieldName('body')?.startIndex ?? loop.endIndex;
@@ -92,6 +110,8 @@ export default defineRule({
       'Sampling loops outside training (a loop that calls a model and carries a fixed-shape tensor to the next step: DDPM/DDIM/diffusers denoising) with no barrier, no per-step host read and more than 16 steps (info; the same end-of-step sync fix). ' +
       'Checks training loops (a `for`/`while` whose iteration runs `backward` and an optimizer step, directly or through two levels of same-file calls; with project scope also a loop over a loader whose backward and step run in another module\'s helper, e.g. a loss scaler\'s `__call__`; a training engine that owns the optimizer, `engine.backward(loss)` then `engine.step()` as with DeepSpeed; ' +
       'and a loop with no loader or backward of its own that calls, each iteration, another module\'s method running a whole step, e.g. an RL loop\'s `policy.train(replay_buffer)`; ' +
+      'an outer step loop whose backward sits in a micro-batch loop and whose optimizer steps sit in a loop over the optimizers (`for opt, sched in zip(optimizers, schedulers): opt.step()`); a shared train/val loop under `with (torch.enable_grad() if is_train else torch.no_grad()):`; ' +
+      'not a loop that only steps an optimizer or scheduler to record the learning rate (no backward, no other work: no graph); ' +
       'the method may be that of an object a project factory returns: `model = define_model(opt)` then `model.optimize_parameters(step)`, the class resolved through the factory\'s returns and function-local imports, or, when the factory picks it at run time from a registry, the project\'s first class whose method of that name runs backward and a step) ' +
       'that contain no step barrier: `torch_xla.sync()`, `xm.mark_step()`, `xm.optimizer_step(opt, barrier=True)`, iteration over `pl.MpDeviceLoader` ' +
       'or `ParallelLoader(...).per_device_loader(...)`, a call to a `torch_xla.compile`-wrapped step, or `with torch_xla.step():` / `with torch_xla.compile():`. ' +
@@ -155,7 +175,9 @@ export default defineRule({
       if (info.kind !== 'train') continue;
       const body = loop.childForFieldName('body');
       if (!body) continue;
-      const direct = reachableCalls(ctx, body, 2, true);
+      // (an optimizer step in a loop over the optimizers, `for opt, sched in zip(optimizers, schedulers): opt.step()`, is
+      // this iteration's step: Semantics.overOptimizers)
+      const direct = [...reachableCalls(ctx, body, 2, true), ...optimizerLoopSteps(ctx, body)];
       const all = reachableCalls(ctx, body, 2, false);
       // project scope: the backward and the optimizer step may live in a helper of another module (a loss scaler's
       // `__call__`, a trainer's `run_step`): the loop is a training loop when it reaches them there
@@ -177,6 +199,9 @@ export default defineRule({
         if (!back) continue;
         helper ??= back;
       }
+      // `for step in range(20000): lrs.append(opt.param_groups[0]["lr"]); opt.step(); sched.step()` (plotting a learning
+      // rate schedule): no backward and no other work, so no graph is traced and there is nothing to cut
+      if (ownStep && !all.some((c) => isBackward(c)) && all.every((c) => /^(step|zero_grad|append|get_last_lr)$/.test(methodName(c) ?? '') || c.childForFieldName('function')?.text === 'print')) continue;
       // Lightning Fabric's XLA optimizer step passes barrier=True; Accelerate's barrier is the MpDeviceLoaderWrapper that
       // prepare() puts around a DataLoader, so a loop fed by a generator (`cycle(loader)`) has none
       const generator = all.some((c) => accelerateBackward(ctx, c)) ? generatorBatchSource(ctx, loop, all) : null;
