@@ -1,4 +1,5 @@
-import { defineRule } from '../../core/rule';
+import { defineRule, isSelected, type RuleContext } from '../../core/rule';
+import { availabilityFinding, blocksAround } from './TPU103-cuda-capability-check';
 import type { Node } from '../../core/parse';
 import { callArgs, methodName, nearestAncestor, receiver } from '../../core/semantics';
 import { replaceRange } from '../../core/edits';
@@ -33,7 +34,7 @@ export default defineRule({
       if (methodName(call) !== 'cuda') continue;
       const recv = receiver(call);
       if (!recv || ctx.sema.resolve(recv) === 'torch') continue;
-      if (ctx.sema.inXlaAwareBranch(call) || inMapLocation(call)) continue;
+      if (ctx.sema.inXlaAwareBranch(call) || inMapLocation(call) || reportedAtGuard(ctx, call)) continue;
       const { positional, keywords } = callArgs(call);
       const deviceArg = positional[0] ?? keywords.get('device')?.childForFieldName('value');
       const selectsGpu = !!deviceArg && deviceArg.type === 'integer' && deviceArg.text !== '0';
@@ -72,6 +73,22 @@ export default defineRule({
     }
   },
 });
+
+/**
+ * `if torch.cuda.is_available(): model = model.cuda()`: the move never runs on a TPU host; TPU103 reports the guard (error:
+ * the work stays on the CPU) with this call as a related location, one finding for the problem.
+ */
+function reportedAtGuard(ctx: RuleContext, call: Node): boolean {
+  for (const block of blocksAround(call)) {
+    const owner = block.parent;
+    if (!owner || (owner.type !== 'if_statement' && owner.type !== 'elif_clause') || owner.childForFieldName('consequence')?.id !== block.id) continue;
+    if (!isSelected('TPU103', ctx.options.select, ctx.options.ignore)) return false;
+    const cond = owner.childForFieldName('condition');
+    if (cond && ctx.sema.callsWithin(cond).some((c) => ctx.sema.callee(c) === 'torch.cuda.is_available' &&
+      !!availabilityFinding(ctx, c)?.related?.some((r) => r.start === call.startIndex && r.end === call.endIndex))) return true;
+  }
+  return false;
+}
 
 /** `torch.load(f, map_location=lambda storage, loc: storage.cuda(gpu))`: TPU602 reports the CUDA map_location (one finding). */
 function inMapLocation(call: Node): boolean {
