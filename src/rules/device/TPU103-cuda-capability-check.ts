@@ -523,11 +523,23 @@ function availabilityFindingOf(ctx: RuleContext, call: Node): { message: string;
   if (decision && cudaGuarded(call)) return null;
   const owner = decision?.owner ?? null;
   if (!owner) {
-    // `use_cuda = torch.cuda.is_available()`: a flag that later decisions read (not in migrated files)
-    const a = call.parent;
-    if (a?.type !== 'assignment' || a.childForFieldName('right')?.id !== call.id || sema.xlaAware) return null;
+    // `use_cuda = torch.cuda.is_available()`, `args.cuda = not args.no_cuda and torch.cuda.is_available()`: a flag that later
+    // decisions read (not in migrated files)
+    const a = conjunctOf(call);
+    if (a?.type !== 'assignment' || sema.xlaAware) return null;
     if (sema.inXlaAwareBranch(call) || neverRead(sema, a) || onlyLogged(sema, a)) return null;
-    return { message: `\`${a.childForFieldName('left')?.text}\` is False on a TPU host: code keyed on it takes the non-TPU path` };
+    const flag = a.childForFieldName('left')?.text ?? '';
+    // `if args.cuda: model.cuda(); features = features.cuda()`: on a TPU host those moves are skipped and the program trains
+    // on the CPU (an error, like a one-line picker); the guards that skip them are the related locations
+    const guards = callee === 'torch.cuda.is_available' ? flagGuards(sema, a, flag) : [];
+    if (guards.length) {
+      return {
+        severity: 'error',
+        message: `\`${flag}\` is False on a TPU host: the \`.cuda()\` moves under \`if ${flag}:\` are skipped, so the program silently runs on the CPU`,
+        related: guards.map((g) => ({ start: g.startIndex, end: g.endIndex, message: `skipped on a TPU host: \`${flag}\` is False` })),
+      };
+    }
+    return { message: `\`${flag}\` is False on a TPU host: code keyed on it takes the non-TPU path` };
   }
   if (xlaArmed(sema, owner) || picker(owner) || guardsCudaExtrasOnly(sema, owner, ctx.model)) return null;
   // `if torch.cuda.is_available(): device_type = "cuda"` / `elif mps: ... = "mps"` / `else: ... = "cpu"` (a device-type
@@ -559,6 +571,32 @@ function availabilityFindingOf(ctx: RuleContext, call: Node): { message: string;
         ? '`torch.cuda.is_available()` is asserted: this fails on a TPU host'
         : '`torch.cuda.is_available()` is False on a TPU host: this takes the non-TPU path (CPU device, no AMP, wrong backend)';
   return { message };
+}
+
+/** The assignment whose right side is `call` or has it as an `and` conjunct (`not args.no_cuda and torch.cuda.is_available()`). */
+function conjunctOf(call: Node): Node | null {
+  let n: Node = call;
+  for (let p = n.parent; p; n = p, p = p.parent) {
+    if (p.type === 'parenthesized_expression' || (p.type === 'boolean_operator' && p.childForFieldName('operator')?.text === 'and')) continue;
+    return p.type === 'assignment' && p.childForFieldName('right')?.id === n.id ? p : null;
+  }
+  return null;
+}
+
+/** The `if <flag>:` / `if <flag> and ...:` conditions (after the assignment, same flag text) whose arm moves work with `.cuda()`. */
+function flagGuards(sema: RuleContext['sema'], a: Node, flag: string): Node[] {
+  if (!/^[A-Za-z_][\w.]*$/.test(flag)) return [];
+  const out: Node[] = [];
+  for (const ifs of [...sema.nodes('if_statement'), ...sema.nodes('elif_clause')]) {
+    if (ifs.startIndex < a.endIndex) continue;
+    const cond = ifs.childForFieldName('condition');
+    const arm = ifs.childForFieldName('consequence');
+    if (!cond || !arm) continue;
+    const conj = cond.type === 'boolean_operator' && cond.childForFieldName('operator')?.text === 'and' ? [cond.childForFieldName('left'), cond.childForFieldName('right')] : [cond];
+    if (!conj.some((c) => c?.text === flag)) continue;
+    if (sema.callsWithin(arm).some((c) => cudaMoveIn(sema, c, arm))) out.push(cond);
+  }
+  return out;
 }
 
 /**
