@@ -529,6 +529,9 @@ function availabilityFindingOf(ctx: RuleContext, call: Node): { message: string;
     if (a?.type !== 'assignment' || sema.xlaAware) return null;
     if (sema.inXlaAwareBranch(call) || neverRead(sema, a) || onlyLogged(sema, a)) return null;
     const flag = a.childForFieldName('left')?.text ?? '';
+    // `cuda_condition = torch.cuda.is_available() and with_cuda` … `torch.device("cuda:0" if cuda_condition else "cpu")`: the
+    // device picker it feeds is the finding (TPU102, an error with a fix); the flag would repeat it
+    if (feedsDevicePicker(sema, a, flag)) return null;
     // `if args.cuda: model.cuda(); features = features.cuda()`: on a TPU host those moves are skipped and the program trains
     // on the CPU (an error, like a one-line picker); the guards that skip them are the related locations
     const guards = callee === 'torch.cuda.is_available' ? flagGuards(sema, a, flag) : [];
@@ -571,6 +574,28 @@ function availabilityFindingOf(ctx: RuleContext, call: Node): { message: string;
         ? '`torch.cuda.is_available()` is asserted: this fails on a TPU host'
         : '`torch.cuda.is_available()` is False on a TPU host: this takes the non-TPU path (CPU device, no AMP, wrong backend)';
   return { message };
+}
+
+/** The flag is the condition of a CUDA-or-CPU device choice after its assignment (`"cuda" if flag else "cpu"`, `if flag: device = torch.device("cuda", 0)`). */
+function feedsDevicePicker(sema: RuleContext['sema'], a: Node, flag: string): boolean {
+  if (!/^[A-Za-z_][\w.]*$/.test(flag)) return false;
+  const cudaText = /["']cuda/;
+  for (const t of sema.nodes('conditional_expression')) {
+    if (t.startIndex < a.endIndex) continue;
+    const [x, cond] = t.namedChildren;
+    if (cond?.text !== flag || !x || !cudaText.test(x.text)) continue;
+    // TPU102 reports the picker when it builds a device (`torch.device(<ternary>)`) or a device-named value
+    const p = t.parent?.type === 'parenthesized_expression' ? t.parent.parent : t.parent;
+    const call = p?.type === 'argument_list' ? p.parent : null;
+    if (call && sema.callee(call) === 'torch.device') return true;
+    if (p?.type === 'assignment' && DEVICE_NAME.test(p.childForFieldName('left')?.text ?? '')) return true;
+  }
+  for (const ifs of [...sema.nodes('if_statement'), ...sema.nodes('elif_clause')]) {
+    if (ifs.startIndex < a.endIndex || ifs.childForFieldName('condition')?.text !== flag) continue;
+    const arm = ifs.childForFieldName('consequence');
+    if (arm && sema.callsWithin(arm).some((c) => sema.callee(c) === 'torch.device' && cudaText.test(c.childForFieldName('arguments')?.text ?? ''))) return true;
+  }
+  return false;
 }
 
 /** The assignment whose right side is `call` or has it as an `and` conjunct (`not args.no_cuda and torch.cuda.is_available()`). */
