@@ -527,6 +527,9 @@ function availabilityFindingOf(ctx: RuleContext, call: Node): { message: string;
     // decisions read (not in migrated files)
     const a = conjunctOf(call);
     if (a?.type !== 'assignment' || sema.xlaAware) return null;
+    // an `and` of other terms names a CUDA flag only when it says so (`args.cuda`, `use_gpu`); `opt.half = torch.cuda.is_available()
+    // and ...` is a dtype choice whose CPU value (fp32) is fine on TPU
+    if (a.childForFieldName('right')?.id !== call.id && !/cuda|gpu/i.test(a.childForFieldName('left')?.text ?? '')) return null;
     if (sema.inXlaAwareBranch(call) || neverRead(sema, a) || onlyLogged(sema, a)) return null;
     const flag = a.childForFieldName('left')?.text ?? '';
     // `cuda_condition = torch.cuda.is_available() and with_cuda` … `torch.device("cuda:0" if cuda_condition else "cpu")`: the
