@@ -1,4 +1,5 @@
-import { defineRule } from '../../core/rule';
+import { defineRule, isSelected, type FixDraft, type ReportOptions, type RuleContext } from '../../core/rule';
+import { availabilityFinding, blocksAround } from './TPU103-cuda-capability-check';
 import type { Node } from '../../core/parse';
 import { callArgs, methodName, nearestAncestor, receiver } from '../../core/semantics';
 import { replaceRange } from '../../core/edits';
@@ -29,11 +30,13 @@ export default defineRule({
     torchtpu: 'The fix moves to `torch.device("tpu")` after `import torch_tpu`.',
   },
   check(ctx) {
+    const drafts: { call: Node; opts: ReportOptions & { fix: FixDraft } }[] = [];
+    const report = (call: Node, opts: ReportOptions & { fix: FixDraft }) => drafts.push({ call, opts });
     for (const call of ctx.sema.nodes('call')) {
       if (methodName(call) !== 'cuda') continue;
       const recv = receiver(call);
       if (!recv || ctx.sema.resolve(recv) === 'torch') continue;
-      if (ctx.sema.inXlaAwareBranch(call) || inMapLocation(call)) continue;
+      if (ctx.sema.inXlaAwareBranch(call) || inMapLocation(call) || reportedAtGuard(ctx, call)) continue;
       const { positional, keywords } = callArgs(call);
       const deviceArg = positional[0] ?? keywords.get('device')?.childForFieldName('value');
       const selectsGpu = !!deviceArg && deviceArg.type === 'integer' && deviceArg.text !== '0';
@@ -47,7 +50,7 @@ export default defineRule({
       if (ctx.idiom.dualPath && deviceArg && deviceArg.text !== '0' && (recv.type === 'identifier' || recv.type === 'attribute')) {
         const x = ctx.idiom.isXla();
         const text = `(${recv.text}.to(${dev.text}${nb ? `, ${nb.text}` : ''}) if ${x.text} else ${call.text})`;
-        ctx.report(call, {
+        report(call, {
           message: recv.text.length <= 30 ? `\`${recv.text}.cuda()\` places work on a CUDA device; a TPU host has none` : undefined,
           fix: {
             applicability: selectsGpu ? 'unsafe' : 'safe',
@@ -59,7 +62,7 @@ export default defineRule({
         });
         continue;
       }
-      ctx.report(call, {
+      report(call, {
         message: recv.text.length <= 30 && !recv.text.includes("\n") ? `\`${recv.text}.cuda()\` places work on a CUDA device; a TPU host has none` : undefined,
         fix: {
           applicability: selectsGpu ? 'unsafe' : 'safe',
@@ -70,8 +73,74 @@ export default defineRule({
         },
       });
     }
+    // `x, y = x.cuda(), y.cuda()`: one statement, one problem, one edit: a finding on the first sibling call whose fix moves them
+    // all, the others as related locations (not when the edits overlap or the calls are one chain, `x.cuda().half().cuda()`)
+    const byStatement = new Map<string, typeof drafts>();
+    for (const d of drafts) {
+      // sibling moves of one statement (`a.cuda(), b.cuda()`, `model(x.cuda(), y.cuda())`): the same container node
+      const stmt = statementAround(d.call);
+      let box = d.call.parent;
+      while (box && (box.type === 'keyword_argument' || box.type === 'parenthesized_expression')) box = box.parent;
+      const key = stmt && box && SIBLINGS.has(box.type) ? `${stmt.id}:${box.id}` : `call:${d.call.id}`;
+      byStatement.set(key, [...(byStatement.get(key) ?? []), d]);
+    }
+    for (const group of byStatement.values()) {
+      const edits = group.flatMap((d) => d.opts.fix.edits).sort((a, b) => a.start - b.start);
+      const overlap = edits.some((e, i) => i > 0 && e.start < edits[i - 1].end);
+      // a chain (`x.cuda().float().cuda()`): each call moves the result of the other, findings of their own
+      const sorted = [...group].sort((a, b) => a.call.startIndex - b.call.startIndex);
+      const nested = sorted.some((d, i) => i > 0 && d.call.startIndex < sorted[i - 1].call.endIndex);
+      if (group.length === 1 || overlap || nested) {
+        for (const d of group) ctx.report(d.call, d.opts);
+        continue;
+      }
+      const [first, ...rest] = [...group].sort((a, b) => a.call.startIndex - b.call.startIndex || a.call.endIndex - b.call.endIndex);
+      const unsafe = group.some((d) => d.opts.fix.applicability === 'unsafe');
+      const imports = group.flatMap((d) => d.opts.fix.imports ?? []);
+      ctx.report(first.call, {
+        message: first.opts.message,
+        fix: {
+          applicability: unsafe ? 'unsafe' : 'safe',
+          title: `${first.opts.fix.title} (${group.length} calls of this statement)`,
+          edits,
+          imports: imports.filter((x, i) => imports.findIndex((y) => JSON.stringify(y) === JSON.stringify(x)) === i),
+          needsAccel: group.some((d) => d.opts.fix.needsAccel),
+        },
+        related: rest.map((d) => ({ start: d.call.startIndex, end: d.call.endIndex, message: 'also moved to CUDA in this statement' })),
+      });
+    }
   },
 });
+
+/**
+ * `if torch.cuda.is_available(): model = model.cuda()`: the move never runs on a TPU host; TPU103 reports the guard (error:
+ * the work stays on the CPU) with this call as a related location, one finding for the problem.
+ */
+function reportedAtGuard(ctx: RuleContext, call: Node): boolean {
+  for (const block of blocksAround(call)) {
+    const owner = block.parent;
+    if (!owner || (owner.type !== 'if_statement' && owner.type !== 'elif_clause') || owner.childForFieldName('consequence')?.id !== block.id) continue;
+    if (!isSelected('TPU103', ctx.options.select, ctx.options.ignore)) return false;
+    const cond = owner.childForFieldName('condition');
+    if (cond && ctx.sema.callsWithin(cond).some((c) => ctx.sema.callee(c) === 'torch.cuda.is_available' &&
+      !!availabilityFinding(ctx, c)?.related?.some((r) => r.start === call.startIndex && r.end === call.endIndex))) return true;
+  }
+  return false;
+}
+
+/** Containers whose elements are sibling moves of one edit: `a.cuda(), b.cuda()`, `f(a.cuda(), b.cuda())`, `[a.cuda(), b.cuda()]`. */
+const SIBLINGS: ReadonlySet<string> = new Set(['argument_list', 'expression_list', 'tuple', 'list']);
+
+const STATEMENT_STOPS: ReadonlySet<string> = new Set([
+  'block', 'module', 'lambda', 'function_definition', 'class_definition', 'expression_statement', 'return_statement',
+  'if_statement', 'for_statement', 'while_statement', 'with_statement', 'assert_statement', 'delete_statement',
+]);
+
+/** The simple statement (or compound statement header) that holds a call (memoised walk: nearestAncestor). */
+function statementAround(call: Node): Node | null {
+  const p = nearestAncestor(call, STATEMENT_STOPS)?.ancestor;
+  return p && /_statement$/.test(p.type) ? p : null;
+}
 
 /** `torch.load(f, map_location=lambda storage, loc: storage.cuda(gpu))`: TPU602 reports the CUDA map_location (one finding). */
 function inMapLocation(call: Node): boolean {

@@ -428,7 +428,7 @@ const rule = defineRule({
         visitSink(kwValue(keywords.get('output_device')), call, 'reach');
         const ids = kwValue(keywords.get('device_ids'));
         if (ids?.type === 'list') for (const el of ids.namedChildren) visitSink(el, call, 'reach');
-        if (callee && keywords.has('accelerator') && LIGHTNING.test(callee)) lightning.push(call);
+        if (keywords.has('accelerator') && ((callee && LIGHTNING.test(callee)) || lightningSubclass(ctx, call))) lightning.push(call);
       }
       if (!callee || !callee.startsWith('torch.')) continue;
       if (callee === 'torch.cuda.set_device') visitSink(positional[0], call, 'reach');
@@ -641,6 +641,23 @@ const rule = defineRule({
     }
   },
 });
+
+/**
+ * A project class built on Lightning's launchers (`class Trainer(LightningLite)` in src/trainer.py, called as
+ * `Trainer(devices=N, accelerator="gpu")`): its `accelerator=` is Lightning's, which raises for "gpu" on a TPU host.
+ */
+function lightningSubclass(ctx: RuleContext, call: Node): boolean {
+  const fn = call.childForFieldName('function');
+  if (fn?.type !== 'identifier' && fn?.type !== 'attribute') return false;
+  const local = fn.type === 'identifier' ? ctx.sema.nodes('class_definition').find((c) => c.childForFieldName('name')?.text === fn.text) : undefined;
+  const r = local ? null : ctx.project?.resolveCall(call, ctx.sema, ctx.path);
+  const cls = local ?? (r?.kind === 'class' ? r.def : null);
+  const supers = cls?.childForFieldName('superclasses');
+  if (!supers) return false;
+  const sema = local ? ctx.sema : r!.module.sema;
+  return supers.namedChildren.some((b) => !!b && LIGHTNING_BASE.test(sema.resolve(b) ?? ''));
+}
+const LIGHTNING_BASE = /^(lightning|lightning\.pytorch|pytorch_lightning|lightning\.fabric|lightning_fabric)(\.lite)?\.(Trainer|Fabric|LightningLite)$/;
 
 /** `device_map` strings that ask accelerate to spread the model over the GPUs it finds. */
 const AUTO_MAP = /^(auto|balanced|balanced_low_0|sequential)$/;

@@ -1,6 +1,6 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, kwValue, mentionsXla, stringContent } from '../../core/semantics';
+import { callArgs, kwValue, mentionsXla, nearestAncestor, stringContent } from '../../core/semantics';
 import { guardsCudaExtrasOnly, tpuTruth } from '../../model/guards';
 import { chainOf, conditionOwner, cudaGuarded, cudaOnlyBlock, short, usesCudaOnlyKernel, xlaArmed } from './cuda-util';
 
@@ -58,43 +58,11 @@ export default defineRule({
   },
   check(ctx) {
     const sema = ctx.sema;
-    const picker = (owner: Node) => isDevicePicker(ctx, owner);
     for (const call of sema.nodes('call')) {
       const callee = sema.callee(call);
       if (callee === 'torch.cuda.is_available' || callee === 'torch.cuda.is_bf16_supported') {
-        // a check under a CUDA-only guard (`if kind == "cuda": assert torch.cuda.is_available()`): a TPU host never gets
-        // here (a flag assigned there, `is_avail = torch.cuda.is_available()`, is still reported: callers read it)
-        const decision = conditionOwner(call);
-        if (decision && cudaGuarded(call)) continue;
-        let owner = decision?.owner ?? null;
-        if (!owner) {
-          // `use_cuda = torch.cuda.is_available()`: a flag that later decisions read (not in migrated files)
-          const a = call.parent;
-          if (a?.type !== 'assignment' || a.childForFieldName('right')?.id !== call.id || sema.xlaAware) continue;
-          if (sema.inXlaAwareBranch(call) || neverRead(sema, a) || onlyLogged(sema, a)) continue;
-          ctx.report(call, { message: `\`${a.childForFieldName('left')?.text}\` is False on a TPU host: code keyed on it takes the non-TPU path` });
-          continue;
-        }
-        if (xlaArmed(sema, owner) || picker(owner) || guardsCudaExtrasOnly(sema, owner, ctx.model)) continue;
-        // `if torch.cuda.is_available(): device_type = "cuda"` / `elif mps: ... = "mps"` / `else: ... = "cpu"` (a device-type
-        // string that TPU102's device holders do not cover): the picker has no XLA arm, so a TPU host silently gets the CPU
-        const typePick = owner.type === 'if_statement' ? deviceTypePicker(ctx, owner) : null;
-        if (typePick) {
-          ctx.report(call, {
-            severity: 'error',
-            message: `\`torch.cuda.is_available()\` is False on a TPU host: \`${typePick}\` gets no XLA arm and falls to the CPU, so the program silently runs on the CPU`,
-          });
-          continue;
-        }
-        if (owner.type === 'if_statement' && (optionalCudaArms(sema, owner) || cudaKernelArm(sema, owner) || logFormatArms(sema, owner) || cudaFeatureProbe(ctx, owner))) continue;
-        if (owner.type === 'conditional_expression' && (inLogging(sema, owner) || diagnosticTernary(sema, owner) || autocastTernary(ctx, owner))) continue;
-        const message =
-          callee === 'torch.cuda.is_bf16_supported'
-            ? '`torch.cuda.is_bf16_supported()` picks the dtype from CUDA: on a TPU host this does not detect bfloat16 support'
-            : owner.type === 'assert_statement'
-              ? '`torch.cuda.is_available()` is asserted: this fails on a TPU host'
-              : '`torch.cuda.is_available()` is False on a TPU host: this takes the non-TPU path (CPU device, no AMP, wrong backend)';
-        ctx.report(call, { message });
+        const r = availabilityFinding(ctx, call);
+        if (r) ctx.report(call, r);
       } else if (callee === 'torch.cuda.device_count') {
         // unreachable on a TPU host (inside `if torch.cuda.is_available():`, reported at the guard), or an argument of a
         // `torch.cuda.*` call that TPU104 reports (`torch.cuda.set_device(rank % torch.cuda.device_count())`)
@@ -533,3 +501,167 @@ function countsProcesses(ctx: RuleContext, name: string): boolean {
   }
   return false;
 }
+
+/** What TPU103 reports on a `torch.cuda.is_available()` / `is_bf16_supported()` call (null: nothing), memoised per call. */
+export function availabilityFinding(ctx: RuleContext, call: Node): { message: string; severity?: 'error'; related?: { start: number; end: number; message: string }[] } | null {
+  let m = findingMemo.get(ctx.sema);
+  if (!m) findingMemo.set(ctx.sema, (m = new Map()));
+  if (m.has(call.id)) return m.get(call.id)!;
+  const r = availabilityFindingOf(ctx, call);
+  m.set(call.id, r);
+  return r;
+}
+const findingMemo = new WeakMap<object, Map<number, ReturnType<typeof availabilityFindingOf>>>();
+
+function availabilityFindingOf(ctx: RuleContext, call: Node): { message: string; severity?: 'error'; related?: { start: number; end: number; message: string }[] } | null {
+  const sema = ctx.sema;
+  const callee = sema.callee(call);
+  const picker = (owner: Node) => isDevicePicker(ctx, owner);
+  // a check under a CUDA-only guard (`if kind == "cuda": assert torch.cuda.is_available()`): a TPU host never gets
+  // here (a flag assigned there, `is_avail = torch.cuda.is_available()`, is still reported: callers read it)
+  const decision = conditionOwner(call);
+  if (decision && cudaGuarded(call)) return null;
+  const owner = decision?.owner ?? null;
+  if (!owner) {
+    // `use_cuda = torch.cuda.is_available()`, `args.cuda = not args.no_cuda and torch.cuda.is_available()`: a flag that later
+    // decisions read (not in migrated files)
+    const a = conjunctOf(call);
+    if (a?.type !== 'assignment' || sema.xlaAware) return null;
+    // an `and` of other terms names a CUDA flag only when it says so (`args.cuda`, `use_gpu`); `opt.half = torch.cuda.is_available()
+    // and ...` is a dtype choice whose CPU value (fp32) is fine on TPU
+    if (a.childForFieldName('right')?.id !== call.id && !/cuda|gpu/i.test(a.childForFieldName('left')?.text ?? '')) return null;
+    if (sema.inXlaAwareBranch(call) || neverRead(sema, a) || onlyLogged(sema, a)) return null;
+    const flag = a.childForFieldName('left')?.text ?? '';
+    // `cuda_condition = torch.cuda.is_available() and with_cuda` … `torch.device("cuda:0" if cuda_condition else "cpu")`: the
+    // device picker it feeds is the finding (TPU102, an error with a fix); the flag would repeat it
+    if (feedsDevicePicker(sema, a, flag)) return null;
+    // `if args.cuda: model.cuda(); features = features.cuda()`: on a TPU host those moves are skipped and the program trains
+    // on the CPU (an error, like a one-line picker); the guards that skip them are the related locations
+    const guards = callee === 'torch.cuda.is_available' ? flagGuards(sema, a, flag) : [];
+    if (guards.length) {
+      return {
+        severity: 'error',
+        message: `\`${flag}\` is False on a TPU host: the \`.cuda()\` moves under \`if ${flag}:\` are skipped, so the program silently runs on the CPU`,
+        related: guards.map((g) => ({ start: g.startIndex, end: g.endIndex, message: `skipped on a TPU host: \`${flag}\` is False` })),
+      };
+    }
+    return { message: `\`${flag}\` is False on a TPU host: code keyed on it takes the non-TPU path` };
+  }
+  if (xlaArmed(sema, owner) || picker(owner) || guardsCudaExtrasOnly(sema, owner, ctx.model)) return null;
+  // `if torch.cuda.is_available(): device_type = "cuda"` / `elif mps: ... = "mps"` / `else: ... = "cpu"` (a device-type
+  // string that TPU102's device holders do not cover): the picker has no XLA arm, so a TPU host silently gets the CPU
+  const typePick = owner.type === 'if_statement' ? deviceTypePicker(ctx, owner) : null;
+  if (typePick) {
+    return {
+      severity: 'error',
+      message: `\`torch.cuda.is_available()\` is False on a TPU host: \`${typePick}\` gets no XLA arm and falls to the CPU, so the program silently runs on the CPU`,
+    };
+  }
+  if (owner.type === 'if_statement' && (optionalCudaArms(sema, owner) || cudaKernelArm(sema, owner) || logFormatArms(sema, owner) || cudaFeatureProbe(ctx, owner))) return null;
+  if (owner.type === 'conditional_expression' && (inLogging(sema, owner) || diagnosticTernary(sema, owner) || autocastTernary(ctx, owner))) return null;
+  // `if torch.cuda.is_available(): model = model.cuda()`: the arm only places work on CUDA; a TPU host skips it and trains on
+  // the CPU (an error, like the one-line pickers). One finding, here: the skipped `.cuda()` calls are its related locations
+  // (TPU101 leaves them: they never run on a TPU host)
+  const moves = callee === 'torch.cuda.is_available' ? guardedCudaMoves(sema, owner, call) : [];
+  if (moves.length) {
+    return {
+      severity: 'error',
+      message: `\`torch.cuda.is_available()\` is False on a TPU host: the ${moves.length === 1 ? '`.cuda()` move it guards is' : `${moves.length} \`.cuda()\` moves it guards are`} skipped, so this work silently stays on the CPU`,
+      related: moves.map((m) => ({ start: m.startIndex, end: m.endIndex, message: 'skipped on a TPU host: stays on the CPU' })),
+    };
+  }
+  const message =
+    callee === 'torch.cuda.is_bf16_supported'
+      ? '`torch.cuda.is_bf16_supported()` picks the dtype from CUDA: on a TPU host this does not detect bfloat16 support'
+      : owner.type === 'assert_statement'
+        ? '`torch.cuda.is_available()` is asserted: this fails on a TPU host'
+        : '`torch.cuda.is_available()` is False on a TPU host: this takes the non-TPU path (CPU device, no AMP, wrong backend)';
+  return { message };
+}
+
+/** The flag is the condition of a CUDA-or-CPU device choice after its assignment (`"cuda" if flag else "cpu"`, `if flag: device = torch.device("cuda", 0)`). */
+function feedsDevicePicker(sema: RuleContext['sema'], a: Node, flag: string): boolean {
+  if (!/^[A-Za-z_][\w.]*$/.test(flag)) return false;
+  const cudaText = /["']cuda/;
+  for (const t of sema.nodes('conditional_expression')) {
+    if (t.startIndex < a.endIndex) continue;
+    const [x, cond] = t.namedChildren;
+    if (cond?.text !== flag || !x || !cudaText.test(x.text)) continue;
+    // TPU102 reports the picker when it builds a device (`torch.device(<ternary>)`) or a device-named value
+    const p = t.parent?.type === 'parenthesized_expression' ? t.parent.parent : t.parent;
+    const call = p?.type === 'argument_list' ? p.parent : null;
+    if (call && sema.callee(call) === 'torch.device') return true;
+    if (p?.type === 'assignment' && DEVICE_NAME.test(p.childForFieldName('left')?.text ?? '')) return true;
+  }
+  for (const ifs of [...sema.nodes('if_statement'), ...sema.nodes('elif_clause')]) {
+    if (ifs.startIndex < a.endIndex || ifs.childForFieldName('condition')?.text !== flag) continue;
+    const arm = ifs.childForFieldName('consequence');
+    if (arm && sema.callsWithin(arm).some((c) => sema.callee(c) === 'torch.device' && cudaText.test(c.childForFieldName('arguments')?.text ?? ''))) return true;
+  }
+  return false;
+}
+
+/** The assignment whose right side is `call` or has it as an `and` conjunct (`not args.no_cuda and torch.cuda.is_available()`). */
+function conjunctOf(call: Node): Node | null {
+  let n: Node = call;
+  for (let p = n.parent; p; n = p, p = p.parent) {
+    if (p.type === 'parenthesized_expression' || (p.type === 'boolean_operator' && p.childForFieldName('operator')?.text === 'and')) continue;
+    return p.type === 'assignment' && p.childForFieldName('right')?.id === n.id ? p : null;
+  }
+  return null;
+}
+
+/** The `if <flag>:` / `if <flag> and ...:` conditions (after the assignment, same flag text) whose arm moves work with `.cuda()`. */
+function flagGuards(sema: RuleContext['sema'], a: Node, flag: string): Node[] {
+  if (!/^[A-Za-z_][\w.]*$/.test(flag)) return [];
+  const out: Node[] = [];
+  for (const ifs of [...sema.nodes('if_statement'), ...sema.nodes('elif_clause')]) {
+    if (ifs.startIndex < a.endIndex) continue;
+    const cond = ifs.childForFieldName('condition');
+    const arm = ifs.childForFieldName('consequence');
+    if (!cond || !arm) continue;
+    const conj = cond.type === 'boolean_operator' && cond.childForFieldName('operator')?.text === 'and' ? [cond.childForFieldName('left'), cond.childForFieldName('right')] : [cond];
+    if (!conj.some((c) => c?.text === flag)) continue;
+    if (sema.callsWithin(arm).some((c) => cudaMoveIn(sema, c, arm))) out.push(cond);
+  }
+  return out;
+}
+
+/**
+ * The `.cuda()` moves of the arm that `is_available()` opens: `if [... and] torch.cuda.is_available() [and ...]:` (a conjunct,
+ * not negated, not under `or`), the calls whose nearest block is that arm.
+ */
+function guardedCudaMoves(sema: RuleContext['sema'], owner: Node, call: Node): Node[] {
+  if (owner.type !== 'if_statement' && owner.type !== 'elif_clause') return [];
+  const cond = owner.childForFieldName('condition');
+  if (!cond) return [];
+  for (let n: Node = call; n.id !== cond.id; ) {
+    const p = n.parent;
+    if (!p || !(p.type === 'parenthesized_expression' || (p.type === 'boolean_operator' && p.childForFieldName('operator')?.text === 'and'))) return [];
+    n = p;
+  }
+  const arm = owner.childForFieldName('consequence');
+  if (!arm) return [];
+  return sema.callsWithin(arm).filter((c) => cudaMoveIn(sema, c, arm));
+}
+
+/** A `.cuda()` method call (on anything but the `torch` module) that runs in `arm` (also in its loops and nested `if`s, not in a nested function). */
+export function cudaMoveIn(sema: RuleContext['sema'], c: Node, arm: Node): boolean {
+  const f = c.childForFieldName('function');
+  if (f?.type !== 'attribute' || f.childForFieldName('attribute')?.text !== 'cuda') return false;
+  const recv = f.childForFieldName('object');
+  if (!recv || sema.resolve(recv) === 'torch') return false;
+  return blocksAround(c).some((b) => b.id === arm.id);
+}
+
+/** The blocks that hold `n`, innermost first, up to its function, class or lambda (memoised hops: one per nested block). */
+export function blocksAround(n: Node): Node[] {
+  const out: Node[] = [];
+  for (let b = nearestAncestor(n, BLOCKS)?.ancestor; b && b.type === 'block'; b = nearestAncestor(b, BLOCKS)?.ancestor) {
+    out.push(b);
+    const p = b.parent?.type;
+    if (p === 'function_definition' || p === 'class_definition' || out.length > 8) break;
+  }
+  return out;
+}
+const BLOCKS: ReadonlySet<string> = new Set(['block', 'module', 'lambda']);

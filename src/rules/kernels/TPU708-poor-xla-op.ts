@@ -16,7 +16,7 @@ export default defineRule({
   effort: 3,
   message: 'this op or tensor feature has poor XLA support',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Use an XLA-friendly form' },
-  triggers: ['ctc', 'CTC', 'data_ptr', 'storage', 'stride', 'is_contiguous', 'channels_last', 'copy', 'sparse'],
+  triggers: ['ctc', 'CTC', 'data_ptr', 'storage', 'stride', 'is_contiguous', 'channels_last', 'copy', 'sparse', 'spmm'],
   profiles: ['torch_xla'],
   docs: {
     what:
@@ -25,7 +25,7 @@ export default defineRule({
     why:
       'Ops without an XLA lowering run on the CPU: "any counter that starts with `aten::` indicates a context switch between the XLA device and CPU" (TS "Understand The Metrics Report"); the guide\'s example lists `aten::_ctc_loss` and `_ctc_loss_backward` (that list may be stale: confirm with the metrics report). ' +
       '"XLA tensors always appear to be contiguous and without storage. Networks should not try to check the strides" (TS:359-362), and "the internal data representation of XLA tensors is opaque" (DEV "Memory Layout"), so memory-format hints do nothing useful. ' +
-      '`copy.copy` of an XLA tensor performs a deep copy (TS quirks). XLA support for sparse tensors and sparse embedding gradients is unverified: prefer dense embeddings.',
+      '`copy.copy` of an XLA tensor performs a deep copy (TS quirks). torch_xla implements no sparse (SparseXLA) kernels: a sparse tensor made on or moved to the XLA device raises NotImplementedError ("Could not run \'aten::_sparse_coo_tensor_with_dims_and_tensors\' with arguments from the \'SparseXLA\' backend", pytorch/xla#8719; pytorch/xla#6853), reported as an error; sparse tensors used in a hot loop or `forward` without a visible move (`torch.spmm(adj, x)`, `torch.sparse.FloatTensor(...)`) are info. `EmbeddingBag(sparse=True)` falls back to the dense backward with a warning since pytorch/xla#7584: prefer dense embeddings.',
     example:
       'criterion = nn.CTCLoss()\nif x.is_contiguous():\n    ptr = x.data_ptr()\nmodel = model.to(memory_format=torch.channels_last)\nemb = nn.Embedding(50000, 512, sparse=True)\ny = copy.copy(x)',
     useInstead:
@@ -34,7 +34,7 @@ export default defineRule({
     fixSafety:
       'Unsafe: dropping `memory_format=torch.channels_last` changes the CUDA layout (and speed, not results), so the dual-path style leaves it in place (a no-op on XLA) and only the tpu-only style removes it; dense embeddings use more gradient memory and do not work with `SparseAdam`; ' +
       '`x.clone()` makes the copy explicit, which is what XLA does for `copy.copy`, but code that relied on a shallow copy sharing storage changes. Stride/storage logic and CTC have no automatic fix.',
-    sources: ['TS (docs/source/learn/troubleshoot.md: metrics report, aten:: counters, :359-362 strides, quirks)', 'DEV (docs/source/learn/pytorch-on-xla-devices.md "Memory Layout")'],
+    sources: ['TS (docs/source/learn/troubleshoot.md: metrics report, aten:: counters, :359-362 strides, quirks)', 'DEV (docs/source/learn/pytorch-on-xla-devices.md "Memory Layout")', 'pytorch/xla#6853 (SparseXLA codegen without kernels), pytorch/xla#8719 (the NotImplementedError), pytorch/xla#7584 (torch_xla/csrc/aten_xla_type.cpp: EmbeddingBag sparse backward falls back to dense)'],
     torchtpu: 'Not run under the torchtpu profile: the fallbacks listed are torch_xla\'s lowerings; the preview\'s op coverage is not public.',
   },
   check(ctx) {
@@ -82,10 +82,17 @@ export default defineRule({
         });
         continue;
       }
-      if (/^torch\.(sparse_coo_tensor|sparse_csr_tensor|sparse\.mm|sparse\.sum)$/.test(callee) || (meth === 'to_sparse' && !callee)) {
+      if (SPARSE_MAKERS.test(callee) || (meth === 'to_sparse' && !callee)) {
         // a sparse tensor built and used on the host (graph preprocessing, a CPU adjacency) never meets XLA (issue 9)
-        if (!sparseReachesDevice(ctx, call, callee)) continue;
-        ctx.report(call, { severity: 'info', message: `\`${callee || '.to_sparse()'}\` creates sparse tensors, whose XLA support is limited; prefer dense tensors` });
+        const reach = sparseReachesDevice(ctx, call, callee);
+        if (!reach) continue;
+        const what = callee || '.to_sparse()';
+        // torch_xla registers no SparseXLA kernels: making a sparse tensor on the XLA device raises NotImplementedError
+        // ("Could not run 'aten::_sparse_coo_tensor_with_dims_and_tensors' with arguments from the 'SparseXLA' backend",
+        // pytorch/xla#8719; "we didn't implement the corresponding sparse kernels", pytorch/xla#6853)
+        ctx.report(call, reach === 'moved'
+          ? { severity: 'error', message: `\`${what}\` makes a sparse tensor that is placed on the device: torch_xla has no sparse (SparseXLA) kernels, so this raises NotImplementedError on XLA; use a dense tensor` }
+          : { severity: 'info', message: `\`${what}\` ${/mm$/.test(what) ? 'multiplies with' : 'creates'} sparse tensors, which torch_xla has no kernels for (they must stay on the CPU); prefer dense tensors` });
       }
     }
   },
@@ -99,11 +106,16 @@ const CPU_DEVICE = /^(['"]cpu['"]|torch\.device\(['"]cpu['"]\))$/;
  * registered as a buffer, or read in a hot loop or `forward`. `torch.sparse.mm/sum` also count through the names
  * of their operands.
  */
-function sparseReachesDevice(ctx: RuleContext, call: Node, callee: string): boolean {
+/** Sparse constructors (also the legacy `torch.sparse.FloatTensor(indices, values, size)`) and sparse ops (`torch.spmm` is `torch.sparse.mm`). */
+const SPARSE_MAKERS = /^torch\.(sparse_coo_tensor|sparse_csr_tensor|sparse\.mm|sparse\.sum|spmm|sparse\.(Float|Double|Half|Long|Int|Short|Byte|Bool)Tensor)$/;
+const SPARSE_OPS = /^torch\.(sparse\.mm|sparse\.sum|spmm)$/;
+
+function sparseReachesDevice(ctx: RuleContext, call: Node, callee: string): 'moved' | 'used' | null {
   const sema = ctx.sema;
-  if (sema.hot(call)) return true;
   const dev = argShape(call).keywords.get('device');
-  if (dev) return !CPU_DEVICE.test(kwValue(dev)?.text ?? '');
+  if (dev && !CPU_DEVICE.test(kwValue(dev)?.text ?? '')) return 'moved';
+  if (sema.hot(call)) return 'used';
+  if (dev) return null;
   const moves = (n: Node): boolean => {
     // n.to(x) / n.cuda() / n.coalesce().to(x)
     for (let cur: Node = n, depth = 0; depth < 3; depth++) {
@@ -121,19 +133,20 @@ function sparseReachesDevice(ctx: RuleContext, call: Node, callee: string): bool
     }
     return false;
   };
-  if (moves(call)) return true;
+  if (moves(call)) return 'moved';
   const names: string[] = [];
   const stmt = call.parent?.type === 'assignment' && call.parent.childForFieldName('right')?.id === call.id ? call.parent : null;
   const left = stmt?.childForFieldName('left');
   if (left && (left.type === 'identifier' || left.type === 'attribute')) names.push(left.text);
-  if (/^torch\.sparse\.(mm|sum)$/.test(callee)) for (const a of argShape(call).positional) if (a.type === 'identifier' || a.type === 'attribute') names.push(a.text);
-  if (!names.length) return false;
+  if (SPARSE_OPS.test(callee)) for (const a of argShape(call).positional) if (a.type === 'identifier' || a.type === 'attribute') names.push(a.text);
+  if (!names.length) return null;
   const uses = [...sema.nodes('identifier'), ...sema.nodes('attribute')].filter((n) => names.includes(n.text) && n.id !== left?.id);
+  if (uses.some((u) => moves(u))) return 'moved';
   return uses.some((u) => {
-    if (moves(u) || sema.hot(u)) return true;
+    if (sema.hot(u)) return true;
     const c = u.parent?.type === 'argument_list' ? u.parent.parent : null;
     return c?.type === 'call' && methodName(c) === 'register_buffer';
-  });
+  }) ? 'used' : null;
 }
 
 /**

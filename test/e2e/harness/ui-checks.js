@@ -49,10 +49,10 @@ const scenarios = [
     await waitFor(async () => (await problems()).includes('TPU101'), 60000, 'TPU101 in the Problems panel');
     console.log(`[timing] first diagnostics in the Problems panel after opening train.py (UI, cold): ${Date.now() - t0} ms`);
     const p = await problems();
-    for (const want of ['train.py', '`build_model().cuda()` places work on a CUDA device', '`x.cuda()` places work', '`y.cuda()` places work']) {
+    for (const want of ['train.py', '`build_model().cuda()` places work on a CUDA device', '`x.cuda()` places work']) {
       if (!p.includes(want)) throw new Error(`Problems panel lacks "${want}":\n${p}`);
     }
-    await waitFor(async () => (await page.locator('.monaco-editor .squiggly-error').count()) >= 3, 15000, 'error squiggles');
+    await waitFor(async () => (await page.locator('.monaco-editor .squiggly-error').count()) >= 2, 15000, 'error squiggles');
     await shot('editor-findings');
   }],
 
