@@ -563,4 +563,35 @@ describe('semantic indexes', () => {
       tree.delete();
     }
   });
+
+  it('callsResolvedTo (the per-file callee index) equals filtering every call by its callee, in document order', () => {
+    const text = [
+      'import torch',
+      'import torch.distributed as dist',
+      'from torch import save as tsave',
+      'torch.save(torch.save, "a.pt")',
+      'tsave(m.state_dict(), f(g(1))(2))',
+      'def h():',
+      '    dist.init_process_group("nccl"); torch.save(x, p); unknown(1)',
+      'obj.method()(torch.save(y, q))',
+    ].join('\n');
+    const tree = parsePython(text);
+    try {
+      const sema = new Semantics(tree, text);
+      const calls = sema.nodes('call');
+      const names = [...new Set(calls.map((c) => sema.callee(c) ?? ''))];
+      const asks = [...names.map((n) => [n]), names, ['torch.save', 'torch.distributed.init_process_group'], ['torch.save', 'torch.save'], ['', 'torch.save'], ['no.such.name']];
+      for (const ask of asks) {
+        const set = new Set(ask);
+        expect(sema.callsResolvedTo(ask).map((c) => c.startIndex * 1000 + c.endIndex), ask.join(',')).toEqual(
+          calls.filter((c) => set.has(sema.callee(c) ?? '')).map((c) => c.startIndex * 1000 + c.endIndex),
+        );
+      }
+      expect(sema.callsResolvedTo(['torch.save']).length).toBe(4);
+      // a fresh array each time: callers may filter or sort it
+      expect(sema.callsResolvedTo(['torch.save'])).not.toBe(sema.callsResolvedTo(['torch.save']));
+    } finally {
+      tree.delete();
+    }
+  });
 });

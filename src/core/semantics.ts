@@ -277,6 +277,34 @@ export class Semantics {
     return r;
   }
 
+  /**
+   * The calls whose callee (see callee) is one of `names` ('' stands for an unresolved callee), in document order: the
+   * same nodes as `nodes('call').filter((c) => names.has(callee(c) ?? ''))`, from an index built once per file (rules
+   * asked it per call site, each time resolving every call of the file). A new array each time.
+   */
+  callsResolvedTo(names: Iterable<string>): Node[] {
+    const calls = this.nodes('call');
+    if (!this.calleeIndex) {
+      const index = new Map<string, number[]>();
+      calls.forEach((c, k) => {
+        const key = this.callee(c) ?? '';
+        let list = index.get(key);
+        if (!list) index.set(key, (list = []));
+        list.push(k);
+      });
+      this.calleeIndex = index;
+    }
+    const lists: number[][] = [];
+    for (const name of new Set(names)) {
+      const list = this.calleeIndex.get(name);
+      if (list) lists.push(list);
+    }
+    // positions in nodes('call'), ascending: one list as it is, several merged (the lists are disjoint)
+    const at = lists.length === 1 ? lists[0] : lists.flat().sort((a, b) => a - b);
+    return at.map((k) => calls[k]);
+  }
+  private calleeIndex?: Map<string, number[]>;
+
   /** True when `name` (e.g. "torch_xla") or a submodule of it is imported. */
   imports(name: string): boolean {
     for (const m of this.importedModules) if (m === name || m.startsWith(name + '.')) return true;

@@ -43,7 +43,7 @@ export default defineRule({
     if (!ctx.sema.usesTorch()) return;
     let cudaFile: boolean | undefined;
     let written: Written | undefined;
-    const xserPaths = new Set(ctx.sema.nodes('call').filter((c) => ctx.sema.callee(c) === XSER_SAVE).map((c) => saveArgs(c).path?.text).filter((t): t is string => !!t));
+    const xserPaths = new Set(ctx.sema.callsResolvedTo([XSER_SAVE]).map((c) => saveArgs(c).path?.text).filter((t): t is string => !!t));
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
       if (!LOADS.has(callee)) {
@@ -239,7 +239,7 @@ function helperFileNames(ctx: RuleContext, call: Node): string[] {
 function writesCpuCheckpoints(ctx: RuleContext, load: Node): boolean {
   const fname = ctx.sema.enclosingFunction(load)?.childForFieldName('name')?.text ?? '';
   const pair = /^load_/.test(fname) ? fname.replace(/^load_/, 'save_') : null;
-  const saves = ctx.sema.nodes('call').filter((c) => SAVES.has(ctx.sema.callee(c) ?? ''));
+  const saves = ctx.sema.callsResolvedTo(SAVES);
   const paired = pair ? saves.filter((c) => ctx.sema.enclosingFunction(c)?.childForFieldName('name')?.text === pair) : [];
   let cpu = false;
   for (const c of paired.length ? paired : saves) {
@@ -340,13 +340,23 @@ function unmovedModel(ctx: RuleContext, call: Node): boolean {
   const left = p.childForFieldName('left');
   if (!left || (left.type !== 'identifier' && left.type !== 'attribute')) return false;
   const fn = ctx.sema.enclosingFunction(call)?.id ?? null;
+  const name = left.text;
   let used = false;
-  for (const c of ctx.sema.nodes('call')) {
-    if (c.startIndex < call.endIndex) continue;
+  // the calls after the load: the index is in document order (starts never decrease), so the first is found by a
+  // binary search instead of passing over every earlier call of the file once per load
+  const calls = ctx.sema.nodes('call');
+  let lo = 0;
+  for (let hi = calls.length; lo < hi; ) {
+    const mid = (lo + hi) >> 1;
+    if (calls[mid].startIndex < call.endIndex) lo = mid + 1;
+    else hi = mid;
+  }
+  for (let k = lo; k < calls.length; k++) {
+    const c = calls[k];
     const f = c.childForFieldName('function');
     if (!f) continue;
-    if (f.text === left.text && (ctx.sema.enclosingFunction(c)?.id ?? null) === fn) used = true;
-    if (f.type === 'attribute' && f.childForFieldName('object')?.text === left.text) {
+    if (f.text === name && (ctx.sema.enclosingFunction(c)?.id ?? null) === fn) used = true;
+    if (f.type === 'attribute' && f.childForFieldName('object')?.text === name) {
       const m = f.childForFieldName('attribute')?.text ?? '';
       if (m === 'to' || m === 'cuda' || m === 'load_state_dict') return false;
       if (MODULE_USE.test(m)) used = true;

@@ -80,6 +80,7 @@ export default defineRule({
     const spmd = ctx.sema.imports('torch_xla.distributed.spmd') || ctx.sema.nodes('call').some((c) => ctx.sema.callee(c) === 'torch_xla.runtime.use_spmd');
 
     // (a) DistributedSampler fed from CUDA / launcher env
+    let fileFacts: { epochLoop: boolean; setsEpoch: boolean } | undefined;
     for (const call of ctx.sema.nodes('call')) {
       if (!SAMPLER.test(ctx.sema.callee(call) ?? '')) continue;
       const { positional, keywords } = callArgs(call);
@@ -104,8 +105,9 @@ export default defineRule({
       // (c) set_epoch never called on a shuffling sampler
       const shuffle = kwValue(keywords.get('shuffle'))?.text ?? positional[3]?.text;
       const bound = call.parent?.type === 'assignment' && call.parent.childForFieldName('right')?.id === call.id;
-      const epochLoop = ctx.sema.nodes('for_statement').some((f) => /epoch/i.test(f.childForFieldName('left')?.text ?? ''));
-      const setsEpoch = ctx.sema.nodes('call').some((c) => c.childForFieldName('function')?.type === 'attribute' && c.childForFieldName('function')?.childForFieldName('attribute')?.text === 'set_epoch');
+      // file-wide facts, computed for the first sampler only (they were scanned again for every sampler call)
+      const epochLoop = (fileFacts ??= { epochLoop: ctx.sema.nodes('for_statement').some((f) => /epoch/i.test(f.childForFieldName('left')?.text ?? '')), setsEpoch: ctx.sema.nodes('call').some((c) => c.childForFieldName('function')?.type === 'attribute' && c.childForFieldName('function')?.childForFieldName('attribute')?.text === 'set_epoch') }).epochLoop;
+      const setsEpoch = fileFacts.setsEpoch;
       // an evaluation sampler (`eval_sampler = DistributedSampler(eval_dataset)`): the order of eval batches does not matter
       const boundName = bound ? call.parent?.childForFieldName('left')?.text ?? '' : '';
       const evalSampler = EVAL_SAMPLER.test(boundName) || EVAL_SAMPLER.test(positional[0]?.text ?? kwValue(keywords.get('dataset'))?.text ?? '');

@@ -491,11 +491,20 @@ function ternaryFix(ctx: RuleContext, tern: Node, cmp: Node, operand: Node) {
 }
 
 /** `name` (a process count) is the `nprocs` of a launcher call in the file (`mp.spawn(fn, args, nprocs)`, `nprocs=name`, `nprocs=name * k`). */
+/** The file's calls of a process launcher (`mp.spawn`, `start_processes`, `launch`), in document order: once per file (asked per assignment). */
+const launchMemo = new WeakMap<object, Node[]>();
+function processLaunches(ctx: RuleContext): Node[] {
+  let hit = launchMemo.get(ctx.sema);
+  if (!hit) {
+    hit = ctx.sema.nodes('call').filter((c) => /(^|\.)(spawn|start_processes|launch)$/.test(ctx.sema.callee(c) ?? c.childForFieldName('function')?.text ?? ''));
+    launchMemo.set(ctx.sema, hit);
+  }
+  return hit;
+}
+
 function countsProcesses(ctx: RuleContext, name: string): boolean {
   const mentions = (n: Node | null | undefined) => !!n && (n.type === 'identifier' ? n.text === name : ctx.sema.within('identifier', n).some((i) => i.text === name));
-  for (const c of ctx.sema.nodes('call')) {
-    const fq = ctx.sema.callee(c) ?? c.childForFieldName('function')?.text ?? '';
-    if (!/(^|\.)(spawn|start_processes|launch)$/.test(fq)) continue;
+  for (const c of processLaunches(ctx)) {
     const { positional, keywords } = callArgs(c);
     if (mentions(kwValue(keywords.get('nprocs'))) || mentions(positional[2])) return true;
   }

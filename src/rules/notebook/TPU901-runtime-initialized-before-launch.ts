@@ -53,7 +53,8 @@ export default defineRule({
       else {
         const fn = sema.enclosingFunction(l);
         const name = fn?.childForFieldName('name')?.text;
-        const sites = sema.nodes('call').filter((c) => c.childForFieldName('function')?.type === 'identifier' && c.childForFieldName('function')!.text === name && atModuleLevel(c));
+        // `name(...)` calls at module level (the file's calls by name are indexed once: callsNamed)
+        const sites = sema.callsNamed(name ?? '').filter((c) => c.childForFieldName('function')?.type === 'identifier' && c.childForFieldName('function')!.text === name && atModuleLevel(c));
         if (sites.length) at = Math.min(...sites.map((s) => s.startIndex));
       }
       if (at === undefined || at >= point) continue;
