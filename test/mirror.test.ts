@@ -9,8 +9,8 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Query } from 'web-tree-sitter';
 import { init, ROOT } from './setup';
-import { parsePython, treeEditFor, type Node, type Tree } from '../src/core/parse';
-import { MirrorNode, realRootNode, simpleTypes } from '../src/core/mirror';
+import { parsePython, treeEditFor, wasmHeapInUse, type Node, type Tree } from '../src/core/parse';
+import { MirrorNode, mirrorOf, realRootNode, releaseTree, simpleTypes } from '../src/core/mirror';
 
 beforeAll(async () => {
   await init();
@@ -205,4 +205,116 @@ describe('tree mirror', () => {
       next.delete();
     }
   });
+
+  it('finds the descendant for a range as tree-sitter, for every node range and offset', () => {
+    const texts = [...shapes.map(([, t]) => t), ...fixtureTexts().map(([, t]) => t), 'x = 1\n' + 'y = (2)\n'.repeat(200) + '\n\n# end\n'];
+    const bad: string[] = [];
+    let asked = 0;
+    for (const text of texts) {
+      const tree = parsePython(text);
+      try {
+        const real = realPreorder(tree);
+        const mine = handlePreorder(tree.rootNode);
+        const roots: [Node, Node][] = [[mine[0], real[0]], [mine[mine.length >> 1], real[real.length >> 1]], [mine[1] ?? mine[0], real[1] ?? real[0]]];
+        const ranges: [number, number][] = [];
+        for (const r of real) ranges.push([r.startIndex, r.endIndex], [r.startIndex, Math.max(r.startIndex, r.endIndex - 1)], [r.endIndex, r.endIndex]);
+        for (let o = 0; o <= text.length; o += 7) ranges.push([o, o], [o, o + 3], [o + 3, o]);
+        for (const [h, r] of roots) {
+          for (const [s0, e0] of ranges) {
+            asked++;
+            const a = h.descendantForIndex(s0, e0);
+            const b = r.descendantForIndex(s0, e0);
+            if ((a?.id ?? null) !== (b?.id ?? null)) bad.push(`${JSON.stringify(text.slice(0, 30))} descendantForIndex(${s0}, ${e0}) from ${r.type}: ${a?.type} != ${b?.type}`);
+            const c = h.namedDescendantForIndex(s0, e0);
+            const d = r.namedDescendantForIndex(s0, e0);
+            if ((c?.id ?? null) !== (d?.id ?? null)) bad.push(`${JSON.stringify(text.slice(0, 30))} namedDescendantForIndex(${s0}, ${e0}) from ${r.type}: ${c?.type} != ${d?.type}`);
+          }
+        }
+      } finally {
+        tree.delete();
+      }
+    }
+    expect(asked).toBeGreaterThan(100_000);
+    expect(bad.slice(0, 10)).toEqual([]);
+  }, 300_000);
+
+  /**
+   * Released (the CLI's `releaseTree`): tree-sitter's tree is deleted once mirrored; what the mirror does not hold is
+   * asked of the same text parsed again. Every such answer, as a preorder position, must be the kept tree's.
+   */
+  it('answers the same after its tree-sitter tree is released', () => {
+    const pos = (n: Node | null | undefined) => (n ? (n as unknown as MirrorNode).i : null);
+    const texts = [...shapes.map(([, t]) => t), ...fixtureTexts().slice(0, 40).map(([, t]) => t)];
+    const queries = ['(call function: (attribute) @fn) @call', '((identifier) @id (#eq? @id "torch"))', '(ERROR) @e'];
+    for (const text of texts) {
+      const kept = parsePython(text);
+      const released = parsePython(text);
+      try {
+        const a = handlePreorder(kept.rootNode);
+        releaseTree(released);
+        expect(mirrorOf(released).isReleased).toBe(true);
+        // the tree object is gone in tree-sitter (its address is 0), its handles answer on
+        expect((released as unknown as { 0: number })[0]).toBe(0);
+        const b = handlePreorder(released.rootNode);
+        expect(b.length).toBe(a.length);
+        const bad: string[] = [];
+        const same = (what: string, x: unknown, y: unknown) => {
+          if (JSON.stringify(x) !== JSON.stringify(y)) bad.push(`${what}: ${JSON.stringify(x)} != ${JSON.stringify(y)}`);
+        };
+        for (let i = 0; i < a.length; i++) {
+          const [x, y] = [a[i], b[i]];
+          same(`${i} id kept`, y.id, mirrorOf(released).ids[i]);
+          same(`${i} nextSibling`, pos(y.nextSibling), pos(x.nextSibling));
+          same(`${i} previousNamedSibling`, pos(y.previousNamedSibling), pos(x.previousNamedSibling));
+          same(`${i} isExtra`, y.isExtra, x.isExtra);
+          same(`${i} grammarType`, y.grammarType, x.grammarType);
+          if (x.type === 'match_statement') same(`${i} alternative`, y.childrenForFieldName('alternative').map(pos), x.childrenForFieldName('alternative').map(pos));
+          const end = Math.max(x.startIndex, x.endIndex - 1);
+          same(`${i} descendantForIndex`, pos(y.descendantForIndex(x.startIndex, end)), pos(x.descendantForIndex(x.startIndex, end)));
+          same(`${i} namedDescendantForIndex`, pos(released.rootNode.namedDescendantForIndex(x.startIndex, end)), pos(kept.rootNode.namedDescendantForIndex(x.startIndex, end)));
+        }
+        same('toString', released.rootNode.toString(), kept.rootNode.toString());
+        for (const source of queries) {
+          const q = new Query(kept.language, source);
+          same(source, q.captures(released.rootNode).map((c) => [c.name, pos(c.node)]), q.captures(kept.rootNode).map((c) => [c.name, pos(c.node)]));
+          q.delete();
+        }
+        const c1 = released.walk();
+        const c2 = kept.walk();
+        const types: [string, string][] = [];
+        do types.push([c1.nodeType, c2.nodeType]);
+        while (c1.gotoFirstChild() && c2.gotoFirstChild());
+        c1.delete();
+        c2.delete();
+        for (const [t1, t2] of types) same('walk', t1, t2);
+        expect(bad.slice(0, 10)).toEqual([]);
+      } finally {
+        kept.delete();
+        released.delete();
+      }
+    }
+  }, 120_000);
+
+  it('frees the WebAssembly memory of a released tree, and of the tree read again on delete', () => {
+    const text = 'import torch\n' + Array.from({ length: 4000 }, (_, i) => `x${i} = f(t.cuda(), ${i})`).join('\n') + '\n';
+    const before = wasmHeapInUse();
+    const tree = parsePython(text);
+    const parsed = wasmHeapInUse() - before;
+    expect(parsed).toBeGreaterThan(2_000_000);
+    releaseTree(tree);
+    expect(wasmHeapInUse() - before).toBeLessThan(parsed / 10);
+    // the handles still answer from the mirror
+    expect(tree.rootNode.namedChildCount).toBe(4001);
+    expect(tree.rootNode.namedChild(4000)?.text).toBe('x3999 = f(t.cuda(), 3999)');
+    // answered from the mirror: no tree-sitter tree needed
+    expect(tree.rootNode.descendantForIndex(text.indexOf('t.cuda'))?.text).toBe('t');
+    expect(wasmHeapInUse() - before).toBeLessThan(parsed / 10);
+    // a fallback (what the mirror does not hold) reads the text again: another tree in WebAssembly ...
+    expect(tree.rootNode.namedChild(5)!.isExtra).toBe(false);
+    expect(wasmHeapInUse() - before).toBeGreaterThan(parsed / 2);
+    // ... freed with the tree; an edit of a released tree is refused (nothing to re-parse from)
+    expect(() => tree.edit(treeEditFor(text, 0, 0, ' '))).toThrow(/released/);
+    tree.delete();
+    expect(wasmHeapInUse() - before).toBeLessThan(parsed / 10);
+  }, 60_000);
 });

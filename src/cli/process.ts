@@ -270,7 +270,7 @@ function processWithin(task0: FileTask): FileOutcome {
   out.kind = doc.kind;
 
   if (task.fix) {
-    const result = fixDocument(doc, RULES, task.options, { unsafe: task.fix.unsafe });
+    const result = fixDocument(doc, RULES, { ...task.options, releaseTree: true }, { unsafe: task.fix.unsafe });
     if (result.syntaxErrors) out.fixSkipped = 'not fixed: the file has syntax errors (fix them first)';
     if (result.applied > 0) {
       let after: string;
@@ -288,7 +288,8 @@ function processWithin(task0: FileTask): FileOutcome {
     }
   }
 
-  const analysis = analyze(doc, RULES, task.options);
+  // the CLI never re-parses a file incrementally: tree-sitter's tree goes once mirrored (src/core/mirror.ts)
+  const analysis = analyze(doc, RULES, { ...task.options, releaseTree: true });
   out.relevant = (analysis.sema?.usesTorch() ?? false) && !isGeneratedAccel(analysedText(doc));
   const cwd = task.project?.cwd;
   out.findings = toOut(task.display, doc, locateAll(analysis), project && cwd ? { textOf: (p) => project.textOf(p), show: (p) => path.relative(cwd, p) || path.basename(p) } : null);

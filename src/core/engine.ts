@@ -19,6 +19,7 @@ import { projectResolver } from '../model/crossModule';
 import { hotDefsOf } from '../model/hotAcross';
 import { registerSemantics } from '../model/guards';
 import { arm, budgetRule, budgetTick, checkBudget, disarm, BudgetExceeded } from './budget';
+import { releaseTree } from './mirror';
 
 export { BudgetExceeded };
 
@@ -219,6 +220,7 @@ export function analyze(doc: SourceDocument, rules: Rule[], options: AnalyzeOpti
       void tree.rootNode;
       t = lap('mirror', t);
     }
+    if (options.releaseTree) releaseTree(tree);
     const sema = new Semantics(tree, text);
     if (phaseTimings) t = lap('semantics', t);
     // project scope: functions of this file that other modules' hot loops call are hot here too

@@ -231,7 +231,9 @@ export class Mirror {
     if (node instanceof MirrorNode) return node as unknown as Node;
     const id = node.id;
     const s = node.startIndex;
-    if (this.ids[0] === id) return this.orNull(0);
+    // a node of the tree read again after a release carries that tree's ids
+    const ids = this.revived && node.tree === this.revived ? this.revivedIds! : this.ids;
+    if (ids[0] === id) return this.orNull(0);
     // preorder starts never decrease after the root: binary search, then the run of equal starts
     let lo = 1;
     let hi = this.n;
@@ -240,8 +242,8 @@ export class Mirror {
       if (this.start[mid] < s) lo = mid + 1;
       else hi = mid;
     }
-    for (let k = lo; k < this.n && this.start[k] === s; k++) if (this.ids[k] === id) return this.orNull(k);
-    for (let k = 0; k < this.n; k++) if (this.ids[k] === id) return this.orNull(k);
+    for (let k = lo; k < this.n && this.start[k] === s; k++) if (ids[k] === id) return this.orNull(k);
+    for (let k = 0; k < this.n; k++) if (ids[k] === id) return this.orNull(k);
     return null;
   }
 
@@ -253,9 +255,117 @@ export class Mirror {
       for (let s = this.prev[k]; s >= 0; s = this.prev[s]) pos++;
       path.push(pos);
     }
-    let node = realRootOf(this.tree);
+    let node = realRootOf(this.realTree());
     for (let d = path.length - 1; d >= 0; d--) node = node.child(path[d])!;
     return node;
+  }
+
+  /**
+   * A real tree of this text: the parsed one, or after `release()` the same text parsed again (a full parse of the same
+   * text by the same grammar: the same nodes in the same order, only tree-sitter's node ids differ, kept in `revivedIds`).
+   */
+  realTree(): Tree {
+    if (!this.released) return this.tree;
+    if (!this.revived) {
+      if (!reparse) throw new Error('tpu-ready: the tree was released and no parser is installed to read it again');
+      const t = reparse(this.text);
+      const ids = new Int32Array(this.n);
+      const cursor = realRootOf(t).walk();
+      let k = 0;
+      try {
+        walk: for (;;) {
+          budgetTick();
+          if (k === this.n) {
+            k++;
+            break;
+          }
+          ids[k++] = cursor.nodeId;
+          if (cursor.gotoFirstChild()) continue;
+          while (!cursor.gotoNextSibling()) if (!cursor.gotoParent()) break walk;
+        }
+      } finally {
+        cursor.delete();
+      }
+      if (k !== this.n) {
+        t.delete();
+        throw new Error(`tpu-ready: the tree read again has ${k} nodes, the mirror ${this.n}`);
+      }
+      this.revivedIds = ids;
+      this.revived = t;
+    }
+    return this.revived;
+  }
+
+  /** Released: tree-sitter's tree was deleted once mirrored (`releaseTree`); a fallback reads the text again. */
+  private released = false;
+  private revived: Tree | null = null;
+  private revivedIds: Int32Array | null = null;
+
+  /**
+   * Frees tree-sitter's tree (its WebAssembly memory: 34-131 bytes per source byte) and keeps answering from the mirror:
+   * what the mirror does not hold (see the header) parses the text again on first need. For a host that never
+   * re-parses incrementally (the CLI); the language server keeps its trees for incremental parses.
+   */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    deleteReal(this.tree);
+  }
+
+  /** Frees the tree read again after a release (the tree's own `delete()`). */
+  dispose(): void {
+    this.revived?.delete();
+    this.revived = null;
+    this.revivedIds = null;
+  }
+
+  get isReleased(): boolean {
+    return this.released;
+  }
+
+  /**
+   * tree-sitter's ts_node__descendant_for_byte_range (lib/src/node.c) over the mirror: from node i, go into the first
+   * child that ends at or after `end`, ends after `start` (an empty child: at or after it) and starts at or before
+   * `start`, while there is one; the answer is the last node gone into (with `named`, the last named one). The walk
+   * goes over visible children where tree-sitter's iterator also enters hidden nodes: the same nodes are tested in the
+   * same order, and a hidden node that contains the range holds every visible child that can. The index of the answer,
+   * -1 for none (start after end), or -2 where the real node must answer: a subtree with an error (ERROR nodes keep
+   * hidden children of their own) or a negative offset. A long child list (a module's statements) is entered by a
+   * binary search on the children's ends, which never decrease. test/mirror.test.ts compares every node's range.
+   */
+  descendantFor(i: number, start: number, end: number, named: boolean): number {
+    if (this.flags[i] & HAS_ERROR || start < 0 || end < 0) return -2;
+    if (start > end) return -1;
+    let node = i;
+    let last = i;
+    for (let descended = true; descended; ) {
+      descended = false;
+      budgetTick();
+      let k = this.firstChild(node);
+      if (this.descEnd[node] - node > LONG_LIST * 4) {
+        const kids = this.childList(node, false) as unknown as MirrorNode[];
+        let lo = 0;
+        let hi = kids.length;
+        while (lo < hi) {
+          const mid = (lo + hi) >> 1;
+          if (this.end[kids[mid].i] < end) lo = mid + 1;
+          else hi = mid;
+        }
+        k = lo < kids.length ? kids[lo].i : -1;
+      }
+      for (; k >= 0; k = this.next(k)) {
+        const ce = this.end[k];
+        if (ce < end) continue;
+        const cs = this.start[k];
+        if (cs === ce ? ce < start : ce <= start) continue;
+        if (start < cs) break;
+        node = k;
+        if (!named || this.flags[k] & NAMED) last = k;
+        descended = true;
+        break;
+      }
+    }
+    return last;
   }
 
   fieldId(name: string): number {
@@ -499,10 +609,12 @@ export class MirrorNode {
   }
 
   descendantForIndex(start: number, end = start): Node | null {
-    return this.m.fromReal(this.m.real(this.i).descendantForIndex(start, end));
+    const k = this.m.descendantFor(this.i, start, end, false);
+    return k === -2 ? this.m.fromReal(this.m.real(this.i).descendantForIndex(start, end)) : this.m.orNull(k);
   }
   namedDescendantForIndex(start: number, end = start): Node | null {
-    return this.m.fromReal(this.m.real(this.i).namedDescendantForIndex(start, end));
+    const k = this.m.descendantFor(this.i, start, end, true);
+    return k === -2 ? this.m.fromReal(this.m.real(this.i).namedDescendantForIndex(start, end)) : this.m.orNull(k);
   }
   descendantForPosition(start: Point, end = start): Node | null {
     return this.m.fromReal(this.m.real(this.i).descendantForPosition(start, end));
@@ -555,6 +667,18 @@ export function mirrorOf(tree: Tree): Mirror {
 }
 
 let installed = false;
+/** Parses a text again (src/core/parse.ts installs it): what a released tree's fallbacks read. */
+let reparse: ((text: string) => Tree) | null = null;
+let deleteReal: (tree: Tree) => void = (tree) => tree.delete();
+
+/**
+ * Deletes tree-sitter's tree once its mirror is built (Mirror.release): the tree keeps answering `rootNode` and every
+ * handle; its WebAssembly memory is freed. No-op without the mirror (TPU_READY_NO_MIRROR).
+ */
+export function releaseTree(tree: Tree): void {
+  if (!installed) return;
+  mirrorOf(tree).release();
+}
 
 /** tree-sitter's cursor functions, called on the cursor held in its transfer buffer (Mirror.rawWalk). */
 interface RawCursorApi {
@@ -597,9 +721,10 @@ function rawCursorApi(module: object, memory: WebAssembly.Memory): RawCursorApi 
   };
 }
 
-export function installMirror(module?: object, memory?: WebAssembly.Memory): void {
+export function installMirror(module?: object, memory?: WebAssembly.Memory, parseAgain?: (text: string) => Tree): void {
   if (installed) return;
   installed = true;
+  reparse = parseAgain ?? null;
   if (module && memory && !process.env.TPU_READY_NO_RAW_CURSOR) rawApi = rawCursorApi(module, memory);
   const treeProto = Tree.prototype as unknown as Record<string, unknown>;
   const d = Object.getOwnPropertyDescriptor(treeProto, 'rootNode');
@@ -612,15 +737,21 @@ export function installMirror(module?: object, memory?: WebAssembly.Memory): voi
     },
   });
   treeProto.walk = function (this: Tree) {
-    return realRootOf(this).walk();
+    const m = (this as MirrorHolder)[MIRROR];
+    return realRootOf(m ? m.realTree() : this).walk();
   };
   const edit = treeProto.edit as (this: Tree, ...a: unknown[]) => void;
   treeProto.edit = function (this: Tree, ...args: unknown[]) {
+    const m = (this as MirrorHolder)[MIRROR];
+    if (m?.isReleased) throw new Error('tpu-ready: a released tree cannot be edited (parse the new text afresh)');
+    m?.dispose();
     delete (this as MirrorHolder)[MIRROR];
     return edit.apply(this, args);
   };
   const del = treeProto.delete as (this: Tree) => void;
+  deleteReal = (tree) => del.call(tree);
   treeProto.delete = function (this: Tree) {
+    (this as MirrorHolder)[MIRROR]?.dispose();
     delete (this as MirrorHolder)[MIRROR];
     return del.call(this);
   };

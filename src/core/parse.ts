@@ -72,7 +72,7 @@ export function initParser(wasmDir: string | { runtime: string; grammar: string 
       wasmModule = moduleArg as WasmModule;
       if (!process.env.TPU_READY_NO_NODE_CACHE) installNodeCache();
       // rules navigate a typed-array mirror of each tree through light handles (src/core/mirror.ts)
-      if (!process.env.TPU_READY_NO_MIRROR) installMirror(moduleArg, wasmMemory);
+      if (!process.env.TPU_READY_NO_MIRROR) installMirror(moduleArg, wasmMemory, (text) => parsePython(text));
       const lang = await Language.load(grammar);
       const p = new Parser();
       // ABI mismatches between runtime and grammar only surface here.

@@ -110,6 +110,13 @@ export interface AnalyzeOptions {
   project?: ProjectView | null;
   /** Bytes of heap and WebAssembly memory the file's analysis may add (checked like `deadline`): see core/budget.ts. */
   memory?: MemoryBudget;
+  /**
+   * Delete tree-sitter's tree as soon as its mirror is built (src/core/mirror.ts Mirror.release): the analysis answers
+   * from the mirror, and `Analysis.tree` cannot be edited for an incremental re-parse. For hosts that never re-parse
+   * incrementally (the CLI): the WebAssembly memory of the tree (34-131 bytes per source byte) is freed before the
+   * rules run, so it no longer adds to their peak.
+   */
+  releaseTree?: boolean;
 }
 
 export const DEFAULT_TARGET: Target = { profile: 'torch_xla', version: '2.9' };
