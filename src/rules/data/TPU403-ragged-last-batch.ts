@@ -4,7 +4,7 @@ import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import type { Snippet } from '../../core/idioms';
 import { callArgs, kwValue } from '../../core/semantics';
-import { appendArg, isDataLoaderCall, iteratedLoader } from './util';
+import { appendArg, isTorchDataLoaderCall as isDataLoaderCall, iteratedLoader } from './util';
 
 const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig)$/;
 const EVAL_NAME = /val|eval|test|pred|infer/i;
