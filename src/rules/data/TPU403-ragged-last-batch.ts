@@ -121,6 +121,21 @@ function shufflesAtRunTime(ctx: RuleContext, call: Node, v: Node | null | undefi
   return v;
 }
 
+/**
+ * `**kwargs` whose every binding is a dict literal of loader options that sets neither `drop_last` nor `batch_sampler`
+ * (`kwargs = {'num_workers': 1, 'pin_memory': True}`): the call's own keywords decide its last batch.
+ */
+function knownOptions(ctx: RuleContext, splat: Node): boolean {
+  const name = splat.namedChildren[0];
+  if (name?.type !== 'identifier') return false;
+  const values = ctx.sema.bindings(name.text);
+  return values.length > 0 && values.every((v) => v.type === 'dictionary' && v.namedChildren.every((p) => {
+    if (p?.type !== 'pair') return p?.type === 'comment';
+    const key = p.childForFieldName('key');
+    return key?.type === 'string' && !/^['"](drop_last|batch_sampler|batch_size)['"]$/.test(key.text);
+  }));
+}
+
 export default defineRule({
   id: 'TPU403',
   name: 'ragged-last-batch',
@@ -135,7 +150,7 @@ export default defineRule({
     what:
       'Checks for training `DataLoader`s without `drop_last=True` (assigned to a `train…` name, shuffling, given a sampler, returned from `train_dataloader()`, or iterated by a training loop; a loader that shuffles unless the run turns it off, `shuffle=not opt.serial_batches`, `shuffle=args.shuffle` or a factory parameter defaulting to True, is a training loader too, with an unsafe fix since which run turns it off is unknown; ' +
       'loaders named `eval`/`test`, `batch_sampler` loaders and loaders whose sampler never ends an epoch, such as `RandomSampler(ds, replacement=True, num_samples=int(1e10))` or an `InfiniteSampler`, and loaders over an `IterableDataset` of the file whose `__iter__` is an endless `while True:` stream, are left alone), and for HF `dataloader_drop_last=False`. ' +
-      'A `drop_last=` set from a variable (`drop_last=flags.drop_last`) is not flagged. A validation loader (`val_loader`, `data_loader_val`, `_val_dataloader()`) that keeps its last batch is reported as info, without a fix.',
+      'Options unpacked from a dict literal that sets neither `drop_last` nor `batch_sampler` (`**kwargs` of `kwargs = {\'num_workers\': 1, \'pin_memory\': True}`) do not hide the loader (the fix adds `drop_last=` before the `**`); other `**` options do. A `drop_last=` set from a variable (`drop_last=flags.drop_last`) is not flagged. A validation loader (`val_loader`, `data_loader_val`, `_val_dataloader()`) that keeps its last batch is reported as info, without a fix.',
     why:
       'Unless the dataset size divides the batch size, the last batch of every epoch has a different shape, so the forward and backward graphs are compiled a second time ' +
       '("XLA recompiles when input shape changes", RECOMP). The torch_xla examples use fixed-size batches and the tests expose `--drop_last` (T:test_train_mp_mnist.py). ' +
@@ -173,7 +188,7 @@ export default defineRule({
       // an IterableDataset of this file whose `__iter__` never ends (`while True:` around its `yield`s, llama2.c's
       // PretokDataset): the loader never reaches a last batch
       if (endlessIterable(ctx, callArgs(call).positional[0] ?? kwValue(keywords.get('dataset')))) continue;
-      if (keywords.has('batch_sampler') || call.childForFieldName('arguments')?.namedChildren.some((a) => a?.type === 'dictionary_splat')) continue;
+      if (keywords.has('batch_sampler') || call.childForFieldName('arguments')?.namedChildren.some((a) => a?.type === 'dictionary_splat' && !knownOptions(ctx, a))) continue;
       const bs = kwValue(keywords.get('batch_size'));
       if (bs && (bs.text === '1' || bs.text === 'None')) continue;
       const dl = kwValue(keywords.get('drop_last'));
