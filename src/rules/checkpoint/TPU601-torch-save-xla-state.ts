@@ -2,7 +2,6 @@ import { defineRule, type FixDraft } from '../../core/rule';
 import { replace } from '../../core/edits';
 import { calledFromDeviceCode, deviceModuleIn, deviceStateCallers, fsdpV1, holdsDeviceState, isMultiProcess, isSpmd, masterGuard, placesOnDevice, projectSaveWrapper, saveArgs, TORCH_SAVE } from './util';
 import { whereIn } from '../../model/facts';
-import { hotFacts } from '../../model/hotAcross';
 
 function short(text: string): string {
   const one = text.replace(/\s+/g, ' ');
@@ -21,7 +20,7 @@ export default defineRule({
   triggers: ['save'],
   docs: {
     what:
-      'Checks for `torch.save(obj, path)`, or a save wrapper that forwards its argument to `torch.save` (`save_on_master(*args, **kwargs)`, in this file or in another project module: with project scope reported once, at the wrapper\'s `torch.save`, related to every caller, of this file or another module, that passes it device state; without project scope at the call, with the wrapper\'s `torch.save` as a related location and no fix), where `obj` holds device state: a `model.state_dict()`, `optimizer.state_dict()` or `scheduler.state_dict()`, a dict holding one, a tensor, or the result of a helper that builds one (a function of this file or another project module whose returns hold device state; outside the project, a helper named for checkpoints, `save_checkpoint(model, optimizer, ...)`, given a model or an optimizer), ' +
+      'Checks for `torch.save(obj, path)`, or a save wrapper that forwards its argument to `torch.save` (`save_on_master(*args, **kwargs)`, in this file or in another project module, reported at the call with the wrapper\'s `torch.save` as a related location and no fix; with project scope the wrapper\'s `torch.save` is reported too, related to every caller, of this file or another module, that passes it device state), where `obj` holds device state: a `model.state_dict()`, `optimizer.state_dict()` or `scheduler.state_dict()`, a dict holding one, a tensor, or the result of a helper that builds one (a function of this file or another project module whose returns hold device state; outside the project, a helper named for checkpoints, `save_checkpoint(model, optimizer, ...)`, given a model or an optimizer), ' +
       'in a file that uses torch_xla or places work on a CUDA device (the state becomes XLA state on TPU). A whole module the file moved to the device, pickled alone or inside a list/dict (`torch.save([actor_critic, obs_rms], path)`, `dict(net=net, ...)`), is reported without a fix: `xm.save` leaves its `nn.Parameter`s on the device. A rank-0 save wrapper (`save_on_master(*args, **kwargs)`) that no module of the project calls is reported without a fix (what it is given is unknown; in training code, the model state); a checkpoint module that places nothing itself counts as device code when the modules calling it do. Explicit CPU copies (`.cpu()`, `.to("cpu")`) are not reported; SPMD/FSDP code is TPU603\'s.',
     why:
       '"Directly saving XLA tensors is possible but not recommended. XLA tensors are always loaded back to the device they were saved from, and if that device is unavailable the load will fail" (DEV:343-348; TS:363-375). ' +
@@ -94,9 +93,6 @@ export default defineRule({
         // a save wrapper of another project module (`utils.save_on_master(...)`): judged here, where the state is passed
         const wrapped = !ctx.sema.callee(call)?.startsWith('torch') ? projectSaveWrapper(ctx, call) : null;
         if (!wrapped || !holdsDeviceState(ctx, wrapped.obj)) continue;
-        // the wrapper forwards its argument to `torch.save`, which is reported there, with this call related (one
-        // finding per problem), whenever the project can list the wrapper's callers (deviceStateCallers)
-        if (hotFacts(ctx.project)) continue;
         const name = wrapped.def.childForFieldName('name')?.text ?? 'helper';
         const short = wrapped.obj.text.length > 40 ? '…' : wrapped.obj.text;
         ctx.report(call, {

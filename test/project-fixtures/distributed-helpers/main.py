@@ -15,8 +15,8 @@ def worker(index, args):
     device = torch.device(args.device)
     model = nn.Linear(4, 2).to(device)
     for epoch in range(2):
-        utils.save_on_master({"model": model.state_dict(), "epoch": epoch}, f"ckpt{epoch}.pt")  # reported at utils.py's torch.save (this call related)
-    save_named(model.state_dict(), "last.pt")  # reported at the wrapper's torch.save
+        utils.save_on_master({"model": model.state_dict(), "epoch": epoch}, f"ckpt{epoch}.pt")  # expect: TPU601
+    save_named(model.state_dict(), "last.pt")  # expect: TPU601
     # --- ok ---
     utils.save_on_master({"epoch": 1, "rank": rank}, "meta.pt")
     save_named({k: v.cpu() for k, v in model.state_dict().items()}, "cpu.pt")

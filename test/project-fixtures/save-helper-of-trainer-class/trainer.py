@@ -17,8 +17,7 @@ class Trainer:
             self.optimizer.zero_grad()
             loss.backward()
             self.optimizer.step()
-        # reported at ckpt_utils.py's torch.save, this call related
-        save_checkpoint({
+        save_checkpoint({  # expect: TPU601
             "epoch": self.args.epochs,
             "state_dict": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),

@@ -18,4 +18,4 @@ def save_copy(obj, path):
 
 def save_model(model, optimizer, path):
     model = model.to("cuda")
-    save_on_master({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)  # reported at save_on_master's torch.save (this call related)
+    save_on_master({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)  # expect: TPU601
