@@ -34,7 +34,7 @@ export default defineRule({
     example: 'sd = torch.load("ckpt.pt", map_location="cuda:0")\nmodel.load_state_dict(sd)',
     useInstead: 'sd = torch.load("ckpt.pt", map_location="cpu")\nmodel.load_state_dict(sd)\nmodel.to(device)',
     fixSafety:
-      'Safe when the loaded object goes to `load_state_dict` (it copies into the parameters on their device). When the loaded tensors are used directly they now live on the CPU: ' +
+      'Safe when the loaded object goes to `load_state_dict` (it copies into the parameters on their device): directly, or its name followed from the load through its uses in that scope (`sd["model"]`, `sd.get("model")`, one more name, membership tests and metadata reads such as `sd["epoch"]` allowed; any other use makes it unsafe). When the loaded tensors are used directly they now live on the CPU: ' +
       'the fix is then marked unsafe, move them with `.to(device)`; a whole model (`model = torch.load(...)` then used as `model(x)`/`model.eval()` and never moved) gets the `.to(device)` appended. Replacing `torch.load` by `xser.load` for an `xser.save` file is safe.',
     sources: ['MIG:352-356 (load to CPU, load_state_dict, then move)', 'DEV:325-341 (xser.save/xser.load)', 'torch_xla/utils/serialization.py (save writes tensor references, load resolves them)', 'PT:torch/serialization.py `default_restore_location` (no registered restore location for an `xla` device: RuntimeError "don\'t know how to restore data location"; seen on TPU in huggingface/transformers#7976)', 'PT:torch/_tensor.py `_reduce_ex_internal` (XLA tensors pickle as CPU numpy data plus their device string, rebuilt on that device by `_rebuild_device_tensor_from_numpy`)'],
     torchtpu: 'The same `map_location="cpu"` fix applies to torch_tpu.',
@@ -518,16 +518,65 @@ function mapsToCuda(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['c
   return false;
 }
 
-/** `m.load_state_dict(torch.load(...))`, or `sd = torch.load(...)` with `load_state_dict(sd…)` in the file. */
-function feedsLoadStateDict(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['check']>>[0], call: Node): boolean {
+/**
+ * `m.load_state_dict(torch.load(...))`, or `sd = torch.load(...)` whose value, followed through its uses after the load
+ * in the same scope, goes only into `load_state_dict` (directly, `sd["model"]`, `sd.get("model")`, through one more
+ * name, `state = sd["model"]`), besides membership tests (`"optimizer" in sd`) and metadata reads (`sd["epoch"]`): then
+ * tensors mapped to the CPU are copied onto the parameters' device and nothing else sees them.
+ */
+function feedsLoadStateDict(ctx: RuleContext, call: Node): boolean {
   for (let p = call.parent; p && p.type !== 'expression_statement' && p.type !== 'block'; p = p.parent) {
     if (p.type === 'call' && /\.load_state_dict$/.test(p.childForFieldName('function')?.text ?? '')) return true;
     if (p.type === 'assignment') {
       const left = p.childForFieldName('left');
       if (left?.type !== 'identifier') return false;
-      const name = left.text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-      return new RegExp(`load_state_dict\\(\\s*${name}\\b`).test(ctx.text);
+      return onlyIntoLoadStateDict(ctx, left, 0);
     }
   }
   return false;
+}
+
+/** Checkpoint entries that hold run metadata, not tensors to place (`ckpt["epoch"]`, `ckpt["args"]`). */
+const META_KEY = /^(\w*_)?(epoch|epochs|step|steps|iter|iteration|global_step|args|config|cfg|hparams|opt|version|arch|name)$/i;
+
+function onlyIntoLoadStateDict(ctx: RuleContext, target: Node, depth: number): boolean {
+  const scope = ctx.sema.enclosingFunction(target)?.id ?? -1;
+  const uses = ctx.sema.identifiersNamed(target.text).filter((u) => u.startIndex >= target.endIndex && (ctx.sema.enclosingFunction(u)?.id ?? -1) === scope);
+  let fed = false;
+  for (const u of uses) {
+    let e: Node = u;
+    let meta = false;
+    for (;;) {
+      const par = e.parent;
+      if (par?.type === 'subscript' && par.childForFieldName('value')?.id === e.id) {
+        const key = par.childForFieldName('subscript');
+        meta ||= key?.type === 'string' && META_KEY.test(key.text.replace(/^[rbuf]*['"]+|['"]+$/gi, ''));
+        e = par;
+      } else if (par?.type === 'attribute' && par.childForFieldName('object')?.id === e.id && par.childForFieldName('attribute')?.text === 'get' && par.parent?.type === 'call') {
+        const key = callArgs(par.parent).positional[0];
+        meta ||= key?.type === 'string' && META_KEY.test(key.text.replace(/^[rbuf]*['"]+|['"]+$/gi, ''));
+        e = par.parent;
+      } else break;
+    }
+    const par = e.parent;
+    // a rebinding of the name ends what this load's value reaches
+    if (par?.type === 'assignment' && par.childForFieldName('left')?.id === e.id) break;
+    const holder = par?.type === 'keyword_argument' ? par.parent : par;
+    const into = holder?.type === 'argument_list' && holder.parent?.type === 'call' ? holder.parent : null;
+    if (into && /\.load_state_dict$/.test(into.childForFieldName('function')?.text ?? '')) {
+      fed = true;
+      continue;
+    }
+    if (par?.type === 'comparison_operator' && /\bin\b/.test(par.text.slice(0, e.startIndex - par.startIndex)) && e.id !== par.namedChildren[0]?.id) continue;
+    if (meta) continue;
+    if (par?.type === 'assignment' && par.childForFieldName('right')?.id === e.id && e.id !== u.id && depth < 2) {
+      const left = par.childForFieldName('left');
+      if (left?.type === 'identifier' && left.text !== target.text && onlyIntoLoadStateDict(ctx, left, depth + 1)) {
+        fed = true;
+        continue;
+      }
+    }
+    return false;
+  }
+  return fed;
 }

@@ -221,7 +221,8 @@ export function placesOnDevice(ctx: RuleContext): boolean {
   return ctx.sema.xlaAware || referencesCuda(ctx) || ctx.sema.nodes('call').some((c) => {
     if (methodName(c) !== 'to') return false;
     const a = callArgs(c).positional[0] ?? kwValue(callArgs(c).keywords.get('device'));
-    return !!a && (ctx.model.namesCuda(a) || /^(device|dev|self\.device|args\.device)$/.test(a.text));
+    // the training device in a variable or an attribute chain (`device`, `args.device`, `self.args.device`, `cfg.train.device`; not `x.device`, a tensor's own)
+    return !!a && (ctx.model.namesCuda(a) || /^((self|args|opt|opts|cfg|config|hparams|params|FLAGS)\.(\w+\.){0,2})?(device|dev)$/.test(a.text));
   });
 }
 

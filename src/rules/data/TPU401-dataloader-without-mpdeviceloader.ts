@@ -7,7 +7,7 @@ import { callArgs, kwValue, methodName, receiver, stringContent } from '../../co
 import type { RuleContext } from '../../core/rule';
 import type { HandMoved } from './util';
 import type { HotInfo } from '../../core/semantics';
-import { callerBatchMoves, isWrapperCall, cudaGuardedPlacement, handMovedLoaders, helperInnerMove, loaderFramework, isDataLoaderCall, loaderFactory, loadersPassedToProjectLoops, preparedByFramework, removeArg, xlaWrap } from './util';
+import { callerBatchMoves, isWrapperCall, cudaGuardedPlacement, handMovedLoaders, helperInnerMove, loaderFramework, isDataLoaderCall, loaderFactory, loadersPassedToProjectLoops, movesHostConverted, preparedByFramework, removeArg, xlaWrap } from './util';
 
 /** The 1-based line of a factory's DataLoader in its own module. */
 function lineIn(ctx: { project: { textOf(p: string): string | null } | null }, f: { path: string; node: { startIndex: number } }): number {
@@ -81,7 +81,7 @@ export default defineRule({
   triggers: ['DataLoader', 'pin_memory', 'non_blocking', 'loader', '.to(', '.cuda('],
   docs: {
     what:
-      'Checks for training and eval loops that iterate a plain `torch.utils.data.DataLoader` (directly, or through `enumerate`/`tqdm`, or by hand with `batch = next(data_iter)` where `data_iter = iter(loader)`) and move the batch items with `.to(device)`/`.cuda()` (also after an unpacking, `images, labels = data`, through a batch-moving helper given a device, `move_to_device(batch, device)`/`to_device(batch, device)`/`task.prepare_batch(batch, device=device)`, through a same-file function whose body moves its parameter, or in a same-file method the loop hands the batch to, `self.train_step(batch)`), ' +
+      'Checks for training and eval loops that iterate a plain `torch.utils.data.DataLoader` (or an instance of a class of the file or project deriving from it, `class SpeakerLoader(DataLoader)`; a batch converted on the host before its move, `torch.from_numpy(batch.data).to(device)`, is reported without a fix: `MpDeviceLoader` moves only CPU tensors, so the loader must yield tensors first; directly, or through `enumerate`/`tqdm`, or by hand with `batch = next(data_iter)` where `data_iter = iter(loader)`) and move the batch items with `.to(device)`/`.cuda()` (also after an unpacking, `images, labels = data`, through a batch-moving helper given a device, `move_to_device(batch, device)`/`to_device(batch, device)`/`task.prepare_batch(batch, device=device)`, through a same-file function whose body moves its parameter, or in a same-file method the loop hands the batch to, `self.train_step(batch)`), ' +
       'with no `MpDeviceLoader`/`ParallelLoader` wrapper (with project scope, a loader returned by a factory of another module, `build_loader(...)`, alone or in a returned tuple, counts as a DataLoader; a plain loader passed into another module\'s loop that moves batches by hand, `engine.train_one_epoch(model, data_loader_train, ...)`, is reported at the call, info for an eval loop, with an unsafe wrap of the argument; a loader this file does not build, in a file that never imports torch_xla, a loader attribute `self.train_loader`/`data["train"].dataloader` or the loader `deepspeed.initialize(..., training_data=ds)` returns, is reported without a fix); and for the CUDA pinning flags `DataLoader(pin_memory=True)`, `pin_memory_device=`, `tensor.pin_memory()` and `.to(..., non_blocking=True)` (info; an unguarded `tensor.pin_memory()` is an error: it raises without CUDA). ' +
       'A batch copied by a same-file helper the loop calls (`loss = calc_loss_batch(x, y, model, device)`) is reported on the copy in the helper, with the call as a related location; with project scope a method of another module that a training loop hands its batch to (`model.set_input(data)` whose body does `data["A"].to(self.device)`) is reported on its copy, with the caller\'s loop related, without a fix. ' +
       'HF Trainer, Accelerate and Lightning scripts are not flagged: the framework owns data loading (a file that imports only helpers of `accelerate.utils` builds no `Accelerator`).',
@@ -133,9 +133,14 @@ export default defineRule({
         seen.add(h.loader.id);
         const guard = cudaGuardedPlacement(ctx);
         // a loader parameter of a file that builds none: the wrap belongs where its callers make it
-        const wrap = guard || h.param || h.cached ? null : xlaWrap(ctx, h.loader.text);
+        // `torch.from_numpy(batch.data).to(device)`: the loader yields numpy data, which MpDeviceLoader does not move (it
+        // moves only CPU `torch.Tensor`s: torch_xla/core/xla_model.py:1298-1299 `send_cpu_data_to_device` select_fn, pytorch/xla@41398bf)
+        const numpy = movesHostConverted(ctx, h.move);
+        const wrap = guard || h.param || h.cached || numpy ? null : xlaWrap(ctx, h.loader.text);
         const what = ctx.idiom.profile === 'torchtpu'
           ? 'prefetch batches to the device instead'
+          : numpy
+            ? 'have the loader yield tensors (convert in the dataset or `collate_fn`) and wrap it in `pl.MpDeviceLoader`, which moves tensors only (no fix here)'
           : h.opaque
             ? 'wrap the loader in `pl.MpDeviceLoader` where it is made (no fix here)'
           : h.param

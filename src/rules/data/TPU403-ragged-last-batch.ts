@@ -4,7 +4,7 @@ import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import type { Snippet } from '../../core/idioms';
 import { callArgs, kwValue } from '../../core/semantics';
-import { appendArg, isDataLoaderCall, iteratedLoader } from './util';
+import { appendArg, isTorchDataLoaderCall as isDataLoaderCall, iteratedLoader } from './util';
 
 const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig)$/;
 const EVAL_NAME = /val|eval|test|pred|infer/i;
@@ -99,6 +99,43 @@ function endlessIterable(ctx: RuleContext, ds: Node | null | undefined): boolean
   return false;
 }
 
+/**
+ * A `shuffle=` decided at run time that is on unless the caller turns it off: `not opt.serial_batches`, `args.shuffle`,
+ * a parameter defaulting to True; not a name of the eval side (`shuffle=is_test`), not a parameter without a True default
+ * (`def make_loader(ds, shuffle)`: the callers decide, and an eval caller passes False).
+ */
+function shufflesAtRunTime(ctx: RuleContext, call: Node, v: Node | null | undefined): Node | null {
+  if (!v || /^(True|False|None|0|1)$/.test(v.text) || EVAL_NAME.test(v.text)) return null;
+  if (v.type !== 'identifier' && v.type !== 'attribute' && v.type !== 'not_operator') return null;
+  const inner = v.type === 'not_operator' ? v.childForFieldName('argument') : v;
+  if (inner?.type !== 'identifier' && inner?.type !== 'attribute') return null;
+  if (v.type === 'identifier') {
+    const fn = ctx.sema.enclosingFunction(call);
+    const param = fn?.childForFieldName('parameters')?.namedChildren.find((p) => p?.childForFieldName('name')?.text === v.text || p?.text === v.text);
+    if (param) return param.type === 'default_parameter' && param.childForFieldName('value')?.text === 'True' ? v : null;
+  }
+  // what the option holds when the run does not set it (an argparse default, a module constant): off means no shuffle
+  const off = v.type === 'not_operator' ? 'True' : 'False';
+  const known = inner.type === 'attribute' ? ctx.model.attributeSources(inner).map((s) => s.value) : ctx.sema.bindings(inner.text);
+  if (known.length && known.every((k) => k.text === off)) return null;
+  return v;
+}
+
+/**
+ * `**kwargs` whose every binding is a dict literal of loader options that sets neither `drop_last` nor `batch_sampler`
+ * (`kwargs = {'num_workers': 1, 'pin_memory': True}`): the call's own keywords decide its last batch.
+ */
+function knownOptions(ctx: RuleContext, splat: Node): boolean {
+  const name = splat.namedChildren[0];
+  if (name?.type !== 'identifier') return false;
+  const values = ctx.sema.bindings(name.text);
+  return values.length > 0 && values.every((v) => v.type === 'dictionary' && v.namedChildren.every((p) => {
+    if (p?.type !== 'pair') return p?.type === 'comment';
+    const key = p.childForFieldName('key');
+    return key?.type === 'string' && !/^['"](drop_last|batch_sampler|batch_size)['"]$/.test(key.text);
+  }));
+}
+
 export default defineRule({
   id: 'TPU403',
   name: 'ragged-last-batch',
@@ -111,9 +148,9 @@ export default defineRule({
   triggers: ['DataLoader', 'dataloader_drop_last'],
   docs: {
     what:
-      'Checks for training `DataLoader`s without `drop_last=True` (assigned to a `train…` name, shuffling, given a sampler, returned from `train_dataloader()`, or iterated by a training loop; ' +
+      'Checks for training `DataLoader`s without `drop_last=True` (assigned to a `train…` name, shuffling, given a sampler, returned from `train_dataloader()`, or iterated by a training loop; a loader that shuffles unless the run turns it off, `shuffle=not opt.serial_batches`, `shuffle=args.shuffle` or a factory parameter defaulting to True, is a training loader too, with an unsafe fix since which run turns it off is unknown; ' +
       'loaders named `eval`/`test`, `batch_sampler` loaders and loaders whose sampler never ends an epoch, such as `RandomSampler(ds, replacement=True, num_samples=int(1e10))` or an `InfiniteSampler`, and loaders over an `IterableDataset` of the file whose `__iter__` is an endless `while True:` stream, are left alone), and for HF `dataloader_drop_last=False`. ' +
-      'A `drop_last=` set from a variable (`drop_last=flags.drop_last`) is not flagged. A validation loader (`val_loader`, `data_loader_val`, `_val_dataloader()`) that keeps its last batch is reported as info, without a fix.',
+      'Options unpacked from a dict literal that sets neither `drop_last` nor `batch_sampler` (`**kwargs` of `kwargs = {\'num_workers\': 1, \'pin_memory\': True}`) do not hide the loader (the fix adds `drop_last=` before the `**`); other `**` options do. A `drop_last=` set from a variable (`drop_last=flags.drop_last`) is not flagged. A validation loader (`val_loader`, `data_loader_val`, `_val_dataloader()`) that keeps its last batch is reported as info, without a fix.',
     why:
       'Unless the dataset size divides the batch size, the last batch of every epoch has a different shape, so the forward and backward graphs are compiled a second time ' +
       '("XLA recompiles when input shape changes", RECOMP). The torch_xla examples use fixed-size batches and the tests expose `--drop_last` (T:test_train_mp_mnist.py). ' +
@@ -151,7 +188,7 @@ export default defineRule({
       // an IterableDataset of this file whose `__iter__` never ends (`while True:` around its `yield`s, llama2.c's
       // PretokDataset): the loader never reaches a last batch
       if (endlessIterable(ctx, callArgs(call).positional[0] ?? kwValue(keywords.get('dataset')))) continue;
-      if (keywords.has('batch_sampler') || call.childForFieldName('arguments')?.namedChildren.some((a) => a?.type === 'dictionary_splat')) continue;
+      if (keywords.has('batch_sampler') || call.childForFieldName('arguments')?.namedChildren.some((a) => a?.type === 'dictionary_splat' && !knownOptions(ctx, a))) continue;
       const bs = kwValue(keywords.get('batch_size'));
       if (bs && (bs.text === '1' || bs.text === 'None')) continue;
       const dl = kwValue(keywords.get('drop_last'));
@@ -169,9 +206,11 @@ export default defineRule({
         }
         continue;
       }
-      const training =
-        /train/i.test(last) || kwValue(keywords.get('shuffle'))?.text === 'True' || keywords.has('sampler') || (!!owner && iteratedByTrainLoop(ctx, owner));
-      if (!training) continue;
+      const shuffled = /train/i.test(last) || kwValue(keywords.get('shuffle'))?.text === 'True' || keywords.has('sampler') || (!!owner && iteratedByTrainLoop(ctx, owner));
+      // `shuffle=not opt.serial_batches` (a loader class's `initialize(opt)`, pix2pixHD's CustomDatasetDataLoader): it
+      // shuffles unless an option says otherwise, as training loaders do; which run turns it off is unknown, so the fix is unsafe
+      const runtimeShuffle = shuffled ? null : shufflesAtRunTime(ctx, call, kwValue(keywords.get('shuffle')));
+      if (!shuffled && !runtimeShuffle) continue;
       // a factory that builds the loaders of several call sites (train and test): dropping there is not safe, and never
       // for an eval/test loader it also builds (issue 10: 10% of a test set dropped)
       const factory = factoryCallers(ctx, call);
@@ -183,10 +222,11 @@ export default defineRule({
       const shared = evalCaller
         ? ` (this factory also builds \`${short(ownerName(ctx, evalCaller))}\`, an eval loader that must keep every sample: no fix)`
         : factory.length > 1 ? ` (this factory is called from ${factory.length} places)` : '';
+      const when = runtimeShuffle ? ` (it shuffles by default, \`shuffle=${short(runtimeShuffle.text)}\`: a training loader)` : '';
       ctx.report(dl ?? call, {
-        message: `${dl ? '`drop_last=False`' : 'This training DataLoader'} keeps a smaller last batch: its new shape compiles a second graph every epoch${shared}`,
+        message: `${dl ? '`drop_last=False`' : 'This training DataLoader'}${when} keeps a smaller last batch: its new shape compiles a second graph every epoch${shared}`,
         fix: edit
-          ? { title: `Set \`drop_last=${value}\``, edits: [edit], applicability: factory.length > 1 ? 'unsafe' : undefined, imports: x?.imports, needsAccel: x?.needsAccel }
+          ? { title: `Set \`drop_last=${value}\``, edits: [edit], applicability: factory.length > 1 || runtimeShuffle ? 'unsafe' : undefined, imports: x?.imports, needsAccel: x?.needsAccel }
           : null,
       });
     }

@@ -14,9 +14,40 @@ const WRAPPERS = /(^|\.)(MpDeviceLoader|ParallelLoader|per_device_loader|wrap_lo
 // `metric_logger.log_every(loader, print_freq, header)` (the DETR/DeiT/ConvNeXt MetricLogger) yields the loader's items
 const ITER_HELPERS = /^(enumerate|tqdm|tqdm\.tqdm|tqdm\.auto\.tqdm|zip|iter|islice|itertools\.islice|\w+\.log_every)$/;
 
-/** `torch.utils.data.DataLoader(...)` through aliases. */
+/**
+ * `torch.utils.data.DataLoader(...)` through aliases, or the constructor of a project class deriving from it (`class
+ * SpeakerVerificationDataLoader(DataLoader)` in a data module, re-exported by its package): its batches are a DataLoader's.
+ */
 export function isDataLoaderCall(ctx: RuleContext, node: Node | null | undefined): boolean {
+  if (!node || node.type !== 'call') return false;
+  return DATALOADER.test(ctx.sema.callee(node) ?? '') || loaderSubclassCall(ctx, node);
+}
+
+/** `torch.utils.data.DataLoader(...)` itself (a subclass may fix its own batching: TPU403 reads only torch's arguments). */
+export function isTorchDataLoaderCall(ctx: RuleContext, node: Node | null | undefined): boolean {
   return !!node && node.type === 'call' && DATALOADER.test(ctx.sema.callee(node) ?? '');
+}
+
+const subclassMemo = new WeakMap<Node, boolean>();
+
+/** A call of a class named `…Loader` of this file or the project whose bases name torch's DataLoader (memoised per call). */
+function loaderSubclassCall(ctx: RuleContext, call: Node): boolean {
+  const fn = call.childForFieldName('function');
+  if (!fn || (fn.type !== 'identifier' && fn.type !== 'attribute') || !/^[A-Z]\w*Loader$/.test(lastName(fn))) return false;
+  const memo = subclassMemo.get(call);
+  if (memo !== undefined) return memo;
+  subclassMemo.set(call, false);
+  const bases = (sema: RuleContext['sema'], cls: Node) =>
+    (cls.childForFieldName('superclasses')?.namedChildren ?? []).some((b) => !!b && DATALOADER.test(sema.resolve(b) ?? ''));
+  let out = false;
+  const local = fn.type === 'identifier' ? ctx.model.classesNamed(fn.text) : [];
+  if (local.length === 1) out = bases(ctx.sema, local[0]);
+  else if (!local.length && ctx.project) {
+    const r = ctx.project.resolveCall(call, ctx.sema, ctx.path);
+    if (r?.kind === 'class') out = bases(r.module.sema, r.def);
+  }
+  subclassMemo.set(call, out);
+  return out;
 }
 
 /** A call that wraps a loader for XLA (MpDeviceLoader, ParallelLoader, per_device_loader, accel.wrap_loader). */
@@ -375,6 +406,29 @@ export function movesThroughCalls(ctx: RuleContext, body: Node, names: Set<strin
 }
 
 /** `.to(device…)`/`.cuda()` calls in `body` that move the values bound to `names` (or items of them). */
+/** Host-side constructors a batch item passes through before its move (`torch.from_numpy(batch.data).to(device)`). */
+const HOST_WRAP = /^torch\.(from_numpy|as_tensor|tensor|Tensor|FloatTensor|LongTensor|autograd\.Variable)$/;
+
+/** The batch expression inside `torch.from_numpy(...)`/`torch.as_tensor(...)` (nested up to three), else the node itself. */
+function hostWrapped(ctx: RuleContext, node: Node): Node {
+  let n = node;
+  for (let k = 0; k < 3 && n.type === 'call' && HOST_WRAP.test(ctx.sema.callee(n) ?? ''); k++) {
+    const first = callArgs(n).positional[0];
+    if (!first) break;
+    n = first;
+  }
+  return n;
+}
+
+/**
+ * A move whose batch item is converted on the host first (`torch.from_numpy(batch.data).to(device)`): the loader yields
+ * numpy arrays or objects, which `MpDeviceLoader` passes through unmoved (it moves tensors only), so a wrap alone does not help.
+ */
+export function movesHostConverted(ctx: RuleContext, move: Node): boolean {
+  const recv = receiver(move);
+  return !!recv && recv.type === 'call' && hostWrapped(ctx, recv) !== recv;
+}
+
 export function movesOf(ctx: RuleContext, body: Node, names: Set<string>, helpers = true): Node[] {
   const out: Node[] = [];
   for (const call of ctx.sema.callsWithin(body)) {
@@ -393,7 +447,7 @@ export function movesOf(ctx: RuleContext, body: Node, names: Set<string>, helper
       const isDevice = args.some((a) => a?.type === 'keyword_argument' && a.childForFieldName('name')?.text === 'device') || (!!first && first.type !== 'keyword_argument' && !/^torch\.(float|bfloat|half|int|long|bool|double|uint)/.test(ctx.sema.resolve(first) ?? '') && ctx.model.value(first).kind !== 'dtype');
       if (!isDevice) continue;
     }
-    let root = rootName(recv);
+    let root = rootName(hostWrapped(ctx, recv));
     // {k: v.to(device) for k, v in batch.items()}
     for (let p = call.parent; p && p.id !== body.id && root && !names.has(root); p = p.parent) {
       if (/comprehension|generator_expression/.test(p.type)) {

@@ -123,10 +123,41 @@ function followsDtype(call: Node): boolean {
     if ((p.type === 'if_statement' || p.type === 'elif_clause') && child.id === p.childForFieldName('consequence')?.id) {
       const cond = p.childForFieldName('condition')?.text ?? '';
       if (FLOAT16_TEST.test(cond) && /\bdtype\b/.test(cond) && !/\bnot\b|!=/.test(cond)) return true;
+      // `if z.type() == 'torch.cuda.HalfTensor': audio = audio.half()` (a CUDA half input: never on a TPU host)
+      if (/HalfTensor\b/.test(cond) && !/\bnot\b|!=/.test(cond)) return true;
+      if (fp16ArmBesideBf16(p)) return true;
     }
     if (p.type === 'function_definition' || p.type === 'class_definition') return false;
   }
   return false;
+}
+
+/** The compared string of `mode == 'fp16'` (either side), or null. */
+function comparedMode(cond: Node | null | undefined): { subject: string; value: string } | null {
+  const c = cond?.type === 'parenthesized_expression' ? cond.namedChildren[0] : cond;
+  if (c?.type !== 'comparison_operator' || c.child(1)?.text !== '==' || c.namedChildren.length !== 2) return null;
+  const [a, b] = c.namedChildren as Node[];
+  const str = a.type === 'string' ? a : b.type === 'string' ? b : null;
+  const other = str === a ? b : a;
+  if (!str || other.type === 'string') return null;
+  return { subject: other.text, value: str.text.replace(/^[rbuf]*['"]+|['"]+$/gi, '') };
+}
+
+/**
+ * The float16 arm of an explicit precision dispatch that also has a bfloat16 arm on the same mode
+ * (`if os.environ['RWKV_FLOAT_MODE'] == 'fp16': y.half()` `elif ... == 'bf16': y.bfloat16()`): the run picks the mode, and
+ * a TPU run picks bf16 (the mode's own default or option is where float16 is chosen, reported there when it is).
+ */
+function fp16ArmBesideBf16(clause: Node): boolean {
+  const mine = comparedMode(clause.childForFieldName('condition'));
+  if (!mine || !FP16_NAME.test(mine.value)) return false;
+  const chain = clause.type === 'elif_clause' ? clause.parent : clause;
+  if (chain?.type !== 'if_statement') return false;
+  const conds = [chain.childForFieldName('condition'), ...chain.namedChildren.filter((k) => k?.type === 'elif_clause').map((k) => k!.childForFieldName('condition'))];
+  return conds.some((c) => {
+    const m = comparedMode(c);
+    return !!m && m.subject === mine.subject && BF16_NAME.test(m.value);
+  });
 }
 
 function storageCast(ctx: RuleContext, call: Node): boolean {
@@ -180,6 +211,7 @@ export default defineRule({
       'and dtype pickers keyed on CUDA such as nanoGPT\'s `\'bfloat16\' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else \'float16\'`, which evaluate to float16 on a TPU host (or whose arms are both float16). ' +
       'A dtype-name table reaching autocast (`ptdtype = {\'float32\': torch.float32, \'bfloat16\': torch.bfloat16, \'float16\': torch.float16}[dtype]`) is followed to where its key is set to a float16 entry: ' +
       'a literal (`dtype = \'float16\'`), an argparse default (`--dtype` with `default=\'float16\'`) or a config-class field. ' +
+      'Not reported: a cast taken only when the input already is float16 (`if x.dtype == torch.float16:`, `if z.type() == "torch.cuda.HalfTensor":`), and the float16 arm of a precision dispatch that has a bfloat16 arm on the same mode (`if mode == "fp16": y.half()` `elif mode == "bf16": y.bfloat16()`: a TPU run picks bf16; the mode\'s default is reported where it is float16). ' +
       'An autocast dtype the program model follows to one float16 value (a config-class field `cfg.amp_dtype`, an attribute, a parameter every call site passes `torch.float16` to, `getattr(torch, args.dtype)` with an argparse default `\'float16\'`) is reported where the float16 is written. ' +
       'An argparse option whose default is a float16 spelling (`fp16`, `float16`, `half`) while its `choices` offer a bfloat16 one (`--dtype`, default `\'fp16\'`, choices `[\'bf16\', \'fp16\', \'fp32\']`) is reported at the default, whatever the option is called. ' +
       'Code in a branch that only runs when CUDA is available is not flagged.',
@@ -409,7 +441,7 @@ export default defineRule({
       if ((meth === 'to' || meth === 'type') && recv && !ctx.sema.resolve(recv)) {
         const d = kwValue(keywords.get('dtype')) ?? positional.find((p) => isFloat16(ctx, p) && p.type !== 'string') ?? null;
         if (d && isFloat16(ctx, d) && d.type !== 'string') {
-          if (storageCast(ctx, call)) continue;
+          if (storageCast(ctx, call) || followsDtype(call)) continue;
           ctx.report(d, { severity: sev(call), message: `\`.${meth}(${d.text})\` casts to float16; TPUs compute in bfloat16`, fix: dtypeFix(d, mentionsXla(call.childForFieldName('arguments')?.text ?? '')) });
         }
         continue;
