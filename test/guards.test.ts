@@ -4,7 +4,8 @@ import { init } from './setup';
 import { parsePython, type Node } from '../src/core/parse';
 import { Semantics } from '../src/core/semantics';
 import { ProgramModel } from '../src/model';
-import { cudaOnly, mpsOnly, tpuTruth } from '../src/model/guards';
+import { cudaOnly, mpsOnly, tpuTruth, valueOnTpu } from '../src/model/guards';
+import { deviceKinds } from '../src/model';
 
 beforeAll(async () => {
   await init();
@@ -31,6 +32,15 @@ const guarded = (src: string, expr: string) => {
 };
 
 describe('cudaOnly', () => {
+  it('a condition false on every host is not a CUDA guard (a path flag defaulting to None); a CUDA-named flag or a literal still is', () => {
+    const argp = 'import torch\nimport argparse\np = argparse.ArgumentParser()\np.add_argument("--load_root", default=None)\np.add_argument("--cuda", default=False)\nargs = p.parse_args()\n';
+    expect(guarded(argp + 'load_root = Path(args.load_root) if args.load_root else None\nif load_root and load_root.exists():\n    sd = torch.load(load_root / "m.pt")  # <-\n', 'torch.load(load_root / "m.pt")')).toBe(false);
+    expect(guarded(argp + 'if args.load_root:\n    sd = torch.load(args.load_root)  # <-\n', 'torch.load(args.load_root)')).toBe(false);
+    // a device fact in the same condition keeps the guard
+    expect(guarded(argp + 'if args.load_root and torch.cuda.is_available():\n    sd = torch.load(args.load_root)  # <-\n', 'torch.load(args.load_root)')).toBe(true);
+    expect(guarded(argp + 'if args.cuda:\n    torch.cuda.manual_seed(0)  # <-\n', 'torch.cuda.manual_seed(0)')).toBe(true);
+    expect(guarded('import torch\nif False:\n    torch.cuda.manual_seed(0)  # <-\n', 'torch.cuda.manual_seed(0)')).toBe(true);
+  });
   it('an if body, the else of a negated check, the CUDA arm of a ternary', () => {
     expect(guarded('import torch\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()  # <-\n', 'torch.cuda.empty_cache()')).toBe(true);
     expect(guarded('import torch\nif not torch.cuda.is_available():\n    pass\nelse:\n    torch.cuda.empty_cache()  # <-\n', 'torch.cuda.empty_cache()')).toBe(true);
@@ -110,5 +120,25 @@ describe('tpuTruth', () => {
     expect(truth('import torch\nx = "cuda" in str(device)  # <-\n', '"cuda" in str(device)')).toBe(false);
     expect(truth('import torch\nx = is_main and torch.cuda.is_available()  # <-\n', 'is_main and torch.cuda.is_available()')).toBe(false);
     expect(truth('import torch\nx = is_main or torch.cuda.is_available()  # <-\n', 'is_main or torch.cuda.is_available()')).toBe(null);
+  });
+});
+
+describe('valueOnTpu', () => {
+  const kinds = (src: string, expr: string) => {
+    const { model, node } = at(src, expr);
+    return [...deviceKinds(valueOnTpu(node, model))].sort();
+  };
+  it('a binding under a condition true on a TPU host replaces the ones before it', () => {
+    const base = 'import torch\ndevice = "cuda"\nif not torch.cuda.is_available():\n    device = "cpu"\n';
+    expect(kinds(base + 'x = torch.zeros(2, device=device)  # <-\n', 'device')).toEqual(['cpu']);
+    // the model's flow-insensitive value keeps both (what a CUDA host runs)
+    const { model, node } = at(base + 'x = torch.zeros(2, device=device)  # <-\n', 'device');
+    expect([...deviceKinds(model.value(node))].sort()).toEqual(['cpu', 'cuda']);
+    // a binding after the `if` still reaches
+    expect(kinds(base + 'if args.gpu:\n    device = "cuda:1"\nx = torch.zeros(2, device=device)  # <-\n', 'device')).toEqual(['cpu', 'cuda']);
+    // a condition that is not a device fact does not force anything
+    expect(kinds('import torch\ndevice = "cuda"\nif args.debug:\n    device = "cpu"\nx = torch.zeros(2, device=device)  # <-\n', 'device')).toEqual(['cpu', 'cuda']);
+    // an `if` that is not before the read in an enclosing block does not either
+    expect(kinds('import torch\ndevice = "cuda"\ndef f():\n    if not torch.cuda.is_available():\n        device = "cpu"\n    return device\nx = torch.zeros(2, device=device)  # <-\n', 'device')).toEqual(['cuda']);
   });
 });

@@ -317,3 +317,44 @@ describe('namesCuda: where a device value lives, from the model (replaces the CU
     expect(cuda('import torch\ndef pick():\n    return torch.device("cuda", 0)\nd = pick()\nx.to(d)\n', 'd')).toBe(true);
   });
 });
+
+describe('answers do not depend on query order (cycles)', () => {
+  // each program has cycles through bindings, returns or both; every expression is asked in document order, in
+  // reverse, and shuffled, each time of a fresh model: the values must be the same
+  const PROGRAMS = [
+    // a name read in the body of a loop that rebinds it through another name
+    'import torch\nx = 0\nt = torch.zeros(3).cuda()\nfor i in range(3):\n    y = x\n    x = y * t\nprint(y, x)\n',
+    // two accumulators feeding each other, one starting as None
+    'import torch\na = None\nb = 0\nfor batch in loader:\n    batch = batch.to("cuda")\n    a = b + batch if a is None else a\n    b = a * 2\n    c = a.sum()\n',
+    // mutually recursive helpers returning a device tensor on one path
+    'import torch\ndef f(n):\n    if n == 0:\n        return torch.ones(1, device="cuda")\n    return g(n - 1)\ndef g(n):\n    return f(n) + 1\nr = g(3)\ns = f(2).item()\n',
+    // a self attribute rebound from itself and from a device tensor
+    'import torch\nclass M:\n    def step(self, x):\n        self.h = self.h * 0.9 + x.cuda()\n        return self.h\n    def reset(self):\n        self.h = 0\nm = M()\nout = m.step(torch.ones(2))\n',
+  ];
+  const exprTypes = /^(identifier|call|attribute|binary_operator|subscript|conditional_expression)$/;
+  const nodesOf = (sema: Semantics): Node[] => {
+    const out: Node[] = [];
+    const walk = (n: Node) => {
+      if (exprTypes.test(n.type)) out.push(n);
+      for (const c of n.namedChildren) if (c) walk(c);
+    };
+    walk(sema.root);
+    return out;
+  };
+  for (const [i, src] of PROGRAMS.entries()) {
+    it(`program ${i}`, () => {
+      const answers = (order: (xs: Node[]) => Node[]): Map<number, string> => {
+        const { model, sema } = build(src);
+        const out = new Map<number, string>();
+        for (const n of order(nodesOf(sema))) out.set(n.startIndex * 1000 + n.endIndex - n.startIndex, `${n.text} = ${summary(model.value(n))}`);
+        return new Map([...out].sort((a, b) => a[0] - b[0]));
+      };
+      const forward = answers((xs) => xs);
+      expect(forward.size).toBeGreaterThan(5);
+      expect([...answers((xs) => [...xs].reverse())]).toEqual([...forward]);
+      // a fixed interleaving: odd positions first, then even ones from the end
+      expect([...answers((xs) => [...xs.filter((_, k) => k % 2), ...xs.filter((_, k) => !(k % 2)).reverse()])]).toEqual([...forward]);
+      expect([...answers((xs) => [...xs.filter((_, k) => k % 3 === 1), ...xs.filter((_, k) => k % 3 !== 1).reverse()])]).toEqual([...forward]);
+    });
+  }
+});

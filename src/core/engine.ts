@@ -559,7 +559,10 @@ function analyzeText(doc: TextDocument, rules: Rule[], options: AnalyzeOptions, 
 
 function makeFinding(rule: Rule, start: number, end: number, opts: ReportOptions, intern: (s: string) => string = (s) => s): Finding {
   const draft = opts.fix;
-  const related = opts.related?.length ? { related: opts.related } : {};
+  const related = opts.related?.length ? { related: opts.related.slice() } : {};
+  // the finding keeps the related locations given at report time: a rule that fills its list afterwards would lose
+  // them silently, so the list is frozen here and a late push throws (a rule error, which the fixture tests assert on)
+  if (opts.related && !Object.isFrozen(opts.related)) Object.freeze(opts.related);
   // equal strings of many findings are kept once (src/core/source.ts interner): edits' texts in place, unless frozen
   if (draft) for (const e of draft.edits) if (typeof e.text === 'string' && !Object.isFrozen(e)) e.text = intern(e.text);
   return {

@@ -20,7 +20,7 @@
 import type { Node, Tree } from '../core/parse';
 import type { Semantics } from '../core/semantics';
 import { callArgs, semanticsOf, stringContent } from '../core/semantics';
-import { ProgramModel, UNKNOWN as UNKNOWN_VALUE, type Value } from './index';
+import { ProgramModel, UNKNOWN as UNKNOWN_VALUE, join, type Value } from './index';
 import type { ProjectView } from './project';
 
 export type Truth = boolean | null;
@@ -77,9 +77,10 @@ function modelOfNode(node: Node): ProgramModel | null {
 /**
  * Which facts a question may use: `all`; `mps` (MPS-only code: MPS probes and "mps" device types only); `probes`
  * (CUDA/MPS probe calls and device counts, no device-type tests: the precision rules' question, where
- * `autocast(...) if device_type == "cuda" else nullcontext()` is a choice that leaves TPU without autocast).
+ * `autocast(...) if device_type == "cuda" else nullcontext()` is a choice that leaves TPU without autocast); `none`
+ * (no device fact at all: what a condition is on every host, e.g. `if args.resume:` with the default None).
  */
-export type GuardFacts = 'all' | 'mps' | 'probes';
+export type GuardFacts = 'all' | 'mps' | 'probes' | 'none';
 
 interface Eval {
   model: ProgramModel | null;
@@ -167,6 +168,7 @@ function truthUncached(node: Node, e: Eval): Truth {
     }
     case 'call': {
       const q = calleeOf(e, node);
+      if (e.facts === 'none') return null;
       if (e.facts === 'mps' ? MPS_PROBE.test(q) : FALSE_ON_TPU.test(q) || ZERO_ON_TPU.test(q)) return false;
       if (e.facts !== 'all') return null;
       // `str(device).startswith("cuda")`
@@ -235,6 +237,7 @@ function comparison(node: Node, e: Eval): Truth {
   // `device.type == "cuda"`, `args.device == "mps"`, `"cuda" in str(device)`: no CUDA or MPS device exists on a TPU host
   if (op === '==' && (typeStr(l) || typeStr(r))) return false;
   if (op === '!=' && (typeStr(l) || typeStr(r))) return true;
+  if (e.facts === 'none') return null;
   if (op === 'in' && (typeStr(l) || CUDA_TENSOR_TYPE.test(e.model?.sema.resolve(l) ?? ''))) return false;
   if (op === 'not in' && typeStr(l)) return true;
   // `torch.cuda.device_count() > 0`, `n_gpu >= 1`, `torch.cuda.get_device_capability()[0] >= 8`
@@ -288,7 +291,7 @@ function known(node: Node, e: Eval): boolean {
 function flag(node: Node, e: Eval): Truth {
   if (node.type === 'attribute') {
     const attr = node.childForFieldName('attribute')?.text ?? '';
-    if (attr === (e.facts === 'mps' ? 'is_mps' : 'is_cuda') || attr === 'is_mps') return false;
+    if (e.facts !== 'none' && (attr === (e.facts === 'mps' ? 'is_mps' : 'is_cuda') || attr === 'is_mps')) return false;
   }
   const all = sources(node, e);
   const srcs = all.filter((s) => s.value.kind !== 'unknown');
@@ -303,6 +306,42 @@ function flag(node: Node, e: Eval): Truth {
     else if (out !== t) return null;
   }
   return out ?? null;
+}
+
+/**
+ * The value a name holds on a TPU host where `node` reads it: the join of the bindings that reach it there. A binding
+ * in the body of an `if` whose condition is true on a TPU host by a device fact (`device = "cuda"` then `if not
+ * torch.cuda.is_available(): device = "cpu"`), where the `if` is a statement of a block enclosing the read, replaces
+ * every binding before that `if`. Otherwise (other expressions, or no such `if`) the model's value.
+ */
+export function valueOnTpu(node: Node, model: ProgramModel | null = modelOfNode(node)): Value {
+  if (!model) return UNKNOWN_VALUE;
+  if (node.type !== 'identifier') return model.value(node);
+  const exprs = model.bindingExpressions(node);
+  if (exprs.length < 2 || exprs.some((x) => !x)) return model.value(node);
+  const e: Eval = { model, guess: false, facts: 'all', depth: 0 };
+  let cutoff = -1;
+  for (const x of exprs) {
+    const ifs = forcingIf(x!, node, e);
+    if (ifs && ifs.startIndex > cutoff) cutoff = ifs.startIndex;
+  }
+  if (cutoff < 0) return model.value(node);
+  let v: Value = UNKNOWN_VALUE;
+  for (const x of exprs) if (x!.startIndex > cutoff) v = join(v, model.value(x));
+  return v;
+}
+
+/** The `if` (true on a TPU host, a statement before `use` in a block enclosing it) whose body binds `right`, else null. */
+function forcingIf(right: Node, use: Node, e: Eval): Node | null {
+  let stmt = right.parent;
+  while (stmt?.type === 'assignment') stmt = stmt.parent;
+  if (stmt?.type !== 'expression_statement') return null;
+  const block = stmt.parent;
+  const ifs = block?.parent;
+  if (block?.type !== 'block' || ifs?.type !== 'if_statement' || ifs.childForFieldName('consequence')?.id !== block.id) return null;
+  const outer = ifs.parent;
+  if (!outer || ifs.endIndex > use.startIndex || outer.startIndex > use.startIndex || outer.endIndex < use.endIndex) return null;
+  return deviceTruth(ifs.childForFieldName('condition'), e) === true ? ifs : null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -328,7 +367,7 @@ function exits(block: Node | null | undefined): boolean {
 function exitsOnTpu(s: Node, e: Eval): boolean {
   if (s.type !== 'if_statement') return false;
   const alts = s.childrenForFieldName('alternative').filter((a): a is Node => !!a);
-  const t = truth(s.childForFieldName('condition'), e);
+  const t = deviceTruth(s.childForFieldName('condition'), e);
   if (t === true) return exits(s.childForFieldName('consequence'));
   if (t === false && alts.length === 1 && alts[0].type === 'else_clause') return exits(alts[0].childForFieldName('body'));
   return false;
@@ -390,6 +429,40 @@ function walk(node: Node, e: Eval, functions: boolean): boolean {
   return r;
 }
 
+/**
+ * A condition's value on a TPU host when that value comes from a device fact: null when the condition takes it on
+ * every host (`if load_root and load_root.exists():` where `load_root` defaults to None is false everywhere, not a
+ * CUDA test; the code under it runs on a TPU host as soon as the user passes the path). A literal test (`if False:`)
+ * keeps its value: such code runs nowhere.
+ */
+function deviceTruth(cond: Node | null | undefined, e: Eval): Truth {
+  if (!cond || e.facts === 'none') return truth(cond, e);
+  switch (cond.type) {
+    case 'parenthesized_expression':
+      return deviceTruth(cond.namedChildren[0], e);
+    case 'not_operator': {
+      const r = deviceTruth(cond.childForFieldName('argument'), e);
+      return r === null ? null : !r;
+    }
+    case 'boolean_operator': {
+      // `path and torch.cuda.is_available()`: false on TPU by its CUDA conjunct, whatever the path
+      const a = deviceTruth(cond.childForFieldName('left'), e);
+      const b = deviceTruth(cond.childForFieldName('right'), e);
+      if (opOf(cond) === 'and') return a === false || b === false ? false : a === true && b === true ? true : null;
+      return a === true || b === true ? true : a === false && b === false ? false : null;
+    }
+  }
+  const t = truth(cond, e);
+  if (t === null || /^(true|false|none|integer)$/.test(cond.type) || mentionsCudaFlag(cond)) return t;
+  return truth(cond, { ...e, facts: 'none', guess: false, depth: 0 }) === t ? null : t;
+}
+
+/** A CUDA-named flag in the condition (`if args.cuda:`, `if use_gpu and ...`): a CUDA choice by convention, whatever its default. */
+function mentionsCudaFlag(cond: Node): boolean {
+  if ((cond.type === 'identifier' || cond.type === 'attribute') && cudaNamed(cond)) return true;
+  return cond.type !== 'call' && cond.type !== 'attribute' && cond.namedChildren.some((c) => !!c && mentionsCudaFlag(c));
+}
+
 /** What `p` says of its child `child`: true (CUDA-only), false (the walk ends: not CUDA-only), undefined (ask p's parent). */
 function step(p: Node, child: Node, e: Eval, functions: boolean): boolean | undefined {
   switch (p.type) {
@@ -399,27 +472,27 @@ function step(p: Node, child: Node, e: Eval, functions: boolean): boolean | unde
     case 'lambda':
       return false;
     case 'if_statement':
-      if (child.id === p.childForFieldName('consequence')?.id && truth(p.childForFieldName('condition'), e) === false) return true;
+      if (child.id === p.childForFieldName('consequence')?.id && deviceTruth(p.childForFieldName('condition'), e) === false) return true;
       break;
     case 'elif_clause': {
       if (child.id !== p.childForFieldName('consequence')?.id) break;
-      if (truth(p.childForFieldName('condition'), e) === false) return true;
-      if (p.parent && earlierConditions(p.parent, p).some((c) => truth(c, e) === true)) return true;
+      if (deviceTruth(p.childForFieldName('condition'), e) === false) return true;
+      if (p.parent && earlierConditions(p.parent, p).some((c) => deviceTruth(c, e) === true)) return true;
       break;
     }
     case 'else_clause':
-      if (p.parent?.type === 'if_statement' && earlierConditions(p.parent, p).some((c) => truth(c, e) === true)) return true;
+      if (p.parent?.type === 'if_statement' && earlierConditions(p.parent, p).some((c) => deviceTruth(c, e) === true)) return true;
       break;
     case 'conditional_expression': {
       const [a, cond, b] = p.namedChildren;
-      if (cond && a && child.id === a.id && truth(cond, e) === false) return true;
-      if (cond && b && child.id === b.id && truth(cond, e) === true) return true;
+      if (cond && a && child.id === a.id && deviceTruth(cond, e) === false) return true;
+      if (cond && b && child.id === b.id && deviceTruth(cond, e) === true) return true;
       break;
     }
     case 'boolean_operator': {
       const l = p.childForFieldName('left');
       if (l && child.id === p.childForFieldName('right')?.id) {
-        const t = truth(l, e);
+        const t = deviceTruth(l, e);
         if (opOf(p) === 'and' ? t === false : t === true) return true;
       }
       break;

@@ -80,8 +80,15 @@ export interface ArgsValue extends Base {
 export interface NoneValue extends Base {
   readonly kind: 'none';
 }
+/**
+ * Nothing the rules can use. Two elements of the join lattice read as `unknown` by every query: `UNKNOWN` (bottom:
+ * the model has no information, e.g. an unresolved call or a parameter no call site fills; it adds nothing to a
+ * join) and `CONFLICT` (top, `conflict: true`: the paths give values of incompatible kinds, a tensor on one and a
+ * dict on another; every join with it stays top).
+ */
 export interface UnknownValue extends Base {
   readonly kind: 'unknown';
+  readonly conflict?: true;
 }
 
 export type Value =
@@ -89,6 +96,8 @@ export type Value =
   | SeqValue | DictValue | ArgsValue | NoneValue | UnknownValue;
 
 export const UNKNOWN: UnknownValue = Object.freeze({ kind: 'unknown', origin: null });
+/** Top of the join lattice: values of incompatible kinds met (see `UnknownValue`). */
+export const CONFLICT: UnknownValue = Object.freeze({ kind: 'unknown', origin: null, conflict: true });
 
 export const unknown = (): Value => UNKNOWN;
 export const num = (origin: Node | null, extra: { value?: number; rank?: boolean } = {}): NumberValue => ({ kind: 'number', origin, ...extra });
@@ -143,22 +152,29 @@ export function deviceKinds(v: Value): readonly DeviceKind[] {
 const OTHER_DEVICE = /^(mps|xpu|hpu|npu|ipu|meta|vulkan)(:\d+)?$/;
 
 /**
- * The join of two values bound to one name on different paths (may-analysis): unknown and None are ignored,
- * a number or bool joined with a tensor is a tensor (`total = 0; total += loss`), a host and a device tensor
- * are a device tensor, devices of different kinds are chosen at run time.
+ * The join of two values bound to one name on different paths (may-analysis), a join semilattice: commutative,
+ * associative and idempotent up to `origin` (the first operand's is kept) and the order of candidate lists
+ * (test/values.test.ts checks the laws on random values).
+ * - `UNKNOWN` (no information) is the bottom: `join(UNKNOWN, v)` is `v`; None is just above it (`x = None` then
+ *   `x = t` is `t`); `CONFLICT` is the top.
+ * - bool < number < tensor (`total = 0; total += loss` is a tensor); a device tensor is above a host one and a
+ *   value-flow (strong) tensor above a naming-convention (`weak`) one, each taken whole; two tensors of one rank
+ *   join their devices (different kinds: chosen at run time), keep a dtype they agree on, and are a loader's batch
+ *   only when both are.
+ * - strings union their candidates (one whose contents are unknown adds none); device strings and devices join into a
+ *   device (a run-time choice among their kinds).
+ * - sequences join their elements (and their positional items when both have the same length); dicts their entries.
+ * - any other pair of kinds is `CONFLICT` (and so is a string that names no device joined with a device).
  */
 export function join(a: Value, b: Value): Value {
   if (a === b) return a;
-  if (a.kind === 'unknown') return b;
-  if (b.kind === 'unknown') return a;
+  if (a.kind === 'unknown' && !a.conflict) return b;
+  if (b.kind === 'unknown' && !b.conflict) return a;
+  if (a.kind === 'unknown') return a;
+  if (b.kind === 'unknown') return b;
   if (a.kind === 'none') return b;
   if (b.kind === 'none') return a;
-  if (a.kind === 'tensor' && b.kind === 'tensor') {
-    if (a.where !== b.where) return a.where === 'device' ? a : b;
-    if (a.weak && !b.weak) return b;
-    const device = joinDevice(a.device, b.device);
-    return device === a.device ? a : { ...a, device };
-  }
+  if (a.kind === 'tensor' && b.kind === 'tensor') return joinTensors(a, b);
   if (a.kind === 'tensor' && (b.kind === 'number' || b.kind === 'bool')) return a;
   if (b.kind === 'tensor' && (a.kind === 'number' || a.kind === 'bool')) return b;
   if (a.kind === 'number' && b.kind === 'number') {
@@ -167,18 +183,100 @@ export function join(a: Value, b: Value): Value {
   }
   if (a.kind === 'bool' && b.kind === 'bool') return a;
   if ((a.kind === 'number' && b.kind === 'bool') || (a.kind === 'bool' && b.kind === 'number')) return a.kind === 'number' ? a : b;
-  if (a.kind === 'string' && b.kind === 'string') return str(a.origin, [...new Set([...a.values, ...b.values])]);
+  if (a.kind === 'string' && b.kind === 'string') {
+    const values = [...new Set([...a.values, ...b.values])];
+    return values.length === a.values.length ? a : str(a.origin, values);
+  }
   if (a.kind === 'dtype' && b.kind === 'dtype') return a.name === b.name ? a : { kind: 'dtype', origin: a.origin, name: null };
   if ((a.kind === 'device' || a.kind === 'string') && (b.kind === 'device' || b.kind === 'string')) {
+    // a string whose contents are not known adds no candidate (as among strings)
+    if (a.kind === 'string' && !a.values.length) return b;
+    if (b.kind === 'string' && !b.values.length) return a;
     const da = deviceOf(a);
     const db = deviceOf(b);
     if (da && db) return { kind: 'device', origin: a.origin, device: joinDevice(da, db), kinds: [...new Set([...deviceKinds(a), ...deviceKinds(b)])] };
-    return UNKNOWN;
+    return CONFLICT;
   }
   if (a.kind === 'loader' && b.kind === 'loader') return a.device === b.device ? a : { ...a, device: joinDevice(a.device, b.device) };
-  if (a.kind === 'seq' && b.kind === 'seq') return seq(a.origin, join(a.elem, b.elem), undefined, a.shape && b.shape);
-  if (a.kind === b.kind) return a;
-  return UNKNOWN;
+  if (a.kind === 'seq' && b.kind === 'seq') {
+    const items = a.items && b.items && a.items.length === b.items.length ? a.items.map((x, i) => join(x, b.items![i]!)) : undefined;
+    return seq(a.origin, join(a.elem, b.elem), items, (a.shape && b.shape) || undefined);
+  }
+  if (a.kind === 'dict' && b.kind === 'dict') {
+    const entries = new Map(a.entries);
+    for (const [k, v] of b.entries) entries.set(k, entries.has(k) ? join(entries.get(k)!, v) : v);
+    return { kind: 'dict', origin: a.origin, entries };
+  }
+  if (a.kind === b.kind) return a; // module, args: no fields to join
+  return CONFLICT;
+}
+
+/** Two tensors: device above host, strong above weak (the higher one whole), else devices, dtypes and batch marks joined. */
+function joinTensors(a: TensorValue, b: TensorValue): TensorValue {
+  if (a.where !== b.where) return a.where === 'device' ? a : b;
+  if (!a.weak !== !b.weak) return a.weak ? b : a;
+  const device = joinDevice(a.device, b.device);
+  const dtype = a.dtype === b.dtype ? a.dtype : undefined;
+  const batch = a.batch && b.batch ? a.batch : undefined;
+  if (device === a.device && dtype === a.dtype && batch === a.batch) return a;
+  const out: { -readonly [K in keyof TensorValue]: TensorValue[K] } = { ...a, device };
+  if (dtype === undefined) delete out.dtype;
+  else out.dtype = dtype;
+  if (batch === undefined) delete out.batch;
+  return out;
+}
+
+/**
+ * Two values are the same abstract value (origins aside; candidate lists as sets). The program model's fixpoint
+ * stops when a value is the same as its previous approximation.
+ */
+export function sameValue(a: Value, b: Value): boolean {
+  if (a === b) return true;
+  if (a.kind !== b.kind) return false;
+  switch (a.kind) {
+    case 'unknown':
+      return !a.conflict === !(b as UnknownValue).conflict;
+    case 'tensor': {
+      const t = b as TensorValue;
+      return a.where === t.where && a.device === t.device && a.dtype === t.dtype && !a.weak === !t.weak && !a.batch === !t.batch;
+    }
+    case 'number': {
+      const n = b as NumberValue;
+      return a.value === n.value && !a.rank === !n.rank;
+    }
+    case 'string':
+      return sameSet(a.values, (b as StringValue).values);
+    case 'dtype':
+      return a.name === (b as DtypeValue).name;
+    case 'device': {
+      const d = b as DeviceValue;
+      return a.device === d.device && sameSet(deviceKinds(a), deviceKinds(d));
+    }
+    case 'loader':
+      return a.device === (b as LoaderValue).device;
+    case 'seq': {
+      const s = b as SeqValue;
+      if (!a.shape !== !s.shape || !sameValue(a.elem, s.elem) || !a.items !== !s.items) return false;
+      return !a.items || (a.items.length === s.items!.length && a.items.every((x, i) => sameValue(x, s.items![i]!)));
+    }
+    case 'dict': {
+      const d = b as DictValue;
+      if (a.entries.size !== d.entries.size) return false;
+      for (const [k, v] of a.entries) {
+        const w = d.entries.get(k);
+        if (!w || !sameValue(v, w)) return false;
+      }
+      return true;
+    }
+    default:
+      return true;
+  }
+}
+
+function sameSet<T>(a: readonly T[], b: readonly T[]): boolean {
+  const sa = new Set(a);
+  const sb = new Set(b);
+  return sa.size === sb.size && [...sa].every((x) => sb.has(x));
 }
 
 /** Host data: a Python number, bool, string, dtype, a CPU tensor or NumPy array, or a container of those. */
