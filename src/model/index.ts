@@ -11,17 +11,14 @@
  * binding before a use, in a block enclosing the use, with no later binding of the name inside a loop around
  * the use, is the only one that reaches it (`v = t.cpu(); int(v[0])` reads a host tensor).
  *
- * Each value is memoized per node, binding and function (the `solve` fixpoint below): a query that meets a cycle
- * (`x = x + loss`, mutually recursive helpers) iterates the cycle's head until its value is stable, and an answer
- * that depended on a node still being computed is kept only until that node is done, so every answer is the same
- * whichever rule asks first. Recursion deeper than MAX_DEPTH is cut (unknown) and what depended on the cut is not
- * kept past the outermost query either.
+ * Each value is memoized per node; recursion is cut at a fixed depth and on cycles (unknown), so one query
+ * costs at most the bindings it reaches once.
  */
 import type { Node } from '../core/parse';
 import type { Semantics } from '../core/semantics';
 import { callArgs, calleeText, isFString, kwValue, methodName, receiver, stringContent } from '../core/semantics';
 import {
-  DTYPE_ALIASES, UNKNOWN, bool, sameValue, deviceKinds, deviceOf, deviceOfString, deviceTensor, hostTensor, isDeviceTensor, isHostValue, join, none, num, seq, str,
+  DTYPE_ALIASES, UNKNOWN, bool, deviceKinds, deviceOf, deviceOfString, deviceTensor, hostTensor, isDeviceTensor, isHostValue, join, none, num, seq, str,
   type DeviceKind, type TensorValue, type Value,
 } from './values';
 
@@ -37,121 +34,8 @@ export interface CallTarget {
 /** Resolves a call to its definition (null: not resolvable). The project scope plugs its cross-module resolver in here. */
 export type CallResolver = (call: Node, model: ProgramModel) => CallTarget | null;
 
-const MAX_DEPTH = 96;
-/** Rounds of a cycle's head before its value is taken as it stands (the transfer functions are not all monotone). */
-const MAX_ROUNDS = 6;
-
-/**
- * The memo of one kind of query (expression values by node id, binding values, function returns): final answers,
- * the queries being computed (on the stack), and provisional answers (computed while a query below them on the
- * stack was still in progress: valid until that query is done).
- */
-interface Table<K> {
-  readonly final: Map<K, Value>;
-  readonly active: Map<K, Frame>;
-  readonly provisional: Map<K, Provisional>;
-}
-interface Frame {
-  readonly depth: number;
-  /** The lowest stack depth this computation read an unfinished answer of (Infinity: none; -1: a depth cut). */
-  low: number;
-  /** The value a cycle back to this query reads (bottom, then the previous round's). */
-  approx: Value;
-  /** A cycle came back to this query in this round. */
-  cut: boolean;
-}
-interface Provisional {
-  readonly v: Value;
-  /** The lowest stack depth whose query it depends on (still on the stack while the entry is pending). */
-  low: number;
-  readonly table: Table<unknown>;
-  readonly key: unknown;
-}
-const table = <K>(): Table<K> => ({ final: new Map(), active: new Map(), provisional: new Map() });
-/** One stack for every model of a run: a cycle may cross modules (a helper of another file calling back). */
-const STACK: Frame[] = [];
-const PENDING: Provisional[] = [];
-
-function lower(low: number): void {
-  const top = STACK[STACK.length - 1];
-  if (top && low < top.low) top.low = low;
-}
-
-function dropPending(from: number): void {
-  for (let i = from; i < PENDING.length; i++) PENDING[i]!.table.provisional.delete(PENDING[i]!.key);
-  PENDING.length = from;
-}
-
-/**
- * The memoized answer of a query, computed by `compute` when first asked. A cycle back to a query in progress reads
- * that query's current approximation (bottom at first) and the query is recomputed until its value is the same
- * twice (at most MAX_ROUNDS); what the rounds computed on the way depends on the approximation, so it stays
- * provisional until the cycle's head is final, then becomes final with it (its last round read the final value).
- */
-function solve<K>(t: Table<K>, key: K, compute: () => Value): Value {
-  const hit = t.final.get(key);
-  if (hit !== undefined) return hit;
-  const active = t.active.get(key);
-  if (active) {
-    active.cut = true;
-    lower(active.depth);
-    return active.approx;
-  }
-  const p = t.provisional.get(key);
-  if (p) {
-    lower(p.low);
-    return p.v;
-  }
-  if (STACK.length > MAX_DEPTH) {
-    lower(-1);
-    return UNKNOWN;
-  }
-  const frame: Frame = { depth: STACK.length, low: Infinity, approx: UNKNOWN, cut: false };
-  const mark = PENDING.length;
-  t.active.set(key, frame);
-  STACK.push(frame);
-  let v: Value = UNKNOWN;
-  try {
-    for (let round = 1; ; round++) {
-      frame.cut = false;
-      frame.low = Infinity;
-      v = compute();
-      if (!frame.cut || round >= MAX_ROUNDS || sameValue(v, frame.approx)) break;
-      frame.approx = v;
-      dropPending(mark);
-    }
-  } catch (e) {
-    dropPending(mark);
-    throw e;
-  } finally {
-    STACK.pop();
-    t.active.delete(key);
-  }
-  const low = frame.low; // the last round's dependencies
-  if (low >= frame.depth) {
-    t.final.set(key, v);
-    // what this query's last round left provisional on it (or on queries above it that are done) is final now
-    let keep = mark;
-    for (let i = mark; i < PENDING.length; i++) {
-      const q = PENDING[i]!;
-      if (q.low >= frame.depth) {
-        q.table.provisional.delete(q.key);
-        q.table.final.set(q.key, q.v);
-      } else PENDING[keep++] = q;
-    }
-    PENDING.length = keep;
-  } else {
-    // what depended on this query depends on what this query depends on (the depth it named is reused by later queries)
-    for (let i = mark; i < PENDING.length; i++) if (PENDING[i]!.low > low) PENDING[i]!.low = low;
-    const q: Provisional = { v, low, table: t as Table<unknown>, key };
-    t.provisional.set(key, q);
-    PENDING.push(q);
-    lower(low);
-  }
-  // the outermost query is done: answers below a depth cut are not kept (asked again, they are computed afresh)
-  if (!STACK.length && PENDING.length) dropPending(0);
-  return v;
-}
+const MAX_DEPTH = 48;
+const IN_PROGRESS: Value = Object.freeze({ kind: 'unknown', origin: null }) as Value;
 
 /** Tensor methods that return a tensor on the receiver's device. */
 const TENSOR_METHODS = new Set([
@@ -217,15 +101,16 @@ interface AttrBinding {
 }
 
 export class ProgramModel {
-  private readonly memo = table<number>();
-  private readonly bindingMemo = table<Binding>();
-  private readonly returnMemo = table<number>();
+  private readonly memo = new Map<number, Value>();
+  private readonly bindingMemo = new Map<Binding, Value>();
+  private readonly returnMemo = new Map<number, Value>();
   private scopes?: Map<number, Map<string, Binding[]>>;
   private attrs?: Map<string, AttrBinding[]>;
   private subscripts?: Map<string, Node[]>;
   private argparse?: Map<string, Node[]>;
   private classes?: Map<string, Node[]>;
   private globalsDeclared?: Map<number, Set<string>>;
+  private depth = 0;
   private readonly resolvers: CallResolver[];
 
   constructor(readonly sema: Semantics, readonly path = '', resolvers: CallResolver[] = []) {
@@ -244,8 +129,19 @@ export class ProgramModel {
   /** The abstract value of an expression. */
   value(node: Node | null | undefined): Value {
     if (!node) return UNKNOWN;
-    const hit = this.memo.final.get(node.id);
-    return hit !== undefined ? hit : solve(this.memo, node.id, () => this.evaluate(node));
+    const hit = this.memo.get(node.id);
+    if (hit !== undefined) return hit === IN_PROGRESS ? UNKNOWN : hit;
+    if (this.depth > MAX_DEPTH) return UNKNOWN;
+    this.memo.set(node.id, IN_PROGRESS);
+    this.depth++;
+    let v: Value;
+    try {
+      v = this.evaluate(node);
+    } finally {
+      this.depth--;
+    }
+    this.memo.set(node.id, v);
+    return v;
   }
 
   /**
@@ -322,10 +218,9 @@ export class ProgramModel {
 
   /** The join of a function's return values (None when it returns nothing). */
   returnValue(def: Node): Value {
-    return solve(this.returnMemo, def.id, () => this.computeReturn(def));
-  }
-
-  private computeReturn(def: Node): Value {
+    const hit = this.returnMemo.get(def.id);
+    if (hit !== undefined) return hit === IN_PROGRESS ? UNKNOWN : hit;
+    this.returnMemo.set(def.id, IN_PROGRESS);
     let v: Value = UNKNOWN;
     let any = false;
     const body = def.childForFieldName('body');
@@ -338,6 +233,7 @@ export class ProgramModel {
       }
       if (!any) v = none(def);
     }
+    this.returnMemo.set(def.id, v);
     return v;
   }
 
@@ -507,7 +403,18 @@ export class ProgramModel {
 
   /** The value of a name when no binding is known: model-like names are modules. */
   private bindingValue(b: Binding): Value {
-    return solve(this.bindingMemo, b, () => b.value(this));
+    const hit = this.bindingMemo.get(b);
+    if (hit !== undefined) return hit === IN_PROGRESS ? UNKNOWN : hit;
+    this.bindingMemo.set(b, IN_PROGRESS);
+    let v: Value;
+    this.depth++;
+    try {
+      v = this.depth > MAX_DEPTH ? UNKNOWN : b.value(this);
+    } finally {
+      this.depth--;
+    }
+    this.bindingMemo.set(b, v);
+    return v;
   }
 
   /** The bindings of an identifier's name visible at the identifier (its function, enclosing functions, the module). */
