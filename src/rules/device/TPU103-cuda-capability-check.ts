@@ -570,9 +570,11 @@ function availabilityFindingOf(ctx: RuleContext, call: Node): { message: string;
   if (owner.type === 'conditional_expression' && (inLogging(sema, owner) || diagnosticTernary(sema, owner) || autocastTernary(ctx, owner))) return null;
   // `if torch.cuda.is_available(): model = model.cuda()`: the arm only places work on CUDA; a TPU host skips it and trains on
   // the CPU (an error, like the one-line pickers). One finding, here: the skipped `.cuda()` calls are its related locations
-  // (TPU101 leaves them: they never run on a TPU host)
+  // (TPU101 leaves them: they never run on a TPU host). Only when what they move is known to be on the host (a tensor made
+  // without a device, a module): `alpha = torch.ones_like(logits); if torch.cuda.is_available(): alpha = alpha.cuda()` is
+  // already on the XLA device when `logits` is, so nothing stays on the CPU and each move keeps its own TPU101 (with its fix)
   const moves = callee === 'torch.cuda.is_available' ? guardedCudaMoves(sema, owner, call) : [];
-  if (moves.length) {
+  if (moves.length && moves.every((m) => movesHostValue(ctx, m))) {
     return {
       severity: 'error',
       message: `\`torch.cuda.is_available()\` is False on a TPU host: the ${moves.length === 1 ? '`.cuda()` move it guards is' : `${moves.length} \`.cuda()\` moves it guards are`} skipped, so this work silently stays on the CPU`,
@@ -652,6 +654,14 @@ function guardedCudaMoves(sema: RuleContext['sema'], owner: Node, call: Node): N
   const arm = owner.childForFieldName('consequence');
   if (!arm) return [];
   return sema.callsWithin(arm).filter((c) => cudaMoveIn(sema, c, arm));
+}
+
+/** The receiver of a `.cuda()` move is known to live on the host: a CPU tensor, or a module (built on the CPU unless moved). */
+function movesHostValue(ctx: RuleContext, move: Node): boolean {
+  const recv = move.childForFieldName('function')?.childForFieldName('object');
+  if (!recv) return false;
+  const v = ctx.model.value(recv);
+  return (v.kind === 'tensor' && v.where === 'host') || v.kind === 'module';
 }
 
 /** A `.cuda()` method call (on anything but the `torch` module) that runs in `arm` (also in its loops and nested `if`s, not in a nested function). */
