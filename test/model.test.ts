@@ -317,3 +317,24 @@ describe('namesCuda: where a device value lives, from the model (replaces the CU
     expect(cuda('import torch\ndef pick():\n    return torch.device("cuda", 0)\nd = pick()\nx.to(d)\n', 'd')).toBe(true);
   });
 });
+
+describe('the per-file budget inside the model', () => {
+  it('stops model queries once the armed budget is spent (BudgetExceeded, not a silent run)', async () => {
+    const { arm, disarm, BudgetExceeded } = await import('../src/core/budget');
+    const lines = ['x0 = torch.zeros(4)'];
+    for (let i = 1; i < 3000; i++) lines.push(`x${i} = x${i - 1} + 1`);
+    const src = `import torch\n${lines.join('\n')}\n`;
+    const ask = (armed: boolean) => {
+      const { model, sema } = build(src);
+      const ids = [...sema.nodes('identifier')]; // listed before the budget is armed: only model queries run under it
+      const prev = armed ? arm(performance.now() - 1, undefined) : null; // a deadline already past
+      try {
+        for (const n of ids) model.value(n);
+      } finally {
+        if (armed) disarm(prev);
+      }
+    };
+    expect(() => ask(false)).not.toThrow();
+    expect(() => ask(true)).toThrow(BudgetExceeded);
+  });
+});

@@ -14,6 +14,7 @@
  * Each value is memoized per node; recursion is cut at a fixed depth and on cycles (unknown), so one query
  * costs at most the bindings it reaches once.
  */
+import { budgetTick } from '../core/budget';
 import type { Node } from '../core/parse';
 import type { Semantics } from '../core/semantics';
 import { callArgs, calleeText, isFString, kwValue, methodName, receiver, stringContent } from '../core/semantics';
@@ -131,6 +132,9 @@ export class ProgramModel {
     if (!node) return UNKNOWN;
     const hit = this.memo.get(node.id);
     if (hit !== undefined) return hit === IN_PROGRESS ? UNKNOWN : hit;
+    // the per-file budget reaches into the model: a query that keeps computing (a pathological program, a model defect)
+    // stops the file's analysis with a skip reason instead of running until the heap is gone
+    budgetTick();
     if (this.depth > MAX_DEPTH) return UNKNOWN;
     this.memo.set(node.id, IN_PROGRESS);
     this.depth++;
