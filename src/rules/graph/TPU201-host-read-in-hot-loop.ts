@@ -17,10 +17,22 @@ const BUILTINS = new Set([
 
 /** `x.item()`-style call whose receiver chain already contains a host read (report the first one only). */
 function chainHasRead(node: Node | null): boolean {
-  for (let n = node; n; ) {
+  return someInChain(node, Infinity, (call) => {
+    const m = methodName(call);
+    return m && MATERIALIZE.has(m) ? true : undefined;
+  });
+}
+
+/**
+ * Walks a receiver chain (method calls, attributes, subscripts, parentheses) from `node` down to its base, at most `max`
+ * links: `onCall(call, k)` answers true (found), false (stop) or undefined (go on to the call's receiver).
+ */
+function someInChain(node: Node | null, max: number, onCall: (call: Node, k: number) => boolean | undefined): boolean {
+  let n = node;
+  for (let k = 0; n && k < max; k++) {
     if (n.type === 'call') {
-      const m = methodName(n);
-      if (m && MATERIALIZE.has(m)) return true;
+      const r = onCall(n, k);
+      if (r !== undefined) return r;
       n = receiver(n);
     } else if (n.type === 'attribute') n = n.childForFieldName('object');
     else if (n.type === 'subscript') n = n.childForFieldName('value');
@@ -393,18 +405,7 @@ function visualSummary(site: Node): boolean {
  * (a NumPy/math call): every method of a NumPy array or scalar returns host data, so its `.item()` reads no tensor.
  */
 function numpyMethodChain(ctx: RuleContext, node: Node): boolean {
-  let n: Node | null = node;
-  for (let k = 0; n && k < 8; k++) {
-    if (n.type === 'call') {
-      if (k > 0 && hostValue(ctx, n)) return true;
-      if (!methodName(n)) return false;
-      n = receiver(n);
-    } else if (n.type === 'attribute') n = n.childForFieldName('object');
-    else if (n.type === 'subscript') n = n.childForFieldName('value');
-    else if (n.type === 'parenthesized_expression') n = n.namedChildren[0];
-    else return false;
-  }
-  return false;
+  return someInChain(node, 8, (call, k) => (k > 0 && hostValue(ctx, call) ? true : !methodName(call) ? false : undefined));
 }
 
 /** Inside a `raise` statement (its message): runs once, when the loop ends with an error. */
