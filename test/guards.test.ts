@@ -4,8 +4,7 @@ import { init } from './setup';
 import { parsePython, type Node } from '../src/core/parse';
 import { Semantics } from '../src/core/semantics';
 import { ProgramModel } from '../src/model';
-import { cudaOnly, mpsOnly, tpuTruth, valueOnTpu } from '../src/model/guards';
-import { deviceKinds } from '../src/model';
+import { cudaOnly, mpsOnly, tpuTruth } from '../src/model/guards';
 
 beforeAll(async () => {
   await init();
@@ -120,25 +119,5 @@ describe('tpuTruth', () => {
     expect(truth('import torch\nx = "cuda" in str(device)  # <-\n', '"cuda" in str(device)')).toBe(false);
     expect(truth('import torch\nx = is_main and torch.cuda.is_available()  # <-\n', 'is_main and torch.cuda.is_available()')).toBe(false);
     expect(truth('import torch\nx = is_main or torch.cuda.is_available()  # <-\n', 'is_main or torch.cuda.is_available()')).toBe(null);
-  });
-});
-
-describe('valueOnTpu', () => {
-  const kinds = (src: string, expr: string) => {
-    const { model, node } = at(src, expr);
-    return [...deviceKinds(valueOnTpu(node, model))].sort();
-  };
-  it('a binding under a condition true on a TPU host replaces the ones before it', () => {
-    const base = 'import torch\ndevice = "cuda"\nif not torch.cuda.is_available():\n    device = "cpu"\n';
-    expect(kinds(base + 'x = torch.zeros(2, device=device)  # <-\n', 'device')).toEqual(['cpu']);
-    // the model's flow-insensitive value keeps both (what a CUDA host runs)
-    const { model, node } = at(base + 'x = torch.zeros(2, device=device)  # <-\n', 'device');
-    expect([...deviceKinds(model.value(node))].sort()).toEqual(['cpu', 'cuda']);
-    // a binding after the `if` still reaches
-    expect(kinds(base + 'if args.gpu:\n    device = "cuda:1"\nx = torch.zeros(2, device=device)  # <-\n', 'device')).toEqual(['cpu', 'cuda']);
-    // a condition that is not a device fact does not force anything
-    expect(kinds('import torch\ndevice = "cuda"\nif args.debug:\n    device = "cpu"\nx = torch.zeros(2, device=device)  # <-\n', 'device')).toEqual(['cpu', 'cuda']);
-    // an `if` that is not before the read in an enclosing block does not either
-    expect(kinds('import torch\ndevice = "cuda"\ndef f():\n    if not torch.cuda.is_available():\n        device = "cpu"\n    return device\nx = torch.zeros(2, device=device)  # <-\n', 'device')).toEqual(['cuda']);
   });
 });

@@ -20,7 +20,7 @@
 import type { Node, Tree } from '../core/parse';
 import type { Semantics } from '../core/semantics';
 import { callArgs, semanticsOf, stringContent } from '../core/semantics';
-import { ProgramModel, UNKNOWN as UNKNOWN_VALUE, join, type Value } from './index';
+import { ProgramModel, UNKNOWN as UNKNOWN_VALUE, type Value } from './index';
 import type { ProjectView } from './project';
 
 export type Truth = boolean | null;
@@ -306,42 +306,6 @@ function flag(node: Node, e: Eval): Truth {
     else if (out !== t) return null;
   }
   return out ?? null;
-}
-
-/**
- * The value a name holds on a TPU host where `node` reads it: the join of the bindings that reach it there. A binding
- * in the body of an `if` whose condition is true on a TPU host by a device fact (`device = "cuda"` then `if not
- * torch.cuda.is_available(): device = "cpu"`), where the `if` is a statement of a block enclosing the read, replaces
- * every binding before that `if`. Otherwise (other expressions, or no such `if`) the model's value.
- */
-export function valueOnTpu(node: Node, model: ProgramModel | null = modelOfNode(node)): Value {
-  if (!model) return UNKNOWN_VALUE;
-  if (node.type !== 'identifier') return model.value(node);
-  const exprs = model.bindingExpressions(node);
-  if (exprs.length < 2 || exprs.some((x) => !x)) return model.value(node);
-  const e: Eval = { model, guess: false, facts: 'all', depth: 0 };
-  let cutoff = -1;
-  for (const x of exprs) {
-    const ifs = forcingIf(x!, node, e);
-    if (ifs && ifs.startIndex > cutoff) cutoff = ifs.startIndex;
-  }
-  if (cutoff < 0) return model.value(node);
-  let v: Value = UNKNOWN_VALUE;
-  for (const x of exprs) if (x!.startIndex > cutoff) v = join(v, model.value(x));
-  return v;
-}
-
-/** The `if` (true on a TPU host, a statement before `use` in a block enclosing it) whose body binds `right`, else null. */
-function forcingIf(right: Node, use: Node, e: Eval): Node | null {
-  let stmt = right.parent;
-  while (stmt?.type === 'assignment') stmt = stmt.parent;
-  if (stmt?.type !== 'expression_statement') return null;
-  const block = stmt.parent;
-  const ifs = block?.parent;
-  if (block?.type !== 'block' || ifs?.type !== 'if_statement' || ifs.childForFieldName('consequence')?.id !== block.id) return null;
-  const outer = ifs.parent;
-  if (!outer || ifs.endIndex > use.startIndex || outer.startIndex > use.startIndex || outer.endIndex < use.endIndex) return null;
-  return deviceTruth(ifs.childForFieldName('condition'), e) === true ? ifs : null;
 }
 
 // ---------------------------------------------------------------------------------------------
