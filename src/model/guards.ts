@@ -77,10 +77,9 @@ function modelOfNode(node: Node): ProgramModel | null {
 /**
  * Which facts a question may use: `all`; `mps` (MPS-only code: MPS probes and "mps" device types only); `probes`
  * (CUDA/MPS probe calls and device counts, no device-type tests: the precision rules' question, where
- * `autocast(...) if device_type == "cuda" else nullcontext()` is a choice that leaves TPU without autocast); `none`
- * (no device fact at all: what a condition is on every host, e.g. `if args.resume:` with the default None).
+ * `autocast(...) if device_type == "cuda" else nullcontext()` is a choice that leaves TPU without autocast).
  */
-export type GuardFacts = 'all' | 'mps' | 'probes' | 'none';
+export type GuardFacts = 'all' | 'mps' | 'probes';
 
 interface Eval {
   model: ProgramModel | null;
@@ -168,7 +167,6 @@ function truthUncached(node: Node, e: Eval): Truth {
     }
     case 'call': {
       const q = calleeOf(e, node);
-      if (e.facts === 'none') return null;
       if (e.facts === 'mps' ? MPS_PROBE.test(q) : FALSE_ON_TPU.test(q) || ZERO_ON_TPU.test(q)) return false;
       if (e.facts !== 'all') return null;
       // `str(device).startswith("cuda")`
@@ -237,7 +235,6 @@ function comparison(node: Node, e: Eval): Truth {
   // `device.type == "cuda"`, `args.device == "mps"`, `"cuda" in str(device)`: no CUDA or MPS device exists on a TPU host
   if (op === '==' && (typeStr(l) || typeStr(r))) return false;
   if (op === '!=' && (typeStr(l) || typeStr(r))) return true;
-  if (e.facts === 'none') return null;
   if (op === 'in' && (typeStr(l) || CUDA_TENSOR_TYPE.test(e.model?.sema.resolve(l) ?? ''))) return false;
   if (op === 'not in' && typeStr(l)) return true;
   // `torch.cuda.device_count() > 0`, `n_gpu >= 1`, `torch.cuda.get_device_capability()[0] >= 8`
@@ -291,7 +288,7 @@ function known(node: Node, e: Eval): boolean {
 function flag(node: Node, e: Eval): Truth {
   if (node.type === 'attribute') {
     const attr = node.childForFieldName('attribute')?.text ?? '';
-    if (e.facts !== 'none' && (attr === (e.facts === 'mps' ? 'is_mps' : 'is_cuda') || attr === 'is_mps')) return false;
+    if (attr === (e.facts === 'mps' ? 'is_mps' : 'is_cuda') || attr === 'is_mps') return false;
   }
   const all = sources(node, e);
   const srcs = all.filter((s) => s.value.kind !== 'unknown');
@@ -331,7 +328,7 @@ function exits(block: Node | null | undefined): boolean {
 function exitsOnTpu(s: Node, e: Eval): boolean {
   if (s.type !== 'if_statement') return false;
   const alts = s.childrenForFieldName('alternative').filter((a): a is Node => !!a);
-  const t = deviceTruth(s.childForFieldName('condition'), e);
+  const t = truth(s.childForFieldName('condition'), e);
   if (t === true) return exits(s.childForFieldName('consequence'));
   if (t === false && alts.length === 1 && alts[0].type === 'else_clause') return exits(alts[0].childForFieldName('body'));
   return false;
@@ -393,40 +390,6 @@ function walk(node: Node, e: Eval, functions: boolean): boolean {
   return r;
 }
 
-/**
- * A condition's value on a TPU host when that value comes from a device fact: null when the condition takes it on
- * every host (`if load_root and load_root.exists():` where `load_root` defaults to None is false everywhere, not a
- * CUDA test; the code under it runs on a TPU host as soon as the user passes the path). A literal test (`if False:`)
- * keeps its value: such code runs nowhere.
- */
-function deviceTruth(cond: Node | null | undefined, e: Eval): Truth {
-  if (!cond || e.facts === 'none') return truth(cond, e);
-  switch (cond.type) {
-    case 'parenthesized_expression':
-      return deviceTruth(cond.namedChildren[0], e);
-    case 'not_operator': {
-      const r = deviceTruth(cond.childForFieldName('argument'), e);
-      return r === null ? null : !r;
-    }
-    case 'boolean_operator': {
-      // `path and torch.cuda.is_available()`: false on TPU by its CUDA conjunct, whatever the path
-      const a = deviceTruth(cond.childForFieldName('left'), e);
-      const b = deviceTruth(cond.childForFieldName('right'), e);
-      if (opOf(cond) === 'and') return a === false || b === false ? false : a === true && b === true ? true : null;
-      return a === true || b === true ? true : a === false && b === false ? false : null;
-    }
-  }
-  const t = truth(cond, e);
-  if (t === null || /^(true|false|none|integer)$/.test(cond.type) || mentionsCudaFlag(cond)) return t;
-  return truth(cond, { ...e, facts: 'none', guess: false, depth: 0 }) === t ? null : t;
-}
-
-/** A CUDA-named flag in the condition (`if args.cuda:`, `if use_gpu and ...`): a CUDA choice by convention, whatever its default. */
-function mentionsCudaFlag(cond: Node): boolean {
-  if ((cond.type === 'identifier' || cond.type === 'attribute') && cudaNamed(cond)) return true;
-  return cond.type !== 'call' && cond.type !== 'attribute' && cond.namedChildren.some((c) => !!c && mentionsCudaFlag(c));
-}
-
 /** What `p` says of its child `child`: true (CUDA-only), false (the walk ends: not CUDA-only), undefined (ask p's parent). */
 function step(p: Node, child: Node, e: Eval, functions: boolean): boolean | undefined {
   switch (p.type) {
@@ -436,27 +399,27 @@ function step(p: Node, child: Node, e: Eval, functions: boolean): boolean | unde
     case 'lambda':
       return false;
     case 'if_statement':
-      if (child.id === p.childForFieldName('consequence')?.id && deviceTruth(p.childForFieldName('condition'), e) === false) return true;
+      if (child.id === p.childForFieldName('consequence')?.id && truth(p.childForFieldName('condition'), e) === false) return true;
       break;
     case 'elif_clause': {
       if (child.id !== p.childForFieldName('consequence')?.id) break;
-      if (deviceTruth(p.childForFieldName('condition'), e) === false) return true;
-      if (p.parent && earlierConditions(p.parent, p).some((c) => deviceTruth(c, e) === true)) return true;
+      if (truth(p.childForFieldName('condition'), e) === false) return true;
+      if (p.parent && earlierConditions(p.parent, p).some((c) => truth(c, e) === true)) return true;
       break;
     }
     case 'else_clause':
-      if (p.parent?.type === 'if_statement' && earlierConditions(p.parent, p).some((c) => deviceTruth(c, e) === true)) return true;
+      if (p.parent?.type === 'if_statement' && earlierConditions(p.parent, p).some((c) => truth(c, e) === true)) return true;
       break;
     case 'conditional_expression': {
       const [a, cond, b] = p.namedChildren;
-      if (cond && a && child.id === a.id && deviceTruth(cond, e) === false) return true;
-      if (cond && b && child.id === b.id && deviceTruth(cond, e) === true) return true;
+      if (cond && a && child.id === a.id && truth(cond, e) === false) return true;
+      if (cond && b && child.id === b.id && truth(cond, e) === true) return true;
       break;
     }
     case 'boolean_operator': {
       const l = p.childForFieldName('left');
       if (l && child.id === p.childForFieldName('right')?.id) {
-        const t = deviceTruth(l, e);
+        const t = truth(l, e);
         if (opOf(p) === 'and' ? t === false : t === true) return true;
       }
       break;
