@@ -538,9 +538,20 @@ describe('file-level advice on launchers', () => {
   });
 });
 
+/** Runs `check` on the lines as one parsed file; the tree is freed afterwards. */
+function withTree(lines: string[], check: (tree: ReturnType<typeof parsePython>, text: string) => void): void {
+  const text = lines.join('\n');
+  const tree = parsePython(text);
+  try {
+    check(tree, text);
+  } finally {
+    tree.delete();
+  }
+}
+
 describe('semantic indexes', () => {
   it('identifiersNamed (text search, then the node) finds exactly the identifier nodes of that name', () => {
-    const text = [
+    withTree([
       'import torch_xla.core.xla_model as xm',
       'xm_rate = 1  # xm in a comment',
       's = "xm in a string"',
@@ -548,9 +559,7 @@ describe('semantic indexes', () => {
       'def f(xm=None):',
       '    return f"{xm}" + xm_rate',
       'é = xm',
-    ].join('\n');
-    const tree = parsePython(text);
-    try {
+    ], (tree, text) => {
       const a = new Semantics(tree, text);
       const b = new Semantics(tree, text);
       for (const name of new Set(b.nodes('identifier').map((n) => n.text))) {
@@ -559,13 +568,11 @@ describe('semantic indexes', () => {
         );
       }
       expect(a.identifiersNamed('xm').length).toBe(5);
-    } finally {
-      tree.delete();
-    }
+    });
   });
 
   it('callsResolvedTo (the per-file callee index) equals filtering every call by its callee, in document order', () => {
-    const text = [
+    withTree([
       'import torch',
       'import torch.distributed as dist',
       'from torch import save as tsave',
@@ -574,9 +581,7 @@ describe('semantic indexes', () => {
       'def h():',
       '    dist.init_process_group("nccl"); torch.save(x, p); unknown(1)',
       'obj.method()(torch.save(y, q))',
-    ].join('\n');
-    const tree = parsePython(text);
-    try {
+    ], (tree, text) => {
       const sema = new Semantics(tree, text);
       const calls = sema.nodes('call');
       const names = [...new Set(calls.map((c) => sema.callee(c) ?? ''))];
@@ -590,8 +595,6 @@ describe('semantic indexes', () => {
       expect(sema.callsResolvedTo(['torch.save']).length).toBe(4);
       // a fresh array each time: callers may filter or sort it
       expect(sema.callsResolvedTo(['torch.save'])).not.toBe(sema.callsResolvedTo(['torch.save']));
-    } finally {
-      tree.delete();
-    }
+    });
   });
 });
