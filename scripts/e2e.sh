@@ -169,6 +169,10 @@ if [ "${E2E_SKIP_EXT:-}" != 1 ]; then
   t=$(date +%s)
   start_cs ext || { echo 'code-server did not start' >&2; exit 1; }
   node "$ROOT/test/e2e/harness/ext-tests.js" "$PORT" "$WS" "$ROOT" "$ROOT/dist/test/e2e/index.js" 2>&1 | tee "$OUT/ext-tests.log" || ext_rc=1
+  # a failure: the language server's own account (its output channel) goes in the printed log, not only in the artifacts
+  if [ "$ext_rc" -ne 0 ]; then
+    find "$RUN/ext/ud/logs" -name 'TPU Readiness.log' -exec sh -c 'echo "[e2e] last lines of the TPU Readiness output channel:"; tail -n 40 "$1"' _ {} \; 2>/dev/null || true
+  fi
   stop_cs
   say "extension-host tests took $(($(date +%s) - t)) s"
 fi

@@ -809,9 +809,15 @@ export class TpuReadyServer {
 
   private async codeActions(p: CodeActionParams, token: CancellationToken): Promise<CodeAction[]> {
     const uri = p.textDocument.uri;
-    const unit = await this.current(uri);
-    if (!unit || token.isCancellationRequested) return [];
     const only = p.context.only;
+    // fix-all asked for (on save, or the Source Action menu): the log says what came of it, since a save that
+    // writes the file unfixed shows nothing else
+    const source = !!only?.some((k) => asks([k], FIX_ALL_KIND) || k.startsWith('notebook'));
+    const unit = await this.current(uri);
+    if (!unit || token.isCancellationRequested) {
+      if (source) this.connection.console.info(`fix-all on ${this.enginePath(uri)}: ${token.isCancellationRequested ? 'cancelled by the editor' : 'no analysis of this version (see above)'}`);
+      return [];
+    }
     const actions: CodeAction[] = [];
     if (asks(only, CodeActionKind.QuickFix)) actions.push(...this.quickFixes(unit, uri, p.context.diagnostics));
     // fix-all as a source action only when asked for (on save, or the Source Action menu): it re-analyses until fixes converge
@@ -825,6 +831,10 @@ export class TpuReadyServer {
         const a = this.sourceFixAll(unit, FIX_ALL_KIND, cell >= 0 ? cell : undefined);
         if (a) actions.push(a);
       }
+    }
+    if (source) {
+      const outcome = token.isCancellationRequested ? 'cancelled by the editor' : actions.length ? (actions[0].edit ? 'fixes sent' : 'not fixed (see the message)') : 'nothing to fix';
+      this.connection.console.info(`fix-all on ${this.enginePath(uri)} (version ${unit.stamp}): ${outcome}`);
     }
     return actions;
   }

@@ -36,6 +36,25 @@ export async function waitFor<T>(fn: () => T | undefined | null | false | Promis
   throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `: ${last}` : ''}`);
 }
 
+/**
+ * Waits until no extension has activated for `quietMs` (at most `ms`). Writing a workspace setting opens
+ * .vscode/settings.json as a jsonc model, which activates VS Code's JSON, configuration-editing and TypeScript
+ * extensions: a timing-sensitive step (a save with its participants) waits for that to finish first.
+ */
+export async function extensionsSettled(quietMs = 1_000, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  let active = vscode.extensions.all.filter((e) => e.isActive).length;
+  let since = Date.now();
+  while (Date.now() < end && Date.now() - since < quietMs) {
+    await sleep(100);
+    const now = vscode.extensions.all.filter((e) => e.isActive).length;
+    if (now !== active) {
+      active = now;
+      since = Date.now();
+    }
+  }
+}
+
 export function ours(uri: vscode.Uri): vscode.Diagnostic[] {
   return vscode.languages.getDiagnostics(uri).filter((d) => d.source === SOURCE);
 }

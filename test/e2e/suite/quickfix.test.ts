@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import * as vscode from 'vscode';
-import { apply, closeAll, codeActions, codeOf, open, read, setSetting, waitDiagnostics, waitFor, withCode, wsUri } from './helpers';
+import { apply, closeAll, codeActions, codeOf, extensionsSettled, open, read, setSetting, waitDiagnostics, waitFor, withCode, wsUri } from './helpers';
 
 describe('quick-fixes and fix-all on a Python file', () => {
   const uri = wsUri('train.py');
@@ -75,6 +75,7 @@ describe('quick-fixes and fix-all on a Python file', () => {
     await setSetting('codeActionsOnSave', { 'source.fixAll.tpuReady': 'explicit' }, 'editor');
     try {
       await waitFor(() => JSON.stringify(vscode.workspace.getConfiguration('editor', file).get('codeActionsOnSave')).includes('tpuReady'), 'the setting');
+      await extensionsSettled();
       const editor = await open(file);
       await waitDiagnostics(file, (d) => d.filter((x) => codeOf(x) === 'TPU101').length === 3, 'three TPU101 in fix_on_save.py');
       await editor.edit((b) => b.insert(new vscode.Position(0, 0), '# saved\n'));
@@ -88,7 +89,9 @@ describe('quick-fixes and fix-all on a Python file', () => {
         'y = model(x).to(torch_xla.device())\n';
       // the participant's edit reaches the extension host as a model change: wait for it, then compare
       await waitFor(() => editor.document.getText() === expected && !editor.document.isDirty, 'the fixed text, saved', 10_000).catch(() => undefined);
-      assert.equal(editor.document.getText(), expected);
+      // on failure, say which step did not happen: the save itself (still dirty) or the participant's edit
+      const state = `dirty: ${editor.document.isDirty}; on disk: ${JSON.stringify(read('fixall', 'fix_on_save.py'))}`;
+      assert.equal(editor.document.getText(), expected, `${state}; in the editor: ${JSON.stringify(editor.document.getText())}`);
       assert.equal(read('fixall', 'fix_on_save.py'), expected);
       await waitFor(() => withCode(file, 'TPU101').length === 0, 'no TPU101 left');
     } finally {
