@@ -119,6 +119,19 @@ describe('tpu-ready check', () => {
     expect(r.code).toBe(0);
   });
 
+  it('counts the cells of a notebook against the size limit, not its outputs (an embedded plot)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tpu-ready-nbsize-'));
+    const cell = (source: string, outputs: unknown[] = []) => ({ cell_type: 'code', metadata: {}, execution_count: 1, source, outputs });
+    const png = { output_type: 'display_data', metadata: {}, data: { 'image/png': 'iVBORw0KGgo'.repeat(30_000) } };
+    const nb = (cells: unknown[]) => JSON.stringify({ nbformat: 4, nbformat_minor: 5, metadata: { kernelspec: { name: 'python3', language: 'python' } }, cells });
+    fs.writeFileSync(path.join(dir, 'plots.ipynb'), nb([cell('import torch\nx = torch.ones(1).cuda()\n', [png])]));
+    fs.writeFileSync(path.join(dir, 'code.ipynb'), nb([cell('import torch\n' + 'y = 1\n'.repeat(40_000))]));
+    const r = run(['check', '.', '--max-file-size', '100'], dir);
+    expect(fs.statSync(path.join(dir, 'plots.ipynb')).size).toBeGreaterThan(300_000);
+    expect(r.out).toMatch(/^plots\.ipynb:cell 0:2:\d+: TPU101 /m);
+    expect(r.out).toMatch(/notice: code\.ipynb: skipped: cells larger than 100 KiB \(\d+ KiB, outputs not counted\)/);
+  });
+
   it('--diff writes nothing; --fix applies safe fixes once, writes accel.py, and converges', () => {
     const dir = tmpCopy();
     const before = fs.readFileSync(path.join(dir, 'train.py'), 'utf8');

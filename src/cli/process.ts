@@ -136,6 +136,9 @@ export interface FileOutcome {
   ruleErrors: { rule: string; error: string }[];
 }
 
+/** The largest notebook file read (outputs included); its cells' text must still fit the --max-file-size limit. */
+export const NOTEBOOK_MAX_BYTES = 64 * 1024 * 1024;
+
 export function readText(abs: string, maxBytes: number): { text?: string; skipped?: string; failed?: boolean } {
   let buf: Buffer;
   try {
@@ -241,7 +244,10 @@ function processWithin(task0: FileTask): FileOutcome {
   const project = task0.project ? projectIndexFor(task0.project, task0.maxBytes) : null;
   const task = project ? { ...task0, options: { ...task0.options, project } } : task0;
   const out: FileOutcome = { display: task.display, abs: task.abs, kind: null, findings: [], relevant: false, ruleErrors: [] };
-  const read = readText(task.abs, task.maxBytes);
+  const notebook = task.abs.endsWith('.ipynb');
+  // a notebook's outputs (plots, images) are not analysed: the size limit applies to its cells' text, and the file
+  // itself may be larger, up to NOTEBOOK_MAX_BYTES
+  const read = readText(task.abs, notebook ? Math.max(task.maxBytes, NOTEBOOK_MAX_BYTES) : task.maxBytes);
   if (read.skipped) return { ...out, skipped: read.skipped, failed: read.failed };
   let raw = read.text!;
   const bom = raw.charCodeAt(0) === 0xfeff;
@@ -257,6 +263,10 @@ function processWithin(task0: FileTask): FileOutcome {
       throw e;
     }
     if (nb.language !== 'python') return { ...out, kind: 'notebook', skipped: `notebook language is ${nb.language}` };
+    const cellBytes = nb.cells.reduce((n, c) => n + Buffer.byteLength(c.text, 'utf8'), 0);
+    if (cellBytes > task.maxBytes) {
+      return { ...out, kind: 'notebook', skipped: `cells larger than ${Math.round(task.maxBytes / 1024)} KiB (${Math.round(cellBytes / 1024)} KiB, outputs not counted)` };
+    }
     // a lone CR ends a line for Python but not for the parser's comments: analyse with it as LF (same
     // length, so every offset holds) and restore it in fixed cells, as for .py files
     doc = notebookDocument(task.display, nb.cells.map((c) => ({ ...c, text: normalizeLoneCr(c.text) })));
