@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# CPU PyTorch for the fixed-program tests (`npm run test:programs`, test/programs/): makes
+# CPU PyTorch for the tests that run Python (`npm run test:unit`: accel.py and fixes on the torch_xla
+# emulation; `npm run test:programs`: the fixed training programs in test/programs/): makes
 # `/usr/bin/python3 -c 'import torch, torchvision'` work by installing Debian's python3-torch and
 # python3-torchvision (PyTorch 1.13 and torchvision 0.14, CPU only) when they are missing. Idempotent:
 # does nothing when the import already works. Needs root (or passwordless sudo) to install.
@@ -7,7 +8,7 @@
 set -uo pipefail
 
 PY=/usr/bin/python3
-say() { printf '[programs] %s\n' "$*"; }
+say() { printf '[torch] %s\n' "$*"; }
 
 have_torch() { [ -x "$PY" ] && "$PY" -c 'import torch, torchvision' >/dev/null 2>&1; }
 
@@ -15,12 +16,13 @@ cannot() {
   {
     echo
     echo '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!'
-    echo "!!  FIXED-PROGRAM TESTS CANNOT RUN: $*"
-    echo "!!  (they need CPU PyTorch for $PY: apt-get install python3-torch python3-torchvision)"
+    echo "!!  TESTS THAT RUN PYTHON CANNOT RUN: $*"
+    echo "!!  (accel.py, the torch_xla emulation and the fixed programs need CPU PyTorch for $PY:"
+    echo "!!   apt-get install python3-torch python3-torchvision)"
     echo '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!'
   } >&2
   if [ "${CI:-}" = true ]; then exit 1; fi
-  echo 'programs: torch missing, the tests will be skipped (this is a failure under CI=true)' >&2
+  echo 'torch missing: the tests that need it will be skipped or fail (this is a failure under CI=true)' >&2
   exit 0
 }
 
