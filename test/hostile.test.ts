@@ -107,12 +107,17 @@ describe('notebooks with odd JSON', () => {
     }
   });
 
-  it('huge outputs: over the size limit, skipped with a notice (not read into memory)', () => {
-    const big = 'a'.repeat(2100 * 1024);
-    const ws = project({ 'h.ipynb': nb(`[{"cell_type": "code", "source": "import torch\\nx.cuda()\\n", "metadata": {}, "outputs": [{"output_type": "stream", "name": "stdout", "text": "${big}"}]}]`) });
+  it('huge outputs: not counted against the size limit (the cells are analysed); a file past 64 MiB is skipped unread', () => {
+    const cell = (text: string) => `[{"cell_type": "code", "source": "import torch\\nx.cuda()\\n", "metadata": {}, "outputs": [{"output_type": "stream", "name": "stdout", "text": "${text}"}]}]`;
+    const ws = project({ 'h.ipynb': nb(cell('a'.repeat(2100 * 1024))) });
     const r = run(['check', 'h.ipynb', '--format', 'json'], ws);
-    expect(r.code).toBe(0);
-    expect(JSON.parse(r.out).notices[0].message).toMatch(/^skipped: larger than 2048 KiB/);
+    const report = JSON.parse(r.out);
+    expect(report.notices).toEqual([]);
+    expect(report.findings.map((f: { rule: string }) => f.rule)).toContain('TPU101');
+    fs.writeFileSync(path.join(ws, 'h.ipynb'), nb(cell('a'.repeat(65 * 1024 * 1024))));
+    const big = run(['check', 'h.ipynb', '--format', 'json'], ws);
+    expect(big.code).toBe(0);
+    expect(JSON.parse(big.out).notices[0].message).toMatch(/^skipped: larger than 65536 KiB/);
   });
 });
 
