@@ -1018,7 +1018,7 @@ export class Semantics {
     return memoizedUp(node, this.xlaAwareMemo, false, (p, n) => {
       if (p.type === 'if_statement' || p.type === 'conditional_expression') {
         let hit = this.xlaBranchMemo.get(p.id);
-        if (hit === undefined) this.xlaBranchMemo.set(p.id, (hit = mentionsXla(p.text)));
+        if (hit === undefined) this.xlaBranchMemo.set(p.id, (hit = this.codeMentionsXla(p.startIndex, p.endIndex)));
         // the condition or another branch names XLA; XLA calls in the node's own branch alone
         // (`if step % 100 == 0: torch_xla.sync(); print(torch.cuda.max_memory_allocated())`) do not make it XLA-aware
         if (hit && (p.type !== 'if_statement' || this.xlaOutside(p, n))) return true;
@@ -1057,7 +1057,30 @@ export class Semantics {
     // an `elif` condition belongs to the test, not to the branch's body
     const branch = clause.type === 'elif_clause' ? clause.childForFieldName('consequence') : clause.type === 'else_clause' ? clause.childForFieldName('body') ?? clause : clause;
     if (!branch || branch.type !== 'block' && branch.type !== 'else_clause') return true;
-    return mentionsXla(this.text.slice(ifNode.startIndex, branch.startIndex) + ' ' + this.text.slice(branch.endIndex, ifNode.endIndex));
+    return this.codeMentionsXla(ifNode.startIndex, branch.startIndex) || this.codeMentionsXla(branch.endIndex, ifNode.endIndex);
+  }
+
+  /**
+   * Whether the code in [start, end) names XLA or a TPU, its comments left out: a note in a CUDA branch (`# on TPU this
+   * is the XLA device`, a migration TODO) is no guard, and it silenced every finding of the branch.
+   */
+  private codeMentionsXla(start: number, end: number): boolean {
+    if (!mentionsXla(this.text.slice(start, end))) return false;
+    const comments = this.nodes('comment');
+    // the first comment ending after `start` (comments are in document order)
+    let lo = 0;
+    for (let hi = comments.length; lo < hi; ) {
+      const mid = (lo + hi) >> 1;
+      if (comments[mid].endIndex <= start) lo = mid + 1;
+      else hi = mid;
+    }
+    let code = '';
+    let at = start;
+    for (let i = lo; i < comments.length && comments[i].startIndex < end; i++) {
+      code += this.text.slice(at, Math.max(at, comments[i].startIndex)) + ' ';
+      at = Math.min(end, Math.max(at, comments[i].endIndex));
+    }
+    return mentionsXla(code + this.text.slice(at, end));
   }
 }
 

@@ -95,7 +95,7 @@ export default defineRule({
           ...(host === 'choice'
             ? {
                 severity: 'warning' as const,
-                message: `\`map_location=${short(mlValue.text)}\` is the CPU on a host without CUDA, but it is the training device: once that is the XLA device, \`torch.load\` cannot restore to it ("don't know how to restore data location"); load to "cpu" and let \`load_state_dict\` copy it to the device`,
+                message: choiceMessage(mlValue),
               }
             : { message: `\`map_location=${short(mlValue.text)}\` loads the checkpoint onto CUDA, which a TPU host does not have; load to "cpu"` }),
           fix: { title: `Load to CPU (\`map_location="cpu"\`)${moveTitle}`, applicability, edits: [replace(mlValue, '"cpu"'), ...moveBack], imports: back?.imports, needsAccel: back?.needsAccel },
@@ -378,7 +378,9 @@ function wrapperLoad(ctx: RuleContext, call: Node): void {
   const applicability = p?.type === 'call' && /\.load_state_dict$/.test(p.childForFieldName('function')?.text ?? '') ? 'safe' : 'unsafe';
   const fix = { title: 'Load to CPU (`map_location="cpu"`)', applicability: applicability as 'safe' | 'unsafe', edits: [replace(v, '"cpu"')] };
   if (mapsToCuda(ctx, v)) {
-    ctx.report(ml, { message: `\`map_location=${short(v.text)}\` loads the checkpoint onto CUDA, which a TPU host does not have; load to "cpu"`, fix });
+    ctx.report(ml, cpuWithoutCuda(ctx, v, call, 0) === 'choice'
+      ? { severity: 'warning', message: choiceMessage(v), fix }
+      : { message: `\`map_location=${short(v.text)}\` loads the checkpoint onto CUDA, which a TPU host does not have; load to "cpu"`, fix });
   } else if (mayBeAcceleratorDevice(ctx, v)) {
     ctx.report(ml, {
       severity: 'warning',
@@ -407,6 +409,11 @@ function cpuMappedElse(call: Node): boolean {
   return false;
 }
 
+/** The warning for a `map_location` that is CUDA or else the CPU, chosen at run time. */
+function choiceMessage(v: Node): string {
+  return `\`map_location=${short(v.text)}\` is the CPU on a host without CUDA, but it is the training device: once that is the XLA device, \`torch.load\` cannot restore to it ("don't know how to restore data location"); load to "cpu" and let \`load_state_dict\` copy it to the device`;
+}
+
 const IS_AVAILABLE = /^torch\.cuda\.is_available\(\s*\)$/;
 
 /** `"cpu"`, `torch.device("cpu")`. */
@@ -426,6 +433,15 @@ function isCpuLiteral(v: Node): boolean {
  * (`"cuda" if torch.cuda.is_available() else "cpu"`, also through `torch.device(...)` or a name bound to it), else null.
  */
 function cpuWithoutCuda(ctx: RuleContext, v: Node, at: Node, depth: number): 'cpu' | 'choice' | null {
+  const r = cpuWithoutCudaHere(ctx, v, at, depth);
+  if (r || depth > 3) return r;
+  // else a value the model knows as a run-time choice of CUDA or the CPU (`dist_util.dev()` in another module: `if
+  // th.cuda.is_available(): return th.device(f"cuda:{rank}")` then `return th.device("cpu")`)
+  const kinds = deviceKinds(ctx.model.value(v));
+  return kinds.includes('cuda') && kinds.includes('cpu') && kinds.every((k) => k === 'cuda' || k === 'cpu') ? 'choice' : null;
+}
+
+function cpuWithoutCudaHere(ctx: RuleContext, v: Node, at: Node, depth: number): 'cpu' | 'choice' | null {
   if (depth > 3) return null;
   if (isCpuLiteral(v)) return 'cpu';
   if (v.type === 'parenthesized_expression' && v.namedChildren[0]) return cpuWithoutCuda(ctx, v.namedChildren[0], at, depth);
