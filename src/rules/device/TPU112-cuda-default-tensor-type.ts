@@ -21,8 +21,9 @@ export default defineRule({
       'Checks for `torch.set_default_tensor_type(torch.cuda.FloatTensor)` (or the `"torch.cuda.FloatTensor"` string), `torch.set_default_device("cuda")` ' +
       'and `with torch.device("cuda"):` (a CUDA device expression, including tainted names), legacy CUDA tensor constructors such as `torch.cuda.FloatTensor(n)` / ' +
       '`torch.cuda.LongTensor(data)`, `.type(torch.cuda.FloatTensor)`, and other unguarded uses of the `torch.cuda.*Tensor` types (`Tensor = torch.cuda.FloatTensor`). ' +
-      'Uses under a CUDA-only guard (`torch.cuda.FloatTensor if cuda else torch.FloatTensor`, `if torch.cuda.is_available():`) or in a branch with an XLA arm are not flagged, ' +
-      'nor are `isinstance` checks (they return False without CUDA).',
+      'Uses under a CUDA-only guard (`if torch.cuda.is_available():`) or in a branch with an XLA arm are not flagged, nor are `isinstance` checks (they return False without CUDA). ' +
+      'A type chosen by a CUDA flag with a CPU type in the other arm (`Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`, common in GAN training scripts) is a warning: it never raises, ' +
+      'but on a TPU host it picks the CPU type, so the tensors built through it (`Tensor(np.random.normal(...))`) stay on the CPU while the model moves to the XLA device.',
     why:
       'The `torch.cuda.*Tensor` types exist only in a CUDA build with a GPU: on CPU torch `torch.set_default_tensor_type(torch.cuda.FloatTensor)` and ' +
       '`torch.cuda.FloatTensor(3)` raise `TypeError: type torch.cuda.FloatTensor not available. Torch not compiled with CUDA enabled`, and ' +
@@ -89,10 +90,30 @@ export default defineRule({
       // a type object compared or looked up (`torch.cuda.HalfTensor in buckets`, `tp == torch.cuda.FloatTensor`,
       // `buckets[torch.cuda.HalfTensor]`) creates nothing: on a TPU host the test is just False
       if (typeComparison(a)) continue;
+      const cpuArm = cpuTypeAlternative(a);
+      if (cpuArm && !sema.inXlaAwareBranch(a)) {
+        // `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`: guarded, so it never raises, but on a TPU
+        // host the guard picks the CPU type and every tensor built through it stays on the CPU
+        ctx.report(a.parent!, {
+          severity: 'warning',
+          message:
+            `On a TPU host this picks \`${cpuArm.text}\`, a CPU tensor type: tensors built through it stay on the CPU while the model moves to the ${ctx.idiom.profile === 'torchtpu' ? 'TPU' : 'XLA'} device ` +
+            '(mixing them raises, or copies each one to the device); build them with `torch.tensor(data, dtype=..., device=device)` or `torch.empty(size, dtype=..., device=device)`',
+        });
+        continue;
+      }
       report(a, `\`${a.text}\` is a CUDA tensor type: creating or casting to it raises on a TPU host; use \`dtype=\` with the XLA device`, null);
     }
   },
 });
+
+/** The CPU legacy type (`torch.FloatTensor`, `torch.Tensor`) in the other arm of a ternary whose CUDA arm is `a`. */
+function cpuTypeAlternative(a: Node): Node | null {
+  const t = a.parent;
+  if (t?.type !== 'conditional_expression' || t.namedChildren[0]?.id !== a.id) return null;
+  const other = t.namedChildren[2];
+  return other && /^torch\.((Float|Double|Half|BFloat16|Byte|Char|Short|Int|Long|Bool)Tensor|Tensor)$/.test(other.text) ? other : null;
+}
 
 /** An operand of a comparison (`in`, `==`, `is`), also inside a tuple/list/set operand, or a subscript key. */
 function typeComparison(a: Node): boolean {
