@@ -221,6 +221,8 @@ export default defineRule({
           }
           continue;
         }
+        // a flag default the function overwrites before the read (`args.dist_backend = 'nccl'`): not the value, not reported
+        if (b.type === 'attribute' && !src.fromUser) for (const o of ctx.model.attributeSources(b)) if (o.argparse && o.value.id !== src.literal.id) reportedLiterals.add(o.value.id);
         if (!NCCL.test(stringContent(src.literal) ?? '')) continue;
         const entry = bySource.get(src.literal.id) ?? { ...src, calls: [] };
         entry.calls.push(site.call);
