@@ -72,6 +72,7 @@ export default defineRule({
       'a name bound to `"gloo" if not torch.cuda.is_available() else "nccl"` (warning: a TPU host takes the CPU `gloo` arm), a `cfg.dist_backend` whose value is a `dist_backend="nccl"` keyword in a config factory of an imported project module (no fix: the value lives there), ' +
       'an `env://`/`tcp://` rendezvous next to the `xla` backend, and `os.environ["MASTER_ADDR"] = "localhost"` (or another loopback address) in files that set up an NCCL group. ' +
       'A device-type → backend map (`{"cuda": "nccl", "npu": "hccl"}` looked up with `.get(device_type, "gloo")`) with no `xla` entry is reported at its CUDA entry (no fix: the key is a device type the program chooses elsewhere). ' +
+      'Also `dist_backend: nccl` (or `backend`, `ddp_backend`, `distributed_backend`) in a YAML config (no fix). ' +
       'Also Horovod setup (`hvd.init()`, `hvd.DistributedOptimizer`, `hvd.broadcast_parameters`; warning, once per file, no fix: Horovod has no TPU backend). ' +
       'Also a `"nccl"` default of a backend parameter or `--*backend` flag whose group is created elsewhere (another function, a worker started by `mp.start_processes`, another module; no fix), a backend chosen by a test that is no CUDA check (`"gloo" if os.name == "nt" else "nccl"`: a Linux TPU host takes NCCL), and `assert backend in ["gloo", "nccl"]` checks that reject the `xla` backend (no fix). ' +
       'An NCCL group created only under `if torch.cuda.is_available():` is not reported there (a TPU host never runs it): the `gloo` group of the same `if` chain\'s fallback arm, which a TPU host does run, is reported instead (unsafe fix in tpu-only style: a CPU-only host takes that arm too).',
@@ -100,6 +101,23 @@ export default defineRule({
       'HVD: horovod/torch/mpi_ops_v2.cc GetDeviceID (a tensor is CUDA or CPU; no other device); torch_xla/ at v2.9.0 names no horovod (git grep -i)',
     ],
     torchtpu: 'The TorchTPU process-group backend is not public yet: the finding names the NCCL call and offers no fix.',
+  },
+  textKinds: ['yaml'],
+  // `dist_backend: nccl` in a YAML training config (the script passes `cfg["dist_backend"]` to init_process_group): the
+  // value lives in the config, reported there; no fix (the matching `init_method` is in the Python code)
+  checkText(ctx) {
+    for (let i = 0; i < ctx.lines.lineCount; i++) {
+      const line = ctx.lines.lineText(i);
+      const m = /^(\s*-?\s*(?:dist_backend|distributed_backend|ddp_backend|backend)\s*:\s*)(['"]?)nccl\2\s*(#.*)?$/i.exec(line);
+      if (!m) continue;
+      const at = ctx.lines.starts[i] + m[1].length;
+      ctx.report({ start: at, end: at + m[2].length * 2 + 4 }, {
+        message: ctx.idiom.profile === 'torchtpu'
+          ? 'this config makes the process-group backend NCCL, which needs CUDA GPUs (the TorchTPU backend is not public yet)'
+          : 'this config makes the process-group backend NCCL, which needs CUDA GPUs; on XLA set it to `xla` and create the group with `init_method="xla://"` (after `import torch_xla.distributed.xla_backend`)',
+        fix: null,
+      });
+    }
   },
   check(ctx) {
     horovod(ctx);
