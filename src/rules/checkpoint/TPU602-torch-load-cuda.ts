@@ -24,7 +24,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for `torch.load(...)` (and `torch.hub.load_state_dict_from_url`) whose `map_location` is a CUDA device (`"cuda:0"`, `torch.device("cuda")`, a CUDA-tainted variable, ' +
-      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name (for numbered checkpoints the same name template, `\'{}.pkl\'.format(epoch)`) through `torch.save`/`xm.save`/a save wrapper, earlier in the same run (a write before the load in its function or at module level) or only ever with no device state in it (a dataset cache): a file written on the host it runs on; a resume of device state the program writes later may come from a GPU run and stays reported; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function; a write by a save helper of another module of the project called earlier in the same function, `early_stopping(loss, model, path)` writing `checkpoint.pth`, counts; not in a module whose checkpoints are CPU copies, `sd[k] = v.cpu()` before every `torch.save` of model state, or before that of the pair `save_network` of the loading `load_network`: CPU tensors load on any host; not in an arm that runs only with CUDA, `if use_cuda: torch.load(p)` `else: torch.load(p, map_location=...)` (a map_location that names no CUDA), also under an inner if of that arm and with `map_location=torch.device("cuda")` there: a TPU host takes the other arm), ' +
+      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name (for numbered checkpoints the same name template, `\'{}.pkl\'.format(epoch)`) through `torch.save`/`xm.save`/a save wrapper, earlier in the same run (a write before the load in its function or at module level) or only ever with no device state in it (a dataset cache): a file written on the host it runs on; a resume of device state the program writes later may come from a GPU run and stays reported; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function; a write by a save helper of another module of the project called earlier in the same function, `early_stopping(loss, model, path)` writing `checkpoint.pth`, counts; not in a module whose checkpoints are CPU copies, `sd[k] = v.cpu()` before every `torch.save` of model state, or before that of the pair `save_network` of the loading `load_network`: CPU tensors load on any host; a warning, not the error, for published weights downloaded with `torch.hub.load_state_dict_from_url` and for weights loaded into a model still on the host that the function moves to CUDA only afterwards (`net.load_weight(torch.load(args.init_weights))` then `net.cuda()`: initial weights of unknown origin, which load anywhere if a library saved them from CPU tensors); not in an arm that runs only with CUDA, `if use_cuda: torch.load(p)` `else: torch.load(p, map_location=...)` (a map_location that names no CUDA), also under an inner if of that arm and with `map_location=torch.device("cuda")` there: a TPU host takes the other arm), ' +
       'a `map_location` that is the CPU on a host without CUDA is no CUDA load: none when forced there (`if not torch.cuda.is_available(): device = "cpu"`, also handed on as a parameter by every call of the file), a warning for a run-time choice (`"cuda" if torch.cuda.is_available() else "cpu"`: the training device, the XLA device once TPU102\'s fix runs); ' +
       'a `map_location` that is the training device in a variable (`device` from a parameter, `next(self.parameters()).device`, `args.device`, `dist_util.dev()`; a warning: on a TPU host it is the XLA device, for which `torch.load` has no restore location), the same `map_location` given to a load wrapper of the project (`load_state_dict(path, map_location=dev())`, `load_from_checkpoint(path, map_location=device)`), ' +
       'and `torch.load` of a file the same script writes with `xser.save`.',
@@ -119,8 +119,24 @@ export default defineRule({
         const args = list.namedChildren.filter((a): a is Node => !!a && a.type !== 'comment');
         const last = args[args.length - 1];
         if (!last) continue;
+        // weights loaded into a model still on the host, which the function moves to CUDA only afterwards (LoRA's
+        // gpt2_ft.py: `lm_net.load_weight(torch.load(args.init_checkpoint))`, then `lm_net.cuda()`), from a file this program
+        // never writes: initial weights of unknown origin (a library's pretrained file, saved from CPU tensors, loads on any
+        // host), not a resume of this program's GPU state: a warning
+        const host = hostModelLoad(ctx, call);
+        // published weights downloaded from a URL (`torch.hub.load_state_dict_from_url(url)`): written by whoever published
+        // them, often from CPU tensors (they load anywhere), sometimes from GPU ones: a warning, not the error
+        const url = callee === 'torch.hub.load_state_dict_from_url';
         ctx.report(call, {
           message: '`torch.load` without `map_location` in CUDA code: GPU-saved tensors fail to load on a TPU host; load to "cpu"',
+          ...(host ? {
+            severity: 'warning' as const,
+            message: `\`torch.load\` without \`map_location\` of weights for \`${short(host)}\` before it moves to CUDA, from a file this program does not write: if the file holds GPU-saved tensors it fails to load on a TPU host (CPU-saved ones load anywhere); load to "cpu"`,
+          } : {}),
+          ...(url ? {
+            severity: 'warning' as const,
+            message: '`load_state_dict_from_url` without `map_location` in CUDA code: published weights saved from GPU tensors fail to load on a TPU host (CPU-saved ones load anywhere); load to "cpu"',
+          } : {}),
           fix: { title: `Load to CPU (\`map_location="cpu"\`)${moveTitle}`, applicability, edits: [replaceRange(last.endIndex, last.endIndex, ', map_location="cpu"'), ...moveBack], imports: back?.imports, needsAccel: back?.needsAccel },
         });
       }
@@ -326,6 +342,52 @@ function ownFile(ctx: RuleContext, w: Written, load: Node, path: Node): boolean 
   const fn = ctx.sema.enclosingFunction(load)?.id ?? -1;
   if (saves.some((s) => s.start < load.startIndex && (s.fn === fn || s.fn === -1))) return true;
   return saves.every((s) => !s.helper && !holdsDeviceState(ctx, s.obj));
+}
+
+const DEVICE_MOVE = /\.(cuda|to)\s*\(/;
+
+/**
+ * The model a load's value goes into (`m.load_state_dict(torch.load(p))`, `m.load_weight(sd)` for `sd = torch.load(p)`,
+ * also `sd["model"]`), when that model is on the host at the load: no `.cuda()`/`.to(...)` of it (or in its binding) before
+ * the load in the function, and one after it. Its text, or null.
+ */
+function hostModelLoad(ctx: RuleContext, call: Node): string | null {
+  const fn = ctx.sema.enclosingFunction(call);
+  if (!fn) return null;
+  const consumerOf = (n: Node): Node | null => {
+    let e: Node = n;
+    while (e.parent?.type === 'subscript' && e.parent.childForFieldName('value')?.id === e.id) e = e.parent;
+    const holder = e.parent?.type === 'keyword_argument' ? e.parent.parent : e.parent;
+    const into = holder?.type === 'argument_list' && holder.parent?.type === 'call' ? holder.parent : null;
+    const f = into?.childForFieldName('function');
+    return f?.type === 'attribute' && /^load/.test(f.childForFieldName('attribute')?.text ?? '') ? f.childForFieldName('object') : null;
+  };
+  let model = consumerOf(call);
+  const p = call.parent;
+  if (!model && p?.type === 'assignment' && p.childForFieldName('right')?.id === call.id && p.childForFieldName('left')?.type === 'identifier') {
+    const name = p.childForFieldName('left')!.text;
+    for (const u of ctx.sema.identifiersNamed(name)) {
+      if (u.startIndex <= call.endIndex || ctx.sema.enclosingFunction(u)?.id !== fn.id) continue;
+      model = consumerOf(u);
+      if (model) break;
+    }
+  }
+  if (!model || (model.type !== 'identifier' && model.type !== 'attribute')) return null;
+  const name = model.text;
+  let after = false;
+  for (const c of ctx.sema.within('call', fn)) {
+    const f = c.childForFieldName('function');
+    const moves = f?.type === 'attribute' && f.childForFieldName('object')?.text === name && /^(cuda|to)$/.test(f.childForFieldName('attribute')?.text ?? '');
+    if (!moves) continue;
+    if (c.startIndex < call.startIndex) return null;
+    after = true;
+  }
+  if (!after) return null;
+  // `name = Net().cuda()` before the load: already on the device
+  for (const a of ctx.sema.within('assignment', fn)) {
+    if (a.startIndex < call.startIndex && a.childForFieldName('left')?.text === name && DEVICE_MOVE.test(a.childForFieldName('right')?.text ?? '')) return null;
+  }
+  return name;
 }
 
 const MODULE_USE = /^(eval|train|parameters|named_parameters|forward|modules|children|state_dict|zero_grad|half|float|requires_grad_)$/;

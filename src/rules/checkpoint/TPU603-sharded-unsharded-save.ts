@@ -17,10 +17,11 @@ export default defineRule({
   effort: 3,
   message: 'a sharded model is checkpointed with an unsharded API',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Use distributed checkpointing' },
-  triggers: ['save', 'restore', 'load'],
+  triggers: ['save', 'restore', 'load', 'state_dict_type', 'StateDictConfig'],
   docs: {
     what:
       'Checks, in SPMD/FSDPv2 code (`xr.use_spmd()`, `xs.mark_sharding`, `SpmdFullyShardedDataParallel`), for `torch.save`/`xm.save` of a state dict; in torch_xla FSDP (v1) code, for saves without `get_shard_metadata()`; ' +
+      'for upstream FSDP checkpointing (`FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, FullStateDictConfig(...))`, `FSDP.set_state_dict_type`, `FSDP.full_optim_state_dict`/`optim_state_dict`; info, once per call, the state-dict configs as related locations, no fix), ' +
       'and for optimizer state restored through `torch.distributed.checkpoint` or `CheckpointManager.restore` without `prime_optimizer` first.',
     why:
       'SPMD state dicts hold sharded XLA tensors; torch_xla checkpoints them with `torch.distributed.checkpoint` and its `SPMDSavePlanner`/`SPMDLoadPlanner` (DCP:17-46), which need a CPU process group: ' +
@@ -39,10 +40,12 @@ export default defineRule({
       'DCP:17-46, 55-116, 122-141 (docs/source/perf/spmd_distributed_checkpoint.md)',
       'torch_xla/experimental/distributed_checkpoint/__init__.py (CheckpointManager, SPMDSavePlanner, SPMDLoadPlanner, prime_optimizer)',
       'torch_xla/distributed/fsdp (get_shard_metadata, consolidate_sharded_model_checkpoints; xla_fully_sharded_data_parallel.py:1600)',
+      'FSDPC: docs/source/perf/fsdp_collectives.md:81-100 at v2.9.0 (docs/fsdp.md:41 at v2.3.0): each rank saves model.state_dict() with model.get_shard_metadata() through xm.save(master_only=False); consolidate_sharded_model_checkpoints (state_dict_utils.py:109 at v2.3.0 and v2.9.0); no state_dict_type or StateDictConfig in torch_xla/ at v2.9.0 (git grep)',
     ],
     torchtpu: 'No torchtpu replacement is known; sharded checkpointing for torch_tpu is not documented yet.',
   },
   check(ctx) {
+    upstreamFsdpCheckpoint(ctx);
     if (!ctx.sema.imports('torch_xla')) return;
     const spmd = isSpmd(ctx);
     const fsdp = fsdpV1(ctx);
@@ -114,6 +117,50 @@ export default defineRule({
     }
   },
 });
+
+const FSDP_CLASSES = ['torch.distributed.fsdp.FullyShardedDataParallel', 'torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel'];
+const FSDP_CKPT = new Set(FSDP_CLASSES.flatMap((c) => ['state_dict_type', 'set_state_dict_type', 'full_optim_state_dict', 'optim_state_dict'].map((m) => `${c}.${m}`)));
+const STATE_DICT_CONFIG = /^torch\.distributed\.fsdp\.(\w+\.)*(Full|Sharded|Local)(Optim)?StateDictConfig$/;
+
+/**
+ * Upstream FSDP checkpointing (`with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, cfg): sd = model.state_dict()`):
+ * torch_xla's FSDP has no state-dict types; its checkpoint is per-rank shards plus shard metadata, consolidated
+ * offline (FSDPC). Info (the FSDP wrap itself is TPU508's), no fix: the save, its paths and the load all change.
+ */
+function upstreamFsdpCheckpoint(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['check']>>[0]): void {
+  const calls = ctx.sema.nodes('call').filter((c) => FSDP_CKPT.has(ctx.sema.callee(c) ?? ''));
+  if (!calls.length) return;
+  const configs = ctx.sema.nodes('call').filter((c) => STATE_DICT_CONFIG.test(ctx.sema.callee(c) ?? ''));
+  const spmd = isSpmd(ctx);
+  // one finding per function that checkpoints (its first such call), the others and the configs as related locations
+  const fnOf = (n: Node) => ctx.sema.enclosingFunction(n)?.id ?? null;
+  const done = new Set<number | null>();
+  for (const call of calls) {
+    const fn = fnOf(call);
+    if (done.has(fn)) continue;
+    done.add(fn);
+    const related = [
+      ...calls.filter((c) => c.id !== call.id && fnOf(c) === fn).map((c) => ({ start: c.startIndex, end: c.endIndex, message: 'more upstream FSDP checkpointing' })),
+      ...configs.filter((c) => fnOf(c) === fn).map((c) => ({ start: c.startIndex, end: c.endIndex, message: 'the upstream FSDP state-dict config' })),
+    ];
+    const what = `\`${short(call.childForFieldName('function')!.text)}\``;
+    ctx.report(call, {
+      severity: 'info',
+      message: ctx.idiom.profile === 'torchtpu'
+        ? `${what} is upstream FSDP checkpointing; no TorchTPU sharded-checkpoint path is documented yet`
+        : spmd
+          ? `${what} is upstream FSDP checkpointing, which torch_xla's FSDP does not have; under SPMD save the sharded state dict with \`dist_cp.save(..., planner=xc.SPMDSavePlanner())\``
+          : `${what} is upstream FSDP checkpointing, which torch_xla's FSDP (\`XlaFullyShardedDataParallel\`) does not have: each rank saves \`{"model": model.state_dict(), "shard_metadata": model.get_shard_metadata()}\` with \`xm.save(..., master_only=False)\` to its own path, and \`consolidate_sharded_model_checkpoints\` stitches the full state dict`,
+      related,
+      fix: null,
+    });
+  }
+}
+
+function short(t: string): string {
+  const one = t.replace(/\s+/g, ' ');
+  return one.length > 40 ? `${one.slice(0, 39)}…` : one;
+}
 
 /** The `<opt>.state_dict()` call inside the restored state dict (directly or through its binding). */
 function optimizerStateCall(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['check']>>[0], sd: Node, at: Node): Node | null {

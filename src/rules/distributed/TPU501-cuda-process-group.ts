@@ -32,6 +32,29 @@ function initMethodEdits(call: Node): { edits: Edit[]; userValue: boolean } {
   return { edits: editArgs(call, drop, ['init_method="xla://"']), userValue: false };
 }
 
+const HVD = 'horovod.torch.';
+
+/**
+ * Horovod (`import horovod.torch as hvd`; `hvd.init()`, `hvd.DistributedOptimizer(...)`): its ops take CPU or CUDA tensors
+ * (HVD) and torch_xla has no Horovod integration, so there is no TPU backend to switch to. One finding per file, at the
+ * first `hvd.init()` (else the first `DistributedOptimizer`), the other Horovod setup calls related. A warning, no fix:
+ * the replacement (the `xla` process group with DDP, or `xm.optimizer_step`) rewrites the setup, the optimizer and the
+ * rank/size reads.
+ */
+function horovod(ctx: RuleContext): void {
+  const setup = ctx.sema.nodes('call').filter((c) => /^horovod\.torch\.(init|DistributedOptimizer|broadcast_parameters|broadcast_optimizer_state)$/.test(ctx.sema.callee(c) ?? ''));
+  if (!setup.length) return;
+  const first = setup.find((c) => ctx.sema.callee(c) === HVD + 'init') ?? setup.find((c) => ctx.sema.callee(c) === HVD + 'DistributedOptimizer') ?? setup[0];
+  ctx.report(first, {
+    severity: 'warning',
+    message: ctx.idiom.profile === 'torchtpu'
+      ? 'Horovod has no TPU backend (its collectives take CPU or CUDA tensors); the TorchTPU process-group backend is not public yet, so there is no replacement to offer'
+      : 'Horovod has no TPU backend: its collectives take CPU or CUDA tensors, and torch_xla has no Horovod integration; replace it with the `xla` process group (`dist.init_process_group("xla", init_method="xla://")` with DDP, or `xm.optimizer_step`), ranks from `torch_xla.runtime`',
+    related: setup.filter((c) => c.id !== first.id).map((c) => ({ start: c.startIndex, end: c.endIndex, message: 'more Horovod setup' })),
+    fix: null,
+  });
+}
+
 export default defineRule({
   id: 'TPU501',
   name: 'cuda-process-group',
@@ -42,13 +65,15 @@ export default defineRule({
   message: 'The NCCL process-group backend needs CUDA GPUs; a TPU host has none',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Use the XLA backend with `init_method="xla://"`' },
   // 'init_process_group': the backend may be set in another module (a config factory)
-  triggers: ['nccl', 'MASTER_ADDR', 'MASTER_PORT', 'env://', 'tcp://', 'init_process_group'],
+  triggers: ['nccl', 'MASTER_ADDR', 'MASTER_PORT', 'env://', 'tcp://', 'init_process_group', 'horovod'],
   docs: {
     what:
       'Checks for `torch.distributed.init_process_group` with the `nccl` backend (a literal, or a variable, parameter or argparse default that holds `"nccl"`), ' +
       'a name bound to `"gloo" if not torch.cuda.is_available() else "nccl"` (warning: a TPU host takes the CPU `gloo` arm), a `cfg.dist_backend` whose value is a `dist_backend="nccl"` keyword in a config factory of an imported project module (no fix: the value lives there), ' +
       'an `env://`/`tcp://` rendezvous next to the `xla` backend, and `os.environ["MASTER_ADDR"] = "localhost"` (or another loopback address) in files that set up an NCCL group. ' +
       'A device-type → backend map (`{"cuda": "nccl", "npu": "hccl"}` looked up with `.get(device_type, "gloo")`) with no `xla` entry is reported at its CUDA entry (no fix: the key is a device type the program chooses elsewhere). ' +
+      'Also `dist_backend: nccl` (or `backend`, `ddp_backend`, `distributed_backend`) in a YAML config (no fix). ' +
+      'Also Horovod setup (`hvd.init()`, `hvd.DistributedOptimizer`, `hvd.broadcast_parameters`; warning, once per file, no fix: Horovod has no TPU backend). ' +
       'Also a `"nccl"` default of a backend parameter or `--*backend` flag whose group is created elsewhere (another function, a worker started by `mp.start_processes`, another module; no fix), a backend chosen by a test that is no CUDA check (`"gloo" if os.name == "nt" else "nccl"`: a Linux TPU host takes NCCL), and `assert backend in ["gloo", "nccl"]` checks that reject the `xla` backend (no fix). ' +
       'An NCCL group created only under `if torch.cuda.is_available():` is not reported there (a TPU host never runs it): the `gloo` group of the same `if` chain\'s fallback arm, which a TPU host does run, is reported instead (unsafe fix in tpu-only style: a CPU-only host takes that arm too).',
     why:
@@ -73,10 +98,29 @@ export default defineRule({
       'RDZ: torch_xla/_internal/rendezvous.py:22-24, 34-39, 62-66 at v2.9.0 (pjrt_rendezvous_handler(url, timeout, **kwargs): MASTER_ADDR if set, else discover_master_worker_ip() on TPU or localhost; MASTER_PORT default 12355; rank and world size from the runtime; the same reads at v2.3.0:25-30, v2.4.0:28-33, v2.5.0-v2.8.0:34-39); registered as "xla" at XBK:24',
       'XBK: torch_xla/distributed/xla_backend.py:19 register_backend("xla", ...), :47-48 ProcessGroupXla.getBackendName() returns "xla" (v2.9.0): what `dist.get_backend()` answers for an XLA group',
       'DCP:127-141 (SPMD: dist.init_process_group("gloo", init_method="xla://"))',
+      'HVD: horovod/torch/mpi_ops_v2.cc GetDeviceID (a tensor is CUDA or CPU; no other device); torch_xla/ at v2.9.0 names no horovod (git grep -i)',
     ],
     torchtpu: 'The TorchTPU process-group backend is not public yet: the finding names the NCCL call and offers no fix.',
   },
+  textKinds: ['yaml'],
+  // `dist_backend: nccl` in a YAML training config (the script passes `cfg["dist_backend"]` to init_process_group): the
+  // value lives in the config, reported there; no fix (the matching `init_method` is in the Python code)
+  checkText(ctx) {
+    for (let i = 0; i < ctx.lines.lineCount; i++) {
+      const line = ctx.lines.lineText(i);
+      const m = /^(\s*-?\s*(?:dist_backend|distributed_backend|ddp_backend|backend)\s*:\s*)(['"]?)nccl\2\s*(#.*)?$/i.exec(line);
+      if (!m) continue;
+      const at = ctx.lines.starts[i] + m[1].length;
+      ctx.report({ start: at, end: at + m[2].length * 2 + 4 }, {
+        message: ctx.idiom.profile === 'torchtpu'
+          ? 'this config makes the process-group backend NCCL, which needs CUDA GPUs (the TorchTPU backend is not public yet)'
+          : 'this config makes the process-group backend NCCL, which needs CUDA GPUs; on XLA set it to `xla` and create the group with `init_method="xla://"` (after `import torch_xla.distributed.xla_backend`)',
+        fix: null,
+      });
+    }
+  },
   check(ctx) {
+    horovod(ctx);
     const spmd = spmdEnabled(ctx);
     const xlaIdiom = ctx.idiom.xlaOnly('xla');
     const sites: InitSite[] = callsTo(ctx, INIT_PG)
@@ -195,6 +239,8 @@ export default defineRule({
           }
           continue;
         }
+        // a flag default the function overwrites before the read (`args.dist_backend = 'nccl'`): not the value, not reported
+        if (b.type === 'attribute' && !src.fromUser) for (const o of ctx.model.attributeSources(b)) if (o.argparse && o.value.id !== src.literal.id) reportedLiterals.add(o.value.id);
         if (!NCCL.test(stringContent(src.literal) ?? '')) continue;
         const entry = bySource.get(src.literal.id) ?? { ...src, calls: [] };
         entry.calls.push(site.call);

@@ -13,10 +13,13 @@ const ENV_KIND: Record<string, Kind> = { RANK: 'rank', LOCAL_RANK: 'local', WORL
  * torch_xla reads none of them (no SLURM_/OMPI_/PMI_ name in torch_xla/*.py at v2.9.0) and `torch_xla.launch` sets none;
  * the runtime's own values are XR:106-149. No fix: the script's launcher detection needs more than a rename.
  */
-const OTHER_LAUNCHER: Record<string, { kind: Kind; by: string }> = {
+const OTHER_LAUNCHER: Record<string, { kind: Kind; by: string; what?: string }> = {
   SLURM_PROCID: { kind: 'rank', by: 'SLURM (`srun`)' },
   SLURM_NTASKS: { kind: 'world', by: 'SLURM (`srun`)' },
   SLURM_LOCALID: { kind: 'local', by: 'SLURM (`srun`)' },
+  // the node's index and the node count, multiplied by the GPUs per node into a rank and a world size (barlowtwins main.py)
+  SLURM_NODEID: { kind: 'rank', by: 'SLURM (`srun`)', what: "node's index, the base of a rank built from it" },
+  SLURM_NNODES: { kind: 'world', by: 'SLURM (`srun`)', what: 'node count, the base of a world size built from it' },
   OMPI_COMM_WORLD_RANK: { kind: 'rank', by: 'Open MPI (`mpirun`)' },
   OMPI_COMM_WORLD_SIZE: { kind: 'world', by: 'Open MPI (`mpirun`)' },
   OMPI_COMM_WORLD_LOCAL_RANK: { kind: 'local', by: 'Open MPI (`mpirun`)' },
@@ -53,11 +56,11 @@ export default defineRule({
   effort: 1,
   message: 'Rank or world size comes from the CUDA launcher; read it from the XLA runtime',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Read it from `torch_xla.runtime`' },
-  triggers: ['RANK', 'WORLD_SIZE', 'SLURM_', 'OMPI_COMM_WORLD', 'PMI_', 'local_rank', 'device_count', 'get_rank', 'get_world_size', 'get_ordinal', 'xrt_world_size'],
+  triggers: ['RANK', 'WORLD_SIZE', 'SLURM_', 'Get_rank', 'Get_size', 'OMPI_COMM_WORLD', 'PMI_', 'local_rank', 'device_count', 'get_rank', 'get_world_size', 'get_ordinal', 'xrt_world_size'],
   docs: {
     what:
       'Checks for rank and world size taken from the CUDA launcher: `int(os.environ["RANK"|"LOCAL_RANK"|"WORLD_SIZE"])` (also `.get`/`os.getenv`), the torchrun `LOCAL_WORLD_SIZE` (no fix: `xr.local_process_count()`), `args.local_rank` from a `--local_rank` flag (once, at its first read; the fix rewrites every read), ' +
-      'the per-process variables of other GPU launchers (SLURM `SLURM_PROCID`/`SLURM_NTASKS`/`SLURM_LOCALID`, Open MPI `OMPI_COMM_WORLD_RANK`/`_SIZE`/`_LOCAL_RANK`, PMI `PMI_RANK`/`PMI_SIZE`; one finding per read, no fix), ' +
+      'the per-process variables of other GPU launchers (SLURM `SLURM_PROCID`/`SLURM_NTASKS`/`SLURM_LOCALID`, Open MPI `OMPI_COMM_WORLD_RANK`/`_SIZE`/`_LOCAL_RANK`, PMI `PMI_RANK`/`PMI_SIZE`, SLURM\'s node index and count `SLURM_NODEID`/`SLURM_NNODES` that a script multiplies into a rank and world size; one finding per read, no fix), mpi4py `MPI.COMM_WORLD.Get_rank()`/`Get_size()` (no fix), ' +
       'launcher variables read through a loop over their names (`for v in ("LOCAL_RANK", "SLURM_LOCALID"): ... os.environ[v]`, reported at the name, no fix), ' +
       '`torch.cuda.device_count()` used as the world size, `dist.get_rank()`/`dist.get_world_size()` in files that create no process group, and the removed `xm.get_ordinal()`/`xm.xrt_world_size()`. ' +
       'Launcher environment reads and `--local_rank` flags stay quiet in files that use the HF Trainer, Accelerate or Lightning, which own ranks (and set them up on XLA; importing only Accelerate helpers such as `accelerate.utils.is_xpu_available` or `set_seed` does not count), except the first `LOCAL_RANK`/`RANK` read of a function that builds a `from_pretrained(device_map={"": local_rank})` map (no fix); ' +
@@ -74,7 +77,7 @@ export default defineRule({
     sources: [
       'XR:106-149 torch_xla/runtime.py world_size, global_ordinal, local_ordinal, process_index, process_count (read at pytorch/xla@022ecde)',
       'TX:271-272 (torch_xla.launch reads LOCAL_RANK only under torchelastic)',
-      'torch_xla/*.py at v2.9.0 reads no SLURM_*, OMPI_COMM_WORLD_* or PMI_* variable (git grep), and torch_xla/_internal/pjrt.py run_multiprocess sets none',
+      'torch_xla/*.py at v2.9.0 reads no SLURM_*, OMPI_COMM_WORLD_* or PMI_* variable and imports no mpi4py (git grep), and torch_xla/_internal/pjrt.py run_multiprocess sets none',
       'torch_xla/_internal/gpu.py (LOCAL_WORLD_SIZE is written only for the GPU client); torch_xla/runtime.py local_process_count',
       'XM:97-118 is_master_ordinal, master_print; commits 7f8ef79, da7fdca (xrt_world_size/get_ordinal removed in 2.7)',
     ],
@@ -214,13 +217,35 @@ export default defineRule({
       const read = envRead(ctx, node);
       const other = read ? OTHER_LAUNCHER[read.name] : undefined;
       if (!read || !other || ctx.sema.inXlaAwareBranch(node) || xlaFunction(node) || mpsOnly(node)) continue;
-      const what = other.kind === 'rank' ? 'global rank' : other.kind === 'local' ? 'local rank' : 'world size';
+      const what = other.what ?? (other.kind === 'rank' ? 'global rank' : other.kind === 'local' ? 'local rank' : 'world size');
       ctx.report(node, {
         message: ctx.idiom.profile === 'torchtpu'
           ? `\`${read.name}\` (the ${what}) is set by ${other.by}, which starts one process per GPU; the TorchTPU runtime's own value is not public yet`
           : `\`${read.name}\` (the ${what}) is set by ${other.by}, which starts one process per GPU; \`torch_xla.launch\` sets none of these and torch_xla never reads them: take it from \`${XR_NAME[other.kind]}\``,
         fix: null,
       });
+    }
+
+    // mpi4py: `MPI.COMM_WORLD.Get_rank()` / `.Get_size()` (also through `comm = MPI.COMM_WORLD`): the rank and size of the
+    // processes `mpirun` started, one per GPU; torch_xla imports no mpi4py (git grep at v2.9.0) and `torch_xla.launch` starts
+    // no MPI job. No fix: an MPI world is the script's launcher, and the runtime's values are XR:106-149
+    if (!managed && /\bmpi4py\b/.test(ctx.text)) {
+      for (const call of ctx.sema.nodes('call')) {
+        const f = call.childForFieldName('function');
+        const m = f?.type === 'attribute' ? /^Get_(rank|size)$/.exec(f.childForFieldName('attribute')?.text ?? '') : null;
+        if (!m || !f || callArgs(call).positional.length || ctx.sema.inXlaAwareBranch(call) || xlaFunction(call)) continue;
+        const obj = f.childForFieldName('object')!;
+        const comm = obj.text.endsWith('COMM_WORLD') || (obj.type === 'identifier' && ctx.sema.bindings(obj.text).some((b) => /(^|\.)COMM_WORLD$/.test(b.text)));
+        if (!comm) continue;
+        const kind: Kind = m[1] === 'rank' ? 'rank' : 'world';
+        const what = kind === 'rank' ? 'global rank' : 'world size';
+        ctx.report(call, {
+          message: ctx.idiom.profile === 'torchtpu'
+            ? `\`${short(call.text)}\` (the ${what}) is MPI's, from \`mpirun\`, which starts one process per GPU; the TorchTPU runtime's own value is not public yet`
+            : `\`${short(call.text)}\` (the ${what}) is MPI's, from \`mpirun\`, which starts one process per GPU; \`torch_xla.launch\` starts no MPI job: take it from \`${XR_NAME[kind]}\``,
+          fix: null,
+        });
+      }
     }
 
     // LOCAL_WORLD_SIZE: torchrun sets it; torch_xla sets it only for its GPU client (torch_xla/_internal/gpu.py

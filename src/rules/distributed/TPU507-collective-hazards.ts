@@ -30,6 +30,31 @@ const NOT_IMPLEMENTED: Record<string, string> = {
 const IMPLEMENTED_FROM: Record<string, string> = { scatter: '2.8', reduce: '2.9', gather: '2.9', alltoall: '2.9' };
 const P2P = new Set([D + 'send', D + 'recv', D + 'isend', D + 'irecv']);
 
+/**
+ * Text of a module that creates (or hands off) the default process group: `init_process_group`, a launcher library that
+ * creates it for the script (DeepSpeed, Accelerate, Lightning, Horovod, submitit, Megatron/Fairscale/Colossal-AI), a
+ * device mesh, or torch_xla itself (its native collectives need no group).
+ */
+const CREATES_GROUP = /\binit_process_group\b|\binit_device_mesh\b|deepspeed|accelerate|lightning|horovod|submitit|megatron|fairscale|colossalai|torch_xla|init_distributed|\bnew_group\b/;
+/** A condition or early return that skips the collective in a run without a group (`if not dist.is_initialized(): return`). */
+const DIST_CHECK = /is_initialized|is_available|world_size|distributed|\bddp\b|rank|num_gpus|n_gpu|ngpus|multi|parallel|\bdist\b/i;
+
+/** Whether a condition around `call`, or an early `if …: return` before it in its function, tests for a distributed run. */
+function distGuarded(call: Node): boolean {
+  for (let p = call.parent, child: Node = call; p; child = p, p = p.parent) {
+    if ((p.type === 'if_statement' || p.type === 'elif_clause' || p.type === 'conditional_expression' || p.type === 'while_statement') && DIST_CHECK.test((p.type === 'conditional_expression' ? p.namedChildren[1] : p.childForFieldName('condition'))?.text ?? '')) return true;
+    if (p.type === 'try_statement' && child.type === 'block') return true;
+    if (p.type === 'function_definition') {
+      if (DIST_CHECK.test(p.childForFieldName('name')?.text ?? '')) return true;
+      for (const stmt of p.childForFieldName('body')?.namedChildren ?? []) {
+        if (!stmt || stmt.startIndex >= call.startIndex) break;
+        if (stmt.type === 'if_statement' && DIST_CHECK.test(stmt.childForFieldName('condition')?.text ?? '') && /\b(return|raise)\b/.test(stmt.childForFieldName('consequence')?.text ?? '')) return true;
+      }
+    }
+  }
+  return false;
+}
+
 /** The nearest `if` whose body or `else` holds `node` (same function). */
 function enclosingIf(node: Node): Node | null {
   for (let p = node.parent, child: Node = node; p; child = p, p = p.parent) {
@@ -78,7 +103,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for collectives (`dist.*`, `xm.all_reduce`, `xm.all_gather`, `xm.rendezvous`, `xm.mesh_reduce`, `dist.barrier`, …) under a rank guard (`if rank == 0`, `if xm.is_master_ordinal()`; not the rank-first idiom, where the same collective also sits under the complementary guard or in the `else` arm, so every process enters it once), ' +
-      '`xm.rendezvous`/`xm.mesh_reduce` inside the training loop, and, in files that create an `xla` process group, `torch.distributed` ops the `xla` backend does not implement: ' +
+      '`xm.rendezvous`/`xm.mesh_reduce` inside the training loop, a `dist.barrier()` every training step (info; not throttled, not per epoch), `torch.distributed` collectives of an entry script (`if __name__ == "__main__"`) when no Python file of its project creates a process group (`init_process_group`, a device mesh, or a launcher library such as DeepSpeed, Accelerate, Lightning or Horovod; not under a test for a distributed run such as `if dist.is_initialized()`/`if world_size > 1` or after an early return on one), and, in files that create an `xla` process group, `torch.distributed` ops the `xla` backend does not implement: ' +
       '`all_to_all_single` with split sizes, `monitored_barrier`, `all_reduce_coalesced`, `reduce`, `gather`, `scatter`, `all_to_all`, `recv` without `src`, and point-to-point `send`/`recv`.',
     why:
       '"Because XLA does not permit collective operations to run on a subset of workers, all workers must participate in the `rendezvous`" (PJRT:265-276): a collective that only rank 0 reaches hangs every process (with NCCL too). ' +
@@ -91,13 +116,27 @@ export default defineRule({
     fixSafety: 'No automatic fix: hoisting a collective out of a guard or out of the loop changes the program\'s synchronisation and needs review.',
     sources: [
       'PJRT:265-276 docs/source/learn/_pjrt.md (rendezvous: all workers must participate; mark_step before and after)',
+      'torch_xla/distributed/xla_backend.py ProcessGroupXla.barrier returns `_ret_work([])` (v2.3.0:161-162, v2.9.0:230-231): a no-op',
+      'torch/distributed/distributed_c10d.py _get_default_group: "Default process group has not been initialized" (RuntimeError, checked with torch 1.13)',
       'XBK: torch_xla/distributed/xla_backend.py ProcessGroupXla reduce/allreduce_coalesced/alltoall/gather/scatter/recv_anysource/monitored_barrier raise NotImplementedError; alltoall_base asserts empty split sizes; send/recv via make_send_channel_id (pytorch/xla@035c6ac)',
       'TDIST docs/source/features/torch_distributed.md',
     ],
     torchtpu: 'Rank-guard and hot-loop hazards are reported the same way; backend limits are reported only where an `xla` process group is created.',
   },
   check(ctx) {
-    // backend limits only matter where this file creates an `xla` process group
+    // a script whose program (this file and every Python file of its project) creates no process group: its
+    // `torch.distributed` collectives raise ("Default process group has not been initialized", torch/distributed/distributed_c10d.py
+    // `_get_default_group`); only known when the project's files are listed, and only for an entry script (a library module's
+    // callers may create the group)
+    const noGroup = (() => {
+      if (!/__name__\s*==\s*['"]__main__['"]/.test(ctx.text) || CREATES_GROUP.test(ctx.text)) return false;
+      const project = ctx.project;
+      if (!project?.projectFiles) return false;
+      const files = project.projectFiles();
+      if (!files.length) return false;
+      const scan = () => files.some((f) => CREATES_GROUP.test(project.textOf(f) ?? ''));
+      return !(project.derived ? project.derived('TPU507.createsGroup', scan) : scan());
+    })();
     const xla = callsTo(ctx, INIT_PG).some((c) => {
       const { positional, keywords } = callArgs(c);
       const b = positional[0] ?? kwValue(keywords.get('backend'));
@@ -122,6 +161,22 @@ export default defineRule({
       const callee = ctx.sema.callee(call) ?? '';
       const short = call.childForFieldName('function')!.text;
       if (COLLECTIVES.has(callee)) {
+        if (noGroup && callee.startsWith(D) && !distGuarded(call)) {
+          ctx.report(call, { message: `\`${short}\` but no module of this program creates a process group: it raises ("Default process group has not been initialized"); create one first (\`dist.init_process_group(${ctx.idiom.profile === 'torch_xla' ? '"xla", init_method="xla://"' : '…'})\`) or drop the collective in a single-process run` });
+          continue;
+        }
+        // a `dist.barrier()` every training step: on the `xla` group it is a no-op (ProcessGroupXla.barrier returns a
+        // finished work: xla_backend.py v2.3.0:161-162, v2.9.0:230-231), on a CPU or NCCL group a stall of every process
+        const hotBarrier = callee === D + 'barrier' ? ctx.sema.hot(call) : null;
+        if (hotBarrier && hotBarrier.kind === 'train' && !hotBarrier.throttled && !rankGuardAbove(call)) {
+          ctx.report(call, {
+            severity: 'info',
+            message: ctx.idiom.profile === 'torch_xla'
+              ? '`dist.barrier()` every training step: on the `xla` process group it is a no-op (it orders nothing), on a CPU `gloo` group it stalls every process once per step; drop it from the loop (XLA collectives already line the processes up)'
+              : '`dist.barrier()` every training step stalls every process once per step; drop it from the loop',
+          });
+          continue;
+        }
         const guard = rankGuardAbove(call);
         if (guard && !pairedUnderComplement(call, guard, callee)) {
           ctx.report(call, { message: `\`${short}\` under a rank guard: every process must enter a collective, so the others hang; move it out of the \`if\`` });

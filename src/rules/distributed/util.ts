@@ -212,6 +212,18 @@ export function stringSource(ctx: RuleContext, node: Node): { literal: Node; fro
     // `args.backend` with an argparse default, `args.dist_backend = 'nccl'` set on the namespace, `self.backend = 'nccl'`:
     // the program model's sources of the attribute; exactly one string literal, so that one edit changes every path
     const sources = ctx.model.attributeSources(node);
+    if (sources.length > 1) {
+      // `args.dist_backend = 'nccl'` in the reading function's own body, before the read (detr/deit-style
+      // init_distributed_mode, next to a `--dist-backend` flag): that write is what the read sees, whatever the flag says
+      const fn = ctx.sema.enclosingFunction(node);
+      const body = fn?.childForFieldName('body');
+      const writes = sources.filter((s) => {
+        const stmt = s.value.parent?.parent;
+        return !s.argparse && !!body && stmt?.type === 'expression_statement' && stmt.parent?.id === body.id && s.value.endIndex < node.startIndex;
+      });
+      const last = writes[writes.length - 1];
+      if (last) return last.value.type === 'string' ? { literal: last.value, fromUser: false } : null;
+    }
     if (sources.length !== 1 || sources[0].value.type !== 'string') return null;
     return { literal: sources[0].value, fromUser: sources[0].argparse };
   }

@@ -1,0 +1,5 @@
+import torch
+
+
+def accuracy(logits, y):
+    return (logits.argmax(-1) == y).float().sum()
