@@ -92,6 +92,8 @@ export class Semantics {
   private readonly functions = new Map<string, Node[]>();
   private hotAnchors?: Map<number, HotInfo>;
   private hotFunctionIds?: Map<number, 'train' | 'eval'>;
+  /** Functions hot only because a `forward` (or compiled step) calls them. */
+  private forwardCallees?: Set<number>;
   /** Functions made hot by callers in other project modules (by node id), and the same-file functions they call. */
   private projectHotFns?: Map<number, ProjectHot>;
   private projectHotSource?: () => Map<number, ProjectHot> | null;
@@ -556,6 +558,7 @@ export class Semantics {
   private computeHot(): void {
     const anchors = new Map<number, HotInfo>();
     const hotFns = new Map<number, 'train' | 'eval'>();
+    const forwards: Node[] = [];
     const loops = [...this.nodes('for_statement'), ...this.nodes('while_statement')];
     for (const loop of loops) {
       const body = loop.childForFieldName('body');
@@ -577,8 +580,17 @@ export class Semantics {
       const compiled = this.decorators(fn).some((d) => /compile/.test(d.text));
       if ((name === 'forward' && this.enclosingClass(fn)) || compiled || this.isWrappedByCompile(name)) {
         if (!hotFns.has(fn.id)) hotFns.set(fn.id, this.underNoGrad(fn) ? 'eval' : 'train');
+        forwards.push(fn);
       }
     }
+    // the methods `forward` calls (`self._dequeue_and_enqueue(k)`, MoCo) run every step with it (<= 2 levels); a
+    // `@torch.no_grad()` one among them is still step work (a queue update, a momentum encoder), not an eval pass
+    const before = new Set(hotFns.keys());
+    for (const fn of forwards) {
+      const body = fn.childForFieldName('body');
+      if (body) this.markCalledHot(body, hotFns.get(fn.id)!, 2, hotFns);
+    }
+    this.forwardCallees = new Set([...hotFns.keys()].filter((id) => !before.has(id)));
     this.hotAnchors = anchors;
     this.hotFunctionIds = hotFns;
   }
@@ -733,7 +745,7 @@ export class Semantics {
         const kind = this.hotFunctionIds!.get(p.id);
         // a helper called from the training loop that runs under `@torch.no_grad()` (nanoGPT's estimate_loss) is eval work;
         // one that the hot code calls only under a throttle guard (`if step % k == 0: self.log_metrics(...)`) is throttled
-        if (kind) return { anchor: p, kind: kind === 'train' && this.underNoGrad(node, p.parent ?? undefined) ? 'eval' : kind, throttled: throttled || this.calledOnlyThrottled(p) };
+        if (kind) return { anchor: p, kind: kind === 'train' && !(this.forwardCallees!.has(p.id) && !loopBetween(node, p)) && this.underNoGrad(node, p.parent ?? undefined) ? 'eval' : kind, throttled: throttled || this.calledOnlyThrottled(p) };
         // a helper that another module's hot loop calls (project scope)
         const ext = this.projectHotFns || this.projectHotSource ? this.projectHotFor(p) : null;
         if (ext) {

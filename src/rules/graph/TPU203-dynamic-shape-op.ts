@@ -258,7 +258,21 @@ export default defineRule({
         // (torch_xla/csrc/ops/index_ops.cpp:50-77 ExpandByteTensors, called by GetCanonicalIndexInfo at :259-266 from
         // XLANativeFunctions::index_put_, aten_xla_type.cpp:2070-2087), a data-dependent shape
         const mask = indexes.length === 1 ? maskIndex(ctx, sub) : null;
-        if (!mask || !tensorish(ctx, value, false) || !(hotAt(ctx, sub) ?? decodeStep(ctx, sub)) || !firstInStatement(sub)) continue;
+        if (!mask) {
+          // `ptr = int(self.queue_ptr)` then `self.queue[:, ptr:ptr + bs] = keys.T` (MoCo's queue): the bound is a Python
+          // int read from the device, baked into the graph as a constant slice offset (torch_xla's GenericSlice hashes
+          // its base indices), so each new offset is a new graph even when the length is fixed
+          const bound = indexes.flatMap((i) => (i.type === 'slice' ? i.namedChildren.filter((c): c is Node => !!c) : [])).map((b) => ({ b, read: valueRead(ctx, b) })).find((r) => r.read);
+          const hot = bound && tensorish(ctx, value, false) ? hotAt(ctx, sub) : null;
+          if (bound && hot && !throttledEvalWork(ctx, sub, hot) && firstInStatement(sub)) {
+            ctx.report(sub, {
+              severity: severityIn('warning', hot),
+              message: `Slice write \`${short(sub.text, 40)}\` is bounded by \`${short(bound.b.text, 20)}\`, a value read from a tensor (\`${short(bound.read!.text, 30)}\`): the bound is a constant of the traced graph, so each new value compiles a new graph (and the read syncs the host every step); keep the index on the device and write with \`index_copy_\` over \`(ptr + torch.arange(n, device=...)) % size\``,
+            });
+          }
+          continue;
+        }
+        if (!tensorish(ctx, value, false) || !(hotAt(ctx, sub) ?? decodeStep(ctx, sub)) || !firstInStatement(sub)) continue;
         report(sub, `Boolean-mask ${sub.parent?.type === 'augmented_assignment' ? 'update' : 'write'} \`${short(sub.parent!.text, 40)}\` (index_put with a bool mask: ${ctx.idiom.profile === 'torchtpu' ? 'PyTorch' : 'torch_xla'} turns the mask into \`nonzero()\` indices)`, null, null, maskWriteAdvice(sub.parent!, value, mask));
         continue;
       }
