@@ -85,7 +85,7 @@ export default defineRule({
     what:
       'Checks, in a hot loop or `forward` (and, for the ops below, in a helper whose `torch.Tensor` parameter is the operand and that builds tensors on that parameter\'s `.device`: device code whoever calls it), for ops whose output shape depends on tensor values: `torch.nonzero`/`Tensor.nonzero` (also `as_tuple=True`), ' +
       '`torch.argwhere`, one-argument `torch.where(cond)`, `masked_select`, `unique`/`unique_consecutive`, `repeat_interleave` with a tensor of repeats, ' +
-      '`bincount`; boolean-mask reads (`y = x[mask]`, `x[x > 0].mean()`); and shapes built from values (`torch.zeros(int(n.max()))`, ' +
+      '`bincount`; slice writes bounded by a Python int read from a tensor (`ptr = int(self.queue_ptr)` then `self.queue[:, ptr:ptr + n] = keys.T`, a MoCo-style queue in registered buffers: one graph per offset, even at a fixed length); boolean-mask reads (`y = x[mask]`, `x[x > 0].mean()`); and shapes built from values (`torch.zeros(int(n.max()))`, ' +
       '`x.view(k.item(), -1)`, `x[:lengths.max()]`; through a local name, `max_len = torch.max(lengths).item()` then `torch.arange(max_len)`, reported at the read with the sized tensor as a related location); ' +
       'data-dependent counts: non-maximum suppression (`torchvision.ops.nms`/`batched_nms`, a `non_max_suppression` helper), boolean-mask reads with slices beside the mask (`t[t[:, 0] == i, 1:]`), ' +
       'and one field of per-image detection targets joined along the object dim (`torch.cat([t["boxes"] for t in targets])`, torchvision\'s `List[Dict[str, Tensor]]` convention; once per function). ' +
@@ -120,6 +120,7 @@ export default defineRule({
       'torchvision detection targets: torchvision/models/detection/generalized_rcnn.py (targets: List[Dict[str, Tensor]], one row per object in `boxes`)',
       'DS (docs/source/learn/dynamic_shape.md, bounded dynamic shape is experimental)',
       'torch_xla/csrc/ops/index_ops.cpp:50-77 (ExpandByteTensors: a bool/byte mask index is replaced by `index->nonzero()`), :259-266 (GetCanonicalIndexInfo calls it for every index and index_put_)',
+      'torch_xla/csrc/ops/select.cpp, unselect.cpp (Select and Unselect, a slice read and a slice write, hash `MHash(dim, start, end, stride)`: each slice offset is a different graph)',
       'torch_xla/csrc/aten_xla_type.cpp:2070-2087 (XLANativeFunctions::index_put_ → GetCanonicalIndexInfo), :2839-2847 (nonzero falls back to the CPU unless the experimental "nonzero" lowering is on)',
     ],
     torchtpu: 'The masked-sum rewrite is plain PyTorch and is offered on the torchtpu preview too; static shapes matter there as well (torch.compile(..., dynamic=False)).',
@@ -260,8 +261,8 @@ export default defineRule({
         const mask = indexes.length === 1 ? maskIndex(ctx, sub) : null;
         if (!mask) {
           // `ptr = int(self.queue_ptr)` then `self.queue[:, ptr:ptr + bs] = keys.T` (MoCo's queue): the bound is a Python
-          // int read from the device, baked into the graph as a constant slice offset (torch_xla's GenericSlice hashes
-          // its base indices), so each new offset is a new graph even when the length is fixed
+          // int read from the device, baked into the graph as a constant slice offset (torch_xla's Select and Unselect IR
+          // nodes, the slice read and write, hash dim/start/end/stride), so each new offset is a new graph even when the length is fixed
           const bound = indexes.flatMap((i) => (i.type === 'slice' ? i.namedChildren.filter((c): c is Node => !!c) : [])).map((b) => ({ b, read: valueRead(ctx, b) })).find((r) => r.read);
           const hot = bound && tensorish(ctx, value, false) ? hotAt(ctx, sub) : null;
           if (bound && hot && !throttledEvalWork(ctx, sub, hot) && firstInStatement(sub)) {

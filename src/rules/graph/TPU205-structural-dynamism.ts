@@ -6,6 +6,8 @@ import { PY_RANDOM, TORCH_RANDOM, drawnOnHost, lastBinding } from './random-draw
 import { receiver as recvOf } from '../../core/semantics';
 import { reportGenerationDynamism } from './generation-report';
 
+const TIMM_MIXUP = /^timm\.data\.(mixup\.)?Mixup$/;
+
 /** `range(...)` bound read from tensor values or a per-batch length: `t.item()`, `int(t.max())`, `len(x)`, `x.size(1)`, `x.shape[1]`. */
 function dynamicBound(ctx: RuleContext, e: Node): string | null {
   // strict: a parameter of a hot function known only by convention (`max_new_tokens`) is a Python int here
@@ -76,7 +78,8 @@ export default defineRule({
       'branches on a fresh torch draw (`if torch.rand(1) < p:`) are random branches reported here, not as TPU202 value checks. ' +
       'Checks, in `forward` or a hot loop, for Python structure that changes between steps: `for t in range(...)` whose trip count comes from a tensor value ' +
       '(`n.item()`, `int(lengths.max())`) or a per-batch size (`x.size(1)`, `x.shape[1]`; not the leading batch dim, `range(0, x.shape[0], micro)`/`len(x)`: the loader\'s batch size, fixed when it drops its last batch, which TPU403 checks); `for` loops over the distinct values of a device tensor read to the host (`for i in np.unique(inst.cpu().numpy()):`, `for c in labels.unique().tolist():`, directly or through a local name: one pass per value present in the batch); `while` loops bounded by a per-batch size (a teacher-forced decoder: `while len(outs) < inputs.size(0) - 1`); `break` under a tensor-valued condition; branches chosen by ' +
-      'Python or NumPy randomness (`if self.training and random.random() < p: return x`, LayerDrop, stochastic depth; also through a local name, `r = np.random.rand(1)` then `if r < cutmix_prob:`, CutMix/mixup on or off per step); and ' +
+      'Python or NumPy randomness (`if self.training and random.random() < p: return x`, LayerDrop, stochastic depth; also through a local name, `r = np.random.rand(1)` then `if r < cutmix_prob:`, CutMix/mixup on or off per step; a ternary between two device values chosen by such a name, `use_target = random.random() < ratio` then `prev = tgt[:, t] if use_target else out.argmax(-1)`, teacher forcing decided per decoder step); ' +
+      'a call of a timm `Mixup` instance on a device batch (`mix = Mixup(...)`, then `x, y = mix(x, y)` in the loop: it draws on the host whether to mix and whether to cut, and cuts a box of random size; `FastCollateMixup` in a collate function is host work and is not flagged); and ' +
       '`pack_padded_sequence`/`pad_packed_sequence`. Also a bound bound earlier to a non-leading dim of a three-or-more-dim size (`batch_size, _, steps = mel.size()` then `range(0, steps, r)`; a `(B, T)` token batch is usually cut to a fixed block and is not flagged). ' +
       'Loops over constants or configuration (`range(self.n_layers)`), or over a Python int parameter (`range(max_new_tokens)`), are not flagged; nor an epsilon-greedy branch whose exploring arm does no device work (`self.env.action_space.sample()`). ' +
       'Variable-length decode loops and beam search are only caught through these shapes.',
@@ -99,6 +102,7 @@ export default defineRule({
       'TS:291-293 (docs/source/learn/troubleshoot.md: loops with a different number of iterations require recompilation)',
       'docs/source/features/scan.md (scan, scan_layers)',
       'docs/source/perf/fori_loop.md (fori_loop, experimental)',
+      'timm/data/mixup.py (Mixup._params_per_batch: `np.random.rand() < self.mix_prob`, `< self.switch_prob`; Mixup._mix_batch: `x[:, :, yl:yh, xl:xh] = x.flip(0)[:, :, yl:yh, xl:xh]` with a box from rand_bbox; FastCollateMixup mixes in the collate function)',
     ],
     torchtpu: 'The same patterns recompile under torch.compile(backend="tpu", dynamic=False); no fix is offered in either profile.',
   },
@@ -184,6 +188,25 @@ export default defineRule({
         report(cond, `Branch chosen by \`${id.text}\`, drawn at random (\`${short(draw.text, 30)}\`): every random branch pattern is a different graph (CutMix/mixup on or off, LayerDrop); apply the augmentation on every step with a per-sample tensor mask, or draw the choice per epoch`);
         break;
       }
+    }
+    // `teacher_force = random.random() < ratio` then `inp = tgt[:, t] if teacher_force else top1` in a decoder step: a
+    // Python choice between two device values, one graph per pattern of choices over the steps
+    for (const ternary of ctx.sema.nodes('conditional_expression')) {
+      const [a, cond, b] = ternary.namedChildren;
+      if (!a || !cond || !b || a.text === b.text || (!tensorish(ctx, a, false) && !tensorish(ctx, b, false))) continue;
+      const id = cond.type === 'identifier' ? cond : cond.type === 'not_operator' && cond.namedChildren[0]?.type === 'identifier' ? cond.namedChildren[0] : null;
+      const bound = id ? lastBinding(ctx, id) : null;
+      const draw = bound ? [bound, ...ctx.sema.within('call', bound)].find((c) => c.type === 'call' && (PY_RANDOM.test(ctx.sema.callee(c) ?? '') || (TORCH_RANDOM.test(ctx.sema.callee(c) ?? '') && drawnOnHost(c)))) : null;
+      if (id && draw) report(ternary, `\`${short(ternary.text, 40)}\` picks a tensor by \`${id.text}\`, drawn at random (\`${short(draw.text, 30)}\`): each pattern of choices is a different graph (teacher forcing per step); choose on the device, \`torch.where(torch.rand(n, 1, device=...) < p, ${short(a.text, 16)}, ${short(b.text, 16)})\`, so every step traces both`);
+    }
+    // `mixup_fn = Mixup(...)` (timm) then `x, y = mixup_fn(x, y)` on a device batch: timm/data/mixup.py draws on the host
+    // whether to mix and whether to cut (`_params_per_batch`: `np.random.rand() < self.mix_prob`, `< self.switch_prob`)
+    // and cuts a box of random size (`_mix_batch`: `x[:, :, yl:yh, xl:xh] = x.flip(0)[:, :, yl:yh, xl:xh]`)
+    for (const call of ctx.sema.nodes('call')) {
+      const fn = call.childForFieldName('function');
+      if (fn?.type !== 'identifier' || !tensorish(ctx, callArgs(call).positional[0], false)) continue;
+      const ctor = ctx.sema.bindings(fn.text).find((b) => b.type === 'call' && TIMM_MIXUP.test(ctx.sema.callee(b) ?? ''));
+      if (ctor) report(call, `\`${short(call.text, 30)}\` (timm \`Mixup\`) decides at random on the host, per batch, whether to mix and whether to cut, and cuts a box of random size out of the device batch: each outcome and each box size is a different graph; mix on the host in the loader (timm's \`FastCollateMixup\` as the collate function), or with fixed shapes on the device (a per-sample box mask)`);
     }
     reportGenerationDynamism(ctx); // decode/sampling loops outside training (info)
   },
