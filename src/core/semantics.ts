@@ -92,7 +92,7 @@ export class Semantics {
   private readonly functions = new Map<string, Node[]>();
   private hotAnchors?: Map<number, HotInfo>;
   private hotFunctionIds?: Map<number, 'train' | 'eval'>;
-  /** Functions hot only because a `forward` (or compiled step) calls them. */
+  /** Step work under no_grad: functions hot only because a `forward` (or compiled step) calls them, and matcher forwards. */
   private forwardCallees?: Set<number>;
   /** Functions made hot by callers in other project modules (by node id), and the same-file functions they call. */
   private projectHotFns?: Map<number, ProjectHot>;
@@ -559,6 +559,7 @@ export class Semantics {
     const anchors = new Map<number, HotInfo>();
     const hotFns = new Map<number, 'train' | 'eval'>();
     const forwards: Node[] = [];
+    const matchers: number[] = [];
     const loops = [...this.nodes('for_statement'), ...this.nodes('while_statement')];
     for (const loop of loops) {
       const body = loop.childForFieldName('body');
@@ -579,7 +580,11 @@ export class Semantics {
       const name = fn.childForFieldName('name')?.text;
       const compiled = this.decorators(fn).some((d) => /compile/.test(d.text));
       if ((name === 'forward' && this.enclosingClass(fn)) || compiled || this.isWrappedByCompile(name)) {
-        if (!hotFns.has(fn.id)) hotFns.set(fn.id, this.underNoGrad(fn) ? 'eval' : 'train');
+        // a `@torch.no_grad()` forward that solves an assignment (`linear_sum_assignment`: a Hungarian matcher of
+        // predictions to targets, DETR) builds the loss's targets: training-step work, not an eval pass
+        const matcher = this.callsWithin(fn).some((c) => /(^|\.)linear_sum_assignment$/.test(this.callee(c) ?? calleeText(c)));
+        if (!hotFns.has(fn.id)) hotFns.set(fn.id, this.underNoGrad(fn) && !matcher ? 'eval' : 'train');
+        if (matcher) matchers.push(fn.id);
         forwards.push(fn);
       }
     }
@@ -590,7 +595,7 @@ export class Semantics {
       const body = fn.childForFieldName('body');
       if (body) this.markCalledHot(body, hotFns.get(fn.id)!, 2, hotFns);
     }
-    this.forwardCallees = new Set([...hotFns.keys()].filter((id) => !before.has(id)));
+    this.forwardCallees = new Set([...[...hotFns.keys()].filter((id) => !before.has(id)), ...matchers]);
     this.hotAnchors = anchors;
     this.hotFunctionIds = hotFns;
   }
