@@ -744,7 +744,7 @@ export class Semantics {
         const info = this.hotAnchors!.get(p.id);
         // a no_grad block in a training loop is eval work only when it holds its own loop (a validation pass);
         // a metric computed under no_grad every step (`with torch.no_grad(): kl = ...item()`) is step cost
-        if (info) return { ...info, kind: info.kind === 'train' && this.underNoGrad(node, p) && loopBetween(node, p) ? 'eval' : info.kind, throttled };
+        if (info) return { ...info, kind: info.kind === 'train' && this.noGradLoop(node, p) ? 'eval' : info.kind, throttled };
       }
       if (p.type === 'function_definition') {
         const kind = this.hotFunctionIds!.get(p.id);
@@ -888,6 +888,20 @@ export class Semantics {
     for (let p = node.parent; p && p.id !== stop?.id; p = p.parent) {
       if (p.type === 'with_statement' && noGradClause(p.child(0)?.nextSibling?.text ?? p.text.split('\n')[0])) return true;
       if (p.type === 'function_definition' && this.decorators(p).some((d) => /no_grad|inference_mode/.test(d.text))) return true;
+    }
+    return false;
+  }
+
+  /**
+   * A no_grad block below `stop` that holds a loop around `node` (a validation pass inside the training loop). A no_grad
+   * block inside a per-crop loop of the step (`for crop in crops: with torch.no_grad(): ...`, SwAV) is step work.
+   */
+  private noGradLoop(node: Node, stop: Node): boolean {
+    let loop = false;
+    for (let p = node.parent; p && p.id !== stop.id; p = p.parent) {
+      if (p.type === 'for_statement' || p.type === 'while_statement') loop = true;
+      if (p.type === 'with_statement' && noGradClause(p.child(0)?.nextSibling?.text ?? p.text.split('\n')[0]) && loop) return true;
+      if (p.type === 'function_definition' && loop && this.decorators(p).some((d) => /no_grad|inference_mode/.test(d.text))) return true;
     }
     return false;
   }

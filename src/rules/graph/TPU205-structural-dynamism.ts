@@ -1,7 +1,7 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, methodName, receiver } from '../../core/semantics';
-import { countSize, hostValue, hotAt, severityIn, short, tensorCondition, tensorish } from './util';
+import { countSize, hostReadOf, hostValue, hotAt, severityIn, short, tensorCondition, tensorish } from './util';
 import { PY_RANDOM, TORCH_RANDOM, drawnOnHost, lastBinding } from './random-draw';
 import { receiver as recvOf } from '../../core/semantics';
 import { reportGenerationDynamism } from './generation-report';
@@ -28,8 +28,9 @@ function dynamicBound(ctx: RuleContext, e: Node): string | null {
       if (v?.type === 'attribute' && v.childForFieldName('attribute')?.text === 'shape' && tensorish(ctx, v.childForFieldName('object'), false)) return 'a per-batch size';
     }
   }
-  if (e.type === 'identifier') return boundSize(ctx, e);
-  return null;
+  if (e.type === 'identifier' && boundSize(ctx, e)) return 'a per-batch size';
+  // `decode_lengths = (lengths - 1).tolist()` then `range(max(decode_lengths))`: the longest caption of this batch
+  return hostReadOf(ctx, e) ? 'a tensor value' : null;
 }
 
 /**
@@ -77,7 +78,7 @@ export default defineRule({
       'Autoregressive decode loops outside training (see graph/generation.ts; also `model.forward(...)` loops that write a preallocated buffer, `tokens[:, cur] = nxt`, and decode loops in helpers the training loop calls only under a throttle): a generated sequence grown with `torch.cat` every step and a `break` on a device value (`if (nxt == eos).all(): break`; `if all(eos_reached): break` is reported at the test), info; ' +
       'branches on a fresh torch draw (`if torch.rand(1) < p:`) are random branches reported here, not as TPU202 value checks. ' +
       'Checks, in `forward` or a hot loop, for Python structure that changes between steps: `for t in range(...)` whose trip count comes from a tensor value ' +
-      '(`n.item()`, `int(lengths.max())`) or a per-batch size (`x.size(1)`, `x.shape[1]`; not the leading batch dim, `range(0, x.shape[0], micro)`/`len(x)`: the loader\'s batch size, fixed when it drops its last batch, which TPU403 checks); `for` loops over the distinct values of a device tensor read to the host (`for i in np.unique(inst.cpu().numpy()):`, `for c in labels.unique().tolist():`, directly or through a local name: one pass per value present in the batch); `while` loops bounded by a per-batch size (a teacher-forced decoder: `while len(outs) < inputs.size(0) - 1`); `break` under a tensor-valued condition; branches chosen by ' +
+      '(`n.item()`, `int(lengths.max())`) (also through a host list read from one: `steps = (lengths - 1).tolist()` then `range(max(steps))`) or a per-batch size (`x.size(1)`, `x.shape[1]`; not the leading batch dim, `range(0, x.shape[0], micro)`/`len(x)`: the loader\'s batch size, fixed when it drops its last batch, which TPU403 checks); `for` loops over the distinct values of a device tensor read to the host (`for i in np.unique(inst.cpu().numpy()):`, `for c in labels.unique().tolist():`, directly or through a local name: one pass per value present in the batch); `while` loops bounded by a per-batch size (a teacher-forced decoder: `while len(outs) < inputs.size(0) - 1`); `break` under a tensor-valued condition; branches chosen by ' +
       'Python or NumPy randomness (`if self.training and random.random() < p: return x`, LayerDrop, stochastic depth; also through a local name, `r = np.random.rand(1)` then `if r < cutmix_prob:`, CutMix/mixup on or off per step; a ternary between two device values chosen by such a name, `use_target = random.random() < ratio` then `prev = tgt[:, t] if use_target else out.argmax(-1)`, teacher forcing decided per decoder step); ' +
       'a call of a timm `Mixup` instance on a device batch (`mix = Mixup(...)`, then `x, y = mix(x, y)` in the loop: it draws on the host whether to mix and whether to cut, and cuts a box of random size; `FastCollateMixup` in a collate function is host work and is not flagged); and ' +
       '`pack_padded_sequence`/`pad_packed_sequence`. Also a bound bound earlier to a non-leading dim of a three-or-more-dim size (`batch_size, _, steps = mel.size()` then `range(0, steps, r)`; a `(B, T)` token batch is usually cut to a fixed block and is not flagged). ' +
