@@ -6,6 +6,7 @@ import { PY_RANDOM, TORCH_RANDOM, drawnOnHost, lastBinding } from './random-draw
 import { receiver as recvOf } from '../../core/semantics';
 import { reportGenerationDynamism } from './generation-report';
 
+const CONSTANT = /^(true|false|none|integer|float|string)$/;
 const TIMM_MIXUP = /^timm\.data\.(mixup\.)?Mixup$/;
 
 /** `range(...)` bound read from tensor values or a per-batch length: `t.item()`, `int(t.max())`, `len(x)`, `x.size(1)`, `x.shape[1]`. */
@@ -186,7 +187,7 @@ export default defineRule({
         const b = lastBinding(ctx, id);
         const draw = b ? [b, ...ctx.sema.within('call', b)].find((c) => c.type === 'call' && (PY_RANDOM.test(ctx.sema.callee(c) ?? '') || (TORCH_RANDOM.test(ctx.sema.callee(c) ?? '') && drawnOnHost(c)))) : null;
         if (!draw || picksHostValue(ctx, cond)) continue;
-        report(cond, `Branch chosen by \`${id.text}\`, drawn at random (\`${short(draw.text, 30)}\`): every random branch pattern is a different graph (CutMix/mixup on or off, LayerDrop); apply the augmentation on every step with a per-sample tensor mask, or draw the choice per epoch`);
+        report(cond, `Branch chosen by \`${id.text}\`, drawn at random (\`${short(draw.text, 30)}\`): every random branch pattern is a different graph (CutMix/mixup on or off, LayerDrop, teacher forcing); run both arms on every step and choose with a tensor (a per-sample mask, \`torch.where\` on a device draw), or draw the choice per epoch`);
         break;
       }
     }
@@ -247,7 +248,9 @@ function inBranchTest(node: Node): boolean {
       const body = p.childForFieldName('consequence') ?? p.childForFieldName('body');
       return !!body && body.namedChildren.some((s) => !!s && s.type !== 'pass_statement' && s.type !== 'comment');
     }
-    if (p.type === 'conditional_expression' && p.namedChildren[1]?.id === c.id) return true;
+    // `flag = True if random.random() < p else False`: a choice between constants picks no graph; the `if flag:` that
+    // reads it is the branch (reported through the name)
+    if (p.type === 'conditional_expression' && p.namedChildren[1]?.id === c.id) return !(CONSTANT.test(p.namedChildren[0]?.type ?? '') && CONSTANT.test(p.namedChildren[2]?.type ?? ''));
     if (/statement|block|function_definition|lambda/.test(p.type)) return false;
   }
   return false;
