@@ -185,7 +185,7 @@ export default defineRule({
       const names = cond.type === 'identifier' ? [cond] : ctx.sema.within('identifier', cond).filter((i) => i.parent?.type !== 'attribute' && !(i.parent?.type === 'call' && i.parent.childForFieldName('function')?.id === i.id));
       for (const id of names) {
         const b = lastBinding(ctx, id);
-        const draw = b ? [b, ...ctx.sema.within('call', b)].find((c) => c.type === 'call' && (PY_RANDOM.test(ctx.sema.callee(c) ?? '') || (TORCH_RANDOM.test(ctx.sema.callee(c) ?? '') && drawnOnHost(c)))) : null;
+        const draw = hostDraw(ctx, b);
         if (!draw || picksHostValue(ctx, cond)) continue;
         report(cond, `Branch chosen by \`${id.text}\`, drawn at random (\`${short(draw.text, 30)}\`): every random branch pattern is a different graph (CutMix/mixup on or off, LayerDrop, teacher forcing); run both arms on every step and choose with a tensor (a per-sample mask, \`torch.where\` on a device draw), or draw the choice per epoch`);
         break;
@@ -198,7 +198,7 @@ export default defineRule({
       if (!a || !cond || !b || a.text === b.text || (!tensorish(ctx, a, false) && !tensorish(ctx, b, false))) continue;
       const id = cond.type === 'identifier' ? cond : cond.type === 'not_operator' && cond.namedChildren[0]?.type === 'identifier' ? cond.namedChildren[0] : null;
       const bound = id ? lastBinding(ctx, id) : null;
-      const draw = bound ? [bound, ...ctx.sema.within('call', bound)].find((c) => c.type === 'call' && (PY_RANDOM.test(ctx.sema.callee(c) ?? '') || (TORCH_RANDOM.test(ctx.sema.callee(c) ?? '') && drawnOnHost(c)))) : null;
+      const draw = hostDraw(ctx, bound);
       if (id && draw) report(ternary, `\`${short(ternary.text, 40)}\` picks a tensor by \`${id.text}\`, drawn at random (\`${short(draw.text, 30)}\`): each pattern of choices is a different graph (teacher forcing per step); choose on the device, \`torch.where(torch.rand(n, 1, device=...) < p, ${short(a.text, 16)}, ${short(b.text, 16)})\`, so every step traces both`);
     }
     // `mixup_fn = Mixup(...)` (timm) then `x, y = mixup_fn(x, y)` on a device batch: timm/data/mixup.py draws on the host
@@ -238,6 +238,12 @@ function picksHostValue(ctx: RuleContext, call: Node): boolean {
   };
   const t = target(stmt.childForFieldName('consequence'));
   return !!t && t === target(alts[0].childForFieldName('body'));
+}
+
+/** A Python/NumPy draw, or a torch draw made on the host, in a binding's right-hand side (`r = np.random.rand(1)`). */
+function hostDraw(ctx: RuleContext, b: Node | null): Node | null {
+  if (!b) return null;
+  return [b, ...ctx.sema.within('call', b)].find((c) => c.type === 'call' && (PY_RANDOM.test(ctx.sema.callee(c) ?? '') || (TORCH_RANDOM.test(ctx.sema.callee(c) ?? '') && drawnOnHost(c)))) ?? null;
 }
 
 /** The call is part of an if/elif/while/ternary test. */
