@@ -54,6 +54,23 @@ const summary = (v: Value): string => {
 const sv = (src: string, expr: string) => summary(valueOf(src, expr));
 
 describe('tensors: host and device', () => {
+  it('a registered buffer is a device tensor (it moves with its module); a plain host attribute stays host', () => {
+    const src = [
+      'import torch',
+      'class Q(torch.nn.Module):',
+      '    def __init__(self):',
+      '        super().__init__()',
+      '        self.register_buffer("ptr", torch.zeros(1, dtype=torch.long))',
+      '        self.register_buffer("mask", None)',
+      '        self.table = torch.zeros(3)',
+      '    def forward(self, x):',
+      '        use(self.ptr, self.table, self.mask)',
+    ].join('\n');
+    expect(sv(src, 'self.ptr')).toBe('device-tensor:unknown');
+    expect(sv(src, 'self.table')).toBe('host-tensor');
+    expect(sv(src, 'self.mask')).not.toMatch(/device/);
+  });
+
   it('follows .cpu(), .item(), factories without a device, and moves', () => {
     const src = [
       'import torch',

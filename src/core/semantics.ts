@@ -92,6 +92,8 @@ export class Semantics {
   private readonly functions = new Map<string, Node[]>();
   private hotAnchors?: Map<number, HotInfo>;
   private hotFunctionIds?: Map<number, 'train' | 'eval'>;
+  /** Step work under no_grad: functions hot only because a `forward` (or compiled step) calls them, and matcher forwards. */
+  private forwardCallees?: Set<number>;
   /** Functions made hot by callers in other project modules (by node id), and the same-file functions they call. */
   private projectHotFns?: Map<number, ProjectHot>;
   private projectHotSource?: () => Map<number, ProjectHot> | null;
@@ -556,6 +558,8 @@ export class Semantics {
   private computeHot(): void {
     const anchors = new Map<number, HotInfo>();
     const hotFns = new Map<number, 'train' | 'eval'>();
+    const forwards: Node[] = [];
+    const matchers: number[] = [];
     const loops = [...this.nodes('for_statement'), ...this.nodes('while_statement')];
     for (const loop of loops) {
       const body = loop.childForFieldName('body');
@@ -576,9 +580,22 @@ export class Semantics {
       const name = fn.childForFieldName('name')?.text;
       const compiled = this.decorators(fn).some((d) => /compile/.test(d.text));
       if ((name === 'forward' && this.enclosingClass(fn)) || compiled || this.isWrappedByCompile(name)) {
-        if (!hotFns.has(fn.id)) hotFns.set(fn.id, this.underNoGrad(fn) ? 'eval' : 'train');
+        // a `@torch.no_grad()` forward that solves an assignment (`linear_sum_assignment`: a Hungarian matcher of
+        // predictions to targets, DETR) builds the loss's targets: training-step work, not an eval pass
+        const matcher = this.callsWithin(fn).some((c) => /(^|\.)linear_sum_assignment$/.test(this.callee(c) ?? calleeText(c)));
+        if (!hotFns.has(fn.id)) hotFns.set(fn.id, this.underNoGrad(fn) && !matcher ? 'eval' : 'train');
+        if (matcher) matchers.push(fn.id);
+        forwards.push(fn);
       }
     }
+    // the methods `forward` calls (`self._dequeue_and_enqueue(k)`, MoCo) run every step with it (<= 2 levels); a
+    // `@torch.no_grad()` one among them is still step work (a queue update, a momentum encoder), not an eval pass
+    const before = new Set(hotFns.keys());
+    for (const fn of forwards) {
+      const body = fn.childForFieldName('body');
+      if (body) this.markCalledHot(body, hotFns.get(fn.id)!, 2, hotFns);
+    }
+    this.forwardCallees = new Set([...[...hotFns.keys()].filter((id) => !before.has(id)), ...matchers]);
     this.hotAnchors = anchors;
     this.hotFunctionIds = hotFns;
   }
@@ -727,13 +744,13 @@ export class Semantics {
         const info = this.hotAnchors!.get(p.id);
         // a no_grad block in a training loop is eval work only when it holds its own loop (a validation pass);
         // a metric computed under no_grad every step (`with torch.no_grad(): kl = ...item()`) is step cost
-        if (info) return { ...info, kind: info.kind === 'train' && this.underNoGrad(node, p) && loopBetween(node, p) ? 'eval' : info.kind, throttled };
+        if (info) return { ...info, kind: info.kind === 'train' && this.noGradLoop(node, p) ? 'eval' : info.kind, throttled };
       }
       if (p.type === 'function_definition') {
         const kind = this.hotFunctionIds!.get(p.id);
         // a helper called from the training loop that runs under `@torch.no_grad()` (nanoGPT's estimate_loss) is eval work;
         // one that the hot code calls only under a throttle guard (`if step % k == 0: self.log_metrics(...)`) is throttled
-        if (kind) return { anchor: p, kind: kind === 'train' && this.underNoGrad(node, p.parent ?? undefined) ? 'eval' : kind, throttled: throttled || this.calledOnlyThrottled(p) };
+        if (kind) return { anchor: p, kind: kind === 'train' && !(this.forwardCallees!.has(p.id) && !loopBetween(node, p)) && this.underNoGrad(node, p.parent ?? undefined) ? 'eval' : kind, throttled: throttled || this.calledOnlyThrottled(p) };
         // a helper that another module's hot loop calls (project scope)
         const ext = this.projectHotFns || this.projectHotSource ? this.projectHotFor(p) : null;
         if (ext) {
@@ -871,6 +888,20 @@ export class Semantics {
     for (let p = node.parent; p && p.id !== stop?.id; p = p.parent) {
       if (p.type === 'with_statement' && noGradClause(p.child(0)?.nextSibling?.text ?? p.text.split('\n')[0])) return true;
       if (p.type === 'function_definition' && this.decorators(p).some((d) => /no_grad|inference_mode/.test(d.text))) return true;
+    }
+    return false;
+  }
+
+  /**
+   * A no_grad block below `stop` that holds a loop around `node` (a validation pass inside the training loop). A no_grad
+   * block inside a per-crop loop of the step (`for crop in crops: with torch.no_grad(): ...`, SwAV) is step work.
+   */
+  private noGradLoop(node: Node, stop: Node): boolean {
+    let loop = false;
+    for (let p = node.parent; p && p.id !== stop.id; p = p.parent) {
+      if (p.type === 'for_statement' || p.type === 'while_statement') loop = true;
+      if (p.type === 'with_statement' && noGradClause(p.child(0)?.nextSibling?.text ?? p.text.split('\n')[0]) && loop) return true;
+      if (p.type === 'function_definition' && loop && this.decorators(p).some((d) => /no_grad|inference_mode/.test(d.text))) return true;
     }
     return false;
   }

@@ -99,6 +99,8 @@ interface AttrBinding {
   readonly recv: Node;
   readonly cls: Node | null;
   readonly value: Node;
+  /** `self.register_buffer("name", value)`: module state that moves with the module (`model.to(device)`). */
+  readonly buffer?: boolean;
 }
 
 export class ProgramModel {
@@ -821,7 +823,8 @@ export class ProgramModel {
     let v: Value = UNKNOWN;
     if (obj.type === 'identifier' && (obj.text === 'self' || obj.text === 'cls')) {
       const cls = this.sema.enclosingClass(node);
-      for (const b of all) if (b.recv.text === obj.text && b.cls?.id === cls?.id) v = join(v, this.value(b.value));
+      // a registered buffer lives where its module does: on the accelerator once the model is moved (MoCo's queue_ptr)
+      for (const b of all) if (b.recv.text === obj.text && b.cls?.id === cls?.id) v = join(v, b.buffer ? bufferValue(this.value(b.value), b.value) : this.value(b.value));
       if (cls && v.kind === 'unknown') v = this.classField(cls, attr);
       return v;
     }
@@ -883,15 +886,23 @@ export class ProgramModel {
   private attrIndex(): Map<string, AttrBinding[]> {
     if (this.attrs) return this.attrs;
     const out = new Map<string, AttrBinding[]>();
-    const add = (left: Node, value: Node) => {
-      const attr = left.childForFieldName('attribute')?.text;
-      const recv = left.childForFieldName('object');
-      if (!attr || !recv) return;
+    const push = (attr: string, b: AttrBinding) => {
       const list = out.get(attr);
-      const b = { recv, cls: this.sema.enclosingClass(left), value };
       if (list) list.push(b);
       else out.set(attr, [b]);
     };
+    const add = (left: Node, value: Node) => {
+      const attr = left.childForFieldName('attribute')?.text;
+      const recv = left.childForFieldName('object');
+      if (attr && recv) push(attr, { recv, cls: this.sema.enclosingClass(left), value });
+    };
+    for (const call of this.sema.callsNamed('register_buffer')) {
+      const fn = call.childForFieldName('function');
+      const recv = fn?.type === 'attribute' ? fn.childForFieldName('object') : null;
+      const [name, value] = callArgs(call).positional;
+      const attr = name?.type === 'string' ? stringContent(name) : null;
+      if (recv?.type === 'identifier' && recv.text === 'self' && attr && value && value.type !== 'none') push(attr, { recv, cls: this.sema.enclosingClass(call), value, buffer: true });
+    }
     for (const a of this.sema.nodes('assignment')) {
       const left = a.childForFieldName('left');
       const right = a.childForFieldName('right');
@@ -1457,4 +1468,10 @@ function argumentsAt(calls: readonly Node[], index: number, name: string): Node[
     out.push(arg);
   }
   return out;
+}
+
+/** A registered buffer's value: a tensor built on the host moves with its module, so it reads as a device tensor. */
+function bufferValue(v: Value, origin: Node): Value {
+  if (v.kind === 'tensor') return v.where === 'host' ? { ...deviceTensor(origin, 'unknown', { dtype: v.dtype }), origin } : v;
+  return v.kind === 'unknown' ? deviceTensor(origin, 'unknown', { weak: true }) : v;
 }

@@ -109,7 +109,7 @@ export default defineRule({
       '`.numpy()` of a tensor on the accelerator is an error: it raises. ' +
       'Whether a value is a device tensor or host data comes from the program model (src/model): a CPU tensor built from numbers, a Python float a helper returns, `int()` of a `.cpu()` copy, a step counter and `time.time()` are host values and not flagged. ' +
       'Static metadata (`.shape`, `.size()`, `.dtype`, `.device`, `len(t)`) and values handed to `xm.add_step_closure` are not flagged; ' +
-      'neither is code outside the loop (end of epoch, after training). With project scope a helper of another module that a hot loop calls is hot too: its own device reads are reported in the helper (naming the calling line), and a device tensor passed to a helper that reads that argument on the host (`logger.update(acc=acc)` where `update` calls `.item()` on each value) is reported at the call. Under a throttle guard (`if step % k == 0`), in a helper the loop calls only under one, or in an eval loop the finding is info; a throttled block (or a statement block of such a helper) gets one finding, on its first read, with the others as related locations. ' +
+      'neither is code outside the loop (end of epoch, after training). With project scope a helper of another module that a hot loop calls is hot too: its own device reads are reported in the helper (naming the calling line), and a device tensor passed to a helper that reads that argument on the host (`logger.update(acc=acc)` where `update` calls `.item()` on each value) is reported at the call; so is a call of a method of a class of the same file through an instance (`meters = Meters()` then `meters.update(loss=loss)`). The methods `forward` calls are hot with it, also under `@torch.no_grad()` (a queue update, a momentum encoder: step work), and so is a no-grad `forward` that solves an assignment (`linear_sum_assignment`, a Hungarian matcher building a detection loss\'s targets): its `.cpu()` is a training-step read. Under a throttle guard (`if step % k == 0`), in a helper the loop calls only under one, or in an eval loop the finding is info; a throttled block (or a statement block of such a helper) gets one finding, on its first read, with the others as related locations. ' +
       'Several reads of one statement (a `print` over four lines with four `.item()`s) are one finding, on the first read, with the others as related locations (consecutive meter updates of different tensors stay one finding each). ' +
       'Not flagged: tuple-unpacking a tensor (`b, c = t[:, :2].long().T`: `Tensor.__iter__` is `unbind(0)`, which needs only the static size), `.item()` of a NumPy method chain (`np.ceil(np.log(n)).astype(int).item()`), the message of a `raise`, batch elements the loop never moves while it moves others (`ids = batch[2]` next to `videos = batch[0]; videos.to(device)`, or `imgs.type(Tensor)`), ' +
       'reads under a flag that is set only under a throttle guard (`do_eval = False` ... `if step % k == 0: do_eval = True`), also when the flag is passed to a step helper as a parameter; ' +
@@ -513,9 +513,8 @@ function paramReads(def: Node, sema: RuleContext['sema']): ParamRead[] {
  * learning rate) are no read.
  */
 function reportHelperReads(ctx: RuleContext, seen: Set<number>): void {
-  if (!ctx.project) return;
   for (const call of ctx.sema.nodes('call')) {
-    const target = hotCallTarget(ctx.project, ctx.path, call);
+    const target = (ctx.project ? hotCallTarget(ctx.project, ctx.path, call) : null) ?? localMethodTarget(ctx, call);
     if (!target) continue;
     const reads = paramReads(target.def, target.module.sema);
     if (!reads.length) continue;
@@ -554,6 +553,23 @@ function reportHelperReads(ctx: RuleContext, seen: Set<number>): void {
       }
     }
   }
+}
+
+/**
+ * `meter = MetricLogger()` ... `meter.update(loss=loss)` with `MetricLogger` a class of this file: the method of that
+ * class (instance calls are not followed by Semantics.calledFunctions, which knows `f()` and `self.f()` only).
+ */
+function localMethodTarget(ctx: RuleContext, call: Node): { def: Node; module: { sema: RuleContext['sema']; text: string }; path: string } | null {
+  const fn = call.childForFieldName('function');
+  const obj = fn?.type === 'attribute' ? fn.childForFieldName('object') : null;
+  const name = fn?.childForFieldName('attribute')?.text;
+  if (obj?.type !== 'identifier' || !name || obj.text === 'self') return null;
+  // every binding of the name in the file constructs the same class
+  const ctors = ctx.sema.bindings(obj.text);
+  const cls = ctors[0]?.type === 'call' ? ctors[0].childForFieldName('function') : null;
+  if (cls?.type !== 'identifier' || ctors.some((c) => c.type !== 'call' || c.childForFieldName('function')?.text !== cls.text)) return null;
+  const def = ctx.sema.functionsNamed(name).find((d) => ctx.sema.enclosingClass(d)?.childForFieldName('name')?.text === cls.text);
+  return def ? { def, module: { sema: ctx.sema, text: ctx.text }, path: ctx.path } : null;
 }
 
 /** A tensor on the accelerator known by value flow (not a naming convention), and not a loader's batch (a tuple or dict of tensors). */

@@ -20,6 +20,7 @@ export default defineRule({
       'Checks, in a hot loop or `forward`, for `if`/`elif`/`while`/`assert`/ternary tests and `and`/`or`/`not` operands whose value is a tensor ' +
       '(`if loss > thr:`, `if torch.isnan(loss):`, `while (err > eps).any():`, `assert torch.isfinite(loss)`, `if not torch.isfinite(grad_norm): continue`), ' +
       '`clip_grad_norm_(..., error_if_nonfinite=True)`, and anomaly detection left on (`torch.autograd.set_detect_anomaly(True)`, `detect_anomaly()`). ' +
+      'A `with torch.no_grad():` block inside a per-view loop of the step (`for v in views: with torch.no_grad(): if not torch.all(queue[v, -1] == 0):`, a SwAV-style queue) is step work, a warning; only a no_grad block that holds its own loop (a validation pass) is eval work. ' +
       'Python\'s `all()`/`any()` in a test over a device tensor (`if all(done):`, iterating it reads every element) or over a generator of tensor tests (`if any(not torch.isfinite(p.grad).all() for p in params):`, a hand-rolled loss-scale check); in a decode loop outside training that test is reported by TPU205 (info). ' +
       'A counter that accumulates a device tensor (`self.tokens += (y >= 0).sum()`) tested in a comparison (`if self.tokens < warmup_tokens:`) is a tensor test too. ' +
       'Also branches on the size of a data-dependent count (`npr = pred.shape[0]` of an NMS result, `nl = labels.shape[0]` of a boolean-mask selection, then `if npr == 0:`), once per loop; ' +

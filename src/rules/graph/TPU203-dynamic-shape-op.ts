@@ -6,7 +6,7 @@ import { callArgs, methodName, receiver } from '../../core/semantics';
 import { replace } from '../../core/edits';
 import { generationLoops } from './generation';
 import { hostRandomValue } from './random-draw';
-import { hostValue, hotAt, isNmsCall, throttledEvalWork, localBindings, maskIndex, severityIn, short, tensorish, torchName } from './util';
+import { hostReadOf, hostValue, hotAt, isNmsCall, throttledEvalWork, localBindings, maskIndex, severityIn, short, tensorish, torchName } from './util';
 
 const DYNAMIC_FNS = new Set(['nonzero', 'argwhere', 'masked_select', 'unique', 'unique_consecutive', 'bincount', 'repeat_interleave']);
 const FACTORIES = /^torch\.(zeros|ones|empty|full|rand|randn|randint|arange|randperm)$/;
@@ -46,7 +46,8 @@ function valueRead(ctx: RuleContext, e: Node | null | undefined, depth = 0): Nod
     const r = last && (READ_TEXT.test(last.text) || chained(last)) ? valueRead(ctx, last, depth + 1) : null;
     if (r && r.type === 'call') return r;
   }
-  return null;
+  // `batch_size_t = sum([l > t for l in decode_lengths])` with `decode_lengths = lengths.tolist()`: a count the batch decides
+  return depth ? null : hostReadOf(ctx, e);
 }
 
 const READ_TEXT = /\.(item|tolist)\(|\b(int|float|round)\(/;
@@ -85,7 +86,7 @@ export default defineRule({
     what:
       'Checks, in a hot loop or `forward` (and, for the ops below, in a helper whose `torch.Tensor` parameter is the operand and that builds tensors on that parameter\'s `.device`: device code whoever calls it), for ops whose output shape depends on tensor values: `torch.nonzero`/`Tensor.nonzero` (also `as_tuple=True`), ' +
       '`torch.argwhere`, one-argument `torch.where(cond)`, `masked_select`, `unique`/`unique_consecutive`, `repeat_interleave` with a tensor of repeats, ' +
-      '`bincount`; boolean-mask reads (`y = x[mask]`, `x[x > 0].mean()`); and shapes built from values (`torch.zeros(int(n.max()))`, ' +
+      '`bincount`; slice writes bounded by a Python int read from a tensor (`ptr = int(self.queue_ptr)` then `self.queue[:, ptr:ptr + n] = keys.T`, a MoCo-style queue in registered buffers: one graph per offset, even at a fixed length); slices bounded by a count folded from a host list read from a tensor (`ends = lengths.tolist()`, `live = sum([n > t for n in ends])`, then `h[:live]`; the slices of one function bounded by the same name are one finding, the others related locations); boolean-mask reads (`y = x[mask]`, `x[x > 0].mean()`); and shapes built from values (`torch.zeros(int(n.max()))`, ' +
       '`x.view(k.item(), -1)`, `x[:lengths.max()]`; through a local name, `max_len = torch.max(lengths).item()` then `torch.arange(max_len)`, reported at the read with the sized tensor as a related location); ' +
       'data-dependent counts: non-maximum suppression (`torchvision.ops.nms`/`batched_nms`, a `non_max_suppression` helper), boolean-mask reads with slices beside the mask (`t[t[:, 0] == i, 1:]`), ' +
       'and one field of per-image detection targets joined along the object dim (`torch.cat([t["boxes"] for t in targets])`, torchvision\'s `List[Dict[str, Tensor]]` convention; once per function). ' +
@@ -120,6 +121,7 @@ export default defineRule({
       'torchvision detection targets: torchvision/models/detection/generalized_rcnn.py (targets: List[Dict[str, Tensor]], one row per object in `boxes`)',
       'DS (docs/source/learn/dynamic_shape.md, bounded dynamic shape is experimental)',
       'torch_xla/csrc/ops/index_ops.cpp:50-77 (ExpandByteTensors: a bool/byte mask index is replaced by `index->nonzero()`), :259-266 (GetCanonicalIndexInfo calls it for every index and index_put_)',
+      'torch_xla/csrc/ops/select.cpp, unselect.cpp (Select and Unselect, a slice read and a slice write, hash `MHash(dim, start, end, stride)`: each slice offset is a different graph)',
       'torch_xla/csrc/aten_xla_type.cpp:2070-2087 (XLANativeFunctions::index_put_ → GetCanonicalIndexInfo), :2839-2847 (nonzero falls back to the CPU unless the experimental "nonzero" lowering is on)',
     ],
     torchtpu: 'The masked-sum rewrite is plain PyTorch and is offered on the torchtpu preview too; static shapes matter there as well (torch.compile(..., dynamic=False)).',
@@ -219,6 +221,20 @@ export default defineRule({
     const decodeSlices = new Set<number>();
     const cacheReported = new Map<number, { start: number; end: number; message: string }[]>();
     const cacheFindings: { at: Node; related: { start: number; end: number; message: string }[]; severity: Severity; message: string }[] = [];
+    // slices of one function bounded by the same read value (`h[:batch_size_t]`, `embeddings[:batch_size_t, t]`, a write
+    // `preds[:batch_size_t, t] = ...`): one problem, reported once with the other slices as related locations
+    const boundReported = new Map<string, { start: number; end: number; message: string }[]>();
+    const reportBound = (sub: Node, bound: Node, hot: HotInfo, message: string) => {
+      const key = `${ctx.sema.enclosingFunction(sub)?.id ?? -1}:${bound.text}`;
+      const first = boundReported.get(key);
+      if (first) {
+        first.push({ start: sub.startIndex, end: sub.endIndex, message: `another slice bounded by \`${short(bound.text, 20)}\`` });
+        return;
+      }
+      const related: { start: number; end: number; message: string }[] = [];
+      boundReported.set(key, related);
+      cacheFindings.push({ at: sub, related, severity: severityIn('warning', hot), message });
+    };
     for (const g of generationLoops(ctx)) {
       const target = g.loop.type === 'for_statement' ? g.loop.childForFieldName('left') : null;
       if (target?.type !== 'identifier') continue;
@@ -258,7 +274,19 @@ export default defineRule({
         // (torch_xla/csrc/ops/index_ops.cpp:50-77 ExpandByteTensors, called by GetCanonicalIndexInfo at :259-266 from
         // XLANativeFunctions::index_put_, aten_xla_type.cpp:2070-2087), a data-dependent shape
         const mask = indexes.length === 1 ? maskIndex(ctx, sub) : null;
-        if (!mask || !tensorish(ctx, value, false) || !(hotAt(ctx, sub) ?? decodeStep(ctx, sub)) || !firstInStatement(sub)) continue;
+        if (!mask) {
+          // `ptr = int(self.queue_ptr)` then `self.queue[:, ptr:ptr + bs] = keys.T` (MoCo's queue): the bound is a Python
+          // int read from the device, baked into the graph as a constant slice offset (torch_xla's Select and Unselect IR
+          // nodes, the slice read and write, hash dim/start/end/stride), so each new offset is a new graph even when the length is fixed
+          const bound = indexes.flatMap((i) => (i.type === 'slice' ? i.namedChildren.filter((c): c is Node => !!c) : [])).map((b) => ({ b, read: valueRead(ctx, b) })).find((r) => r.read);
+          const hot = bound && tensorish(ctx, value, false) ? hotAt(ctx, sub) : null;
+          if (bound && hot && !throttledEvalWork(ctx, sub, hot) && firstInStatement(sub)) {
+            reportBound(sub, bound.b, hot,
+              `Slice write \`${short(sub.text, 40)}\` is bounded by \`${short(bound.b.text, 20)}\`, a value read from a tensor (\`${short(bound.read!.text, 30)}\`): the bound is a constant of the traced graph, so each new value compiles a new graph (and the read syncs the host every step); keep the index on the device and write with \`index_copy_\` over \`(ptr + torch.arange(n, device=...)) % size\``);
+          }
+          continue;
+        }
+        if (!tensorish(ctx, value, false) || !(hotAt(ctx, sub) ?? decodeStep(ctx, sub)) || !firstInStatement(sub)) continue;
         report(sub, `Boolean-mask ${sub.parent?.type === 'augmented_assignment' ? 'update' : 'write'} \`${short(sub.parent!.text, 40)}\` (index_put with a bool mask: ${ctx.idiom.profile === 'torchtpu' ? 'PyTorch' : 'torch_xla'} turns the mask into \`nonzero()\` indices)`, null, null, maskWriteAdvice(sub.parent!, value, mask));
         continue;
       }
@@ -285,7 +313,8 @@ export default defineRule({
       // x[:lengths.max()], x[:, :n.item()]
       const slice = indexes.flatMap((i) => (i.type === 'slice' ? i.namedChildren.filter((c): c is Node => !!c) : [])).find((b) => valueRead(ctx, b));
       if (slice && tensorish(ctx, value, false)) {
-        report(sub, `Slice \`${short(sub.text, 40)}\` ends at a tensor value`);
+        const hot = hotAt(ctx, sub) ?? decodeStep(ctx, sub);
+        if (hot && !throttledEvalWork(ctx, sub, hot)) reportBound(sub, slice, hot, `Slice \`${short(sub.text, 40)}\` ends at a tensor value: the shape depends on tensor values, so each new size compiles a new graph${hot.anchor.type === 'function_definition' ? '' : ' in this loop'}`);
         continue;
       }
       const mask = maskIndex(ctx, sub);

@@ -1,10 +1,13 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, methodName, receiver } from '../../core/semantics';
-import { countSize, hostValue, hotAt, severityIn, short, tensorCondition, tensorish } from './util';
+import { countSize, hostReadOf, hostValue, hotAt, severityIn, short, tensorCondition, tensorish } from './util';
 import { PY_RANDOM, TORCH_RANDOM, drawnOnHost, lastBinding } from './random-draw';
 import { receiver as recvOf } from '../../core/semantics';
 import { reportGenerationDynamism } from './generation-report';
+
+const CONSTANT = /^(true|false|none|integer|float|string)$/;
+const TIMM_MIXUP = /^timm\.data\.(mixup\.)?Mixup$/;
 
 /** `range(...)` bound read from tensor values or a per-batch length: `t.item()`, `int(t.max())`, `len(x)`, `x.size(1)`, `x.shape[1]`. */
 function dynamicBound(ctx: RuleContext, e: Node): string | null {
@@ -26,8 +29,9 @@ function dynamicBound(ctx: RuleContext, e: Node): string | null {
       if (v?.type === 'attribute' && v.childForFieldName('attribute')?.text === 'shape' && tensorish(ctx, v.childForFieldName('object'), false)) return 'a per-batch size';
     }
   }
-  if (e.type === 'identifier') return boundSize(ctx, e);
-  return null;
+  if (e.type === 'identifier' && boundSize(ctx, e)) return 'a per-batch size';
+  // `decode_lengths = (lengths - 1).tolist()` then `range(max(decode_lengths))`: the longest caption of this batch
+  return hostReadOf(ctx, e) ? 'a tensor value' : null;
 }
 
 /**
@@ -75,8 +79,9 @@ export default defineRule({
       'Autoregressive decode loops outside training (see graph/generation.ts; also `model.forward(...)` loops that write a preallocated buffer, `tokens[:, cur] = nxt`, and decode loops in helpers the training loop calls only under a throttle): a generated sequence grown with `torch.cat` every step and a `break` on a device value (`if (nxt == eos).all(): break`; `if all(eos_reached): break` is reported at the test), info; ' +
       'branches on a fresh torch draw (`if torch.rand(1) < p:`) are random branches reported here, not as TPU202 value checks. ' +
       'Checks, in `forward` or a hot loop, for Python structure that changes between steps: `for t in range(...)` whose trip count comes from a tensor value ' +
-      '(`n.item()`, `int(lengths.max())`) or a per-batch size (`x.size(1)`, `x.shape[1]`; not the leading batch dim, `range(0, x.shape[0], micro)`/`len(x)`: the loader\'s batch size, fixed when it drops its last batch, which TPU403 checks); `for` loops over the distinct values of a device tensor read to the host (`for i in np.unique(inst.cpu().numpy()):`, `for c in labels.unique().tolist():`, directly or through a local name: one pass per value present in the batch); `while` loops bounded by a per-batch size (a teacher-forced decoder: `while len(outs) < inputs.size(0) - 1`); `break` under a tensor-valued condition; branches chosen by ' +
-      'Python or NumPy randomness (`if self.training and random.random() < p: return x`, LayerDrop, stochastic depth; also through a local name, `r = np.random.rand(1)` then `if r < cutmix_prob:`, CutMix/mixup on or off per step); and ' +
+      '(`n.item()`, `int(lengths.max())`) (also through a host list read from one: `steps = (lengths - 1).tolist()` then `range(max(steps))`) or a per-batch size (`x.size(1)`, `x.shape[1]`; not the leading batch dim, `range(0, x.shape[0], micro)`/`len(x)`: the loader\'s batch size, fixed when it drops its last batch, which TPU403 checks); `for` loops over the distinct values of a device tensor read to the host (`for i in np.unique(inst.cpu().numpy()):`, `for c in labels.unique().tolist():`, directly or through a local name: one pass per value present in the batch); `while` loops bounded by a per-batch size (a teacher-forced decoder: `while len(outs) < inputs.size(0) - 1`); `break` under a tensor-valued condition; branches chosen by ' +
+      'Python or NumPy randomness (`if self.training and random.random() < p: return x`, LayerDrop, stochastic depth; also through a local name, `r = np.random.rand(1)` then `if r < cutmix_prob:`, CutMix/mixup on or off per step; a ternary between two device values chosen by such a name, `use_target = random.random() < ratio` then `prev = tgt[:, t] if use_target else out.argmax(-1)`, teacher forcing decided per decoder step); ' +
+      'a call of a timm `Mixup` instance on a device batch (`mix = Mixup(...)`, then `x, y = mix(x, y)` in the loop: it draws on the host whether to mix and whether to cut, and cuts a box of random size; `FastCollateMixup` in a collate function is host work and is not flagged); and ' +
       '`pack_padded_sequence`/`pad_packed_sequence`. Also a bound bound earlier to a non-leading dim of a three-or-more-dim size (`batch_size, _, steps = mel.size()` then `range(0, steps, r)`; a `(B, T)` token batch is usually cut to a fixed block and is not flagged). ' +
       'Loops over constants or configuration (`range(self.n_layers)`), or over a Python int parameter (`range(max_new_tokens)`), are not flagged; nor an epsilon-greedy branch whose exploring arm does no device work (`self.env.action_space.sample()`). ' +
       'Variable-length decode loops and beam search are only caught through these shapes.',
@@ -99,6 +104,7 @@ export default defineRule({
       'TS:291-293 (docs/source/learn/troubleshoot.md: loops with a different number of iterations require recompilation)',
       'docs/source/features/scan.md (scan, scan_layers)',
       'docs/source/perf/fori_loop.md (fori_loop, experimental)',
+      'timm/data/mixup.py (Mixup._params_per_batch: `np.random.rand() < self.mix_prob`, `< self.switch_prob`; Mixup._mix_batch: `x[:, :, yl:yh, xl:xh] = x.flip(0)[:, :, yl:yh, xl:xh]` with a box from rand_bbox; FastCollateMixup mixes in the collate function)',
     ],
     torchtpu: 'The same patterns recompile under torch.compile(backend="tpu", dynamic=False); no fix is offered in either profile.',
   },
@@ -179,11 +185,30 @@ export default defineRule({
       const names = cond.type === 'identifier' ? [cond] : ctx.sema.within('identifier', cond).filter((i) => i.parent?.type !== 'attribute' && !(i.parent?.type === 'call' && i.parent.childForFieldName('function')?.id === i.id));
       for (const id of names) {
         const b = lastBinding(ctx, id);
-        const draw = b ? [b, ...ctx.sema.within('call', b)].find((c) => c.type === 'call' && (PY_RANDOM.test(ctx.sema.callee(c) ?? '') || (TORCH_RANDOM.test(ctx.sema.callee(c) ?? '') && drawnOnHost(c)))) : null;
+        const draw = hostDraw(ctx, b);
         if (!draw || picksHostValue(ctx, cond)) continue;
-        report(cond, `Branch chosen by \`${id.text}\`, drawn at random (\`${short(draw.text, 30)}\`): every random branch pattern is a different graph (CutMix/mixup on or off, LayerDrop); apply the augmentation on every step with a per-sample tensor mask, or draw the choice per epoch`);
+        report(cond, `Branch chosen by \`${id.text}\`, drawn at random (\`${short(draw.text, 30)}\`): every random branch pattern is a different graph (CutMix/mixup on or off, LayerDrop, teacher forcing); run both arms on every step and choose with a tensor (a per-sample mask, \`torch.where\` on a device draw), or draw the choice per epoch`);
         break;
       }
+    }
+    // `teacher_force = random.random() < ratio` then `inp = tgt[:, t] if teacher_force else top1` in a decoder step: a
+    // Python choice between two device values, one graph per pattern of choices over the steps
+    for (const ternary of ctx.sema.nodes('conditional_expression')) {
+      const [a, cond, b] = ternary.namedChildren;
+      if (!a || !cond || !b || a.text === b.text || (!tensorish(ctx, a, false) && !tensorish(ctx, b, false))) continue;
+      const id = cond.type === 'identifier' ? cond : cond.type === 'not_operator' && cond.namedChildren[0]?.type === 'identifier' ? cond.namedChildren[0] : null;
+      const bound = id ? lastBinding(ctx, id) : null;
+      const draw = hostDraw(ctx, bound);
+      if (id && draw) report(ternary, `\`${short(ternary.text, 40)}\` picks a tensor by \`${id.text}\`, drawn at random (\`${short(draw.text, 30)}\`): each pattern of choices is a different graph (teacher forcing per step); choose on the device, \`torch.where(torch.rand(n, 1, device=...) < p, ${short(a.text, 16)}, ${short(b.text, 16)})\`, so every step traces both`);
+    }
+    // `mixup_fn = Mixup(...)` (timm) then `x, y = mixup_fn(x, y)` on a device batch: timm/data/mixup.py draws on the host
+    // whether to mix and whether to cut (`_params_per_batch`: `np.random.rand() < self.mix_prob`, `< self.switch_prob`)
+    // and cuts a box of random size (`_mix_batch`: `x[:, :, yl:yh, xl:xh] = x.flip(0)[:, :, yl:yh, xl:xh]`)
+    for (const call of ctx.sema.nodes('call')) {
+      const fn = call.childForFieldName('function');
+      if (fn?.type !== 'identifier' || !tensorish(ctx, callArgs(call).positional[0], false)) continue;
+      const ctor = ctx.sema.bindings(fn.text).find((b) => b.type === 'call' && TIMM_MIXUP.test(ctx.sema.callee(b) ?? ''));
+      if (ctor) report(call, `\`${short(call.text, 30)}\` (timm \`Mixup\`) decides at random on the host, per batch, whether to mix and whether to cut, and cuts a box of random size out of the device batch: each outcome and each box size is a different graph; mix on the host in the loader (timm's \`FastCollateMixup\` as the collate function), or with fixed shapes on the device (a per-sample box mask)`);
     }
     reportGenerationDynamism(ctx); // decode/sampling loops outside training (info)
   },
@@ -215,6 +240,12 @@ function picksHostValue(ctx: RuleContext, call: Node): boolean {
   return !!t && t === target(alts[0].childForFieldName('body'));
 }
 
+/** A Python/NumPy draw, or a torch draw made on the host, in a binding's right-hand side (`r = np.random.rand(1)`). */
+function hostDraw(ctx: RuleContext, b: Node | null): Node | null {
+  if (!b) return null;
+  return [b, ...ctx.sema.within('call', b)].find((c) => c.type === 'call' && (PY_RANDOM.test(ctx.sema.callee(c) ?? '') || (TORCH_RANDOM.test(ctx.sema.callee(c) ?? '') && drawnOnHost(c)))) ?? null;
+}
+
 /** The call is part of an if/elif/while/ternary test. */
 function inBranchTest(node: Node): boolean {
   for (let p = node.parent, c: Node = node; p; c = p, p = p.parent) {
@@ -223,7 +254,9 @@ function inBranchTest(node: Node): boolean {
       const body = p.childForFieldName('consequence') ?? p.childForFieldName('body');
       return !!body && body.namedChildren.some((s) => !!s && s.type !== 'pass_statement' && s.type !== 'comment');
     }
-    if (p.type === 'conditional_expression' && p.namedChildren[1]?.id === c.id) return true;
+    // `flag = True if random.random() < p else False`: a choice between constants picks no graph; the `if flag:` that
+    // reads it is the branch (reported through the name)
+    if (p.type === 'conditional_expression' && p.namedChildren[1]?.id === c.id) return !(CONSTANT.test(p.namedChildren[0]?.type ?? '') && CONSTANT.test(p.namedChildren[2]?.type ?? ''));
     if (/statement|block|function_definition|lambda/.test(p.type)) return false;
   }
   return false;

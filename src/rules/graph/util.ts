@@ -10,7 +10,7 @@ import { callArgs, kwValue, methodName, receiver } from '../../core/semantics';
 import { downgrade } from '../../core/engine';
 import type { Edit, Severity } from '../../core/types';
 import { insertAt, insertLineAfter, insertLineBefore } from '../../core/edits';
-import { TORCH_RANDOM, drawnOnHost } from './random-draw';
+import { TORCH_RANDOM, drawnOnHost, lastBinding } from './random-draw';
 
 const HOST_MODULES = /^(numpy|pandas|math|random|statistics)(\.|$)/;
 
@@ -638,4 +638,44 @@ export function countSize(ctx: RuleContext, e: Node | null | undefined, depth = 
   if (!of) return null;
   const source = countSource(ctx, of);
   return source ? { of, source } : null;
+}
+
+/**
+ * A Python value derived from a device tensor's values: `.item()`/`.tolist()` of a device tensor, through local names
+ * and the builtins that fold a list of them (`decode_lengths = (caption_lengths - 1).tolist()`, then
+ * `max(decode_lengths)` or `sum([l > t for l in decode_lengths])`: a count the batch decides). `len(...)` of such a
+ * list is the tensor's size, not its values, and is not followed. Returns the read, else null.
+ */
+export function hostReadOf(ctx: RuleContext, e: Node | null | undefined, depth = 0): Node | null {
+  if (!e || depth > 4) return null;
+  switch (e.type) {
+    case 'parenthesized_expression':
+      return hostReadOf(ctx, e.namedChildren[0], depth);
+    case 'binary_operator':
+    case 'comparison_operator':
+      return e.namedChildren.map((c) => hostReadOf(ctx, c, depth + 1)).find((r) => r) ?? null;
+    case 'subscript':
+      return hostReadOf(ctx, e.childForFieldName('value'), depth + 1);
+    case 'identifier': {
+      const b = lastBinding(ctx, e);
+      return b && b.id !== e.id ? hostReadOf(ctx, b, depth + 1) : null;
+    }
+    case 'list_comprehension':
+    case 'generator_expression': {
+      // the values are the iterated list's: `[l > t for l in lengths]`
+      const clause = e.namedChildren.find((c) => c?.type === 'for_in_clause');
+      return hostReadOf(ctx, clause?.childForFieldName('right'), depth + 1);
+    }
+    case 'call': {
+      const m = methodName(e);
+      const recv = receiver(e);
+      if ((m === 'item' || m === 'tolist') && recv && !callArgs(e).positional.length && !hostValue(ctx, recv) && tensorish(ctx, recv, false)) return e;
+      const fn = e.childForFieldName('function');
+      if (fn?.type !== 'identifier' || !/^(max|min|sum|int|round|sorted)$/.test(fn.text) || ctx.sema.bindings(fn.text).length) return null;
+      const args = e.childForFieldName('arguments');
+      const list = args?.type === 'generator_expression' ? [args] : callArgs(e).positional;
+      return list.map((a) => hostReadOf(ctx, a, depth + 1)).find((r) => r) ?? null;
+    }
+  }
+  return null;
 }
