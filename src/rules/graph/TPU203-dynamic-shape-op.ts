@@ -282,7 +282,7 @@ export default defineRule({
           const hot = bound && tensorish(ctx, value, false) ? hotAt(ctx, sub) : null;
           if (bound && hot && !throttledEvalWork(ctx, sub, hot) && firstInStatement(sub)) {
             reportBound(sub, bound.b, hot,
-              `Slice write \`${short(sub.text, 40)}\` is bounded by \`${short(bound.b.text, 20)}\`, a value read from a tensor (\`${short(bound.read!.text, 30)}\`): the bound is a constant of the traced graph, so each new value compiles a new graph (and the read syncs the host every step); keep the index on the device and write with \`index_copy_\` over \`(ptr + torch.arange(n, device=...)) % size\``);
+              `Slice write \`${short(sub.text, 40)}\` is bounded by \`${short(bound.b.text, 20)}\`, ${bound.read!.id === bound.b.id ? 'a tensor' : `a value read from a tensor (\`${short(bound.read!.text, 30)}\`)`}: the bound is a constant of the traced graph, so each new value compiles a new graph (and the read syncs the host every step); keep the index on the device and write with \`index_copy_\` over \`(ptr + torch.arange(n, device=...)) % size\``);
           }
           continue;
         }

@@ -1,7 +1,7 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, methodName, receiver } from '../../core/semantics';
-import { countSize, hostReadOf, hostValue, hotAt, severityIn, short, tensorCondition, tensorish } from './util';
+import { countSize, hostReadOf, hostValue, hotAt, localBindings, severityIn, short, tensorCondition, tensorish } from './util';
 import { PY_RANDOM, TORCH_RANDOM, drawnOnHost, lastBinding } from './random-draw';
 import { receiver as recvOf } from '../../core/semantics';
 import { reportGenerationDynamism } from './generation-report';
@@ -59,8 +59,32 @@ function boundSize(ctx: RuleContext, id: Node): string | null {
     // (B, C, T) features (mel frames, audio): the time dim follows the data; a (B, T) token batch (`b, t = idx.size()`)
     // is usually cut to a fixed block size by its loader, so only unpackings of three or more dims count
     found = pos > 0 && left.namedChildren.length >= 3 && whole && tensorish(ctx, whole, false) ? 'a per-batch size' : null;
+    // `inputs, batch_size, max_length = self._validate_args(inputs, ...)` where the helper of this file returns
+    // `max_length = inputs.size(1) - 1` in that position (a decoder's teacher-forced length)
+    if (!found && right.type === 'call') found = returnedSize(ctx, right, pos, left.namedChildren.length);
   }
   return found;
+}
+
+/**
+ * The `pos`-th element of the tuples a same-file function returns, when a binding of it in that function is a
+ * non-leading size of a tensor (`n = x.size(1) - 1`): 'a per-batch size', else null.
+ */
+function returnedSize(ctx: RuleContext, call: Node, pos: number, arity: number): string | null {
+  const defs = ctx.sema.calledFunctions(call);
+  if (defs.length !== 1) return null;
+  for (const ret of ctx.sema.within('return_statement', defs[0])) {
+    if (ctx.sema.enclosingFunction(ret)?.id !== defs[0].id) continue;
+    const tuple = ret.namedChildren[0];
+    const items = tuple?.type === 'expression_list' || tuple?.type === 'tuple' ? tuple.namedChildren : [];
+    const el = items.length === arity ? items[pos] : null;
+    if (el?.type !== 'identifier') continue;
+    for (const b of localBindings(ctx, el.text, ret)) {
+      const sizes = [b, ...ctx.sema.within('call', b), ...ctx.sema.within('subscript', b)].filter((n) => (n.type === 'call' && methodName(n) === 'size') || n.type === 'subscript');
+      if (sizes.some((n) => !leadingDim(n) && dynamicBound(ctx, n) === 'a per-batch size')) return 'a per-batch size';
+    }
+  }
+  return null;
 }
 
 
@@ -82,7 +106,7 @@ export default defineRule({
       '(`n.item()`, `int(lengths.max())`) (also through a host list read from one: `steps = (lengths - 1).tolist()` then `range(max(steps))`) or a per-batch size (`x.size(1)`, `x.shape[1]`; not the leading batch dim, `range(0, x.shape[0], micro)`/`len(x)`: the loader\'s batch size, fixed when it drops its last batch, which TPU403 checks); `for` loops over the distinct values of a device tensor read to the host (`for i in np.unique(inst.cpu().numpy()):`, `for c in labels.unique().tolist():`, directly or through a local name: one pass per value present in the batch); `while` loops bounded by a per-batch size (a teacher-forced decoder: `while len(outs) < inputs.size(0) - 1`); `break` under a tensor-valued condition; branches chosen by ' +
       'Python or NumPy randomness (`if self.training and random.random() < p: return x`, LayerDrop, stochastic depth; also through a local name, `r = np.random.rand(1)` then `if r < cutmix_prob:`, CutMix/mixup on or off per step; a ternary between two device values chosen by such a name, `use_target = random.random() < ratio` then `prev = tgt[:, t] if use_target else out.argmax(-1)`, teacher forcing decided per decoder step); ' +
       'a call of a timm `Mixup` instance on a device batch (`mix = Mixup(...)`, then `x, y = mix(x, y)` in the loop: it draws on the host whether to mix and whether to cut, and cuts a box of random size; `FastCollateMixup` in a collate function is host work and is not flagged); and ' +
-      '`pack_padded_sequence`/`pad_packed_sequence`. Also a bound bound earlier to a non-leading dim of a three-or-more-dim size (`batch_size, _, steps = mel.size()` then `range(0, steps, r)`; a `(B, T)` token batch is usually cut to a fixed block and is not flagged). ' +
+      '`pack_padded_sequence`/`pad_packed_sequence`. Also a bound bound earlier to a non-leading dim of a three-or-more-dim size (`batch_size, _, steps = mel.size()` then `range(0, steps, r)`, or the element a same-file helper returns in that position, `targets, batch, steps = self._check(targets, state)` with `steps = targets.size(1) - 1` there; a `(B, T)` token batch is usually cut to a fixed block and is not flagged). ' +
       'Loops over constants or configuration (`range(self.n_layers)`), or over a Python int parameter (`range(max_new_tokens)`), are not flagged; nor an epsilon-greedy branch whose exploring arm does no device work (`self.env.action_space.sample()`). ' +
       'Variable-length decode loops and beam search are only caught through these shapes.',
     why:
