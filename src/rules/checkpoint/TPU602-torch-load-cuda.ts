@@ -24,7 +24,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for `torch.load(...)` (and `torch.hub.load_state_dict_from_url`) whose `map_location` is a CUDA device (`"cuda:0"`, `torch.device("cuda")`, a CUDA-tainted variable, ' +
-      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name (for numbered checkpoints the same name template, `\'{}.pkl\'.format(epoch)`) through `torch.save`/`xm.save`/a save wrapper, earlier in the same run (a write before the load in its function or at module level) or only ever with no device state in it (a dataset cache): a file written on the host it runs on; a resume of device state the program writes later may come from a GPU run and stays reported; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function; a write by a save helper of another module of the project called earlier in the same function, `early_stopping(loss, model, path)` writing `checkpoint.pth`, counts; not in a module whose checkpoints are CPU copies, `sd[k] = v.cpu()` before every `torch.save` of model state, or before that of the pair `save_network` of the loading `load_network`: CPU tensors load on any host; a warning, not the error, for published weights downloaded with `torch.hub.load_state_dict_from_url` and for weights loaded into a model still on the host that the function moves to CUDA only afterwards (`net.load_weight(torch.load(args.init_weights))` then `net.cuda()`: initial weights of unknown origin, which load anywhere if a library saved them from CPU tensors); not in an arm that runs only with CUDA, `if use_cuda: torch.load(p)` `else: torch.load(p, map_location=...)` (a map_location that names no CUDA), also under an inner if of that arm and with `map_location=torch.device("cuda")` there: a TPU host takes the other arm), ' +
+      '`lambda storage, loc: storage.cuda()`, or a dict mapping to CUDA), `torch.load(path)` without `map_location` in a file that also uses CUDA (the checkpoint was probably saved from GPU tensors; not when the file writes that path itself, by the same expression, a name bound to it, or the same checkpoint file name (for numbered checkpoints the same name template, `\'{}.pkl\'.format(epoch)`) through `torch.save`/`xm.save`/a save wrapper, earlier in the same run (a write before the load in its function or at module level) or only ever with no device state in it (a dataset cache): a file written on the host it runs on; a resume of device state the program writes later may come from a GPU run and stays reported; a path built from a parameter of the loading function, `def load(self, filename)`, is the choice of the caller and stays reported unless written in that same function; a write by a save helper of another module of the project called earlier in the same function, `early_stopping(loss, model, path)` writing `checkpoint.pth`, counts; not in a module whose checkpoints are CPU copies, `sd[k] = v.cpu()` before every `torch.save` of model state, or before that of the pair `save_network` of the loading `load_network`: CPU tensors load on any host; a warning, not the error, for published weights downloaded with `torch.hub.load_state_dict_from_url` and for weights loaded into a model still on the host that the function moves to CUDA only afterwards (`net.load_weight(torch.load(args.init_weights))` then `net.cuda()`: initial weights of unknown origin, which load anywhere if a library saved them from CPU tensors); not in an arm that runs only with CUDA, `if use_cuda: torch.load(p)` `else: torch.load(p, map_location=...)` (a map_location that names no CUDA, directly or through a name: `loc = \'cuda:{}\'.format(args.gpu)` then `map_location=loc` is CUDA, so an `if args.gpu is None:` arm that loads unmapped stays reported), also under an inner if of that arm and with `map_location=torch.device("cuda")` there: a TPU host takes the other arm), ' +
       'a `map_location` that is the CPU on a host without CUDA is no CUDA load: none when forced there (`if not torch.cuda.is_available(): device = "cpu"`, also handed on as a parameter by every call of the file), a warning for a run-time choice (`"cuda" if torch.cuda.is_available() else "cpu"`: the training device, the XLA device once TPU102\'s fix runs); ' +
       'a `map_location` that is the training device in a variable (`device` from a parameter, `next(self.parameters()).device`, `args.device`, `dist_util.dev()`; a warning: on a TPU host it is the XLA device, for which `torch.load` has no restore location), the same `map_location` given to a load wrapper of the project (`load_state_dict(path, map_location=dev())`, `load_from_checkpoint(path, map_location=device)`), ' +
       'and `torch.load` of a file the same script writes with `xser.save`.',
@@ -85,7 +85,7 @@ export default defineRule({
         }
         // `map_location=torch.device("cuda")` in the CUDA arm of `if use_gpu:` whose else arm loads to the CPU: a TPU
         // host takes the other arm
-        if (cpuMappedElse(call)) continue;
+        if (cpuMappedElse(ctx, call)) continue;
         // on a host without CUDA the map_location is the CPU: forced (`if not torch.cuda.is_available(): device = "cpu"`,
         // PatchTST's learner.load handing it to load_model) it loads there; a run-time choice (`"cuda" if
         // torch.cuda.is_available() else "cpu"`) loads there too, until TPU102's fix makes that the XLA device: a warning
@@ -107,7 +107,7 @@ export default defineRule({
         if ((!cudaFile && !calledFromDeviceCode(ctx, call, true)) || !list) continue;
         // `if use_cuda: ckpt = torch.load(path)` `else: torch.load(path, map_location=lambda s, l: s)` (Wav2Lip's
         // `_load`): the arm runs only where CUDA is present; a TPU host takes the CPU-mapped one (TPU103 reports the guard)
-        if (cpuMappedElse(call)) continue;
+        if (cpuMappedElse(ctx, call)) continue;
         // a file this program writes itself (`torch.save(sd, path)` then `torch.load(path)`): saved on the host it runs on,
         // it is no foreign GPU checkpoint (XLA tensors pickle as CPU data plus their device and rebuild there,
         // PT:torch/_tensor.py `_reduce_ex_internal`, the `xla` device branch, line 277 in torch 1.13); the save itself is TPU601's
@@ -457,7 +457,7 @@ function wrapperLoad(ctx: RuleContext, call: Node): void {
  * `torch.cuda.is_available()`, `device == "cuda"`) whose `else` arm loads with a `map_location`: a TPU host takes the
  * other arm. (The guard model's cudaGuarded is broader: it also calls the code after an unguarded `.cuda()` CUDA-only.)
  */
-function cpuMappedElse(call: Node): boolean {
+function cpuMappedElse(ctx: RuleContext, call: Node): boolean {
   for (let child: Node = call, p = call.parent; p; child = p, p = p.parent) {
     if (p.type === 'function_definition' || p.type === 'module') return false;
     if (p.type !== 'if_statement' || p.childForFieldName('consequence')?.id !== child.id) continue;
@@ -465,8 +465,12 @@ function cpuMappedElse(call: Node): boolean {
     // dlrm): still in that arm; the enclosing CUDA condition decides
     if (!/cuda|gpu/i.test(p.childForFieldName('condition')?.text ?? '')) continue;
     const other = p.namedChildren.find((c) => c?.type === 'else_clause');
-    // the other arm loads with a map_location that does not name CUDA (`map_location=torch.device("cpu")`, a lambda)
-    return !!other && /\bload\s*\([^]*\bmap_location\s*=/.test(other.text) && !/\bmap_location\s*=[^,)]*cuda/i.test(other.text);
+    // the other arm loads with a map_location that does not name CUDA (`map_location=torch.device("cpu")`, a lambda),
+    // also through a name: `loc = 'cuda:{}'.format(args.gpu)` then `map_location=loc` (simsiam's `if args.gpu is None:`
+    // arm loads unmapped, its else arm onto the chosen GPU: both CUDA, no CPU arm for a TPU host to take)
+    if (!other || !/\bload\s*\([^]*\bmap_location\s*=/.test(other.text) || /\bmap_location\s*=[^,)]*cuda/i.test(other.text)) return false;
+    const maps = other.descendantsOfType('keyword_argument').filter((k) => k?.childForFieldName('name')?.text === 'map_location');
+    return !maps.some((k) => ctx.model.namesCuda(k!.childForFieldName('value')));
   }
   return false;
 }
