@@ -33,11 +33,12 @@ const REDUCING = new Set(['all_reduce', 'reduce', 'reduce_scatter', 'reduce_scat
 const P2P = new Set([D + 'send', D + 'recv', D + 'isend', D + 'irecv']);
 
 /**
- * Text of a module that creates (or hands off) the default process group: `init_process_group`, a launcher library that
- * creates it for the script (DeepSpeed, Accelerate, Lightning, Horovod, submitit, Megatron/Fairscale/Colossal-AI), a
- * device mesh, or torch_xla itself (its native collectives need no group).
+ * Text of a module that creates (or hands off) the default process group: `init_process_group`, an `init_dist*` helper, a
+ * launcher or trainer library that creates it for the script (DeepSpeed, Accelerate, Lightning, Horovod, submitit,
+ * Megatron/Fairscale/Colossal-AI, the HF Trainer, detectron2, mmengine/mmcv, ignite, Ray Train, Composer, fairseq,
+ * torchtitan), a device mesh, or torch_xla itself (its native collectives need no group). Any mention keeps the error quiet.
  */
-const CREATES_GROUP = /\binit_process_group\b|\binit_device_mesh\b|deepspeed|accelerate|lightning|horovod|submitit|megatron|fairscale|colossalai|torch_xla|init_distributed|\bnew_group\b/;
+const CREATES_GROUP = /\binit_process_group\b|\binit_device_mesh\b|\binit_dist|\bnew_group\b|deepspeed|accelerate|lightning|horovod|submitit|megatron|fairscale|colossalai|torch_xla|transformers|detectron2|mmengine|mmcv|ignite|ray\.train|composer|fairseq|torchtitan/;
 /** A condition or early return that skips the collective in a run without a group (`if not dist.is_initialized(): return`). */
 const DIST_CHECK = /is_initialized|is_available|world_size|distributed|\bddp\b|rank|num_gpus|n_gpu|ngpus|multi|parallel|\bdist\b/i;
 
