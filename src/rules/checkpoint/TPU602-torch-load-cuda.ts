@@ -1,6 +1,6 @@
 import { defineRule } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, kwValue } from '../../core/semantics';
+import { callArgs, kwValue, stringContent } from '../../core/semantics';
 import { replace, replaceRange } from '../../core/edits';
 import { calledFromDeviceCode, holdsDeviceState, itemsCopiedToCpu, referencesCuda, saveArgs, XSER_SAVE } from './util';
 import type { Semantics } from '../../core/semantics';
@@ -594,6 +594,12 @@ function mapsToCuda(ctx: Parameters<NonNullable<ReturnType<typeof defineRule>['c
   if (v.type === 'call' && v.childForFieldName('function')?.text === 'str') {
     const args = callArgs(v).positional;
     return args.length === 1 && mapsToCuda(ctx, args[0]);
+  }
+  // `map_location="cuda:" + str(rank % torch.cuda.device_count())` (swav's restart_from_checkpoint): a CUDA device name built by concatenation
+  if (v.type === 'binary_operator' && v.childForFieldName('operator')?.text === '+') {
+    const left = v.childForFieldName('left');
+    if (left?.type === 'string' && /^cuda(:|$)/.test(stringContent(left) ?? '')) return true;
+    if (left?.type === 'binary_operator') return mapsToCuda(ctx, left);
   }
   if (v.type === 'lambda') return /\.cuda\(|['"]cuda/.test(v.childForFieldName('body')?.text ?? '');
   if (v.type === 'dictionary') return v.namedChildren.some((p) => p?.type === 'pair' && ctx.model.namesCuda(p.childForFieldName('value')));

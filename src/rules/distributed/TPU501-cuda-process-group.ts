@@ -3,8 +3,9 @@ import { callArgs, kwValue, stringContent } from '../../core/semantics';
 import { deleteStatement } from '../../core/edits';
 import type { Node } from '../../core/parse';
 import type { Edit, ImportSpec } from '../../core/types';
-import { INIT_PG, callsTo, editArgs, envWrites, ncclChoice, soleConditionalBinding, projectConfigString, projectProcessGroups, replaceStringContent, short, spmdEnabled, stringSource } from './util';
+import { DDP, INIT_PG, callsTo, editArgs, envWrites, ncclChoice, soleConditionalBinding, projectConfigString, projectProcessGroups, replaceStringContent, short, spmdEnabled, stringSource } from './util';
 import { cudaOnly, mpsOnly } from '../../model/guards';
+import { referencesCuda } from '../checkpoint/util';
 
 const XLA_BACKEND: ImportSpec = { module: 'torch_xla.distributed.xla_backend' };
 const NCCL = /(^|[,:]\s*)nccl\s*$|^nccl\b|[,:]\s*nccl\b/;
@@ -33,6 +34,17 @@ function initMethodEdits(call: Node): { edits: Edit[]; userValue: boolean } {
 }
 
 const HVD = 'horovod.torch.';
+
+/** Inside the Windows arm of `if os.name == "nt":` / `if sys.platform == "win32":` (stylegan2-ada's gloo group): a TPU host (Linux) never runs it. */
+function windowsArm(call: Node): boolean {
+  for (let p = call.parent, child: Node = call; p && p.type !== 'function_definition'; child = p, p = p.parent) {
+    if (p.type !== 'if_statement') continue;
+    const cond = p.childForFieldName('condition')?.text ?? '';
+    const inBody = p.childForFieldName('consequence')?.id === child.id;
+    if (inBody && /\b(os\.name\s*==\s*['"]nt['"]|sys\.platform\s*==\s*['"]win32['"]|platform\.system\(\)\s*==\s*['"]Windows['"])/.test(cond)) return true;
+  }
+  return false;
+}
 
 /**
  * Horovod (`import horovod.torch as hvd`; `hvd.init()`, `hvd.DistributedOptimizer(...)`): its ops take CPU or CUDA tensors
@@ -72,6 +84,8 @@ export default defineRule({
       'a name bound to `"gloo" if not torch.cuda.is_available() else "nccl"` (warning: a TPU host takes the CPU `gloo` arm), a `cfg.dist_backend` whose value is a `dist_backend="nccl"` keyword in a config factory of an imported project module (no fix: the value lives there), ' +
       'an `env://`/`tcp://` rendezvous next to the `xla` backend, and `os.environ["MASTER_ADDR"] = "localhost"` (or another loopback address) in files that set up an NCCL group. ' +
       'A device-type → backend map (`{"cuda": "nccl", "npu": "hccl"}` looked up with `.get(device_type, "gloo")`) with no `xla` entry is reported at its CUDA entry (no fix: the key is a device type the program chooses elsewhere). ' +
+      'Also `init_process_group()` without a backend in a file that uses CUDA (warning: PyTorch picks NCCL for CUDA and gloo for CPU tensors, so a TPU host gets only a CPU group; unsafe fix for an empty call). ' +
+      'Also a `gloo` backend (literal, variable or flag default) in a file that wraps a model in DDP (warning: a CPU group; DDP on the XLA device needs `xla`; unsafe fix for a literal in the call). ' +
       'Also `dist_backend: nccl` (or `backend`, `ddp_backend`, `distributed_backend`) in a YAML config (no fix). ' +
       'Also Horovod setup (`hvd.init()`, `hvd.DistributedOptimizer`, `hvd.broadcast_parameters`; warning, once per file, no fix: Horovod has no TPU backend). ' +
       'Also a `"nccl"` default of a backend parameter or `--*backend` flag whose group is created elsewhere (another function, a worker started by `mp.start_processes`, another module; no fix), a backend chosen by a test that is no CUDA check (`"gloo" if os.name == "nt" else "nccl"`: a Linux TPU host takes NCCL), and `assert backend in ["gloo", "nccl"]` checks that reject the `xla` backend (no fix). ' +
@@ -98,6 +112,8 @@ export default defineRule({
       'RDZ: torch_xla/_internal/rendezvous.py:22-24, 34-39, 62-66 at v2.9.0 (pjrt_rendezvous_handler(url, timeout, **kwargs): MASTER_ADDR if set, else discover_master_worker_ip() on TPU or localhost; MASTER_PORT default 12355; rank and world size from the runtime; the same reads at v2.3.0:25-30, v2.4.0:28-33, v2.5.0-v2.8.0:34-39); registered as "xla" at XBK:24',
       'XBK: torch_xla/distributed/xla_backend.py:19 register_backend("xla", ...), :47-48 ProcessGroupXla.getBackendName() returns "xla" (v2.9.0): what `dist.get_backend()` answers for an XLA group',
       'DCP:127-141 (SPMD: dist.init_process_group("gloo", init_method="xla://"))',
+      'PT: torch/distributed/distributed_c10d.py Backend.default_device_backend_map {"cpu": "gloo", "cuda": "nccl"}, which BackendConfig uses for an undefined backend (torch 2.x; torch 1.13 requires a backend)',
+      'DDPX: docs/source/perf/ddp.md:20-30 at v2.9.0 (DDP: init the xla process group); docs/source/learn/_pjrt.md:277-296 (gloo for CPU-side barrier/all_gather_object)',
       'HVD: horovod/torch/mpi_ops_v2.cc GetDeviceID (a tensor is CUDA or CPU; no other device); torch_xla/ at v2.9.0 names no horovod (git grep -i)',
     ],
     torchtpu: 'The TorchTPU process-group backend is not public yet: the finding names the NCCL call and offers no fix.',
@@ -130,6 +146,7 @@ export default defineRule({
         return { call, backend: positional[0] ?? kwValue(keywords.get('backend')) };
       });
     const backendName = spmd ? 'gloo' : 'xla';
+    let cudaInFile: boolean | undefined;
     let cudaGroups = 0;
     // `if torch.cuda.is_available(): init_process_group("nccl") ... else: init_process_group("gloo")` (OLMo scripts/train.py):
     // a TPU host never runs the CUDA arm; the group it creates is the CPU `gloo` one of the fallback arm, reported there
@@ -170,11 +187,52 @@ export default defineRule({
         });
       }
     }
+    // a `gloo` group (literal, variable or `--dist-backend` default) in a file that wraps its model in DDP: a CPU group,
+    // and DDP on the XLA device needs the `xla` one (docs/source/perf/ddp.md:20-30 at v2.9.0; gloo is for CPU-side
+    // metadata, learn/_pjrt.md:277-296). A warning, unsafe fix (a CPU-only run keeps working only with gloo)
+    const reportedGloo = new Set(glooFallbacks.filter(({ site }) => guardedNccl.some((c) => commonIf(c, site.call))).map(({ site }) => site.call.id));
+    if (!spmd && callsTo(ctx, DDP).length) {
+      for (const { site, literal } of glooFallbacks) {
+        if (reportedGloo.has(site.call.id) || ctx.sema.inXlaAwareBranch(literal) || windowsArm(site.call)) continue;
+        reportedGloo.add(site.call.id);
+        const im = initMethodEdits(site.call);
+        ctx.report(literal, {
+          severity: 'warning',
+          message: ctx.idiom.profile === 'torchtpu'
+            ? 'this `gloo` group is a CPU process group, and this file runs DDP on the accelerator (the TorchTPU process-group backend is not public yet)'
+            : 'this `gloo` group is a CPU process group, and this file runs DDP, which on the XLA device needs the `xla` backend: use it with `init_method="xla://"` (keep gloo only for CPU-side metadata, in a `dist.new_group(backend="gloo")`)',
+          // a literal elsewhere (a flag default, a variable) may feed other calls: no fix there
+          fix: xlaIdiom && literal.id === site.backend?.id
+            ? { title: 'Use the `xla` backend with `init_method="xla://"`', applicability: 'unsafe', edits: [replaceStringContent(literal, 'xla'), ...im.edits], imports: [XLA_BACKEND] }
+            : null,
+          related: literal.id === site.backend?.id ? [] : [{ start: site.call.startIndex, end: site.call.endIndex, message: 'the process group it creates' }],
+        });
+      }
+    }
     const bySource = new Map<number, { literal: Node; fromUser: boolean; calls: Node[] }>();
     /** "nccl" literals reported as the backend of a group (the defaults pass below skips them). */
     const reportedLiterals = new Set<number>();
     for (const site of sites) {
       const b = site.backend;
+      // `dist.init_process_group()` without a backend in CUDA code: PyTorch then creates NCCL for CUDA tensors and gloo for
+      // CPU ones (torch/distributed/distributed_c10d.py Backend.default_device_backend_map); a TPU host gets only the CPU
+      // gloo group, and collectives on XLA tensors find no backend for the `xla` device type. A warning (CPU-tensor
+      // collectives still work); the fix only for an empty call, unsafe (it changes what CPU-tensor collectives run on)
+      if (!b && !spmd && !skipped.has(site.call.id) && !cudaOnly(site.call) && !mpsOnly(site.call) && (cudaInFile ??= referencesCuda(ctx))) {
+        const list = site.call.childForFieldName('arguments');
+        const empty = !!list && list.namedChildren.filter((c) => c && c.type !== 'comment').length === 0;
+        cudaGroups++;
+        ctx.report(site.call, {
+          severity: 'warning',
+          message: ctx.idiom.profile === 'torchtpu'
+            ? '`init_process_group()` without a backend creates NCCL for CUDA tensors and gloo for CPU ones: on a TPU host only the CPU group exists (the TorchTPU backend is not public yet)'
+            : '`init_process_group()` without a backend creates NCCL for CUDA tensors and gloo for CPU ones: on a TPU host only the CPU gloo group exists, and collectives on XLA tensors find no backend; pass the `xla` backend with `init_method="xla://"`',
+          fix: xlaIdiom && empty && list
+            ? { title: 'Use the `xla` backend with `init_method="xla://"`', applicability: 'unsafe', edits: [{ start: list.startIndex, end: list.endIndex, text: '("xla", init_method="xla://")' }], imports: [XLA_BACKEND] }
+            : null,
+        });
+        continue;
+      }
       if (!b || skipped.has(site.call.id)) continue;
       /** Reports the CUDA backend at `at`; the fix replaces it (`backendEdit`) and sets init_method="xla://". */
       const reportBackend = (at: Node, backendEdit: Edit, applicability: 'safe' | 'unsafe') => {

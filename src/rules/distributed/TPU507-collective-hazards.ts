@@ -28,14 +28,17 @@ const NOT_IMPLEMENTED: Record<string, string> = {
  * 260, 294; pytorch/xla#9437 for reduce); before that each raises NotImplementedError (v2.3.0:167-183, v2.8.0:230-254).
  */
 const IMPLEMENTED_FROM: Record<string, string> = { scatter: '2.8', reduce: '2.9', gather: '2.9', alltoall: '2.9' };
+/** Collectives that take a reduce op. */
+const REDUCING = new Set(['all_reduce', 'reduce', 'reduce_scatter', 'reduce_scatter_tensor', 'all_reduce_coalesced'].map((n) => D + n));
 const P2P = new Set([D + 'send', D + 'recv', D + 'isend', D + 'irecv']);
 
 /**
- * Text of a module that creates (or hands off) the default process group: `init_process_group`, a launcher library that
- * creates it for the script (DeepSpeed, Accelerate, Lightning, Horovod, submitit, Megatron/Fairscale/Colossal-AI), a
- * device mesh, or torch_xla itself (its native collectives need no group).
+ * Text of a module that creates (or hands off) the default process group: `init_process_group`, an `init_dist*` helper, a
+ * launcher or trainer library that creates it for the script (DeepSpeed, Accelerate, Lightning, Horovod, submitit,
+ * Megatron/Fairscale/Colossal-AI, the HF Trainer, detectron2, mmengine/mmcv, ignite, Ray Train, Composer, fairseq,
+ * torchtitan), a device mesh, or torch_xla itself (its native collectives need no group). Any mention keeps the error quiet.
  */
-const CREATES_GROUP = /\binit_process_group\b|\binit_device_mesh\b|deepspeed|accelerate|lightning|horovod|submitit|megatron|fairscale|colossalai|torch_xla|init_distributed|\bnew_group\b/;
+const CREATES_GROUP = /\binit_process_group\b|\binit_device_mesh\b|\binit_dist|\bnew_group\b|deepspeed|accelerate|lightning|horovod|submitit|megatron|fairscale|colossalai|torch_xla|transformers|detectron2|mmengine|mmcv|ignite|ray\.train|composer|fairseq|torchtitan/;
 /** A condition or early return that skips the collective in a run without a group (`if not dist.is_initialized(): return`). */
 const DIST_CHECK = /is_initialized|is_available|world_size|distributed|\bddp\b|rank|num_gpus|n_gpu|ngpus|multi|parallel|\bdist\b/i;
 
@@ -103,7 +106,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for collectives (`dist.*`, `xm.all_reduce`, `xm.all_gather`, `xm.rendezvous`, `xm.mesh_reduce`, `dist.barrier`, …) under a rank guard (`if rank == 0`, `if xm.is_master_ordinal()`; not the rank-first idiom, where the same collective also sits under the complementary guard or in the `else` arm, so every process enters it once), ' +
-      '`xm.rendezvous`/`xm.mesh_reduce` inside the training loop, a `dist.barrier()` every training step (info; not throttled, not per epoch), `torch.distributed` collectives of an entry script (`if __name__ == "__main__"`) when no Python file of its project creates a process group (`init_process_group`, a device mesh, or a launcher library such as DeepSpeed, Accelerate, Lightning or Horovod; not under a test for a distributed run such as `if dist.is_initialized()`/`if world_size > 1` or after an early return on one), and, in files that create an `xla` process group, `torch.distributed` ops the `xla` backend does not implement: ' +
+      '`xm.rendezvous`/`xm.mesh_reduce` inside the training loop, a reduce op the `xla` group does not map (`ReduceOp.AVG`, `PREMUL_SUM`, `BXOR`; error where the file creates an `xla` group, else warning), a `dist.barrier()` every training step (info; not throttled, not per epoch), `torch.distributed` collectives of an entry script (`if __name__ == "__main__"`) when no Python file of its project creates a process group (`init_process_group`, a device mesh, or a launcher library such as DeepSpeed, Accelerate, Lightning or Horovod; not under a test for a distributed run such as `if dist.is_initialized()`/`if world_size > 1` or after an early return on one), and, in files that create an `xla` process group, `torch.distributed` ops the `xla` backend does not implement: ' +
       '`all_to_all_single` with split sizes, `monitored_barrier`, `all_reduce_coalesced`, `reduce`, `gather`, `scatter`, `all_to_all`, `recv` without `src`, and point-to-point `send`/`recv`.',
     why:
       '"Because XLA does not permit collective operations to run on a subset of workers, all workers must participate in the `rendezvous`" (PJRT:265-276): a collective that only rank 0 reaches hangs every process (with NCCL too). ' +
@@ -116,6 +119,7 @@ export default defineRule({
     fixSafety: 'No automatic fix: hoisting a collective out of a guard or out of the loop changes the program\'s synchronisation and needs review.',
     sources: [
       'PJRT:265-276 docs/source/learn/_pjrt.md (rendezvous: all workers must participate; mark_step before and after)',
+      'torch_xla/distributed/xla_backend.py ProcessGroupXla._get_reduce_type (v2.3.0:49-65, v2.9.0:60-76): SUM, PRODUCT, BAND, BOR, MIN, MAX; BXOR NotImplementedError; other ops ValueError',
       'torch_xla/distributed/xla_backend.py ProcessGroupXla.barrier returns `_ret_work([])` (v2.3.0:161-162, v2.9.0:230-231): a no-op',
       'torch/distributed/distributed_c10d.py _get_default_group: "Default process group has not been initialized" (RuntimeError, checked with torch 1.13)',
       'XBK: torch_xla/distributed/xla_backend.py ProcessGroupXla reduce/allreduce_coalesced/alltoall/gather/scatter/recv_anysource/monitored_barrier raise NotImplementedError; alltoall_base asserts empty split sizes; send/recv via make_send_channel_id (pytorch/xla@035c6ac)',
@@ -188,6 +192,22 @@ export default defineRule({
         if (hot) {
           const sev = hot.kind === 'eval' || hot.throttled ? downgrade('warning') : 'warning';
           ctx.report(call, { severity: sev, message: `\`${short}\` in the training loop forces a step barrier before and after it and may recompile; move it out of the loop or use \`xm.add_step_closure\`` });
+          continue;
+        }
+      }
+      // `dist.all_reduce(t, op=dist.ReduceOp.AVG)` (pyg's multi-GPU examples): ProcessGroupXla maps SUM, PRODUCT, BAND,
+      // BOR, MIN and MAX only; BXOR raises NotImplementedError and any other op ValueError("Invalid reduce op")
+      // (_get_reduce_type, xla_backend.py v2.3.0:49-65, v2.9.0:60-76). An error where this file creates the `xla` group,
+      // a warning in code still on another backend (it raises once the group is `xla`)
+      if (REDUCING.has(callee) && ctx.idiom.profile === 'torch_xla') {
+        const { positional, keywords } = callArgs(call);
+        const op = kwValue(keywords.get('op')) ?? (callee === D + 'reduce' ? positional[2] : callee.startsWith(D + 'reduce_scatter') ? positional[2] : positional[1]);
+        const name = /(?:^|\.)ReduceOp\.(AVG|PREMUL_SUM|BXOR)$/.exec(op?.text ?? '')?.[1];
+        if (op && name) {
+          ctx.report(op, {
+            severity: xla ? 'error' : 'warning',
+            message: `\`ReduceOp.${name}\` is not a reduce op of the \`xla\` process group (only SUM, PRODUCT, MIN, MAX, BAND and BOR; ${name === 'BXOR' ? 'BXOR raises NotImplementedError' : 'it raises ValueError "Invalid reduce op"'})${name === 'AVG' ? ': reduce with SUM and divide by the world size' : ''}${xla ? '' : ' (this file\'s group is not `xla` yet)'}`,
+          });
           continue;
         }
       }
