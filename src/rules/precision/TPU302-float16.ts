@@ -6,6 +6,7 @@ import type { RuleContext, FixDraft } from '../../core/rule';
 import { callArgs, kwValue, mentionsXla, methodName, receiver, stringContent } from '../../core/semantics';
 import type { ImportSpec } from '../../core/types';
 import { gpuSelfTest } from '../device/cuda-util';
+import { bf16ProbeRaises } from '../shared';
 import { autocastCall, isBfloat16, isFloat16, torchAttr, underCudaOnlyBranch, evalsOnTpu } from './util';
 
 const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig|DPOConfig|ORPOConfig|RewardConfig|GRPOConfig)$/;
@@ -537,6 +538,8 @@ export default defineRule({
       const other = onTpu ? no : yes;
       if (!isFloat16(ctx, picked)) continue;
       if (ctx.sema.inXlaAwareBranch(cond)) continue;
+      // `torch.cuda.is_bf16_supported()` that raises for the target (torch < 2.5): TPU103 reports the error
+      if ((test.type === 'call' ? [test, ...ctx.sema.callsWithin(test)] : ctx.sema.callsWithin(test)).some((c) => bf16ProbeRaises(ctx, c))) continue;
       let fix: FixDraft | null;
       if (isFloat16(ctx, other)) {
         // both arms are float16 (`'float16' if torch.cuda.is_available() else 'float16'`): float16 everywhere
