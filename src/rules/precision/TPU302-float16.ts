@@ -564,8 +564,12 @@ export default defineRule({
       } else {
         fix = { title: `Replace the picker with \`${other.text}\``, edits: [replace(cond, other.text)] };
       }
+      // a flag with a known default (`torch.float16 if args.use_fp16 else torch.float32`, `--use_fp16` default True) is no CUDA key
+      const cudaKeyed = /cuda|bf16_supported|device|mps|gpu/i.test(test.text);
       ctx.report(cond, {
-        message: `This dtype picker is keyed on CUDA and evaluates to \`${picked.text}\` on a TPU host; TPUs use bfloat16`,
+        message: cudaKeyed
+          ? `This dtype picker is keyed on CUDA and evaluates to \`${picked.text}\` on a TPU host; TPUs use bfloat16`
+          : `This dtype picker evaluates to \`${picked.text}\` as configured (\`${short(test.text, 40)}\` is ${onTpu ? 'True' : 'False'} by default): float16 on TPU too, where mixed precision is bfloat16`,
         fix,
       });
     }
