@@ -81,7 +81,7 @@ export default defineRule({
       if (ac.enabled?.type === 'false') {
         ctx.report(call, {
           severity: 'info',
-          message: `\`${short(call.text)}\` turns off CUDA autocast only: inside an XLA autocast region this block is still autocast to bfloat16 on TPU`,
+          message: `\`${short(call.text)}\` turns off CUDA autocast only: inside ${ctx.idiom.profile === 'torchtpu' ? 'a tpu' : 'an XLA'} autocast region this block is still autocast to bfloat16 on TPU`,
           fix: null,
         });
         continue;
