@@ -30,7 +30,8 @@ export default defineRule({
       'CUDA (`device.type == "cuda"`, `"cuda" in str(device)`, nanoGPT\'s `device_type = "cuda" if "cuda" in device else "cpu"`, ' +
       '`_get_available_device_type() or "cuda"`), and `torch.cuda.is_bf16_supported()` as a dtype selector. A check whose TPU-host arm ' +
       'stops the script (`if not torch.cuda.is_available(): sys.exit(...)` or `raise`, `assert torch.cuda.is_available()`, an `else:` that ' +
-      'exits after `elif torch.cuda.is_available():`) is an error, as is an unguarded `torch.cuda.is_bf16_supported()` for torch_xla ' +
+      'exits after `elif torch.cuda.is_available():`) is an error, as is `torch.cuda.device_count()` as a divisor (`rank % torch.cuda.device_count()`: ' +
+      'ZeroDivisionError), and an unguarded `torch.cuda.is_bf16_supported()` for torch_xla ' +
       'targets before 2.5, where it raises. Guards whose chain already ' +
       'has an XLA/TPU arm, guards that only gate optional CUDA work (cuDNN flags, CUDA seeding, diagnostics), and ' +
       '`"cuda" if torch.cuda.is_available() else "cpu"` device pickers (TPU102 rewrites those) are not flagged.',
@@ -89,6 +90,17 @@ export default defineRule({
         // open the TPU, and it initialises the runtime in the parent, which xmp.spawn / torch_xla.launch then refuse
         // ("Runtime is already initialized. Do not use the XLA device before calling xmp.spawn": torch_xla/_internal/pjrt.py
         // v2.3.0:146, v2.9.0:144; the count queries the runtime's devices, torch_xla/runtime.py v2.9.0:178-180): no fix
+        // `args.gpu = args.rank % torch.cuda.device_count()` (a SLURM arm of an init_distributed_mode helper), `batch // n_gpu`
+        // with the call as the divisor: ZeroDivisionError on a TPU host
+        const divides = divisorOf(call);
+        if (divides) {
+          ctx.report(call, {
+            severity: 'error',
+            message: `\`torch.cuda.device_count()\` is 0 on a TPU host: \`${short(divides.text, 40)}\` raises ZeroDivisionError`,
+            fix: null,
+          });
+          continue;
+        }
         const spawnsWith = !!assigned && /^[A-Za-z_]\w*$/.test(assigned) && countsProcesses(ctx, assigned);
         const snip = spawnsWith ? null : ctx.idiom.xlaOnly('xr.global_runtime_device_count()', { module: 'torch_xla.runtime', alias: 'xr' });
         ctx.report(call, {
@@ -620,6 +632,14 @@ function falseArm(owner: Node): Node | null {
   const cond = owner.namedChildren[1];
   const negated = cond?.type === 'not_operator';
   return (negated ? owner.namedChildren[0] : owner.namedChildren[2]) ?? null;
+}
+
+/** The `a % n` / `a / n` / `a // n` (through parentheses) whose divisor is `call`, else null. */
+function divisorOf(call: Node): Node | null {
+  let n: Node = call;
+  while (n.parent?.type === 'parenthesized_expression') n = n.parent;
+  const p = n.parent;
+  return p?.type === 'binary_operator' && /^(%|\/|\/\/)$/.test(p.childForFieldName('operator')?.text ?? '') && p.childForFieldName('right')?.id === n.id ? p : null;
 }
 
 /** Calls that end the process: `sys.exit(...)`, `exit()`, `quit()`, `os._exit(1)`. */
