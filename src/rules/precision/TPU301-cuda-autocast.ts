@@ -74,6 +74,9 @@ export default defineRule({
       const ac = autocastCall(ctx, call);
       if (!ac || (ac.kind !== 'cuda' && ac.kind !== 'torch')) continue;
       if (ac.kind === 'torch' && !isCudaDeviceType(ctx, ac.device)) continue;
+      // `device_type = "cuda" if "cuda" in device else "cpu"` … `torch.amp.autocast(device_type=device_type, ...)` (nanoGPT,
+      // llama2.c): TPU103 reports the device-type picker, and its XLA arm fixes this autocast too (one finding per problem)
+      if (ac.kind === 'torch' && ac.device?.type === 'identifier' && deviceTypeTernaryOnly(ctx, ac.device.text)) continue;
       if (ctx.sema.inXlaAwareBranch(call) || underCudaOnlyBranch(ctx, call)) continue;
       // `with torch.cuda.amp.autocast(enabled=False):` (a float32 island inside a model): nothing runs in reduced precision
       // here, so no float32 slowdown to report; on TPU it only switches CUDA autocast off, so an XLA autocast region
@@ -194,3 +197,14 @@ export default defineRule({
     }
   },
 });
+
+/** `name` is bound only to `"cuda" if <test naming "cuda"> else "cpu"` string ternaries (TPU103's device-type pickers). */
+function deviceTypeTernaryOnly(ctx: RuleContext, name: string): boolean {
+  const defs = ctx.sema.bindings(name);
+  return defs.length > 0 && defs.every((d) => {
+    if (d.type !== 'conditional_expression') return false;
+    const [a, cond, b] = d.namedChildren;
+    return a?.type === 'string' && b?.type === 'string' && stringContent(a) === 'cuda' && stringContent(b) === 'cpu' &&
+      cond?.type === 'comparison_operator' && /["']cuda["']/.test(cond.text);
+  });
+}
