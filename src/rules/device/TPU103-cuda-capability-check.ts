@@ -272,14 +272,23 @@ function neverRead(sema: RuleContext['sema'], a: Node): boolean {
 
 /**
  * `use_fused = device == "cuda"` read only as `fused=use_fused` (llm.c train_gpt2.py), `pinned = device == "cuda"` read
- * only as `pin_memory=pinned` / `non_blocking=pinned`: XLA has no fused optimizer kernels, and pinned host memory and
- * non-blocking copies are CUDA transfer tuning, so the non-CUDA value (False) is already right for TPU.
+ * only as `pin_memory=pinned` / `non_blocking=pinned`, or as a GradScaler's `enabled=`: XLA has no fused optimizer kernels,
+ * pinned host memory and non-blocking copies are CUDA transfer tuning, and bf16 needs no loss scaler, so the non-CUDA value
+ * (False) is already right for TPU.
  */
 function onlyTransferFlag(sema: RuleContext['sema'], assignment: Node): boolean {
   const left = assignment.childForFieldName('left');
   if (left?.type !== 'identifier') return false;
-  const uses = sema.identifiersNamed(left.text).filter((id) => id.id !== left.id);
-  return uses.length > 0 && uses.every((id) => id.parent?.type === 'keyword_argument' && id.parent.childForFieldName('value')?.id === id.id && /^(fused|pin_memory|non_blocking)$/.test(id.parent.childForFieldName('name')?.text ?? ''));
+  // (`non_blocking=non_blocking`: the keyword's own name is no read)
+  const uses = sema.identifiersNamed(left.text).filter((id) => id.id !== left.id && !(id.parent?.type === 'keyword_argument' && id.parent.childForFieldName('name')?.id === id.id));
+  return uses.length > 0 && uses.every((id) => {
+    if (id.parent?.type !== 'keyword_argument' || id.parent.childForFieldName('value')?.id !== id.id) return false;
+    const kw = id.parent.childForFieldName('name')?.text ?? '';
+    if (/^(fused|pin_memory|non_blocking)$/.test(kw)) return true;
+    // `GradScaler(enabled=scaler_enabled)`: off on XLA is what TPU needs (bf16 needs no scaler; TPU303 reports the scaler)
+    const call = id.parent.parent?.parent;
+    return kw === 'enabled' && call?.type === 'call' && /(^|\.)GradScaler$/.test(sema.callee(call) ?? call.childForFieldName('function')?.text ?? '');
+  });
 }
 
 /** `gpu_avail = torch.cuda.is_available()` read only inside print/log calls: a banner, nothing is keyed on it. */
