@@ -124,9 +124,11 @@ function analyse(scan: Scan, idiom: Idioms, opts: { fixes: boolean; notebook: bo
     const line = mm && /^2\./.test(mm) && torch.line && opts.fixes && tpuOnly && /^[ \t]*(-[ \t]+)?$/.test(prefix) ? torch.line : null;
     report(at(torch), {
       severity: 'error',
-      message: xlaProfile
+      message: (xlaProfile
         ? `\`${scan.text.slice(torch.nameStart, torch.nameEnd)}\` is installed without \`torch_xla[tpu]\`: nothing here can run on a TPU`
-        : `\`${scan.text.slice(torch.nameStart, torch.nameEnd)}\` is installed without a TPU runtime package`,
+        : `\`${scan.text.slice(torch.nameStart, torch.nameEnd)}\` is installed without a TPU runtime package`) +
+        // `torch==1.13.1` (DeiT/MAE-era pins): every torch_xla target of the catalog is 2.x, paired with the same torch X.Y
+        (mm && /^[01]\./.test(mm) ? `, and torch ${mm} pairs with no torch_xla release this tool targets (2.x, each paired with the same torch X.Y)` : ''),
       fix: line
         ? { title: `Add \`torch_xla[tpu]~=${mm}.0\``, applicability: 'unsafe', edits: [{ start: line.end - lineBreakLen(scan.text, line.end), end: line.end - lineBreakLen(scan.text, line.end), text: `${eolOf(scan.text)}${prefix}torch_xla[tpu]~=${mm}.0` }] }
         : null,
@@ -177,7 +179,7 @@ function analyse(scan: Scan, idiom: Idioms, opts: { fixes: boolean; notebook: bo
       // No fix: code written for 0.3.x may need more than a version bump
       report(at(r), {
         severity: 'error',
-        message: `\`timm==${r.version}\` imports \`torch._six\` (\`from torch._six import container_abcs\`), which torch 2.x no longer has; every TPU runtime needs torch 2.x, so \`import timm\` fails`,
+        message: `\`timm==${r.version}\` imports \`torch._six\` (\`from torch._six import container_abcs\`), which torch 2.x no longer has, and every torch_xla release this tool targets pairs with torch 2.x: \`import timm\` fails`,
       });
     }
   }
@@ -388,7 +390,7 @@ function reportTorchSix(ctx: RuleContext): void {
     }
     return false;
   };
-  const why = 'torch._six was removed in torch 2.0 and every TPU runtime needs torch 2.x: this raises ModuleNotFoundError';
+  const why = 'torch._six was removed in torch 2.0, and every TPU runtime this tool targets pairs with torch 2.x: this raises ModuleNotFoundError';
   let imported = false;
   for (const imp of sema.nodes('import_from_statement')) {
     if (imp.childForFieldName('module_name')?.text !== 'torch._six') continue;
