@@ -72,6 +72,8 @@ export function firstImmediateUse(root: Node, name: string): number {
     }
     const at = root.startIndex + m.index;
     const id = root.descendantForIndex(at, at + name.length - 1);
+    // bound by a plain assignment before any read (`string_classes = (str, bytes)`): later reads need no import
+    if (id?.type === 'identifier' && id.startIndex === at && id.parent?.type === 'assignment' && id.parent.childForFieldName('left')?.id === id.id && !isDeferred(id)) return -1;
     if (id?.type === 'identifier' && id.startIndex === at && isReference(id) && !isDeferred(id)) return id.startIndex;
   }
   return -1;

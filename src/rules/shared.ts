@@ -4,6 +4,7 @@ import type { RuleContext } from '../core/rule';
 import type { Snippet } from '../core/idioms';
 import type { Resolved } from '../model/project';
 import { nearestAncestor } from '../core/semantics';
+import { cudaOnly } from '../model/guards';
 
 /**
  * What the names of a `from m import a, b as c` statement resolve to in the project (a function, class or module
@@ -143,4 +144,28 @@ function firstBinding(block: Node, name: string): number {
 /** A module-level statement that always binds `name` (for functions that run after the module body). */
 function moduleBinds(ctx: RuleContext, name: string): boolean {
   return firstBinding(ctx.sema.root, name) < Infinity;
+}
+
+/**
+ * `torch.cuda.is_bf16_supported()` raises on a TPU host for the target: before torch 2.5 it reads
+ * `torch.cuda.current_device()`, which initialises CUDA and raises without a GPU ("is_bf16_supported() should return
+ * False when running on CPU", pytorch/pytorch#132303 on torch 2.2.2); pytorch/pytorch#132313 (merged 2024-08-01, after
+ * the 2.4 release, first in 2.5) returns False when CUDA is not available. torch_xla 2.x pairs with torch 2.x, so the
+ * target version is the torch version. Not when the call cannot run there: after `torch.cuda.is_available() and`, or
+ * under a CUDA-only guard (`if torch.cuda.is_available():`).
+ */
+export function bf16ProbeRaises(ctx: RuleContext, call: Node): boolean {
+  if (ctx.idiom.at('2.5') || ctx.sema.callee(call) !== 'torch.cuda.is_bf16_supported' || cudaOnly(call)) return false;
+  const avail = (n: Node | null | undefined) => !!n && (ctx.sema.callee(n) === 'torch.cuda.is_available' || ctx.sema.callsWithin(n).some((c) => ctx.sema.callee(c) === 'torch.cuda.is_available'));
+  for (let n: Node = call, p = call.parent; p; n = p, p = p.parent) {
+    if (p.type === 'parenthesized_expression' || p.type === 'not_operator') continue;
+    if (p.type === 'boolean_operator') {
+      if (p.childForFieldName('right')?.id === n.id && avail(p.childForFieldName('left'))) return false;
+      continue;
+    }
+    // `x if torch.cuda.is_available() and ... else y` is handled above; `probe() if torch.cuda.is_available() else False`
+    if (p.type === 'conditional_expression' && p.namedChildren[0]?.id === n.id && avail(p.namedChildren[1])) return false;
+    return true;
+  }
+  return true;
 }

@@ -2,6 +2,7 @@ import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, kwValue, mentionsXla, nearestAncestor, stringContent } from '../../core/semantics';
 import { guardsCudaExtrasOnly, tpuTruth } from '../../model/guards';
+import { bf16ProbeRaises } from '../shared';
 import { chainOf, conditionOwner, cudaGuarded, cudaOnlyBlock, short, usesCudaOnlyKernel, xlaArmed } from './cuda-util';
 
 /** A device-ish operand: `device`, `args.device`, `x.device.type`, `str(device)`, `device_type`. */
@@ -27,14 +28,21 @@ export default defineRule({
       'Checks for decisions keyed on CUDA: `torch.cuda.is_available()` in a condition (device, dtype, AMP or backend choice), ' +
       '`torch.cuda.device_count()` used for process counts, world size or batch/LR scaling, device-type tests that only recognise ' +
       'CUDA (`device.type == "cuda"`, `"cuda" in str(device)`, nanoGPT\'s `device_type = "cuda" if "cuda" in device else "cpu"`, ' +
-      '`_get_available_device_type() or "cuda"`), and `torch.cuda.is_bf16_supported()` as a dtype selector. Guards whose chain already ' +
+      '`_get_available_device_type() or "cuda"`), and `torch.cuda.is_bf16_supported()` as a dtype selector. A check whose TPU-host arm ' +
+      'stops the script (`if not torch.cuda.is_available(): sys.exit(...)` or `raise`, `assert torch.cuda.is_available()`, an `else:` that ' +
+      'exits after `elif torch.cuda.is_available():`) is an error, as is `torch.cuda.device_count()` as a divisor (`rank % torch.cuda.device_count()`: ' +
+      'ZeroDivisionError), and an unguarded `torch.cuda.is_bf16_supported()` for torch_xla ' +
+      'targets before 2.5, where it raises. Guards whose chain already ' +
       'has an XLA/TPU arm, guards that only gate optional CUDA work (cuDNN flags, CUDA seeding, diagnostics), and ' +
       '`"cuda" if torch.cuda.is_available() else "cpu"` device pickers (TPU102 rewrites those) are not flagged.',
     why:
       'On a TPU host `torch.cuda.is_available()` is False and `torch.cuda.device_count()` is 0. Code then silently trains on the CPU, ' +
       'spawns no processes, divides by zero, or turns autocast off (nanoGPT sets `ctx = nullcontext()` when `device_type == "cpu"`). ' +
       'torch_xla reports devices through `torch_xla.runtime`: `xr.global_runtime_device_count()` (SPMD) and `xr.world_size()` inside a ' +
-      'launched function (XR:106-115); `xr.device_type()` only reads `PJRT_DEVICE`, so it is safe before a spawn (XR:74-83).',
+      'launched function (XR:106-115); `xr.device_type()` only reads `PJRT_DEVICE`, so it is safe before a spawn (XR:74-83). ' +
+      '`torch.cuda.is_bf16_supported()` reads `torch.cuda.current_device()` up to torch 2.4, which raises without a GPU (pytorch/pytorch#132303, ' +
+      'reported on torch 2.2.2); from torch 2.5 it returns False without CUDA (pytorch/pytorch#132313, merged 2024-08-01), so a bfloat16 choice ' +
+      'keyed on it silently falls to its float16 or float32 arm. torch_xla 2.x pairs with torch 2.x, so the target version decides.',
     example:
       'device_type = "cuda" if "cuda" in device else "cpu"\nworld = torch.cuda.device_count()\n' +
       'dtype = torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32',
@@ -53,6 +61,7 @@ export default defineRule({
       'XR: torch_xla/runtime.py `device_type()`, `world_size()`, `global_runtime_device_count()` (pytorch/xla@022ecde; catalog XR:74-83, 106-115)',
       'pytorch/xla#7765 (xm.xla_real_devices initialises the runtime)',
       'karpathy/nanoGPT train.py `device_type = "cuda" if "cuda" in device else "cpu"` / `nullcontext()`',
+      'pytorch/pytorch#132303 (is_bf16_supported raises on a CPU-only host, torch 2.2.2) and #132313 (returns False without CUDA, first in torch 2.5)',
     ],
     torchtpu: 'The device-type ternary gets a `"tpu"` arm; no device-count replacement is known for the preview.',
   },
@@ -81,6 +90,17 @@ export default defineRule({
         // open the TPU, and it initialises the runtime in the parent, which xmp.spawn / torch_xla.launch then refuse
         // ("Runtime is already initialized. Do not use the XLA device before calling xmp.spawn": torch_xla/_internal/pjrt.py
         // v2.3.0:146, v2.9.0:144; the count queries the runtime's devices, torch_xla/runtime.py v2.9.0:178-180): no fix
+        // `args.gpu = args.rank % torch.cuda.device_count()` (a SLURM arm of an init_distributed_mode helper), `batch // n_gpu`
+        // with the call as the divisor: ZeroDivisionError on a TPU host
+        const divides = divisorOf(call);
+        if (divides) {
+          ctx.report(call, {
+            severity: 'error',
+            message: `\`torch.cuda.device_count()\` is 0 on a TPU host: \`${short(divides.text, 40)}\` raises ZeroDivisionError`,
+            fix: null,
+          });
+          continue;
+        }
         const spawnsWith = !!assigned && /^[A-Za-z_]\w*$/.test(assigned) && countsProcesses(ctx, assigned);
         const snip = spawnsWith ? null : ctx.idiom.xlaOnly('xr.global_runtime_device_count()', { module: 'torch_xla.runtime', alias: 'xr' });
         ctx.report(call, {
@@ -252,14 +272,23 @@ function neverRead(sema: RuleContext['sema'], a: Node): boolean {
 
 /**
  * `use_fused = device == "cuda"` read only as `fused=use_fused` (llm.c train_gpt2.py), `pinned = device == "cuda"` read
- * only as `pin_memory=pinned` / `non_blocking=pinned`: XLA has no fused optimizer kernels, and pinned host memory and
- * non-blocking copies are CUDA transfer tuning, so the non-CUDA value (False) is already right for TPU.
+ * only as `pin_memory=pinned` / `non_blocking=pinned`, or as a GradScaler's `enabled=`: XLA has no fused optimizer kernels,
+ * pinned host memory and non-blocking copies are CUDA transfer tuning, and bf16 needs no loss scaler, so the non-CUDA value
+ * (False) is already right for TPU.
  */
 function onlyTransferFlag(sema: RuleContext['sema'], assignment: Node): boolean {
   const left = assignment.childForFieldName('left');
   if (left?.type !== 'identifier') return false;
-  const uses = sema.identifiersNamed(left.text).filter((id) => id.id !== left.id);
-  return uses.length > 0 && uses.every((id) => id.parent?.type === 'keyword_argument' && id.parent.childForFieldName('value')?.id === id.id && /^(fused|pin_memory|non_blocking)$/.test(id.parent.childForFieldName('name')?.text ?? ''));
+  // (`non_blocking=non_blocking`: the keyword's own name is no read)
+  const uses = sema.identifiersNamed(left.text).filter((id) => id.id !== left.id && !(id.parent?.type === 'keyword_argument' && id.parent.childForFieldName('name')?.id === id.id));
+  return uses.length > 0 && uses.every((id) => {
+    if (id.parent?.type !== 'keyword_argument' || id.parent.childForFieldName('value')?.id !== id.id) return false;
+    const kw = id.parent.childForFieldName('name')?.text ?? '';
+    if (/^(fused|pin_memory|non_blocking)$/.test(kw)) return true;
+    // `GradScaler(enabled=scaler_enabled)`: off on XLA is what TPU needs (bf16 needs no scaler; TPU303 reports the scaler)
+    const call = id.parent.parent?.parent;
+    return kw === 'enabled' && call?.type === 'call' && /(^|\.)GradScaler$/.test(sema.callee(call) ?? call.childForFieldName('function')?.text ?? '');
+  });
 }
 
 /** `gpu_avail = torch.cuda.is_available()` read only inside print/log calls: a banner, nothing is keyed on it. */
@@ -531,6 +560,12 @@ function availabilityFindingOf(ctx: RuleContext, call: Node): { message: string;
   const decision = conditionOwner(call);
   if (decision && cudaGuarded(call)) return null;
   const owner = decision?.owner ?? null;
+  if (bf16ProbeRaises(ctx, call) && !(owner && xlaArmed(sema, owner)) && !sema.inXlaAwareBranch(call)) {
+    return {
+      severity: 'error',
+      message: '`torch.cuda.is_bf16_supported()` raises on a TPU host with torch < 2.5: it reads the current CUDA device (it returns False without CUDA only from torch 2.5)',
+    };
+  }
   if (!owner) {
     // `use_cuda = torch.cuda.is_available()`, `args.cuda = not args.no_cuda and torch.cuda.is_available()`: a flag that later
     // decisions read (not in migrated files)
@@ -557,6 +592,16 @@ function availabilityFindingOf(ctx: RuleContext, call: Node): { message: string;
     return { message: `\`${flag}\` is False on a TPU host: code keyed on it takes the non-TPU path` };
   }
   if (xlaArmed(sema, owner) || picker(owner) || guardsCudaExtrasOnly(sema, owner, ctx.model)) return null;
+  // `if not torch.cuda.is_available(): sys.exit("CUDA is required")`, `assert torch.cuda.is_available()`, dino's
+  // `elif torch.cuda.is_available(): ... else: print("Does not support training without GPU."); sys.exit(1)`: the script
+  // stops on a TPU host before it trains (an error, not a silent path choice)
+  const stop = callee === 'torch.cuda.is_available' ? stopsWithoutCuda(ctx, owner) : null;
+  if (stop) {
+    return {
+      severity: 'error',
+      message: `\`torch.cuda.is_available()\` is False on a TPU host: ${stop === 'assert' ? 'the assertion fails' : stop === 'raise' ? 'the branch it takes raises' : 'the branch it takes exits'}, so the script stops before it trains`,
+    };
+  }
   // `if torch.cuda.is_available(): device_type = "cuda"` / `elif mps: ... = "mps"` / `else: ... = "cpu"` (a device-type
   // string that TPU102's device holders do not cover): the picker has no XLA arm, so a TPU host silently gets the CPU
   const typePick = owner.type === 'if_statement' ? deviceTypePicker(ctx, owner) : null;
@@ -583,11 +628,62 @@ function availabilityFindingOf(ctx: RuleContext, call: Node): { message: string;
   }
   const message =
     callee === 'torch.cuda.is_bf16_supported'
-      ? '`torch.cuda.is_bf16_supported()` picks the dtype from CUDA: on a TPU host this does not detect bfloat16 support'
+      ? `\`torch.cuda.is_bf16_supported()\` is False on a TPU host (torch >= 2.5 returns False without CUDA): the bfloat16 choice silently goes to ${falseArm(owner) ? `\`${short(falseArm(owner)!.text, 30)}\`` : 'its float16 or float32 path'}`
       : owner.type === 'assert_statement'
         ? '`torch.cuda.is_available()` is asserted: this fails on a TPU host'
         : '`torch.cuda.is_available()` is False on a TPU host: this takes the non-TPU path (CPU device, no AMP, wrong backend)';
   return { message };
+}
+
+/** The arm a ternary or `if` takes when its condition is False (a ternary's `else` value; null for statements). */
+function falseArm(owner: Node): Node | null {
+  if (owner.type !== 'conditional_expression') return null;
+  const cond = owner.namedChildren[1];
+  const negated = cond?.type === 'not_operator';
+  return (negated ? owner.namedChildren[0] : owner.namedChildren[2]) ?? null;
+}
+
+/** The `a % n` / `a / n` / `a // n` (through parentheses) whose divisor is `call`, else null. */
+function divisorOf(call: Node): Node | null {
+  let n: Node = call;
+  while (n.parent?.type === 'parenthesized_expression') n = n.parent;
+  const p = n.parent;
+  return p?.type === 'binary_operator' && /^(%|\/|\/\/)$/.test(p.childForFieldName('operator')?.text ?? '') && p.childForFieldName('right')?.id === n.id ? p : null;
+}
+
+/** Calls that end the process: `sys.exit(...)`, `exit()`, `quit()`, `os._exit(1)`. */
+const EXIT_CALL = /^(sys\.exit|exit|quit|os\._exit)$/;
+
+/**
+ * What a TPU host does at this CUDA check when it stops the program: 'assert' (`assert torch.cuda.is_available()`),
+ * 'raise' or 'exit' when the arm a TPU host takes (`if not torch.cuda.is_available():`, or the `else:` after
+ * `[el]if torch.cuda.is_available():`) raises or exits at its top level. Null otherwise, and for a helper that probes an
+ * optional CUDA kernel (its callers handle the failure: `if not torch.cuda.is_available(): raise ImportError` next to a
+ * compute-capability read or a CUDA-only kernel import).
+ */
+function stopsWithoutCuda(ctx: RuleContext, owner: Node): 'assert' | 'raise' | 'exit' | null {
+  const sema = ctx.sema;
+  const fn = sema.enclosingFunction(owner);
+  if (fn && (usesCudaOnlyKernel(sema, fn) || sema.callsWithin(fn).some((c) => /^torch\.cuda\.(get_device_capability|get_device_properties)$/.test(sema.callee(c) ?? '')))) return null;
+  if (owner.type === 'assert_statement') return tpuTruth(owner.namedChildren[0]!, ctx.model) === false ? 'assert' : null;
+  if (owner.type !== 'if_statement' && owner.type !== 'elif_clause') return null;
+  const cond = owner.childForFieldName('condition');
+  const t = cond ? tpuTruth(cond, ctx.model) : null;
+  let arm: Node | null = null;
+  if (t === true) arm = owner.childForFieldName('consequence');
+  else if (t === false) {
+    // the next arm of the chain, when it is the `else:` (an `elif` after it decides again)
+    const chain = chainOf(owner);
+    const alts = chain.childrenForFieldName('alternative').filter((a): a is Node => !!a);
+    const next = owner.type === 'if_statement' ? alts[0] : alts[alts.findIndex((a) => a.id === owner.id) + 1];
+    arm = next?.type === 'else_clause' ? next.childForFieldName('body') : null;
+  }
+  for (const s of arm?.namedChildren ?? []) {
+    if (s?.type === 'raise_statement') return 'raise';
+    const e = s?.type === 'expression_statement' ? s.namedChildren[0] : null;
+    if (e?.type === 'call' && EXIT_CALL.test(sema.callee(e) ?? e.childForFieldName('function')?.text ?? '')) return 'exit';
+  }
+  return null;
 }
 
 /** The flag is the condition of a CUDA-or-CPU device choice after its assignment (`"cuda" if flag else "cpu"`, `if flag: device = torch.device("cuda", 0)`). */

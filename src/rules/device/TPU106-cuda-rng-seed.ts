@@ -28,7 +28,10 @@ export default defineRule({
       'Checks for CUDA RNG calls: `torch.cuda.manual_seed`, `manual_seed_all`, `seed`, `seed_all`, `initial_seed`, ' +
       '`get_rng_state(_all)` and `set_rng_state(_all)`, which is how seeding helpers that seed `random`, `numpy`, `torch` and ' +
       '`torch.cuda` show up. A scope (function or module) that already seeds the XLA device (`torch_xla.manual_seed`, ' +
-      '`xm.set_rng_state`, Accelerate\'s `set_seed`, or the generated `accel.manual_seed`) is not flagged.',
+      '`xm.set_rng_state`, Accelerate\'s `set_seed`, or the generated `accel.manual_seed`) is not flagged. In a notebook, or at the top ' +
+      'level of a script, with no device randomness in sight (no dropout or stochastic-depth layer, no random draw, and no import that could ' +
+      'bring one: a model library, a project module) the seeding finding is info: nothing on the device depends on the seed. A seeding ' +
+      'helper inside a function stays a warning (its callers are elsewhere).',
     why:
       'The CUDA seeding functions are documented as "silently ignored" when CUDA is not available (PT:torch/cuda/random.py), and the ' +
       'XLA device has its own RNG: `torch_xla.manual_seed(seed)` calls `xm.set_rng_state(seed)` (TX:229-238). Without it, device-side ' +
@@ -134,10 +137,51 @@ export default defineRule({
           ? `\`${label}\` works on CUDA generators only: the TPU device RNG state is not saved or restored`
           : `\`${label}\` is ignored without CUDA: the TPU device RNG stays unseeded`;
       }
-      ctx.report(call, { message, fix, related: related.length ? related : undefined });
+      // a notebook or script that seeds at its top level (not a seeding helper that other modules call) and has no device
+      // randomness in sight (no dropout, no random draws, no model from a library or another module): the unseeded TPU RNG
+      // changes nothing there, so the finding is advice
+      const program = ctx.path.endsWith('.ipynb') || !sema.enclosingFunction(call);
+      const quiet = program && (SEED.has(fn) || RANDOM.has(fn)) && fn !== 'initial_seed' && !deviceRandomness(ctx);
+      ctx.report(call, {
+        message: quiet ? `${message} (no device randomness is used in this file, so nothing depends on it yet)` : message,
+        severity: quiet ? 'info' : undefined,
+        fix,
+        related: related.length ? related : undefined,
+      });
     }
   },
 });
+
+/** Text that draws device random numbers or builds a layer that does (dropout, stochastic depth, sampling). */
+const RANDOM_USE = /dropout|drop_path|droppath|stochastic|\brand(n|int|perm|_like|n_like|int_like)?\s*\(|bernoulli|multinomial|\.(normal|uniform|exponential|random|geometric|cauchy|log_normal)_\s*\(|\bnormal\s*\(|\bgumbel|\bsample\w*\s*\(/i;
+/** Imports whose code cannot draw device random numbers on its own (a model zoo or a project module could). */
+const PLAIN_IMPORT = /^(torch|torch\.(nn|optim|utils|backends|cuda|distributed|multiprocessing|amp|autograd|nn\.functional)|torchvision(\.(transforms|datasets|utils|io))?|torch_xla(\..*)?|numpy|random|os|sys|math|time|json|argparse|pathlib|collections|itertools|functools|typing|dataclasses|logging|warnings|copy|re|glob|shutil|pickle|csv|datetime|tqdm(\..*)?|matplotlib(\..*)?|pandas|PIL(\..*)?|sklearn(\..*)?|scipy(\..*)?|seaborn|IPython(\..*)?|contextlib|__future__)$/;
+
+const randomnessMemo = new WeakMap<object, boolean>();
+/**
+ * Whether device-side randomness may run in the program this file is part of: the file's text names a random draw or
+ * a dropout-like layer, or it imports a module that is not a plain utility (a model library, a project module, a
+ * relative import), whose layers the file cannot see. Once per file.
+ */
+function deviceRandomness(ctx: RuleContext): boolean {
+  const sema = ctx.sema;
+  let r = randomnessMemo.get(sema);
+  if (r !== undefined) return r;
+  r = RANDOM_USE.test(ctx.text);
+  if (!r) {
+    for (const imp of [...sema.nodes('import_statement'), ...sema.nodes('import_from_statement')]) {
+      const mods = imp.type === 'import_from_statement'
+        ? [imp.childForFieldName('module_name')?.text ?? '.']
+        : imp.childrenForFieldName('name').map((n) => (n?.type === 'aliased_import' ? n.childForFieldName('name') : n)?.text ?? '');
+      if (mods.some((m) => !PLAIN_IMPORT.test(m))) {
+        r = true;
+        break;
+      }
+    }
+  }
+  randomnessMemo.set(sema, r);
+  return r;
+}
 
 function prevStatement(stmt: Node): Node | null {
   let p = stmt.previousNamedSibling;

@@ -1,4 +1,5 @@
-import { defineRule, type ReportOptions } from '../../core/rule';
+import { defineRule, type ReportOptions, type RuleContext } from '../../core/rule';
+import type { Node } from '../../core/parse';
 import type { Idioms } from '../../core/idioms';
 import { textLines, wholeLine } from './runtime-util';
 
@@ -123,9 +124,11 @@ function analyse(scan: Scan, idiom: Idioms, opts: { fixes: boolean; notebook: bo
     const line = mm && /^2\./.test(mm) && torch.line && opts.fixes && tpuOnly && /^[ \t]*(-[ \t]+)?$/.test(prefix) ? torch.line : null;
     report(at(torch), {
       severity: 'error',
-      message: xlaProfile
+      message: (xlaProfile
         ? `\`${scan.text.slice(torch.nameStart, torch.nameEnd)}\` is installed without \`torch_xla[tpu]\`: nothing here can run on a TPU`
-        : `\`${scan.text.slice(torch.nameStart, torch.nameEnd)}\` is installed without a TPU runtime package`,
+        : `\`${scan.text.slice(torch.nameStart, torch.nameEnd)}\` is installed without a TPU runtime package`) +
+        // `torch==1.13.1` (DeiT/MAE-era pins): every torch_xla target of the catalog is 2.x, paired with the same torch X.Y
+        (mm && /^[01]\./.test(mm) ? `, and torch ${mm} pairs with no torch_xla release this tool targets (2.x, each paired with the same torch X.Y)` : ''),
       fix: line
         ? { title: `Add \`torch_xla[tpu]~=${mm}.0\``, applicability: 'unsafe', edits: [{ start: line.end - lineBreakLen(scan.text, line.end), end: line.end - lineBreakLen(scan.text, line.end), text: `${eolOf(scan.text)}${prefix}torch_xla[tpu]~=${mm}.0` }] }
         : null,
@@ -170,6 +173,15 @@ function analyse(scan: Scan, idiom: Idioms, opts: { fixes: boolean; notebook: bo
         fix: opts.fixes && tpuOnly && r.line ? { title: `Remove \`${scan.text.slice(r.nameStart, r.nameEnd)}\``, applicability: 'unsafe', edits: [{ ...r.line, text: '' }] } : null,
       });
     } else if ((r.name === 'tensorflow' || r.name === 'tensorflow-gpu') && xlaProfile) reportTf(r); // the conflict is torch_xla's (its import warns)
+    else if (r.name === 'timm' && r.version && oldTimm(r.version)) {
+      // timm 0.3.2 (the pin of DeiT/MAE-era repos): timm/models/layers/helpers.py:6 `from torch._six import container_abcs`
+      // (huggingface/pytorch-image-models@6504a428); the import became `collections.abc` in 94ca140b (timm 0.4.2 dev).
+      // No fix: code written for 0.3.x may need more than a version bump
+      report(at(r), {
+        severity: 'error',
+        message: `\`timm==${r.version}\` imports \`torch._six\` (\`from torch._six import container_abcs\`), which torch 2.x no longer has, and every torch_xla release this tool targets pairs with torch 2.x: \`import timm\` fails`,
+      });
+    }
   }
   for (const u of scan.urls) {
     if (/download\.pytorch\.org\/whl\/(nightly\/)?cu\d+/.test(u.url)) {
@@ -184,6 +196,15 @@ function analyse(scan: Scan, idiom: Idioms, opts: { fixes: boolean; notebook: bo
       fix: opts.fixes && tpuOnly && !opts.notebook ? { title: 'Use `tensorflow-cpu`', applicability: 'unsafe', edits: [{ start: r.nameStart, end: r.extrasEnd, text: 'tensorflow-cpu' }] } : null,
     });
   }
+}
+
+/**
+ * A timm release before 0.4.2: the `collections.abc` import (94ca140b) landed while timm/version.py said 0.4.2, and the
+ * version bumps to 0.2.0-0.4.1 all still import `torch._six` (checked at each bump commit of timm/version.py).
+ */
+function oldTimm(version: string): boolean {
+  const [a, b, c] = version.split('.').map((x) => parseInt(x, 10));
+  return a === 0 && (b < 4 || (b === 4 && (c || 0) < 2));
 }
 
 function eolOf(text: string): string {
@@ -213,17 +234,25 @@ export default defineRule({
       'Checks requirements*.txt, pyproject.toml, setup.cfg, conda environment files, Dockerfile `pip install` lines and notebook `%pip`/`!pip install` magics for: torch without `torch_xla` (error); ' +
       '`torch_xla` without the `[tpu]` extra or `libtpu` (warning: it then runs on the CPU); torch and torch_xla with different X.Y (error); CUDA builds and CUDA-only packages ' +
       '(`+cu121` wheels, `download.pytorch.org/whl/cuXXX` indexes, `nvidia-*-cu12`, `cupy`, `pycuda`, `pytorch-cuda`, `cudatoolkit`) and `tensorflow` instead of `tensorflow-cpu` (warnings). ' +
+      'Also code and pins that need torch 1.x: `from torch._six import ...`, `import torch._six` and `torch._six.*` reads in Python (error, outside a `try:` ' +
+      'that catches the ImportError or a torch-version test), and `timm` pins before 0.4.2 (error), whose `timm/models/layers/helpers.py` imports `torch._six`. ' +
       'Findings are anchored on the requirement. Files named for GPUs (`requirements-gpu.txt`, `…cuda…`) are skipped. In notebooks the version pairing and CUDA wheels are left to TPU903.',
     why:
       '"PyTorch and PyTorch/XLA version should match" (TS:14-16); the README installs `torch==2.8.0 \'torch_xla[tpu]==2.8.0\'` (README.md:40), the `[tpu]` extra bringing libtpu. ' +
       '`import torch_xla` warns: "`tensorflow` can conflict with `torch-xla`. Prefer `tensorflow-cpu` when using PyTorch/XLA" (INIT:240-253). CUDA-only packages cannot be used on a TPU VM. ' +
-      'Supported Python versions of the wheels are not checked: the README states two different ranges (unverified which is current).',
+      'Supported Python versions of the wheels are not checked: the README states two different ranges (unverified which is current). ' +
+      '`torch._six` was removed in torch 2.0 (pytorch/pytorch#94709; `ModuleNotFoundError: No module named \'torch._six\'` on torch 2.0.1, pytorch/pytorch#102410), ' +
+      'and every torch_xla release the catalog targets pairs with torch 2.x; timm 0.3.2 does `from torch._six import container_abcs` (timm/models/layers/helpers.py:6 at ' +
+      'huggingface/pytorch-image-models@6504a428), changed to `collections.abc` in 94ca140b while the version said 0.4.2.',
     example: 'torch==2.1.0+cu121\ncupy-cuda12x\ntensorflow==2.15',
     useInstead: 'torch==2.8.0\ntorch_xla[tpu]==2.8.0        # same X.Y as torch\ntensorflow-cpu                # only if TF is needed',
     fixSafety:
       'Unsafe: every fix edits dependency pins. Adding `torch_xla[tpu]~=X.Y.0` (requirements files, pinned torch), dropping `+cuXXX`, removing CUDA-only packages and switching to `tensorflow-cpu` ' +
       'are offered in the torch_xla tpu-only style only: in dual-path style the same file must still install for CUDA (keep a separate TPU requirements file). ' +
-      'Adding `[tpu]` and aligning torch to the torch_xla pin are offered in both styles.',
+      'Adding `[tpu]` and aligning torch to the torch_xla pin are offered in both styles. ' +
+      'Safe: a `from torch._six import ...` whose every name has an exact standard-library twin is rewritten to it, one statement per name, with the values torch 1.13 ' +
+      'defined (`inf`/`nan` from `math`, `string_classes = (str, bytes)`; torch 1.8\'s `container_abcs` is `collections.abc`, `int_classes` is `int`); ' +
+      'no fix for `with_metaclass`, `import torch._six` or the timm pin (code written for timm 0.3 may need more than a version bump).',
     sources: [
       'TS: docs/source/learn/troubleshoot.md:14-16 (versions must match); README.md:40 (install line)',
       'pytorch/xla torch_xla/__init__.py (INIT:240-253): tensorflow conflict warning, checked in the stored source',
@@ -232,6 +261,7 @@ export default defineRule({
     torchtpu: 'The preview profile reports the same problems; the TorchTPU package name is not public yet, so no install line is suggested.',
   },
   check(ctx) {
+    reportTorchSix(ctx);
     if (!ctx.notebook) return;
     const reqs: Req[] = [];
     const urls: Scan['urls'] = [];
@@ -330,3 +360,74 @@ function isInteresting(name: string): boolean {
   return /^(torch|pytorch|torch-xla|torchvision|torchaudio|libtpu.*|tensorflow(-gpu)?|pycuda|pytorch-cuda|cudatoolkit|cuda-toolkit|cupy.*|nvidia-.*-cu\d+)$/.test(name);
 }
 
+
+/**
+ * What each name of torch 1.x's `torch/_six.py` was, as a statement binding `alias` (torch 1.13: `inf = math.inf`,
+ * `nan = math.nan`, `string_classes = (str, bytes)`; torch 1.8: `container_abcs = collections.abc`, `int_classes = int`).
+ * `with_metaclass` and the rest have no one-line standard-library twin.
+ */
+const SIX_NAMES: Record<string, (alias: string) => string> = {
+  inf: (a) => (a === 'inf' ? 'from math import inf' : `from math import inf as ${a}`),
+  nan: (a) => (a === 'nan' ? 'from math import nan' : `from math import nan as ${a}`),
+  string_classes: (a) => `${a} = (str, bytes)`,
+  container_abcs: (a) => `import collections.abc as ${a}`,
+  int_classes: (a) => `${a} = int`,
+};
+
+/**
+ * `from torch._six import inf` / `import torch._six` / `torch._six.string_classes`: torch._six was removed in torch 2.0
+ * (pytorch/pytorch#94709), and every torch_xla release this catalog targets (and the TorchTPU preview) needs torch 2.x, so
+ * the import raises ModuleNotFoundError. Not inside a `try:` that catches the failure (a compatibility shim) or under a
+ * torch-version test.
+ */
+function reportTorchSix(ctx: RuleContext): void {
+  const sema = ctx.sema;
+  const shimmed = (n: Node): boolean => {
+    for (let p = n.parent; p; p = p.parent) {
+      if (p.type === 'try_statement' && p.namedChildren.some((c) => c?.type === 'except_clause')) return true;
+      if ((p.type === 'if_statement' || p.type === 'elif_clause') && /version|TORCH_\w*\d|_six/i.test(p.childForFieldName('condition')?.text ?? '')) return true;
+      if (p.type === 'function_definition' || p.type === 'class_definition') break;
+    }
+    return false;
+  };
+  const why = 'torch._six was removed in torch 2.0, and every TPU runtime this tool targets pairs with torch 2.x: this raises ModuleNotFoundError';
+  let imported = false;
+  for (const imp of sema.nodes('import_from_statement')) {
+    if (imp.childForFieldName('module_name')?.text !== 'torch._six') continue;
+    imported = true;
+    if (shimmed(imp)) continue;
+    const lines: string[] = [];
+    for (const c of imp.childrenForFieldName('name')) {
+      const name = c?.type === 'aliased_import' ? c.childForFieldName('name')?.text : c?.text;
+      const alias = c?.type === 'aliased_import' ? c.childForFieldName('alias')?.text : name;
+      const rep = name ? SIX_NAMES[name] : undefined;
+      if (!rep || !alias) {
+        lines.length = 0;
+        break;
+      }
+      lines.push(rep(alias));
+    }
+    const lineStart = ctx.text.lastIndexOf('\n', imp.startIndex - 1) + 1;
+    const indent = /^[ \t]*/.exec(ctx.text.slice(lineStart, imp.startIndex))?.[0] ?? '';
+    // one statement per line, at the import's indentation (only when the import is the first thing on its line)
+    const own = ctx.text.slice(lineStart, imp.startIndex).trim() === '';
+    ctx.report(imp, {
+      message: `\`${imp.text.length > 60 ? `${imp.text.slice(0, 57)}...` : imp.text}\`: ${why}`,
+      fix: lines.length && own
+        ? { title: `Use the standard library (${lines.join('; ')})`, applicability: 'safe', edits: [{ start: imp.startIndex, end: imp.endIndex, text: lines.join(`\n${indent}`) }] }
+        : null,
+    });
+  }
+  for (const imp of sema.nodes('import_statement')) {
+    const names = imp.childrenForFieldName('name').map((c) => (c?.type === 'aliased_import' ? c.childForFieldName('name') : c)?.text ?? '');
+    if (!names.some((n) => n === 'torch._six' || n.startsWith('torch._six.'))) continue;
+    imported = true;
+    if (!shimmed(imp)) ctx.report(imp, { message: `\`${imp.text}\`: ${why}`, fix: null });
+  }
+  if (imported) return;
+  // `import torch` … `isinstance(x, torch._six.string_classes)` (torch 1.x imported _six itself)
+  for (const a of sema.nodes('attribute')) {
+    if (a.parent?.type === 'attribute' || !/^torch\._six\./.test(sema.resolve(a) ?? '') || shimmed(a)) continue;
+    ctx.report(a, { message: `\`${a.text}\`: ${why}`, fix: null });
+  }
+}

@@ -78,6 +78,11 @@ export function cudaOnlyBlock(sema: Semantics, block: Node | null): boolean {
         const key = left.childForFieldName('subscript');
         return key?.type === 'string' && MEMORY_KEY.test(stringContent(key) ?? '');
       }
+      // `net = torch.nn.DataParallel(net)` (kuangliu pytorch-cifar's `if device == 'cuda':` arm): a multi-GPU wrapper that
+      // TPU504 reports where it runs; skipping it leaves the module as it was
+      const right = e.childForFieldName('right');
+      if (left?.type === 'identifier' && right?.type === 'call' && /^torch\.nn\.(parallel\.)?DataParallel$/.test(sema.callee(right) ?? '') &&
+        right.childForFieldName('arguments')?.namedChildren[0]?.text === left.text) return true;
       return !!left && /^torch\.(backends|cuda)\./.test(sema.resolve(left) ?? '');
     }
     return false;

@@ -40,6 +40,9 @@ export default defineRule({
       'Checks for autocast regions keyed on CUDA: `torch.cuda.amp.autocast(...)` (as a context manager, call or decorator), ' +
       '`torch.autocast("cuda", ...)`, `torch.amp.autocast(device_type="cuda")`, `autocast(...)` imported from `torch.cuda.amp`, ' +
       'and `torch.autocast(device_type=var)` where `var` holds a CUDA device type (`"cuda" if torch.cuda.is_available() else "cpu"`, `device.type`). ' +
+      'A CUDA autocast written with `enabled=False` (a float32 island such as `with torch.cuda.amp.autocast(enabled=False):` around an ' +
+      'attention softmax) computes nothing in reduced precision, so it is info only: it switches CUDA autocast off, not an XLA autocast ' +
+      'region around it. ' +
       'Also `torch.cuda.amp.custom_fwd`/`custom_bwd`, which follow the CUDA autocast state only, and the uncalled factory assigned to a name and entered later ' +
       '(`amp_autocast = torch.cuda.amp.autocast` … `with amp_autocast():`, timm `train.py`; also as the first arm of a conditional, `autocast = torch.cuda.amp.autocast if cfg.use_fp16 else nullcontext`).',
     why:
@@ -71,7 +74,21 @@ export default defineRule({
       const ac = autocastCall(ctx, call);
       if (!ac || (ac.kind !== 'cuda' && ac.kind !== 'torch')) continue;
       if (ac.kind === 'torch' && !isCudaDeviceType(ctx, ac.device)) continue;
+      // `device_type = "cuda" if "cuda" in device else "cpu"` … `torch.amp.autocast(device_type=device_type, ...)` (nanoGPT,
+      // llama2.c): TPU103 reports the device-type picker, and its XLA arm fixes this autocast too (one finding per problem)
+      if (ac.kind === 'torch' && ac.device?.type === 'identifier' && deviceTypeTernaryOnly(ctx, ac.device.text)) continue;
       if (ctx.sema.inXlaAwareBranch(call) || underCudaOnlyBranch(ctx, call)) continue;
+      // `with torch.cuda.amp.autocast(enabled=False):` (a float32 island inside a model): nothing runs in reduced precision
+      // here, so no float32 slowdown to report; on TPU it only switches CUDA autocast off, so an XLA autocast region
+      // around it still casts (advice)
+      if (ac.enabled?.type === 'false') {
+        ctx.report(call, {
+          severity: 'info',
+          message: `\`${short(call.text)}\` turns off CUDA autocast only: inside ${ctx.idiom.profile === 'torchtpu' ? 'a tpu' : 'an XLA'} autocast region this block is still autocast to bfloat16 on TPU`,
+          fix: null,
+        });
+        continue;
+      }
       const hot = ctx.sema.hot(call);
       const severity = hot && (hot.kind === 'eval' || hot.throttled) ? downgrade('warning') : 'warning';
       const message = `\`${short(call.text)}\` is CUDA autocast, disabled without a CUDA device: the region runs in float32 on TPU (use bf16 autocast on ${where})`;
@@ -180,3 +197,14 @@ export default defineRule({
     }
   },
 });
+
+/** `name` is bound only to `"cuda" if <test naming "cuda"> else "cpu"` string ternaries (TPU103's device-type pickers). */
+function deviceTypeTernaryOnly(ctx: RuleContext, name: string): boolean {
+  const defs = ctx.sema.bindings(name);
+  return defs.length > 0 && defs.every((d) => {
+    if (d.type !== 'conditional_expression') return false;
+    const [a, cond, b] = d.namedChildren;
+    return a?.type === 'string' && b?.type === 'string' && stringContent(a) === 'cuda' && stringContent(b) === 'cpu' &&
+      cond?.type === 'comparison_operator' && /["']cuda["']/.test(cond.text);
+  });
+}

@@ -6,6 +6,7 @@ import type { RuleContext, FixDraft } from '../../core/rule';
 import { callArgs, kwValue, mentionsXla, methodName, receiver, stringContent } from '../../core/semantics';
 import type { ImportSpec } from '../../core/types';
 import { gpuSelfTest } from '../device/cuda-util';
+import { bf16ProbeRaises } from '../shared';
 import { autocastCall, isBfloat16, isFloat16, torchAttr, underCudaOnlyBranch, evalsOnTpu } from './util';
 
 const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig|DPOConfig|ORPOConfig|RewardConfig|GRPOConfig)$/;
@@ -537,6 +538,8 @@ export default defineRule({
       const other = onTpu ? no : yes;
       if (!isFloat16(ctx, picked)) continue;
       if (ctx.sema.inXlaAwareBranch(cond)) continue;
+      // `torch.cuda.is_bf16_supported()` that raises for the target (torch < 2.5): TPU103 reports the error
+      if ((test.type === 'call' ? [test, ...ctx.sema.callsWithin(test)] : ctx.sema.callsWithin(test)).some((c) => bf16ProbeRaises(ctx, c))) continue;
       let fix: FixDraft | null;
       if (isFloat16(ctx, other)) {
         // both arms are float16 (`'float16' if torch.cuda.is_available() else 'float16'`): float16 everywhere
@@ -561,8 +564,12 @@ export default defineRule({
       } else {
         fix = { title: `Replace the picker with \`${other.text}\``, edits: [replace(cond, other.text)] };
       }
+      // a flag with a known default (`torch.float16 if args.use_fp16 else torch.float32`, `--use_fp16` default True) is no CUDA key
+      const cudaKeyed = /cuda|bf16_supported|device|mps|gpu/i.test(test.text);
       ctx.report(cond, {
-        message: `This dtype picker is keyed on CUDA and evaluates to \`${picked.text}\` on a TPU host; TPUs use bfloat16`,
+        message: cudaKeyed
+          ? `This dtype picker is keyed on CUDA and evaluates to \`${picked.text}\` on a TPU host; TPUs use bfloat16`
+          : `This dtype picker evaluates to \`${picked.text}\` as configured (\`${short(test.text, 40)}\` is ${onTpu ? 'True' : 'False'} by default): float16 on TPU too, where mixed precision is bfloat16`,
         fix,
       });
     }

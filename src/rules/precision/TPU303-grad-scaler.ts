@@ -2,7 +2,7 @@ import { defineRule } from '../../core/rule';
 import { deleteStatement, replace } from '../../core/edits';
 import type { Node } from '../../core/parse';
 import type { FixDraft, RuleContext } from '../../core/rule';
-import { callArgs, enclosingStatement, methodName, receiver, stringContent } from '../../core/semantics';
+import { callArgs, enclosingStatement, methodName, nearestAncestor, receiver, stringContent } from '../../core/semantics';
 import { asPrimary, isFloat16 } from './util';
 
 const CUDA_SCALERS = new Set(['torch.cuda.amp.GradScaler', 'torch.cuda.amp.grad_scaler.GradScaler']);
@@ -34,11 +34,14 @@ export default defineRule({
   effort: 1,
   message: 'Loss scaling is not needed with bf16 on TPU',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Remove the GradScaler' },
-  triggers: ['GradScaler', '["scale"]', "['scale']"],
+  triggers: ['GradScaler', '["scale"]', "['scale']", 'backward'],
   docs: {
     what:
       'Checks for `torch.cuda.amp.GradScaler`, `torch.amp.GradScaler`, `torch.GradScaler`, FSDP\'s `ShardedGradScaler` (a CUDA scaler by default) and `torch_xla.amp.GradScaler` (through aliases), and for the uses of the scaler ' +
       'they create: `scaler.scale(loss).backward()`, `scaler.unscale_(opt)`, `scaler.step(opt)`, `scaler.update()`. ' +
+      'Hand-built float16 loss scaling is reported too (warning, no fix): a backward of the loss times a power of two (`(loss * 2 ** self.lg_loss_scale).backward()`, ' +
+      'or through a local bound to one, as in openai improved-diffusion\'s train_util.py), or times a scale-like name (`loss_scale`) in a class or module that checks ' +
+      'the gradients with `torch.isfinite`/`isinf`/`isnan`; those checks are its related locations (TPU202 reports their per-parameter host reads). ' +
       'Also checks `scaler.state_dict()["scale"]` on a CUDA scaler, or on a class of the project that wraps one and returns its `state_dict()` ' +
       '(an error: the disabled scaler\'s state is `{}`, so the read raises KeyError; fixed, safely, to `.get("scale", 1.0)`).',
     why:
@@ -66,6 +69,7 @@ export default defineRule({
     torchtpu: 'Same fix: bf16 on the tpu device needs no scaler either.',
   },
   check(ctx) {
+    reportManualLossScaling(ctx);
     const fp16 = keepsFloat16(ctx);
     for (const ctor of ctx.sema.nodes('call')) {
       const q = ctx.sema.callee(ctor) ?? '';
@@ -248,4 +252,52 @@ function disableOnXla(ctx: RuleContext, ctor: Node): FixDraft | null {
   const text = `${inner.length && !/,\s*\)$/.test(list.text) ? ', ' : ''}enabled=not ${x.text}`;
   const at = list.endIndex - 1; // before `)`
   return { ...base, edits: [{ start: at, end: at, text }] };
+}
+
+const OWNERS: ReadonlySet<string> = new Set(['class_definition', 'module']);
+
+/** A power of two (`2 ** self.lg_loss_scale`, `2.0 ** k`): the loss scale of a hand-built fp16 scaler. */
+function powerOfTwo(n: Node | null | undefined): boolean {
+  return n?.type === 'binary_operator' && n.childForFieldName('operator')?.text === '**' && /^2(\.0*)?$/.test(n.childForFieldName('left')?.text ?? '');
+}
+
+/** Scale-like names (`loss_scale`, `self.lg_loss_scale`, `scale_factor`) that only count with a gradient inf/nan check. */
+const SCALE_NAME = /(^|[._])(lg_|log_)?(loss_)?scale(_factor)?$/i;
+
+/**
+ * Hand-built fp16 loss scaling (openai improved-diffusion train_util.py): `loss_scale = 2 ** self.lg_loss_scale` …
+ * `(loss * loss_scale).backward()`, with the gradients checked for inf/nan (`th.isfinite(p.grad)`) to shrink the scale.
+ * One finding on the scaled backward; the inf/nan checks of the file are its related locations (TPU202 reports their
+ * per-parameter host reads).
+ */
+function reportManualLossScaling(ctx: RuleContext): void {
+  const sema = ctx.sema;
+  let checks: Node[] | null = null;
+  const ownerOf = (n: Node): Node | null => nearestAncestor(n, OWNERS)?.ancestor ?? null;
+  const gradChecks = (): Node[] => (checks ??= sema.nodes('call').filter((c) => /^torch\.(isfinite|isinf|isnan)$/.test(sema.callee(c) ?? '') &&
+    /\.grad\b/.test(c.childForFieldName('arguments')?.text ?? '')));
+  for (const call of sema.nodes('call')) {
+    const f = call.childForFieldName('function');
+    if (f?.type !== 'attribute' || f.childForFieldName('attribute')?.text !== 'backward') continue;
+    let recv = f.childForFieldName('object');
+    while (recv?.type === 'parenthesized_expression') recv = recv.namedChildren[0] ?? null;
+    if (recv?.type !== 'binary_operator' || recv.childForFieldName('operator')?.text !== '*') continue;
+    const sides = [recv.childForFieldName('left'), recv.childForFieldName('right')];
+    const scaled = sides.some((x) => {
+      if (!x) return false;
+      if (powerOfTwo(x)) return true;
+      if (x.type !== 'identifier' && x.type !== 'attribute') return false;
+      // a local bound to a power of two in the same function
+      const fn = sema.enclosingFunction(call);
+      if (x.type === 'identifier' && sema.bindings(x.text).some((b) => powerOfTwo(b) && sema.enclosingFunction(b)?.id === fn?.id)) return true;
+      // a scale-like name counts with an inf/nan check of the gradients in the same class (or function, or module)
+      return SCALE_NAME.test(x.text) && gradChecks().some((c) => ownerOf(c)?.id === ownerOf(call)?.id);
+    });
+    if (!scaled || sema.inXlaAwareBranch(call)) continue;
+    ctx.report(call, {
+      message: `\`${call.text.length > 50 ? `${call.text.slice(0, 47)}...` : call.text}\` is hand-built float16 loss scaling: TPU mixed precision is bfloat16, which needs no loss scaling, and the inf/nan checks that adjust the scale read gradients on the host`,
+      related: gradChecks().slice(0, 5).map((c) => ({ start: c.startIndex, end: c.endIndex, message: 'the inf/nan check of this loss scale' })),
+      fix: null,
+    });
+  }
 }
