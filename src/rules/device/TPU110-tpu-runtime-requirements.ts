@@ -128,7 +128,7 @@ function analyse(scan: Scan, idiom: Idioms, opts: { fixes: boolean; notebook: bo
         ? `\`${scan.text.slice(torch.nameStart, torch.nameEnd)}\` is installed without \`torch_xla[tpu]\`: nothing here can run on a TPU`
         : `\`${scan.text.slice(torch.nameStart, torch.nameEnd)}\` is installed without a TPU runtime package`) +
         // `torch==1.13.1` (DeiT/MAE-era pins): every torch_xla target of the catalog is 2.x, paired with the same torch X.Y
-        (mm && /^[01]\./.test(mm) ? `, and torch ${mm} pairs with no torch_xla release this tool targets (2.x, each paired with the same torch X.Y)` : ''),
+        (mm && /^[01]\./.test(mm) ? (xlaProfile ? `, and torch ${mm} pairs with no torch_xla release this tool targets (2.x, each paired with the same torch X.Y)` : `, and torch ${mm} is older than the torch 2.x the TPU runtime needs`) : ''),
       fix: line
         ? { title: `Add \`torch_xla[tpu]~=${mm}.0\``, applicability: 'unsafe', edits: [{ start: line.end - lineBreakLen(scan.text, line.end), end: line.end - lineBreakLen(scan.text, line.end), text: `${eolOf(scan.text)}${prefix}torch_xla[tpu]~=${mm}.0` }] }
         : null,
@@ -179,7 +179,7 @@ function analyse(scan: Scan, idiom: Idioms, opts: { fixes: boolean; notebook: bo
       // No fix: code written for 0.3.x may need more than a version bump
       report(at(r), {
         severity: 'error',
-        message: `\`timm==${r.version}\` imports \`torch._six\` (\`from torch._six import container_abcs\`), which torch 2.x no longer has, and every torch_xla release this tool targets pairs with torch 2.x: \`import timm\` fails`,
+        message: `\`timm==${r.version}\` imports \`torch._six\` (\`from torch._six import container_abcs\`), which torch 2.x no longer has, and ${xlaProfile ? 'every torch_xla release this tool targets pairs' : 'the TPU runtime this tool targets runs'} with torch 2.x: \`import timm\` fails`,
       });
     }
   }
