@@ -362,6 +362,9 @@ export class Semantics {
     }
     if (!name) return [];
     const all = this.functionIndex().get(name) ?? [];
+    // `loss_scaler(loss, optimizer, ...)` where `loss_scaler = NativeScaler()` and the file defines that class: the
+    // instance's `__call__` (timm's NativeScaler runs backward and the optimizer step there)
+    if (!all.length && fn.type === 'identifier') return this.instanceCallMethods(name);
     // `self.train_step()`: the enclosing class's own method when it defines one (several trainer classes of a file
     // each define train_step); else any class's (a method inherited from a base class of the file)
     if (own && all.length > 1) {
@@ -371,6 +374,27 @@ export class Semantics {
     }
     return all;
   }
+
+  /** `__call__` of the same-file classes that a plain name is bound to by `name = Cls(...)` (indexed once per name). */
+  private instanceCallMethods(name: string): Node[] {
+    const hit = this.instanceCallMemo.get(name);
+    if (hit) return hit;
+    const calls = this.functionIndex().get('__call__') ?? [];
+    const out: Node[] = [];
+    if (calls.length) {
+      for (const a of this.nodes('assignment')) {
+        const left = a.childForFieldName('left');
+        const right = a.childForFieldName('right');
+        if (left?.type !== 'identifier' || left.text !== name || right?.type !== 'call') continue;
+        const cls = right.childForFieldName('function');
+        if (cls?.type !== 'identifier') continue;
+        for (const m of calls) if (this.enclosingClass(m)?.childForFieldName('name')?.text === cls.text && !out.includes(m)) out.push(m);
+      }
+    }
+    this.instanceCallMemo.set(name, out);
+    return out;
+  }
+  private instanceCallMemo = new Map<string, Node[]>();
 
   /**
    * The calls of this file whose function is the identifier `name` or an attribute `….name` (`f(...)`, `self.f(...)`,

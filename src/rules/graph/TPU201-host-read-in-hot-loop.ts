@@ -7,6 +7,7 @@ import { replace } from '../../core/edits';
 import { cudaOnly } from '../../model/guards';
 import { hostValue, hotAt, severityIn, short, tensorish, throttledEvalScope, throttledEvalWork } from './util';
 import { reportGenerationReads } from './generation-report';
+import { reportRoundTrips } from './rollout';
 
 const MATERIALIZE = new Set(['item', 'tolist', 'cpu', 'numpy']);
 const CONVERT = new Set(['float', 'int', 'bool', 'str', 'repr']);
@@ -102,6 +103,7 @@ export default defineRule({
   docs: {
     what:
       'Generation loops outside training (a loop that calls a model and feeds its output back, see graph/generation.ts): `.item()`/`.tolist()`/`.cpu()`/`.numpy()` of a tensor every step (info). ' +
+      'Environment rollouts outside training (graph/rollout.ts: a loop that uploads host data, `torch.Tensor(next_obs).to(device)` or a helper given a device, `obs_as_tensor(obs, self.device)`, reads what the device computed from it back to the host, `action.cpu().numpy()`, and hands that to a host call whose result is uploaded again, `env.step(...)`): the read, once per round trip (warning, the uploads related, no fix); a per-item read whose value does not come back to the device, or a policy kept on the CPU, is not one. ' +
       'Checks for tensor values read on the host inside a hot loop (a training or eval loop, `forward`, or a compiled step): ' +
       '`.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `float(t)`/`int(t)`/`bool(t)`/`str(t)`, `print(t)`, f-strings and `%` formatting of tensors, ' +
       '`logger.info(t)`, `wandb.log({...: t})`, `writer.add_scalar(tag, t)`, `pbar.set_postfix(loss=t)` and `np.asarray(t)`; ' +
@@ -336,6 +338,7 @@ export default defineRule({
     reportIterationReads(ctx, report);
     flushBlocks();
     reportGenerationReads(ctx); // per-token reads in decode loops outside training (info)
+    reportRoundTrips(ctx); // per-env-step round trips in rollout loops outside training (warning)
   },
 });
 

@@ -3,6 +3,7 @@ import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import { deviceBreaks, generationLoops, perStepReads, smallTripCount, stepsExecute } from './generation';
 import { endOfBodyEdit, pythonReduction, short } from './util';
+import { roundTrips } from './rollout';
 
 /** TPU205: the growing sequence and the early exit on a device value. */
 export function reportGenerationDynamism(ctx: RuleContext): void {
@@ -33,8 +34,11 @@ export function reportGenerationDynamism(ctx: RuleContext): void {
 
 /** TPU201: per-step host reads in a generation loop (`next_tok.item()`). */
 export function reportGenerationReads(ctx: RuleContext): void {
+  // a rollout's round trip (`env.step(action.cpu().numpy())`) is reported as such (rollout.ts), not as a decode read
+  const trips = new Set(roundTrips(ctx).map((t) => t.read.id));
   for (const g of generationLoops(ctx)) {
     for (const read of perStepReads(ctx, g)) {
+      if (trips.has(read.id)) continue;
       ctx.report(read, {
         severity: 'info',
         message: `\`${short(read.text, 36)}\` in the generation loop waits for the device every step; keep the values on the device and read them once after the loop`,

@@ -31,7 +31,7 @@ const HOST_READS = new Set(['item', 'tolist', 'cpu', 'numpy']);
 
 const memo = new WeakMap<object, GenerationLoop[]>();
 
-function ownStatements(body: Node): Node[] {
+export function ownStatements(body: Node): Node[] {
   // statements of this loop's body, not of nested functions or lambdas (nested loops count)
   const out: Node[] = [];
   const walk = (n: Node) => {
