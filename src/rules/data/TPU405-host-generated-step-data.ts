@@ -71,6 +71,10 @@ function deviceFactoryFix(ctx: RuleContext, c: Copy): FixDraft | null {
   const { positional, keywords } = callArgs(c.call);
   const dev = kwValue(keywords.get('device')) ?? positional[0];
   if (!dev || positional.length + keywords.size !== 1) return null;
+  // `.to(other)` also takes another tensor's dtype (and `device=` takes no tensor): only a device, a device string or a
+  // name of the `device` convention (`x.device`, `self.device`)
+  const dv = ctx.model.value(dev);
+  if (!(dv.kind === 'device' || dv.kind === 'string' || dv.kind === 'number' || ((dev.type === 'identifier' || dev.type === 'attribute') && /(^|\.|_)device$/.test(dev.text)))) return null;
   const args = c.data.childForFieldName('arguments');
   if (!args || !args.namedChildren.length) return null;
   const last = args.namedChildren[args.namedChildren.length - 1]!;
