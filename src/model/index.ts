@@ -59,6 +59,10 @@ const INT_METHODS = new Set(['dim', 'numel', 'element_size', 'data_ptr', 'neleme
 const DTYPE_METHOD: Record<string, string> = { half: 'float16', float: 'float32', double: 'float64', bfloat16: 'bfloat16', long: 'int64', int: 'int32', bool: 'bool' };
 /** torch factory functions: a CPU tensor unless `device=` says otherwise. */
 const TORCH_FACTORIES = /^torch\.(tensor|as_tensor|from_numpy|zeros|ones|empty|full|arange|range|linspace|logspace|eye|rand|randn|randint|randperm|empty_strided|tril_indices|triu_indices|Tensor|FloatTensor|LongTensor|IntTensor|BoolTensor|ByteTensor|DoubleTensor|HalfTensor)$/;
+/** Factories that copy their first argument (a wrap) rather than build from sizes; the legacy type constructors do either. */
+const WRAP_FACTORIES = /^(tensor|as_tensor|from_numpy|Tensor|FloatTensor|LongTensor|IntTensor|BoolTensor|ByteTensor|DoubleTensor|HalfTensor)$/;
+/** NumPy's legacy global RNG (`np.random.normal`, `np.random.rand`, …): host random numbers. */
+const HOST_RNG = /^numpy\.random\.(rand|randn|randint|random|random_sample|normal|uniform|choice|permutation|binomial|beta|gamma|poisson|exponential|standard_normal|multivariate_normal|laplace|logistic|lognormal|dirichlet)$/;
 const TORCH_LIKE = /^torch\.(zeros_like|ones_like|empty_like|full_like|rand_like|randn_like|randint_like)$/;
 const NON_TENSOR_TORCH = /^torch\.(cuda|backends|distributed|device|no_grad|inference_mode|enable_grad|autocast|manual_seed|set_|get_|is_|optim|utils|nn\.(?!functional)|compile|save|load|jit|amp|multiprocessing|Generator|dtype|finfo|iinfo|Size|onnx|profiler|hub|numel|use_deterministic|seed|initial_seed|random|testing|fx|export|library|overrides|sparse\.|special\.(?!\w)|version|__version__)/;
 const HOST_MODULES = /^(numpy|pandas|math|random|statistics|scipy|sklearn|PIL|cv2)(\.|$)/;
@@ -1109,7 +1113,8 @@ export class ProgramModel {
     }
     if (HOST_MODULES.test(callee)) {
       if (/^(math|random|statistics)\./.test(callee)) return num(node);
-      return hostTensor(node);
+      // `np.random.normal(0, 1, (b, d))`, `np.random.default_rng().random(...)` is a method call (not here)
+      return hostTensor(node, HOST_RNG.test(callee) ? { generated: 'random' } : {});
     }
     if (TORCH_FACTORIES.test(callee)) return this.factory(node, callee);
     // `Variable(t, requires_grad=False)` (pre-0.4 autograd wrapper, now a no-op returning a Tensor): the tensor it wraps
@@ -1166,13 +1171,21 @@ export class ProgramModel {
     const dtypeV = dtypeNode ? this.value(dtypeNode) : null;
     const dtype = dtypeV?.kind === 'dtype' ? dtypeV.name ?? undefined : undefined;
     if (dev) return this.placed(node, dev, dtype);
-    if (callee === 'torch.from_numpy') return hostTensor(node, { dtype });
-    if (/^torch\.(tensor|as_tensor)$/.test(callee) && positional[0]) {
+    const op = callee.slice('torch.'.length);
+    if (WRAP_FACTORIES.test(op)) {
+      const src = positional[0] ? this.value(positional[0]) : UNKNOWN;
       // torch.as_tensor(t) of a device tensor keeps its device
-      const src = this.value(positional[0]);
       if (src.kind === 'tensor' && callee === 'torch.as_tensor') return { ...src, origin: node, batch: undefined } as Value;
+      // a wrap of host-generated data stays host-generated (`torch.FloatTensor(np.random.normal(...))`)
+      if (src.kind === 'tensor' && src.where === 'host' && src.generated) return hostTensor(node, { dtype, generated: src.generated });
+      // a legacy type constructor given sizes (`torch.FloatTensor(n, 1)`): an uninitialised constant
+      if (/Tensor$/.test(op) && positional.length && positional.every((a) => this.value(a).kind === 'number')) return hostTensor(node, { dtype, generated: 'constant' });
+      return hostTensor(node, { dtype });
     }
-    return hostTensor(node, { dtype });
+    if (/^(rand|randn|randint)$/.test(op)) return hostTensor(node, { dtype, generated: 'random' });
+    // sizes and fill values only (`torch.ones(x.size())`, `torch.full((b, 1), 0.9)`, `torch.arange(n)`)
+    const sizes = positional.every((a) => { const v = this.value(a); return v.kind === 'number' || (v.kind === 'seq' && (v.shape || v.elem.kind === 'number')); });
+    return hostTensor(node, sizes && positional.length ? { dtype, generated: 'constant' } : { dtype });
   }
 
   /** A tensor placed on the device `dev` names (unknown device expressions count as the accelerator). */

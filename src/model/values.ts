@@ -25,6 +25,12 @@ export interface TensorValue extends Base {
   readonly weak?: boolean;
   /** What a loader yields: a tensor or a tuple/dict of them (unpacking or indexing it reads nothing). */
   readonly batch?: boolean;
+  /**
+   * A host-generated tensor: its contents are made on the host from no program data, by a host RNG (`'random'`:
+   * `np.random.normal(...)`, `torch.rand(...)` without `device=`) or a constant factory (`'constant'`: `torch.ones(n, 1)`),
+   * also after a wrap (`torch.from_numpy`, `torch.FloatTensor`, `Variable`). The device could make it itself.
+   */
+  readonly generated?: 'random' | 'constant';
 }
 /** A Python int or float: `.item()`, `len()`, shape ints, counters, `time.time()`. */
 export interface NumberValue extends Base {
@@ -107,7 +113,7 @@ export const none = (origin: Node | null): NoneValue => ({ kind: 'none', origin 
 export const deviceTensor = (origin: Node | null, device: DeviceKind = 'unknown', extra: { dtype?: string; weak?: boolean; batch?: boolean } = {}): TensorValue => ({
   kind: 'tensor', where: 'device', device, origin, ...extra,
 });
-export const hostTensor = (origin: Node | null, extra: { dtype?: string } = {}): TensorValue => ({ kind: 'tensor', where: 'host', device: 'cpu', origin, ...extra });
+export const hostTensor = (origin: Node | null, extra: { dtype?: string; generated?: 'random' | 'constant' } = {}): TensorValue => ({ kind: 'tensor', where: 'host', device: 'cpu', origin, ...extra });
 export const seq = (origin: Node | null, elem: Value, items?: readonly Value[], shape?: boolean): SeqValue => ({ kind: 'seq', origin, elem, items, shape });
 
 /** The device a string names: `"cuda"`, `"cuda:0"`, `f"cuda:{rank}"`, `"xla"`, `"cpu"`, `"mps"`. */
@@ -159,8 +165,8 @@ const OTHER_DEVICE = /^(mps|xpu|hpu|npu|ipu|meta|vulkan)(:\d+)?$/;
  *   `x = t` is `t`); `CONFLICT` is the top.
  * - bool < number < tensor (`total = 0; total += loss` is a tensor); a device tensor is above a host one and a
  *   value-flow (strong) tensor above a naming-convention (`weak`) one, each taken whole; two tensors of one rank
- *   join their devices (different kinds: chosen at run time), keep a dtype they agree on, and are a loader's batch
- *   only when both are.
+ *   join their devices (different kinds: chosen at run time), keep a dtype (and a host generation) they agree on, and
+ *   are a loader's batch only when both are.
  * - strings union their candidates (one whose contents are unknown adds none); device strings and devices join into a
  *   device (a run-time choice among their kinds).
  * - sequences join their elements (and their positional items when both have the same length); dicts their entries.
@@ -218,11 +224,13 @@ function joinTensors(a: TensorValue, b: TensorValue): TensorValue {
   const device = joinDevice(a.device, b.device);
   const dtype = a.dtype === b.dtype ? a.dtype : undefined;
   const batch = a.batch && b.batch ? a.batch : undefined;
-  if (device === a.device && dtype === a.dtype && batch === a.batch) return a;
+  const generated = a.generated === b.generated ? a.generated : undefined;
+  if (device === a.device && dtype === a.dtype && batch === a.batch && generated === a.generated) return a;
   const out: { -readonly [K in keyof TensorValue]: TensorValue[K] } = { ...a, device };
   if (dtype === undefined) delete out.dtype;
   else out.dtype = dtype;
   if (batch === undefined) delete out.batch;
+  if (generated === undefined) delete out.generated;
   return out;
 }
 
@@ -238,7 +246,7 @@ export function sameValue(a: Value, b: Value): boolean {
       return !a.conflict === !(b as UnknownValue).conflict;
     case 'tensor': {
       const t = b as TensorValue;
-      return a.where === t.where && a.device === t.device && a.dtype === t.dtype && !a.weak === !t.weak && !a.batch === !t.batch;
+      return a.where === t.where && a.device === t.device && a.dtype === t.dtype && !a.weak === !t.weak && !a.batch === !t.batch && a.generated === t.generated;
     }
     case 'number': {
       const n = b as NumberValue;

@@ -3,7 +3,7 @@ import type { Node } from '../core/parse';
 import type { RuleContext } from '../core/rule';
 import type { Snippet } from '../core/idioms';
 import type { Resolved } from '../model/project';
-import { nearestAncestor } from '../core/semantics';
+import { callArgs, methodName, nearestAncestor, receiver } from '../core/semantics';
 import { cudaOnly } from '../model/guards';
 
 /**
@@ -168,4 +168,43 @@ export function bf16ProbeRaises(ctx: RuleContext, call: Node): boolean {
     return true;
   }
   return true;
+}
+
+const DTYPE = /^torch\.(float|bfloat|half|int|long|bool|double|uint|complex)/;
+const DEVICE_NAME = /(^|\.|_)device$/;
+
+/** `'cpu'`, `torch.device("cpu")`, or a device the model knows as the CPU: a copy there is no upload. */
+function onCpu(ctx: RuleContext, a: Node): boolean {
+  if (a.type === 'string') return /^[rbuf]*["']cpu/i.test(a.text);
+  if (a.type === 'call' && /^torch\.device$/.test(ctx.sema.callee(a) ?? '')) return /["']cpu/.test(a.text);
+  const v = ctx.model.value(a);
+  return v.kind === 'device' && v.device === 'cpu';
+}
+
+/** A device-valued argument: what the model knows as a device, or a name of the `device` convention (`self.device`). */
+function deviceArg(ctx: RuleContext, a: Node | null | undefined): boolean {
+  if (!a) return false;
+  if (ctx.model.value(a).kind === 'device') return true;
+  return (a.type === 'identifier' || a.type === 'attribute') && DEVICE_NAME.test(a.text);
+}
+
+/**
+ * A host-to-device copy: `.to(device)` / `.cuda()`, `torch.tensor(x, device=d)`, or a helper handed the data and a
+ * device (`obs_as_tensor(obs, self.device)`).
+ */
+export function isDeviceCopy(ctx: RuleContext, call: Node): boolean {
+  const meth = methodName(call);
+  const { positional, keywords } = callArgs(call);
+  if (meth === 'cuda') return !!receiver(call) && !ctx.sema.resolve(receiver(call));
+  if (meth === 'to') {
+    if (!receiver(call) || ctx.sema.resolve(receiver(call))) return false;
+    const first = keywords.get('device')?.childForFieldName('value') ?? positional[0];
+    if (!first || onCpu(ctx, first)) return false;
+    if (keywords.has('device')) return true;
+    return !DTYPE.test(ctx.sema.resolve(first) ?? '') && ctx.model.value(first).kind !== 'dtype';
+  }
+  const device = keywords.get('device')?.childForFieldName('value');
+  if (device && !onCpu(ctx, device) && deviceArg(ctx, device)) return true;
+  // a helper given data and a device: `obs_as_tensor(obs, device)`
+  return positional.length >= 2 && positional.slice(1).some((a) => deviceArg(ctx, a)) && !/^torch\./.test(ctx.sema.callee(call) ?? '');
 }

@@ -1,3 +1,4 @@
+import { workerMoves } from './worker-moves';
 import { defineRule } from '../../core/rule';
 import { downgrade } from '../../core/engine';
 import { replace } from '../../core/edits';
@@ -84,6 +85,7 @@ export default defineRule({
       'Checks for training and eval loops that iterate a plain `torch.utils.data.DataLoader` (or an instance of a class of the file or project deriving from it, `class SpeakerLoader(DataLoader)`; a batch converted on the host before its move, `torch.from_numpy(batch.data).to(device)`, is reported without a fix: `MpDeviceLoader` moves only CPU tensors, so the loader must yield tensors first; directly, or through `enumerate`/`tqdm`, or by hand with `batch = next(data_iter)` where `data_iter = iter(loader)`) and move the batch items with `.to(device)`/`.cuda()` (also after an unpacking, `images, labels = data`, through a batch-moving helper given a device, `move_to_device(batch, device)`/`to_device(batch, device)`/`task.prepare_batch(batch, device=device)`, through a same-file function whose body moves its parameter, or in a same-file method the loop hands the batch to, `self.train_step(batch)`), ' +
       'with no `MpDeviceLoader`/`ParallelLoader` wrapper (with project scope, a loader returned by a factory of another module, `build_loader(...)`, alone or in a returned tuple, counts as a DataLoader; a plain loader passed into another module\'s loop that moves batches by hand, `engine.train_one_epoch(model, data_loader_train, ...)`, is reported at the call, info for an eval loop, with an unsafe wrap of the argument; a loader this file does not build, in a file that never imports torch_xla, a loader attribute `self.train_loader`/`data["train"].dataloader` or the loader `deepspeed.initialize(..., training_data=ds)` returns, is reported without a fix); and for the CUDA pinning flags `DataLoader(pin_memory=True)`, `pin_memory_device=`, `tensor.pin_memory()` and `.to(..., non_blocking=True)` (info; an unguarded `tensor.pin_memory()` is an error: it raises without CUDA). ' +
       'A batch copied by a same-file helper the loop calls (`loss = calc_loss_batch(x, y, model, device)`) is reported on the copy in the helper, with the call as a related location; with project scope a method of another module that a training loop hands its batch to (`model.set_input(data)` whose body does `data["A"].to(self.device)`) is reported on its copy, with the caller\'s loop related, without a fix. ' +
+      'A device copy inside the data pipeline, in a map-style dataset\'s `__getitem__` (a class deriving from `Dataset`, also through a same-file base) or in a function handed to a loader as `collate_fn` (also wrapped in a lambda or `partial`), is reported once per function on its first copy, the others related, without a fix: `MpDeviceLoader` prefetches only CPU tensors, so these arrive as one small synchronous copy per sample or batch; a dtype cast or a copy to the CPU (`.to(torch.float32)`, `.to(\'cpu\')`) is none. ' +
       'HF Trainer, Accelerate and Lightning scripts are not flagged: the framework owns data loading (a file that imports only helpers of `accelerate.utils` builds no `Accelerator`).',
     why:
       '"`MpDeviceLoader` handles prefetching data to the device, overlapping data transfers with computation" (MIG:121); it also issues the per-step `torch_xla.sync()` ' +
@@ -102,6 +104,7 @@ export default defineRule({
       'Keep `num_workers>0` and `persistent_workers=True` when CPU-side transforms are heavy (general PyTorch practice, unverified as TPU tuning).',
     sources: [
       'MIG:121 (docs/source/learn/migration-to-xla-on-tpus.md, MpDeviceLoader prefetching)',
+      'torch_xla/core/xla_model.py at v2.9.0 `send_cpu_data_to_device`: `select_fn` converts only `type(v) == torch.Tensor and v.device.type == \'cpu\'` (device tensors from a dataset or collate function pass through unprefetched)',
       'PL:39-56, 85-93, 253-287 (torch_xla/distributed/parallel_loader.py: per-batch sync, prefetch arguments, MpDeviceLoader)',
       'pytorch/pytorch#146821 (pin_memory without an accelerator warning)',
       'PT:aten/src/ATen/native/Memory.cpp `_pin_memory` (accelerator pinned allocator); older aten/src/ATen/templates/RegisterBackendSelect.cpp `_pin_memory` redispatch to `device.value_or(at::kCUDA)`',
@@ -338,6 +341,21 @@ export default defineRule({
           ctx.report(nb, { severity: 'info', message: '`non_blocking=True` overlaps copies on a CUDA stream; on TPU let the loader prefetch instead', fix: e ? { title: 'Remove `non_blocking=True`', edits: [e] } : null });
         }
       }
+    }
+    // (c) device copies inside the data pipeline: a dataset's `__getitem__`, a loader's `collate_fn` (worker-moves.ts)
+    for (const w of workerMoves(ctx)) {
+      const first = w.moves[0];
+      const instead = ctx.idiom.profile === 'torchtpu'
+        ? 'return CPU tensors and move the whole batch once in the loop'
+        : 'return CPU tensors and let `pl.MpDeviceLoader` move the whole batch (it moves only CPU tensors, so it cannot prefetch these)';
+      const unit = w.kind === 'dataset' ? 'sample' : 'batch';
+      ctx.report(first, {
+        severity: 'warning',
+        message:
+          `\`${short(first.text)}\` in \`${w.where}\` moves each ${unit} to the device inside the data pipeline (in the DataLoader's worker processes when \`num_workers > 0\`): ` +
+          `one small host-to-device copy per ${unit}, not overlapped with the step; ${instead} (no fix here)`,
+        ...(w.moves.length > 1 ? { related: w.moves.slice(1, 4).map((m) => ({ start: m.startIndex, end: m.endIndex, message: 'another device copy in this function' })) } : {}),
+      });
     }
   },
 });

@@ -4,7 +4,7 @@ import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import type { Snippet } from '../../core/idioms';
 import { callArgs, kwValue } from '../../core/semantics';
-import { appendArg, isTorchDataLoaderCall as isDataLoaderCall, iteratedLoader } from './util';
+import { appendArg, isTorchDataLoaderCall as isDataLoaderCall, iteratedLoader, loaderFactory } from './util';
 
 const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig)$/;
 const EVAL_NAME = /val|eval|test|pred|infer/i;
@@ -56,6 +56,32 @@ function onTpuOnly(ctx: RuleContext): Snippet | null {
 }
 
 const short = (t: string) => (t.length > 30 ? t.slice(0, 29) + '…' : t);
+
+/**
+ * A validation loader made by another module's factory (`val_loader = build_loader(val_set, 64)`), where that
+ * factory's DataLoader keeps its last batch and is not itself a training or eval loader there (the factory module
+ * reports those): the factory's DataLoader, its path, line and name. Project scope only.
+ */
+function validationFromFactory(ctx: RuleContext, call: Node): { node: Node; path: string; line: number; name: string } | null {
+  if (!ctx.project || ctx.sema.xlaAware) return null;
+  const last = ownerName(ctx, call).split('.').pop() ?? '';
+  if (!VAL_NAME.test(last) || !EVAL_NAME.test(last)) return null;
+  const f = loaderFactory(ctx, call);
+  if (!f) return null;
+  const { keywords } = callArgs(f.node);
+  const opt = (k: string) => kwValue(keywords.get(k))?.text;
+  if (keywords.has('batch_sampler') || keywords.has('sampler') || f.node.childForFieldName('arguments')?.namedChildren.some((a) => a?.type === 'dictionary_splat')) return null;
+  if (opt('batch_size') === '1' || opt('batch_size') === 'None') return null;
+  if (keywords.has('drop_last') && opt('drop_last') !== 'False') return null;
+  // a shuffling loader is a training loader of the factory module, which reports it (naming this caller)
+  if (keywords.has('shuffle') && opt('shuffle') !== 'False') return null;
+  // a DataLoader the factory module itself names for eval (`val = DataLoader(...)`, `def build_val_loader`) is reported there
+  const p = f.node.parent;
+  const there = p?.type === 'assignment' ? p.childForFieldName('left')?.text ?? '' : f.name;
+  if (EVAL_NAME.test(there.split('.').pop() ?? '') || /train/i.test(there)) return null;
+  return { node: f.node, path: f.path, line: f.node.startPosition.row + 1, name: f.name };
+}
+
 
 /**
  * The same-file call sites of the function that builds `call` (`def make_loader(ds): return DataLoader(ds, ...)` called as
@@ -145,12 +171,13 @@ export default defineRule({
   effort: 1,
   message: 'The smaller last batch compiles a second graph: set `drop_last=True`',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Set `drop_last=True` (dual-path: `drop_last=accel.is_xla()`)' },
-  triggers: ['DataLoader', 'dataloader_drop_last'],
+  // 'loader': a validation loader made by another module's factory (`val_loader = build_loader(...)`) names no DataLoader here
+  triggers: ['DataLoader', 'dataloader_drop_last', 'loader'],
   docs: {
     what:
       'Checks for training `DataLoader`s without `drop_last=True` (assigned to a `train…` name, shuffling, given a sampler, returned from `train_dataloader()`, or iterated by a training loop; a loader that shuffles unless the run turns it off, `shuffle=not opt.serial_batches`, `shuffle=args.shuffle` or a factory parameter defaulting to True, is a training loader too, with an unsafe fix since which run turns it off is unknown; ' +
       'loaders named `eval`/`test`, `batch_sampler` loaders and loaders whose sampler never ends an epoch, such as `RandomSampler(ds, replacement=True, num_samples=int(1e10))` or an `InfiniteSampler`, and loaders over an `IterableDataset` of the file whose `__iter__` is an endless `while True:` stream, are left alone), and for HF `dataloader_drop_last=False`. ' +
-      'Options unpacked from a dict literal that sets neither `drop_last` nor `batch_sampler` (`**kwargs` of `kwargs = {\'num_workers\': 1, \'pin_memory\': True}`) do not hide the loader (the fix adds `drop_last=` before the `**`); other `**` options do. A `drop_last=` set from a variable (`drop_last=flags.drop_last`) is not flagged. A validation loader (`val_loader`, `data_loader_val`, `_val_dataloader()`) that keeps its last batch is reported as info, without a fix.',
+      'Options unpacked from a dict literal that sets neither `drop_last` nor `batch_sampler` (`**kwargs` of `kwargs = {\'num_workers\': 1, \'pin_memory\': True}`) do not hide the loader (the fix adds `drop_last=` before the `**`); other `**` options do. A `drop_last=` set from a variable (`drop_last=flags.drop_last`) is not flagged. A validation loader (`val_loader`, `data_loader_val`, `_val_dataloader()`) that keeps its last batch is reported as info, without a fix; with project scope also one made by another module\'s factory (`val_loader = build_loader(val_set, 64)` whose DataLoader sets neither `drop_last`, `shuffle` nor a sampler), reported at the call with the factory\'s DataLoader related.',
     why:
       'Unless the dataset size divides the batch size, the last batch of every epoch has a different shape, so the forward and backward graphs are compiled a second time ' +
       '("XLA recompiles when input shape changes", RECOMP). The torch_xla examples use fixed-size batches and the tests expose `--drop_last` (T:test_train_mp_mnist.py). ' +
@@ -182,7 +209,18 @@ export default defineRule({
         }
         continue;
       }
-      if (!isDataLoaderCall(ctx, call)) continue;
+      if (!isDataLoaderCall(ctx, call)) {
+        const v = validationFromFactory(ctx, call);
+        if (v) {
+          const file = v.path.split('/').pop() ?? v.path;
+          ctx.report(call, {
+            severity: 'info',
+            message: `\`${short(ownerName(ctx, call))}\` is a validation DataLoader made by \`${v.name}\` (${file}:${v.line}) that keeps a smaller last batch: its shape compiles one more eval graph; to avoid it pad the last batch to the batch size and mask the padding (dropping samples would change the metric)`,
+            related: [{ start: v.node.startIndex, end: v.node.endIndex, path: v.path, message: 'the DataLoader, without `drop_last`' }],
+          });
+        }
+        continue;
+      }
       // `**kwargs` may already carry drop_last
       if (endlessSampler(ctx, kwValue(keywords.get('sampler')))) continue;
       // an IterableDataset of this file whose `__iter__` never ends (`while True:` around its `yield`s, llama2.c's

@@ -4,7 +4,7 @@ import { replace } from '../../core/edits';
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import { callArgs, kwValue, methodName, receiver, stringContent, type Semantics } from '../../core/semantics';
-import { appendArg } from './util';
+import { appendArg, collateFunctions } from './util';
 import { localBindings } from '../graph/util';
 
 const HF_COLLATORS = /^transformers(\.data\.data_collator)?\.(DataCollatorWithPadding|DataCollatorForSeq2Seq|DataCollatorForLanguageModeling|DataCollatorForTokenClassification)$/;
@@ -14,41 +14,6 @@ const FIXED_CROP = /^torchvision\.transforms(\.v2)?\.(CenterCrop|RandomCrop|Rand
 /** litgpt data modules batched by `get_sft_collate_fn` (litgpt/data/__init__.py); pretraining modules (TinyLlama, OpenWebText, LitData) use fixed blocks. */
 const LITGPT_SFT = /^litgpt\.data(\.\w+)*\.(Alpaca|Alpaca2k|AlpacaGPT4|Deita|Dolly|FLAN|JSON|LIMA|LongForm|SFTDataset|get_sft_collate_fn)$/;
 const RANDOM = /^(random|numpy\.random|torch)\.(choice|randint|uniform|random|rand|randrange|sample)$/;
-
-/** Functions used as a DataLoader `collate_fn` (by name) or named like a collate function. */
-function collateFunctions(ctx: RuleContext): Node[] {
-  const names = new Set<string>();
-  for (const kw of ctx.sema.nodes('keyword_argument')) {
-    if (kw.childForFieldName('name')?.text !== 'collate_fn') continue;
-    const v = kwValue(kw);
-    if (v?.type === 'identifier') names.add(v.text);
-    if (v?.type === 'attribute') names.add(v.childForFieldName('attribute')?.text ?? '');
-    // `collate_fn=lambda batch: collate_tts(batch, r)`, `collate_fn=partial(collate_tts, r=r)`: the function it wraps
-    if (v?.type === 'lambda' || v?.type === 'call') for (const id of ctx.sema.within('identifier', v)) names.add(id.text);
-  }
-  const direct = ctx.sema.nodes('function_definition').filter((f) => {
-    const n = f.childForFieldName('name')?.text ?? '';
-    return names.has(n) || /collate/i.test(n) || n === '__call__' && /collat/i.test(ctx.sema.enclosingClass(f)?.childForFieldName('name')?.text ?? '');
-  });
-  // same-file helpers a collate function calls (DETR: `collate_fn` → `nested_tensor_from_tensor_list`), two levels
-  const out = [...direct];
-  const seen = new Set(direct.map((f) => f.id));
-  for (let level = 0, frontier = direct; level < 2; level++) {
-    const next: Node[] = [];
-    for (const f of frontier) {
-      for (const call of ctx.sema.callsWithin(f)) {
-        for (const g of ctx.sema.calledFunctions(call)) {
-          if (seen.has(g.id)) continue;
-          seen.add(g.id);
-          next.push(g);
-        }
-      }
-    }
-    out.push(...next);
-    frontier = next;
-  }
-  return out;
-}
 
 /**
  * `max(len(x) for x in batch)`, `max([x[1].size(1) for x in batch])`, `_max_by_axis([list(img.shape) for img in images])`:

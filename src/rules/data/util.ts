@@ -766,3 +766,47 @@ export function callerBatchMoves(ctx: RuleContext): CallerBatchMove[] {
   }
   return out;
 }
+
+/**
+ * Names of the functions this file hands a DataLoader as `collate_fn`: `collate_fn=pad`, `collate_fn=self.collate` (by its
+ * attribute), and the function a lambda or `partial` wraps (`collate_fn=lambda batch: collate_tts(batch, r)`,
+ * `collate_fn=partial(collate_tts, r=r)`).
+ */
+export function collateFnNames(ctx: RuleContext): Set<string> {
+  const names = new Set<string>();
+  for (const kw of ctx.sema.nodes('keyword_argument')) {
+    if (kw.childForFieldName('name')?.text !== 'collate_fn') continue;
+    const v = kwValue(kw);
+    if (v?.type === 'identifier') names.add(v.text);
+    if (v?.type === 'attribute') names.add(v.childForFieldName('attribute')?.text ?? '');
+    if (v?.type === 'lambda' || v?.type === 'call') for (const id of ctx.sema.within('identifier', v)) names.add(id.text);
+  }
+  return names;
+}
+
+/** Functions used as a DataLoader `collate_fn` (by name) or named like a collate function, with the same-file helpers they call (two levels). */
+export function collateFunctions(ctx: RuleContext): Node[] {
+  const names = collateFnNames(ctx);
+  const direct = ctx.sema.nodes('function_definition').filter((f) => {
+    const n = f.childForFieldName('name')?.text ?? '';
+    return names.has(n) || /collate/i.test(n) || n === '__call__' && /collat/i.test(ctx.sema.enclosingClass(f)?.childForFieldName('name')?.text ?? '');
+  });
+  // same-file helpers a collate function calls (DETR: `collate_fn` → `nested_tensor_from_tensor_list`), two levels
+  const out = [...direct];
+  const seen = new Set(direct.map((f) => f.id));
+  for (let level = 0, frontier = direct; level < 2; level++) {
+    const next: Node[] = [];
+    for (const f of frontier) {
+      for (const call of ctx.sema.callsWithin(f)) {
+        for (const g of ctx.sema.calledFunctions(call)) {
+          if (seen.has(g.id)) continue;
+          seen.add(g.id);
+          next.push(g);
+        }
+      }
+    }
+    out.push(...next);
+    frontier = next;
+  }
+  return out;
+}

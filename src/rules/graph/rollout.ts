@@ -8,7 +8,8 @@
  */
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
-import { callArgs, methodName, receiver } from '../../core/semantics';
+import { methodName, receiver } from '../../core/semantics';
+import { isDeviceCopy } from '../shared';
 import { ownStatements } from './generation';
 import { short, tensorish } from './util';
 
@@ -23,37 +24,8 @@ export interface RoundTrip {
 }
 
 const HOST_READS = new Set(['item', 'tolist', 'cpu', 'numpy']);
-const DTYPE = /^torch\.(float|bfloat|half|int|long|bool|double|uint|complex)/;
-const DEVICE_NAME = /(^|\.|_)device$/;
 
 const memo = new WeakMap<object, RoundTrip[]>();
-
-/** A device-valued argument: what the model knows as a device, or a name of the `device` convention (`self.device`). */
-function deviceArg(ctx: RuleContext, a: Node | null | undefined): boolean {
-  if (!a) return false;
-  if (ctx.model.value(a).kind === 'device') return true;
-  return (a.type === 'identifier' || a.type === 'attribute') && DEVICE_NAME.test(a.text);
-}
-
-/**
- * A host-to-device copy: `.to(device)` / `.cuda()`, `torch.tensor(x, device=d)`, or a helper handed the data and a
- * device (`obs_as_tensor(obs, self.device)`).
- */
-function isUpload(ctx: RuleContext, call: Node): boolean {
-  const meth = methodName(call);
-  const { positional, keywords } = callArgs(call);
-  if (meth === 'cuda') return !!receiver(call) && !ctx.sema.resolve(receiver(call));
-  if (meth === 'to') {
-    if (!receiver(call) || ctx.sema.resolve(receiver(call))) return false;
-    const first = positional[0];
-    if (keywords.has('device')) return true;
-    return !!first && !DTYPE.test(ctx.sema.resolve(first) ?? '') && ctx.model.value(first).kind !== 'dtype';
-  }
-  const device = keywords.get('device')?.childForFieldName('value');
-  if (device && deviceArg(ctx, device)) return true;
-  // a helper given data and a device: `obs_as_tensor(obs, device)`
-  return positional.length >= 2 && positional.slice(1).some((a) => deviceArg(ctx, a)) && !/^torch\./.test(ctx.sema.callee(call) ?? '');
-}
 
 /** Names an assignment binds: identifiers, and attribute targets by their text (`self._last_obs`). */
 function boundNames(a: Node): string[] {
@@ -69,8 +41,12 @@ function boundNames(a: Node): string[] {
 }
 
 /** Identifiers and attribute texts an expression reads (`self._last_obs` and `self`). */
+const namesMemo = new WeakMap<Node, Set<string>>();
 function namesIn(ctx: RuleContext, node: Node): Set<string> {
+  const hit = namesMemo.get(node);
+  if (hit) return hit;
   const s = new Set<string>();
+  namesMemo.set(node, s);
   if (node.type === 'identifier' || node.type === 'attribute') s.add(node.text);
   for (const id of ctx.sema.within('identifier', node)) s.add(id.text);
   for (const at of ctx.sema.within('attribute', node)) s.add(at.text);
@@ -107,7 +83,7 @@ export function roundTrips(ctx: RuleContext): RoundTrip[] {
     if (!body || ctx.sema.hot(loop) || ctx.sema.containsTrainSignal(body)) continue;
     const stmts = ownStatements(body);
     const calls = stmts.filter((n) => n.type === 'call');
-    const uploads = calls.filter((c) => isUpload(ctx, c));
+    const uploads = calls.filter((c) => isDeviceCopy(ctx, c));
     if (!uploads.length) continue;
     const assigns = stmts.filter((n) => n.type === 'assignment' || n.type === 'augmented_assignment');
     // what the device computes from the uploads this iteration (`logits = agent(next_obs)`, `action = dist.sample()`)
@@ -147,7 +123,7 @@ export function roundTrips(ctx: RuleContext): RoundTrip[] {
         const holder = assigns.find((a) => a.startIndex <= c.startIndex && c.endIndex <= a.endIndex);
         return !!holder && returned.some((u) => meets(namesIn(ctx, u), flowFrom(ctx, assigns, new Set(boundNames(holder)), holder.startIndex)));
       };
-      const candidates = calls.filter((c) => c.endIndex > read.endIndex && c.id !== read.id && !isUpload(ctx, c) && !HOST_READS.has(methodName(c) ?? '') && !/^(torch|numpy)\./.test(ctx.sema.callee(c) ?? '') && c.childForFieldName('function')?.type === 'attribute' && meets(namesIn(ctx, c.childForFieldName('arguments') ?? c), hostSide) && reaches(c));
+      const candidates = calls.filter((c) => c.endIndex > read.endIndex && c.id !== read.id && !isDeviceCopy(ctx, c) && !HOST_READS.has(methodName(c) ?? '') && !/^(torch|numpy)\./.test(ctx.sema.callee(c) ?? '') && c.childForFieldName('function')?.type === 'attribute' && meets(namesIn(ctx, c.childForFieldName('arguments') ?? c), hostSide) && reaches(c));
       const step = candidates[candidates.length - 1] ?? null;
       taken.add(read.id);
       out.push({ loop, read, step, uploads: returned });
