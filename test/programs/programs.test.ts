@@ -57,6 +57,7 @@ const PROGRAMS: Program[] = [
   { name: 'notebook', entry: 'train.ipynb', launcher: 'notebook', carries: 'notebook (code cells run in order, %/! lines skipped), `import torch; x = torch.zeros(1).cuda() if ...` on one line' },
   { name: 'crlf_bom', entry: 'train.py', carries: 'a CRLF file with non-ASCII text and a helper module with a UTF-8 BOM holding a guarded .cuda()' },
   { name: 'vision_eval', entry: 'train.py', carries: 'torchvision FakeData + resnet18, cudnn.benchmark, pin_memory, eval and test loops with .item()' },
+  { name: 'host_noise', entry: 'train.py', carries: 'a GAN step with labels from torch.ones/zeros(b, 1).to(device), torch.randn(b, d).to(device) noise and NumPy noise through torch.from_numpy(...).float().to(device) (TPU405: device= fixes)' },
   { name: 'amp_logfile', entry: 'train.py', carries: 'fp16 autocast + GradScaler(enabled=use_amp) with scaler state in a resumed checkpoint, Resize(int) of non-square images feeding a shape-sized Linear, `with open(log) as f: f.write(loss.item())` inside the training loop' },
 ];
 

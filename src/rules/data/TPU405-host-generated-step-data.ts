@@ -86,12 +86,18 @@ function deviceFactoryFix(ctx: RuleContext, c: Copy): FixDraft | null {
 
 /** The torch factory that makes on the device what `origin` makes on the host (`np.random.normal` → `torch.randn`). */
 function deviceEquivalent(ctx: RuleContext, origin: Node | null): string {
-  const q = origin ? ctx.sema.callee(origin) ?? '' : '';
+  const q = origin ? ctx.sema.callee(rngCall(ctx, origin)) ?? '' : '';
   if (/^torch\.\w+$/.test(q) && DEVICE_FACTORY.test(q)) return q;
   if (/^numpy\.random\.(normal|randn|standard_normal)$/.test(q)) return 'torch.randn';
   if (/^numpy\.random\.(random|rand|random_sample|uniform)$/.test(q)) return 'torch.rand';
   if (/^numpy\.random\.randint$/.test(q)) return 'torch.randint';
   return /random/.test(q) ? 'torch.randn' : 'torch.empty';
+}
+
+/** The call that draws or builds the data: `origin` itself, or the NumPy/torch generator inside a wrap (`torch.from_numpy(np.random.normal(...))`). */
+function rngCall(ctx: RuleContext, origin: Node): Node {
+  if (origin.type !== 'call' || /^(numpy\.random\.|torch\.)\w+$/.test(ctx.sema.callee(origin) ?? '') && !/^torch\.(from_numpy|as_tensor|tensor|Tensor|\w+Tensor)$/.test(ctx.sema.callee(origin) ?? '')) return origin;
+  return ctx.sema.within('call', origin).find((c) => /^numpy\.random\.\w+$/.test(ctx.sema.callee(c) ?? '') || DEVICE_FACTORY.test(ctx.sema.callee(c) ?? '')) ?? origin;
 }
 
 export default defineRule({
@@ -141,7 +147,7 @@ export default defineRule({
       if (seen.has(key)) continue;
       seen.add(key);
       const what = c.value.generated === 'random' ? 'drawn from a host RNG' : 'built on the host from sizes alone';
-      const numpy = c.value.generated === 'random' && !!origin && /^numpy\./.test(ctx.sema.callee(origin) ?? '');
+      const numpy = c.value.generated === 'random' && !!origin && /^numpy\./.test(ctx.sema.callee(rngCall(ctx, origin)) ?? '');
       const instead = `\`${deviceEquivalent(ctx, origin)}(..., device=...)\``;
       const fix = deviceFactoryFix(ctx, c);
       const inside = !!origin && call.startIndex <= origin.startIndex && origin.endIndex <= call.endIndex;
