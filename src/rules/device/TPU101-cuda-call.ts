@@ -124,9 +124,29 @@ function reportedAtGuard(ctx: RuleContext, call: Node): boolean {
     const cond = owner.childForFieldName('condition');
     if (cond && ctx.sema.callsWithin(cond).some((c) => ctx.sema.callee(c) === 'torch.cuda.is_available' &&
       !!availabilityFinding(ctx, c)?.related?.some((r) => r.start === call.startIndex && r.end === call.endIndex))) return true;
+    // `if args.cuda: data = data.cuda()` with `args.cuda = not args.no_cuda and torch.cuda.is_available()` (Horovod's
+    // pytorch_mnist example): TPU103 reports the flag (an error: the moves are skipped, the program runs on the CPU) with
+    // this guard as a related location; "a TPU host has none" would be wrong here, the call never runs
+    if (cond && flagGuardStarts(ctx).has(cond.startIndex)) return true;
   }
   return false;
 }
+
+/** Start offsets of the `if <flag>:` conditions that TPU103's CUDA-flag findings list as related locations (once per file). */
+function flagGuardStarts(ctx: RuleContext): Set<number> {
+  let hit = guardMemo.get(ctx.sema);
+  if (!hit) {
+    hit = new Set();
+    for (const c of ctx.sema.nodes('call')) {
+      if (ctx.sema.callee(c) !== 'torch.cuda.is_available') continue;
+      const f = availabilityFinding(ctx, c);
+      if (f?.severity === 'error' && f.flag) for (const r of f.related ?? []) hit.add(r.start);
+    }
+    guardMemo.set(ctx.sema, hit);
+  }
+  return hit;
+}
+const guardMemo = new WeakMap<object, Set<number>>();
 
 /** Containers whose elements are sibling moves of one edit: `a.cuda(), b.cuda()`, `f(a.cuda(), b.cuda())`, `[a.cuda(), b.cuda()]`. */
 const SIBLINGS: ReadonlySet<string> = new Set(['argument_list', 'expression_list', 'tuple', 'list']);
