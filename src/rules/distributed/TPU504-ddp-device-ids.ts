@@ -2,6 +2,7 @@ import { defineRule, type RuleContext } from '../../core/rule';
 import { callArgs } from '../../core/semantics';
 import type { Node } from '../../core/parse';
 import { DDP, editArgs } from './util';
+import { cudaOnly } from '../../model/guards';
 
 const DATA_PARALLEL = new Set(['torch.nn.DataParallel', 'torch.nn.parallel.DataParallel', 'torch.nn.parallel.data_parallel.DataParallel']);
 
@@ -51,6 +52,10 @@ export default defineRule({
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
       if (ctx.sema.inXlaAwareBranch(call)) continue;
+      // `if device == 'cuda': net = torch.nn.DataParallel(net)` after `device = 'cuda' if torch.cuda.is_available() else 'cpu'`
+      // (kuangliu pytorch-cifar main.py): a TPU host never takes a CUDA-only arm, so the wrapper never runs there; the
+      // device choice is the finding (TPU102/TPU103)
+      if (cudaOnly(call)) continue;
       const { positional, keywords } = callArgs(call);
       if (DDP.has(callee)) {
         const ids = keywords.get('device_ids');
