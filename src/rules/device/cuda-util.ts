@@ -55,6 +55,9 @@ export function cudaOnlyBlock(sema: Semantics, block: Node | null): boolean {
   if (!stmts.length) return false;
   return stmts.every((s) => {
     if (s.type === 'pass_statement') return true;
+    // `for i in range(torch.cuda.device_count()): logger.warning(torch.cuda.memory_summary(device=i))` (fairseq trainer's
+    // OOM report): a loop of optional CUDA work is optional CUDA work
+    if (s.type === 'for_statement') return !s.childForFieldName('alternative') && cudaOnlyBlock(sema, s.childForFieldName('body'));
     // `if rng_state["cuda"] is not None: torch.cuda.set_rng_state(...) else: log.warning(...)`: every arm is optional device work
     if (s.type === 'if_statement') {
       return cudaOnlyBlock(sema, s.childForFieldName('consequence')) && s.childrenForFieldName('alternative').every((alt) =>
