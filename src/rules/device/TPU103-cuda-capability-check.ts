@@ -185,7 +185,8 @@ function logFormatStatement(s: Node): boolean {
     const f = e.childForFieldName('function');
     return f?.type === 'attribute' && f.childForFieldName('attribute')?.text === 'append' && (e.childForFieldName('arguments')?.namedChildren.every((a) => stringy(a)) ?? false);
   }
-  return e?.type === 'assignment' && stringy(e.childForFieldName('right'));
+  // `log_list += ["max mem: {memory:.0f}"]` (dinov2 MetricLogger.log_every): a column added to a log format
+  return (e?.type === 'assignment' || e?.type === 'augmented_assignment') && stringy(e.childForFieldName('right'));
 }
 
 /**

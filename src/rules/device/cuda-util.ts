@@ -138,9 +138,10 @@ export function short(text: string, max = 48): string {
 
 /**
  * Libraries whose kernels run only on CUDA GPUs: flash-attn, xFormers, apex, Triton, bitsandbytes, DeepSpeed, Mamba,
- * Transformer Engine, and compiled extensions named `*_cuda` / `*_cuda_lib` (flash-attn's `xentropy_cuda_lib`, `rotary_emb`).
+ * Transformer Engine, Apex's compiled `amp_C` (fairseq's `multi_tensor_l2norm`), and compiled extensions named `*_cuda` /
+ * `*_cuda_lib` (flash-attn's `xentropy_cuda_lib`, `rotary_emb`).
  */
-export const CUDA_ONLY_MODULE = /^(flash_attn|xformers|apex|triton|bitsandbytes|deepspeed|mamba_ssm|causal_conv1d|transformer_engine|liger_kernel|cupy|pycuda|rotary_emb|\w+_cuda(_lib)?)(\.|$)/;
+export const CUDA_ONLY_MODULE = /^(flash_attn|xformers|apex|amp_C|triton|bitsandbytes|deepspeed|mamba_ssm|causal_conv1d|transformer_engine|liger_kernel|cupy|pycuda|rotary_emb|\w+_cuda(_lib)?)(\.|$)/;
 
 /**
  * Whether a block is a CUDA fast path: it imports or calls a CUDA-only kernel library. On a TPU host the guard that
