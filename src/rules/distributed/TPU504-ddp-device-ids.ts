@@ -55,7 +55,9 @@ export default defineRule({
       // `if device == 'cuda': net = torch.nn.DataParallel(net)` after `device = 'cuda' if torch.cuda.is_available() else 'cpu'`
       // (kuangliu pytorch-cifar main.py): a TPU host never takes a CUDA-only arm, so the wrapper never runs there; the
       // device choice is the finding (TPU102/TPU103)
-      if (cudaOnly(call)) continue;
+      // (facts only, no guesses from names: `if num_gpus > 1: DDP(module, device_ids=[device])` in stylegan2-ada counts the
+      // launched processes, which a TPU run sets too)
+      if (cudaOnly(call, undefined, { guess: false })) continue;
       const { positional, keywords } = callArgs(call);
       if (DDP.has(callee)) {
         const ids = keywords.get('device_ids');
