@@ -52,12 +52,6 @@ export default defineRule({
     for (const call of ctx.sema.nodes('call')) {
       const callee = ctx.sema.callee(call) ?? '';
       if (ctx.sema.inXlaAwareBranch(call)) continue;
-      // `if device == 'cuda': net = torch.nn.DataParallel(net)` after `device = 'cuda' if torch.cuda.is_available() else 'cpu'`
-      // (kuangliu pytorch-cifar main.py): a TPU host never takes a CUDA-only arm, so the wrapper never runs there; the
-      // device choice is the finding (TPU102/TPU103)
-      // (facts only, no guesses from names: `if num_gpus > 1: DDP(module, device_ids=[device])` in stylegan2-ada counts the
-      // launched processes, which a TPU run sets too)
-      if (cudaOnly(call, undefined, { guess: false })) continue;
       const { positional, keywords } = callArgs(call);
       if (DDP.has(callee)) {
         const ids = keywords.get('device_ids');
@@ -130,6 +124,12 @@ export default defineRule({
         continue;
       }
       if (DATA_PARALLEL.has(callee)) {
+        // `if device == 'cuda': net = torch.nn.DataParallel(net)` after `device = 'cuda' if torch.cuda.is_available() else 'cpu'`
+        // (kuangliu pytorch-cifar main.py): a TPU host skips the CUDA-only arm and keeps the bare module, which is what
+        // DataParallel would run there anyway; the device choice is the finding (TPU102/TPU103). Facts only, no name
+        // guesses (`if n_gpu > 1:` counts what the user asked for). DDP stays reported in such arms: skipping it on TPU
+        // leaves the processes' gradients unsynchronised (improved-diffusion's `if th.cuda.is_available(): DDP(...)`)
+        if (cudaOnly(call, undefined, { guess: false })) continue;
         const module = positional[0];
         ctx.report(call, {
           severity: 'warning',
