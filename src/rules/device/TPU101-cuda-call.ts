@@ -16,7 +16,8 @@ export default defineRule({
   fix: { availability: 'always', applicability: 'safe', title: 'Replace `.cuda()` with `.to(device)`' },
   triggers: ['.cuda('],
   docs: {
-    what: 'Checks for `.cuda()` calls on tensors, modules and storages, through any alias, including `map(lambda t: t.cuda(), ...)`.',
+    what: 'Checks for `.cuda()` calls on tensors, modules and storages, through any alias, including `map(lambda t: t.cuda(), ...)`. ' +
+      'Moves that a TPU host never runs, under `if torch.cuda.is_available():` or under `if <flag>:` of a CUDA flag (`args.cuda = not args.no_cuda and torch.cuda.is_available()`, also when the flag is set below the functions that read it), are reported once, by TPU103, with the guards as related locations.',
     why:
       'A TPU VM has no CUDA device: `.cuda()` raises there (CPU-only torch: "Torch not compiled with CUDA enabled"; the exact message varies by build). ' +
       'Under `torch_xla.launch` each process sees only its own device (DEV: "if you print the `torch_xla.device()` on each process you will see `xla:0` on all devices"), so `.cuda(rank)` does not map to `xla:rank`.',

@@ -76,7 +76,8 @@ export default defineRule({
       '`get_device_name`/`get_device_properties`/`get_device_capability`; streams (`torch.cuda.Stream`, `torch.cuda.stream(...)`, ' +
       '`current_stream`, `default_stream`, `Tensor.record_stream`); events (`torch.cuda.Event(...)` and `.elapsed_time()`); CUDA graphs ' +
       '(`torch.cuda.graph`, `CUDAGraph`, `make_graphed_callables`); `torch.cuda.nvtx.*`; and the CUDA profiler (`torch.cuda.cudart().cudaProfilerStart()`, `torch.cuda.profiler.start/stop/profile`). Calls that only run under ' +
-      '`if torch.cuda.is_available():` (or another CUDA-only guard), or in a branch that already has an XLA arm, are not flagged.',
+      '`if torch.cuda.is_available():` (or another CUDA-only guard), or in a branch that already has an XLA arm, are not flagged. ' +
+      'Uses of an event holder under `if <holder> is not None:` (`phase.start_event.record(torch.cuda.current_stream(device))` after `phase.start_event = torch.cuda.Event(...)`) are related locations of the creation\'s finding.',
     why:
       'These calls initialise CUDA, which a TPU host does not have, so they raise there. XLA has no user-visible streams or events: it ' +
       'traces the step and compiles it into one graph, which also makes CUDA graphs moot. `torch_xla.launch` binds one device per ' +

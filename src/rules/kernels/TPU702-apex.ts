@@ -23,7 +23,9 @@ export default defineRule({
   docs: {
     what:
       'Checks for NVIDIA Apex: `import apex`, `from apex import amp` (`amp.initialize`, `amp.scale_loss`), `apex.optimizers.FusedAdam/FusedLAMB/FusedSGD`, ' +
-      '`apex.normalization.FusedLayerNorm/FusedRMSNorm`, `apex.parallel.DistributedDataParallel`/`SyncBatchNorm`, and `import amp_C`.',
+      '`apex.normalization.FusedLayerNorm/FusedRMSNorm`, `apex.parallel.DistributedDataParallel`/`SyncBatchNorm`, and `import amp_C`. ' +
+      'One finding per problem: a use of a name bound by a reported `from apex… import Name` with no known replacement (`LARC(optimizer=...)`) is a related location of the import, ' +
+      'and the `amp.scale_loss` blocks of a file with one `amp.initialize` are related locations of it (its fix rewrites them too).',
     why:
       'Apex ships CUDA kernels and CUDA-only mixed precision; a TPU host cannot import or run them. The PyTorch equivalents lower to XLA: ' +
       '`torch.autocast("xla", dtype=torch.bfloat16)` instead of `amp` (no loss scaling needed for bf16, TPU301/TPU303), `torch.optim.AdamW`/`SGD` instead of the fused optimizers (without `fused=True`, TPU706), ' +
