@@ -246,6 +246,7 @@ export class Semantics {
   private readonly xlaAwareMemo = new Map<number, boolean>();
   /** Per block: where its first early-exit XLA guard starts (Infinity: none). */
   private readonly xlaGuardMemo = new Map<number, number>();
+  private readonly helperMemo = new Map<number, boolean>();
   private readonly throttleMemo = new Map<number, boolean>();
   /** Per block: where its first early exit unless a logging step starts (Infinity: none). */
   private readonly exitThrottleMemo = new Map<number, number>();
@@ -1079,8 +1080,33 @@ export class Semantics {
         if (hit && (p.type !== 'if_statement' || this.xlaOutside(p, n))) return true;
       }
       if ((p.type === 'block' || p.type === 'module') && this.afterXlaGuard(p, n)) return true;
-      return p.type === 'function_definition' || p.type === 'module' ? false : undefined;
+      if (p.type === 'function_definition') return this.helperOfXlaAwareBranch(p);
+      return p.type === 'module' ? false : undefined;
     });
+  }
+
+  /**
+   * A private module-level helper (`def _infer_slurm_init(cfg):`) that the file calls only from XLA-aware branches and
+   * never passes around: fairseq's distributed utils return early from `infer_init_method` with
+   * `if cfg.distributed_init_method is not None or cfg.tpu: return`, then call `_infer_slurm_init`,
+   * `_infer_torch_distributed_launch_init`, ...: their bodies are the non-TPU arm too.
+   */
+  private helperOfXlaAwareBranch(fn: Node): boolean {
+    const known = this.helperMemo.get(fn.id);
+    if (known !== undefined) return known;
+    this.helperMemo.set(fn.id, false); // recursion (a helper that calls itself) answers no
+    const name = fn.childForFieldName('name')?.text ?? '';
+    const owner = fn.parent?.type === 'decorated_definition' ? fn.parent.parent : fn.parent;
+    let r = false;
+    if (/^_[A-Za-z0-9]\w*$/.test(name) && !name.endsWith('__') && owner?.type === 'module') {
+      const refs = this.identifiersNamed(name).filter((id) => id.id !== fn.childForFieldName('name')?.id);
+      r = refs.length > 0 && refs.every((id) => {
+        const call = id.parent;
+        return call?.type === 'call' && call.childForFieldName('function')?.id === id.id && this.inXlaAwareBranch(call);
+      });
+    }
+    this.helperMemo.set(fn.id, r);
+    return r;
   }
 
   /**

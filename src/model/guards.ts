@@ -199,6 +199,11 @@ function truthUncached(node: Node, e: Eval): Truth {
   }
 }
 
+/** `get_backend(...)` (torch.distributed's) compared with the string "nccl". */
+function ncclBackendTest(call: Node, str: Node, e: Eval): boolean {
+  return str.type === 'string' && stringContent(str) === 'nccl' && call.type === 'call' && /^torch\.distributed\.get_backend$/.test(calleeOf(e, call));
+}
+
 /** A number the operand is on a TPU host: `torch.cuda.device_count()` is 0. */
 function zeroOnTpu(node: Node, e: Eval): boolean {
   if (node.type === 'call') {
@@ -237,6 +242,9 @@ function comparison(node: Node, e: Eval): Truth {
   if (op === '!=' && (typeStr(l) || typeStr(r))) return true;
   if (op === 'in' && (typeStr(l) || CUDA_TENSOR_TYPE.test(e.model?.sema.resolve(l) ?? ''))) return false;
   if (op === 'not in' && typeStr(l)) return true;
+  // `dist.get_backend(group) == "nccl"` (fairseq broadcast_tensors: `dist_device = torch.device("cuda")` then): the process
+  // group a TPU run initialised is `xla` (or gloo), never NCCL, which needs CUDA GPUs
+  if ((op === '==' || op === '!=') && e.facts === 'all' && (ncclBackendTest(l, r, e) || ncclBackendTest(r, l, e))) return op === '!=';
   // `torch.cuda.device_count() > 0`, `n_gpu >= 1`, `torch.cuda.get_device_capability()[0] >= 8`
   const k = intOf(r);
   if (e.facts === 'mps') return null;

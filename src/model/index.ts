@@ -1309,6 +1309,9 @@ export class ProgramModel {
       case 'to': {
         const r = this.value(recv);
         if (r.kind === 'module') return r;
+        // `data.to(rank, "x", "y")`: PyG's `Data.to(device, *attrs)` moves the named attributes of a graph container
+        // (pytorch_geometric multi_gpu examples); `Tensor.to` takes no string after the device, so this is no tensor
+        if (positional.slice(1).some((a) => a.type === 'string')) return UNKNOWN;
         const dev = kwValue(keywords.get('device')) ?? positional.find((a) => {
           const v = this.value(a);
           return v.kind !== 'dtype' && v.kind !== 'bool';

@@ -16,7 +16,8 @@ export default defineRule({
   fix: { availability: 'always', applicability: 'safe', title: 'Replace `.cuda()` with `.to(device)`' },
   triggers: ['.cuda('],
   docs: {
-    what: 'Checks for `.cuda()` calls on tensors, modules and storages, through any alias, including `map(lambda t: t.cuda(), ...)`.',
+    what: 'Checks for `.cuda()` calls on tensors, modules and storages, through any alias, including `map(lambda t: t.cuda(), ...)`. ' +
+      'Moves that a TPU host never runs, under `if torch.cuda.is_available():` or under `if <flag>:` of a CUDA flag (`args.cuda = not args.no_cuda and torch.cuda.is_available()`, also when the flag is set below the functions that read it), are reported once, by TPU103, with the guards as related locations.',
     why:
       'A TPU VM has no CUDA device: `.cuda()` raises there (CPU-only torch: "Torch not compiled with CUDA enabled"; the exact message varies by build). ' +
       'Under `torch_xla.launch` each process sees only its own device (DEV: "if you print the `torch_xla.device()` on each process you will see `xla:0` on all devices"), so `.cuda(rank)` does not map to `xla:rank`.',
@@ -124,9 +125,29 @@ function reportedAtGuard(ctx: RuleContext, call: Node): boolean {
     const cond = owner.childForFieldName('condition');
     if (cond && ctx.sema.callsWithin(cond).some((c) => ctx.sema.callee(c) === 'torch.cuda.is_available' &&
       !!availabilityFinding(ctx, c)?.related?.some((r) => r.start === call.startIndex && r.end === call.endIndex))) return true;
+    // `if args.cuda: data = data.cuda()` with `args.cuda = not args.no_cuda and torch.cuda.is_available()` (Horovod's
+    // pytorch_mnist example): TPU103 reports the flag (an error: the moves are skipped, the program runs on the CPU) with
+    // this guard as a related location; "a TPU host has none" would be wrong here, the call never runs
+    if (cond && flagGuardStarts(ctx).has(cond.startIndex)) return true;
   }
   return false;
 }
+
+/** Start offsets of the `if <flag>:` conditions that TPU103's CUDA-flag findings list as related locations (once per file). */
+function flagGuardStarts(ctx: RuleContext): Set<number> {
+  let hit = guardMemo.get(ctx.sema);
+  if (!hit) {
+    hit = new Set();
+    for (const c of ctx.sema.nodes('call')) {
+      if (ctx.sema.callee(c) !== 'torch.cuda.is_available') continue;
+      const f = availabilityFinding(ctx, c);
+      if (f?.severity === 'error' && f.flag) for (const r of f.related ?? []) hit.add(r.start);
+    }
+    guardMemo.set(ctx.sema, hit);
+  }
+  return hit;
+}
+const guardMemo = new WeakMap<object, Set<number>>();
 
 /** Containers whose elements are sibling moves of one edit: `a.cuda(), b.cuda()`, `f(a.cuda(), b.cuda())`, `[a.cuda(), b.cuda()]`. */
 const SIBLINGS: ReadonlySet<string> = new Set(['argument_list', 'expression_list', 'tuple', 'list']);

@@ -71,7 +71,7 @@ export default defineRule({
       const callee = sema.callee(call);
       if (callee === 'torch.cuda.is_available' || callee === 'torch.cuda.is_bf16_supported') {
         const r = availabilityFinding(ctx, call);
-        if (r) ctx.report(call, r);
+        if (r) ctx.report(call, { message: r.message, severity: r.severity, related: r.related });
       } else if (callee === 'torch.cuda.device_count') {
         // unreachable on a TPU host (inside `if torch.cuda.is_available():`, reported at the guard), or an argument of a
         // `torch.cuda.*` call that TPU104 reports (`torch.cuda.set_device(rank % torch.cuda.device_count())`)
@@ -185,7 +185,8 @@ function logFormatStatement(s: Node): boolean {
     const f = e.childForFieldName('function');
     return f?.type === 'attribute' && f.childForFieldName('attribute')?.text === 'append' && (e.childForFieldName('arguments')?.namedChildren.every((a) => stringy(a)) ?? false);
   }
-  return e?.type === 'assignment' && stringy(e.childForFieldName('right'));
+  // `log_list += ["max mem: {memory:.0f}"]` (dinov2 MetricLogger.log_every): a column added to a log format
+  return (e?.type === 'assignment' || e?.type === 'augmented_assignment') && stringy(e.childForFieldName('right'));
 }
 
 /**
@@ -541,7 +542,7 @@ function countsProcesses(ctx: RuleContext, name: string): boolean {
 }
 
 /** What TPU103 reports on a `torch.cuda.is_available()` / `is_bf16_supported()` call (null: nothing), memoised per call. */
-export function availabilityFinding(ctx: RuleContext, call: Node): { message: string; severity?: 'error'; related?: { start: number; end: number; message: string }[] } | null {
+export function availabilityFinding(ctx: RuleContext, call: Node): AvailabilityFinding | null {
   let m = findingMemo.get(ctx.sema);
   if (!m) findingMemo.set(ctx.sema, (m = new Map()));
   if (m.has(call.id)) return m.get(call.id)!;
@@ -551,7 +552,10 @@ export function availabilityFinding(ctx: RuleContext, call: Node): { message: st
 }
 const findingMemo = new WeakMap<object, Map<number, ReturnType<typeof availabilityFindingOf>>>();
 
-function availabilityFindingOf(ctx: RuleContext, call: Node): { message: string; severity?: 'error'; related?: { start: number; end: number; message: string }[] } | null {
+/** TPU103's finding on an availability check; `flag` when it reports a CUDA flag whose `if <flag>:` guards are the related locations. */
+export interface AvailabilityFinding { message: string; severity?: 'error'; flag?: true; related?: { start: number; end: number; message: string }[] }
+
+function availabilityFindingOf(ctx: RuleContext, call: Node): AvailabilityFinding | null {
   const sema = ctx.sema;
   const callee = sema.callee(call);
   const picker = (owner: Node) => isDevicePicker(ctx, owner);
@@ -585,6 +589,7 @@ function availabilityFindingOf(ctx: RuleContext, call: Node): { message: string;
     if (guards.length) {
       return {
         severity: 'error',
+        flag: true,
         message: `\`${flag}\` is False on a TPU host: the \`.cuda()\` moves under \`if ${flag}:\` are skipped, so the program silently runs on the CPU`,
         related: guards.map((g) => ({ start: g.startIndex, end: g.endIndex, message: `skipped on a TPU host: \`${flag}\` is False` })),
       };
@@ -718,12 +723,18 @@ function conjunctOf(call: Node): Node | null {
   return null;
 }
 
-/** The `if <flag>:` / `if <flag> and ...:` conditions (after the assignment, same flag text) whose arm moves work with `.cuda()`. */
+/**
+ * The `if <flag>:` / `if <flag> and ...:` conditions (same flag text) whose arm moves work with `.cuda()`: after the
+ * assignment, or inside a function when the flag is set at module level (Horovod's pytorch_mnist example defines
+ * `def main(args): ... if args.cuda: data.cuda()` above `args.cuda = not args.no_cuda and torch.cuda.is_available()` in
+ * its `__main__` block: the functions run after it).
+ */
 function flagGuards(sema: RuleContext['sema'], a: Node, flag: string): Node[] {
   if (!/^[A-Za-z_][\w.]*$/.test(flag)) return [];
   const out: Node[] = [];
+  const moduleLevel = !sema.enclosingFunction(a);
   for (const ifs of [...sema.nodes('if_statement'), ...sema.nodes('elif_clause')]) {
-    if (ifs.startIndex < a.endIndex) continue;
+    if (ifs.startIndex < a.endIndex && !(moduleLevel && sema.enclosingFunction(ifs))) continue;
     const cond = ifs.childForFieldName('condition');
     const arm = ifs.childForFieldName('consequence');
     if (!cond || !arm) continue;

@@ -4,6 +4,7 @@ import type { Semantics } from '../../core/semantics';
 import { callArgs, methodName, nearestAncestor } from '../../core/semantics';
 import { deleteStatement } from '../../core/edits';
 import { cudaGuarded, scopeOf, short, statementOf } from './cuda-util';
+import { blocksAround } from './TPU103-cuda-capability-check';
 
 type Kind = 'set_device' | 'synchronize' | 'current' | 'query' | 'name' | 'stream' | 'event' | 'graph' | 'nvtx' | 'profiler';
 
@@ -75,7 +76,8 @@ export default defineRule({
       '`get_device_name`/`get_device_properties`/`get_device_capability`; streams (`torch.cuda.Stream`, `torch.cuda.stream(...)`, ' +
       '`current_stream`, `default_stream`, `Tensor.record_stream`); events (`torch.cuda.Event(...)` and `.elapsed_time()`); CUDA graphs ' +
       '(`torch.cuda.graph`, `CUDAGraph`, `make_graphed_callables`); `torch.cuda.nvtx.*`; and the CUDA profiler (`torch.cuda.cudart().cudaProfilerStart()`, `torch.cuda.profiler.start/stop/profile`). Calls that only run under ' +
-      '`if torch.cuda.is_available():` (or another CUDA-only guard), or in a branch that already has an XLA arm, are not flagged.',
+      '`if torch.cuda.is_available():` (or another CUDA-only guard), or in a branch that already has an XLA arm, are not flagged. ' +
+      'Uses of an event holder under `if <holder> is not None:` (`phase.start_event.record(torch.cuda.current_stream(device))` after `phase.start_event = torch.cuda.Event(...)`) are related locations of the creation\'s finding.',
     why:
       'These calls initialise CUDA, which a TPU host does not have, so they raise there. XLA has no user-visible streams or events: it ' +
       'traces the step and compiles it into one graph, which also makes CUDA graphs moot. `torch_xla.launch` binds one device per ' +
@@ -105,14 +107,26 @@ export default defineRule({
     const sema = ctx.sema;
     const idiom = ctx.idiom;
     const eventNames = new Set<string>();
+    // holder text -> the `torch.cuda.Event(...)` calls assigned to it
+    const creations = new Map<string, Node[]>();
     for (const a of sema.nodes('assignment')) {
       const right = a.childForFieldName('right');
       const left = a.childForFieldName('left');
-      if (right?.type === 'call' && sema.callee(right) === 'torch.cuda.Event' && left) eventNames.add(left.text);
+      if (right?.type === 'call' && sema.callee(right) === 'torch.cuda.Event' && left) {
+        eventNames.add(left.text);
+        creations.set(left.text, [...(creations.get(left.text) ?? []), right]);
+      }
     }
+    // uses under `if <holder> is not None:` of an event holder that is None unless its `torch.cuda.Event(...)` ran
+    // (stylegan2-ada's training loop: `phase.start_event = None; if rank == 0: phase.start_event = torch.cuda.Event(...)`,
+    // then `if phase.start_event is not None: phase.start_event.record(torch.cuda.current_stream(device))`): on a TPU host
+    // the creation raises first, and without it the guard skips them: related locations of the creation's finding
+    const guardedUses: { call: Node; holder: string; message: string; fix: FixDraft | null }[] = [];
     const skip = (call: Node) => sema.inXlaAwareBranch(call) || cudaGuarded(call);
     const eventBlocks = new Map<number, { start: number; end: number; message: string }[]>();
     const pendingEvents: { call: Node; key: number; message: string; fix: FixDraft | null }[] = [];
+    // event call -> its timing block (the block's first event reports, the others are its related locations)
+    const eventKeys = new Map<number, number>();
     for (const call of sema.nodes('call')) {
       const callee = sema.callee(call);
       let kind: Kind | undefined = callee ? API[callee] : undefined;
@@ -139,10 +153,12 @@ export default defineRule({
         const owner = p?.parent;
         if (owner?.type === 'call' && (methodName(owner) === 'to' || sema.callee(owner) === 'torch.device' || callArgs(owner).keywords.has('device'))) continue;
       }
+      const holder = creations.size ? eventGuardHolder(call, creations) : null;
       // one CUDA-event timing block per block of statements (`start = torch.cuda.Event(...)`, `end = ...`, `start.elapsed_time(end)`):
       // one finding, on the first event; the others are its related locations
-      if (kind === 'event') {
+      if (kind === 'event' && !holder) {
         const key = eventBlock(sema, call);
+        eventKeys.set(call.id, key);
         const first = eventBlocks.get(key);
         if (first) {
           first.push({ start: call.startIndex, end: call.endIndex, message: 'the same CUDA-event timing' });
@@ -193,8 +209,14 @@ export default defineRule({
       } else if (stmt && idiom.profile === 'torch_xla' && !idiom.dualPath && ((kind === 'nvtx' && /\.(range_push|range_pop|mark)$/.test(callee ?? '')) || label === 'Tensor.record_stream()')) {
         fix = { edits: [deleteStatement(ctx.text, stmt)], applicability: 'unsafe' as const, title: `Remove \`${short(label, 40)}\`` };
       }
-      if (kind === 'event') pendingEvents.push({ call, key: eventBlock(sema, call), message, fix });
+      if (holder) guardedUses.push({ call, holder, message, fix });
+      else if (kind === 'event') pendingEvents.push({ call, key: eventBlock(sema, call), message, fix });
       else ctx.report(call, { message, fix });
+    }
+    for (const u of guardedUses) {
+      const key = creations.get(u.holder)!.map((c) => eventKeys.get(c.id)).find((k) => k !== undefined);
+      if (key !== undefined) eventBlocks.get(key)?.push({ start: u.call.startIndex, end: u.call.endIndex, message: `runs only when \`${short(u.holder, 30)}\` holds a CUDA event` });
+      else ctx.report(u.call, { message: u.message, fix: u.fix });
     }
     for (const e of pendingEvents) {
       const related = eventBlocks.get(e.key) ?? [];
@@ -204,6 +226,29 @@ export default defineRule({
 });
 
 const MAP_LOCATION_STOPS: ReadonlySet<string> = new Set(['lambda', 'function_definition', 'block', 'module']);
+
+/**
+ * The event holder (`phase.start_event`) whose `if <holder> is not None:` / `if <holder>:` (a conjunct of the condition)
+ * opens an arm that holds `call`, when the holder is assigned a `torch.cuda.Event(...)` in the file; else null.
+ */
+function eventGuardHolder(call: Node, creations: ReadonlyMap<string, Node[]>): string | null {
+  for (const block of blocksAround(call)) {
+    const owner = block.parent;
+    if (!owner || (owner.type !== 'if_statement' && owner.type !== 'elif_clause') || owner.childForFieldName('consequence')?.id !== block.id) continue;
+    const pending = [owner.childForFieldName('condition')];
+    while (pending.length) {
+      const c = pending.pop();
+      if (!c) continue;
+      if (c.type === 'parenthesized_expression') pending.push(c.namedChildren[0]);
+      else if (c.type === 'boolean_operator' && c.childForFieldName('operator')?.text === 'and') pending.push(c.childForFieldName('left'), c.childForFieldName('right'));
+      else if (c.type === 'comparison_operator' && /^is\s+not$/.test(c.children.filter((x) => x && !x.isNamed).map((x) => x!.text).join(' ')) && c.namedChildren[1]?.type === 'none') {
+        const h = c.namedChildren[0]?.text;
+        if (h && creations.has(h)) return h;
+      } else if ((c.type === 'identifier' || c.type === 'attribute') && creations.has(c.text)) return c.text;
+    }
+  }
+  return null;
+}
 
 /** Inside the lambda given as `map_location=` (one finding there, TPU602's). */
 function inMapLocation(call: Node): boolean {

@@ -55,6 +55,9 @@ export function cudaOnlyBlock(sema: Semantics, block: Node | null): boolean {
   if (!stmts.length) return false;
   return stmts.every((s) => {
     if (s.type === 'pass_statement') return true;
+    // `for i in range(torch.cuda.device_count()): logger.warning(torch.cuda.memory_summary(device=i))` (fairseq trainer's
+    // OOM report): a loop of optional CUDA work is optional CUDA work
+    if (s.type === 'for_statement') return !s.childForFieldName('alternative') && cudaOnlyBlock(sema, s.childForFieldName('body'));
     // `if rng_state["cuda"] is not None: torch.cuda.set_rng_state(...) else: log.warning(...)`: every arm is optional device work
     if (s.type === 'if_statement') {
       return cudaOnlyBlock(sema, s.childForFieldName('consequence')) && s.childrenForFieldName('alternative').every((alt) =>
@@ -135,9 +138,10 @@ export function short(text: string, max = 48): string {
 
 /**
  * Libraries whose kernels run only on CUDA GPUs: flash-attn, xFormers, apex, Triton, bitsandbytes, DeepSpeed, Mamba,
- * Transformer Engine, and compiled extensions named `*_cuda` / `*_cuda_lib` (flash-attn's `xentropy_cuda_lib`, `rotary_emb`).
+ * Transformer Engine, Apex's compiled `amp_C` (fairseq's `multi_tensor_l2norm`), and compiled extensions named `*_cuda` /
+ * `*_cuda_lib` (flash-attn's `xentropy_cuda_lib`, `rotary_emb`).
  */
-export const CUDA_ONLY_MODULE = /^(flash_attn|xformers|apex|triton|bitsandbytes|deepspeed|mamba_ssm|causal_conv1d|transformer_engine|liger_kernel|cupy|pycuda|rotary_emb|\w+_cuda(_lib)?)(\.|$)/;
+export const CUDA_ONLY_MODULE = /^(flash_attn|xformers|apex|amp_C|triton|bitsandbytes|deepspeed|mamba_ssm|causal_conv1d|transformer_engine|liger_kernel|cupy|pycuda|rotary_emb|\w+_cuda(_lib)?)(\.|$)/;
 
 /**
  * Whether a block is a CUDA fast path: it imports or calls a CUDA-only kernel library. On a TPU host the guard that

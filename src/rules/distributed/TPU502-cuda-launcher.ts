@@ -59,14 +59,14 @@ export default defineRule({
     why:
       'On a TPU host `torch.cuda.device_count()` is 0, so `mp.spawn(fn, nprocs=torch.cuda.device_count())` starts no worker, and processes started by hand fight over the chips. ' +
       '`torch_xla.launch(fn, args)` starts one process per local device and calls `fn(index, *args)`, the same signature as `mp.spawn`; under torchrun it calls `fn(LOCAL_RANK, *args)` instead (TX:241-274). ' +
-      'Under PJRT `xmp.spawn`\'s `nprocs` "can be either 1 or None … Other numbers would result in ValueError" (XPJRT:186-211). ' +
+      'Under PJRT `xmp.spawn`\'s `nprocs` "can be either 1 or None … Other numbers would result in ValueError" (XPJRT:186-211); that holds from torch_xla 2.6 (torch_xla/_internal/pjrt.py v2.6.0:208-209 raises), while 2.5 and earlier log "Unsupported nprocs (%d), ignoring..." and start one process per local device (v2.5.0:206-207), so for those targets the finding is info. ' +
       'On TPU v2/v3 each process drives two devices with threads that share the torch RNG: call `xm.broadcast_master_param(model)` after moving the model for identical initial weights (PJRT:229-252).',
     example: 'mp.spawn(_mp_fn, args=(cfg,), nprocs=torch.cuda.device_count())\nxmp.spawn(_mp_fn, args=(cfg,), nprocs=8)',
     useInstead: 'import torch_xla\n\ntorch_xla.launch(_mp_fn, args=(cfg,))   # xmp.spawn(_mp_fn, args=(cfg,)) before torch_xla 2.5',
     fixSafety:
       'Safe when `nprocs` is the CUDA device count (one worker per device is what both launchers do) and `join`/`daemon` keep their defaults; unsafe otherwise (another `nprocs` value, `join=False`). ' +
       'No fix when the process count is also passed to the launched function (`args=(world_size,), nprocs=world_size`): one process per device would disagree with it, and the function must read the world size itself. ' +
-      'Dropping a numeric `nprocs` from `xmp.spawn` is safe: every value other than 1 or None raises. In dual-path style the call becomes `accel.launch(...) if accel.is_xla() else mp.spawn(...)`, so CUDA and CPU keep the `mp.spawn` as written (its `nprocs`, `join`, `daemon`). ' +
+      'Dropping a numeric `nprocs` from `xmp.spawn` is safe: every value other than 1 or None raises (from 2.6) or is ignored (up to 2.5). In dual-path style the call becomes `accel.launch(...) if accel.is_xla() else mp.spawn(...)`, so CUDA and CPU keep the `mp.spawn` as written (its `nprocs`, `join`, `daemon`). ' +
       'Launcher scripts and `multiprocessing.Process` loops are reported without a fix.',
     sources: [
       'TX:241-274 torch_xla/torch_xla.py `launch` (SPMD NotImplementedError, torchelastic LOCAL_RANK path), read at pytorch/xla@022ecde',
@@ -139,6 +139,17 @@ export default defineRule({
         if (!nprocs || nprocs.text === 'None' || nprocs.text === '1') continue;
         const literal = nprocs.type === 'integer';
         const allowed = ctx.idiom.xlaAlways('');
+        // PJRT's spawn raises ValueError("Unsupported nprocs (%d). Please use nprocs=1 or None ...") from v2.6.0
+        // (torch_xla/_internal/pjrt.py v2.6.0:208-209); up to v2.5.0 it logs "Unsupported nprocs (%d), ignoring..." and
+        // starts one process per local device anyway (v2.5.0:206-207)
+        if (!ctx.idiom.at('2.6')) {
+          ctx.report(nprocs, {
+            severity: 'info',
+            message: '`xmp.spawn` ignores `nprocs` other than 1 or None under PJRT before torch_xla 2.6 (it logs "Unsupported nprocs (N), ignoring..." and starts one process per local device); from 2.6 it raises ValueError',
+            fix: allowed && nprocsKw ? { title: 'Drop `nprocs` (use every local device)', applicability: 'safe', edits: editArgs(call, [nprocsKw]) } : null,
+          });
+          continue;
+        }
         ctx.report(nprocs, {
           severity: literal ? 'error' : 'warning',
           message: literal

@@ -2,6 +2,7 @@ import { defineRule, type RuleContext } from '../../core/rule';
 import { callArgs } from '../../core/semantics';
 import type { Node } from '../../core/parse';
 import { DDP, editArgs } from './util';
+import { cudaOnly } from '../../model/guards';
 
 const DATA_PARALLEL = new Set(['torch.nn.DataParallel', 'torch.nn.parallel.DataParallel', 'torch.nn.parallel.data_parallel.DataParallel']);
 
@@ -16,7 +17,7 @@ export default defineRule({
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Drop `device_ids`/`output_device`, add `gradient_as_bucket_view=True`' },
   triggers: ['DistributedDataParallel', 'DDP', 'DataParallel', 'device_ids'],
   docs: {
-    what: 'Checks for `DistributedDataParallel(model, device_ids=[…], output_device=…)`, `torch.nn.DataParallel(model, …)` (also through a same-file subclass, `class MyDataParallel(nn.DataParallel)`, warning, no fix) and `dist.barrier(device_ids=[…])` (warning, no fix), through import aliases, and `device_ids=` passed to a DDP-wrapping helper of the project (`task.prepare_distributed(device_ids=[device])`, no fix: the helper builds the wrapper).',
+    what: 'Checks for `DistributedDataParallel(model, device_ids=[…], output_device=…)`, `torch.nn.DataParallel(model, …)` (also through a same-file subclass, `class MyDataParallel(nn.DataParallel)`, warning, no fix) and `dist.barrier(device_ids=[…])` (warning, no fix), through import aliases, and `device_ids=` passed to a DDP-wrapping helper of the project (`task.prepare_distributed(device_ids=[device])`, no fix: the helper builds the wrapper). `nn.DataParallel` in a CUDA-only arm (`if device == "cuda":`) is not flagged: a TPU host keeps the bare module there, which is what DataParallel would run; DDP in such an arm is, since skipping it leaves the processes unsynchronised.',
     why:
       'The XLA form of DDP is `DDP(model, gradient_as_bucket_view=True)`: the torch_xla README diff removes `device_ids=[rank]` (README.md:208-211; DDP:45-46); how `device_ids=[rank]` fails on XLA is unverified. ' +
       '`nn.DataParallel` silently runs the bare module when no CUDA-like device is available, which is the case on a TPU host ' +
@@ -123,6 +124,12 @@ export default defineRule({
         continue;
       }
       if (DATA_PARALLEL.has(callee)) {
+        // `if device == 'cuda': net = torch.nn.DataParallel(net)` after `device = 'cuda' if torch.cuda.is_available() else 'cpu'`
+        // (kuangliu pytorch-cifar main.py): a TPU host skips the CUDA-only arm and keeps the bare module, which is what
+        // DataParallel would run there anyway; the device choice is the finding (TPU102/TPU103). Facts only, no name
+        // guesses (`if n_gpu > 1:` counts what the user asked for). DDP stays reported in such arms: skipping it on TPU
+        // leaves the processes' gradients unsynchronised (improved-diffusion's `if th.cuda.is_available(): DDP(...)`)
+        if (cudaOnly(call, undefined, { guess: false })) continue;
         const module = positional[0];
         ctx.report(call, {
           severity: 'warning',

@@ -26,6 +26,8 @@ export interface GenerationLoop {
 }
 
 /** Callables that are models by name: `model(x)`, `self.model(x)`, `unet(x, t)`, `self(idx)`, `self.transformer(...)`. */
+/** Factories named after what they build (`build_model`, `load_network`): calling one makes a module, it runs no step. */
+const FACTORY = /^(build|make|create|load|get|init|setup|construct|instantiate|prepare|wrap|unwrap)_\w+$/i;
 const MODEL_NAME = /(^|\.)(self|\w*model|\w*net|unet|\w*decoder|\w*transformer|denois\w*|gpt|llm|lm|generator|p_sample\w*|sample_step)$/i;
 const HOST_READS = new Set(['item', 'tolist', 'cpu', 'numpy']);
 
@@ -80,7 +82,9 @@ export function generationLoops(ctx: RuleContext): GenerationLoop[] {
     const model = calls.find((c) => {
       const fn = c.childForFieldName('function');
       // `self.model.forward(tokens[:, prev_pos:cur_pos], prev_pos)` (Meta's llama reference): the module called through forward
-      return !!fn && (fn.type === 'identifier' || fn.type === 'attribute') && !ctx.sema.resolve(fn) && MODEL_NAME.test(fn.text.replace(/\.forward$/, ''));
+      // (a factory, `task.build_model(cfg.model)` in fairseq's ensemble loader loop over checkpoint files, builds a module: no step)
+      return !!fn && (fn.type === 'identifier' || fn.type === 'attribute') && !ctx.sema.resolve(fn) && MODEL_NAME.test(fn.text.replace(/\.forward$/, '')) &&
+        !FACTORY.test(fn.text.split('.').pop() ?? '');
     });
     if (!model) continue;
     const assigns = stmts.filter((n) => n.type === 'assignment');

@@ -1,4 +1,4 @@
-import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
+import { defineRule, type FixDraft, type ReportOptions, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { kwValue } from '../../core/semantics';
 import { deleteStatement, replace } from '../../core/edits';
@@ -23,7 +23,9 @@ export default defineRule({
   docs: {
     what:
       'Checks for NVIDIA Apex: `import apex`, `from apex import amp` (`amp.initialize`, `amp.scale_loss`), `apex.optimizers.FusedAdam/FusedLAMB/FusedSGD`, ' +
-      '`apex.normalization.FusedLayerNorm/FusedRMSNorm`, `apex.parallel.DistributedDataParallel`/`SyncBatchNorm`, and `import amp_C`.',
+      '`apex.normalization.FusedLayerNorm/FusedRMSNorm`, `apex.parallel.DistributedDataParallel`/`SyncBatchNorm`, and `import amp_C`. ' +
+      'One finding per problem: a use of a name bound by a reported `from apex… import Name` with no known replacement (`LARC(optimizer=...)`) is a related location of the import, ' +
+      'and the `amp.scale_loss` blocks of a file with one `amp.initialize` are related locations of it (its fix rewrites them too).',
     why:
       'Apex ships CUDA kernels and CUDA-only mixed precision; a TPU host cannot import or run them. The PyTorch equivalents lower to XLA: ' +
       '`torch.autocast("xla", dtype=torch.bfloat16)` instead of `amp` (no loss scaling needed for bf16, TPU301/TPU303), `torch.optim.AdamW`/`SGD` instead of the fused optimizers (without `fused=True`, TPU706), ' +
@@ -52,15 +54,25 @@ export default defineRule({
     torchtpu: 'The same PyTorch replacements apply; the bf16 autocast becomes `torch.autocast("tpu", dtype=torch.bfloat16)`.',
   },
   check(ctx) {
+    type Related = { start: number; end: number; message: string };
+    // reported Apex imports, and for `from apex.x import Name` the names they bind (uses without a fix fold into them)
+    const importFindings: { stmt: Node; opts: ReportOptions & { related: Related[] } }[] = [];
+    const byName = new Map<string, Related[]>();
     for (const info of importInfos(ctx)) {
       if (!info.modules.some((m) => /^apex(\.|$)/.test(m) || m === 'amp_C')) continue;
       if (isOptionalImport(info.stmt) || isGuardedImport(info)) continue;
       const edits = deleteUnusedImport(ctx, info);
-      ctx.report(info.stmt, {
+      const opts = {
         message: `\`${info.stmt.text.split('\n')[0]}\` imports NVIDIA Apex, which is CUDA-only and not installable on a TPU host`,
-        fix: edits ? { title: 'Remove the unused Apex import', applicability: 'safe', edits } : null,
-      });
+        fix: edits ? { title: 'Remove the unused Apex import', applicability: 'safe' as const, edits } : null,
+        related: [] as Related[],
+      };
+      importFindings.push({ stmt: info.stmt, opts });
+      if (info.stmt.type === 'import_from_statement') for (const b of info.bound) byName.set(b, opts.related);
     }
+    // `model, opt = amp.initialize(...)` … `with amp.scale_loss(loss, opt) as s:` (swav main_swav.py): the loss scaling of
+    // that AMP setup is one problem with it; its fix rides on the `amp.initialize` finding
+    const ampCalls: { call: Node; opts: ReportOptions; fix: FixDraft | null }[] = [];
     // `try: from apex import amp; has_apex = True / except ImportError: has_apex = False` (timm train.py): the Apex calls
     // sit on an optional path that never runs on a TPU host, where apex is not installed
     const apexImports = importInfos(ctx).filter((i) => i.modules.some((m) => /^apex(\.|$)/.test(m)));
@@ -83,10 +95,53 @@ export default defineRule({
         });
         continue;
       }
-      ctx.report(call, { message: messageFor(name, callee, ctx.idiom.profile), fix: fixFor(ctx, call, callee) });
+      const fix = fixFor(ctx, call, callee);
+      // `optimizer = LARC(optimizer=...)` after `from apex.parallel.LARC import LARC` (swav): the import's finding already
+      // names the class and no replacement is known, so the use is a related location of it
+      const fn = call.childForFieldName('function');
+      const viaImport = fn?.type === 'identifier' ? byName.get(fn.text) : undefined;
+      if (!fix && viaImport) {
+        viaImport.push({ start: call.startIndex, end: call.endIndex, message: `used here: ${messageFor(name, callee, ctx.idiom.profile)}` });
+        continue;
+      }
+      if (callee === 'apex.amp.initialize' || callee === 'apex.amp.scale_loss') {
+        ampCalls.push({ call, opts: { message: messageFor(name, callee, ctx.idiom.profile) }, fix });
+        continue;
+      }
+      ctx.report(call, { message: messageFor(name, callee, ctx.idiom.profile), fix });
     }
+    for (const f of importFindings) ctx.report(f.stmt, { ...f.opts, related: f.opts.related.length ? f.opts.related : undefined });
+    reportAmp(ctx, ampCalls);
   },
 });
+
+/**
+ * One finding for an Apex AMP setup: on the first `amp.initialize` (when the file has exactly one), its `amp.scale_loss`
+ * blocks as related locations, and one fix that makes all their edits when each has one (a partial fix would leave
+ * `scale_loss` without its `initialize`). Without an `initialize`, each `scale_loss` is its own finding.
+ */
+function reportAmp(ctx: RuleContext, calls: { call: Node; opts: ReportOptions; fix: FixDraft | null }[]): void {
+  const inits = calls.filter((c) => ctx.sema.callee(c.call) === 'apex.amp.initialize');
+  const scales = calls.filter((c) => ctx.sema.callee(c.call) === 'apex.amp.scale_loss');
+  if (inits.length !== 1 || !scales.length) {
+    for (const c of calls) ctx.report(c.call, { ...c.opts, fix: c.fix });
+    return;
+  }
+  const [init] = inits;
+  const all = [init, ...scales];
+  const fix: FixDraft | null = all.every((c) => c.fix)
+    ? {
+      title: `${init.fix!.title}; ${scales.length === 1 ? 'its `amp.scale_loss` block calls' : `its ${scales.length} \`amp.scale_loss\` blocks call`} \`backward()\` on the loss`,
+      applicability: 'unsafe',
+      edits: all.flatMap((c) => c.fix!.edits).sort((a, b) => a.start - b.start),
+    }
+    : null;
+  ctx.report(init.call, {
+    message: `${init.opts.message}; its \`amp.scale_loss\` fp16 loss scaling goes with it (bf16 needs none)`,
+    fix,
+    related: scales.map((c) => ({ start: c.call.startIndex, end: c.call.endIndex, message: 'Apex fp16 loss scaling of this AMP setup' })),
+  });
+}
 
 function messageFor(name: string, callee: string, profile: string): string {
   if (callee === 'apex.amp.initialize') return '`amp.initialize` is Apex CUDA mixed precision; use bf16 `torch.autocast` on TPU';

@@ -2,9 +2,20 @@ import { defineRule } from '../../core/rule';
 import { downgrade } from '../../core/engine';
 import { insertAt, replace, replaceRange } from '../../core/edits';
 import type { Node } from '../../core/parse';
-import type { RuleContext } from '../../core/rule';
+import type { ReportOptions, RuleContext } from '../../core/rule';
 import { callArgs, kwValue, methodName, receiver, stringContent } from '../../core/semantics';
 import { isFloat64, torchAttr } from './util';
+
+/** The `if` statement whose arm (`if`/`elif`/`else` block) holds the statement of `call` directly, else null. */
+function armChain(call: Node): Node | null {
+  let stmt: Node | null = call;
+  while (stmt && stmt.parent && stmt.parent.type !== 'block') stmt = stmt.parent;
+  const arm = stmt?.parent?.parent;
+  if (!arm) return null;
+  if (arm.type === 'if_statement') return arm;
+  if ((arm.type === 'elif_clause' || arm.type === 'else_clause') && arm.parent?.type === 'if_statement') return arm.parent;
+  return null;
+}
 
 /** numpy constructors that return float64 unless given a dtype. */
 const NP_FLOAT64 = /^numpy\.(random\.(rand|randn|random|random_sample|uniform|normal|standard_normal)|linspace|zeros|ones|empty|full|loadtxt|genfromtxt|eye|identity)$/;
@@ -192,6 +203,8 @@ export default defineRule({
     // keep CPU/CUDA float64, and an XLA-only cast would still leave the other side float64 on XLA) and only when the file
     // has no data source whose dtype this rule cannot see (a DataLoader, a NumPy/pandas conversion, np.load).
     const dual = ctx.idiom.dualPath;
+    // float64 dtypes without a fix, by the `if` chain whose arm holds their statement
+    const armDtypes = new Map<number, { d: Node; opts: ReportOptions }[]>();
     const untypedData = /\bDataLoader\b|\bfrom_numpy\(|\bas_tensor\(|\bnp\.load|\bnumpy\.load|\bpd\.|\bpandas\b|\.values\b|\.to_numpy\(/.test(ctx.text);
     const castsFloat64 = ctx.sema.nodes('call').some((c) => methodName(c) === 'double') || ctx.sema.nodes('attribute').some((a) => isFloat64(ctx, a));
     const offerCast = !dual && !untypedData;
@@ -235,11 +248,14 @@ export default defineRule({
       if (dtypeNodes.length && !onCpu && !(recv && hostSide(recv)) && !(q !== 'torch.set_default_dtype' && castBeforeMove(ctx, call))) {
         for (const d of dtypeNodes) {
           const t = f32(d);
-          ctx.report(d, {
+          const opts = {
             severity: sev(call),
             message: q === 'torch.set_default_dtype' ? 'A float64 default dtype makes every new float tensor float64 on TPU' : `\`${d.text}\` makes a float64 tensor: TPUs have no native float64 (slow, some ops fail)`,
             fix: offerCast ? { title: `Replace with \`${t.text}\``, edits: [replace(d, t.text)], imports: t.imports } : null,
-          });
+          };
+          const chain = opts.fix ? null : armChain(call);
+          if (chain) armDtypes.set(chain.id, [...(armDtypes.get(chain.id) ?? []), { d, opts }]);
+          else ctx.report(d, opts);
         }
         continue;
       }
@@ -264,6 +280,12 @@ export default defineRule({
       }
     }
 
+    // `if not torch.is_tensor(t): x = torch.tensor(t, dtype=torch.double)` / `elif ...: x = t.to(dtype=torch.double)` /
+    // `else: ...` (fairseq all_reduce_dict): one float64 choice made in every arm of one chain, without a fix: one finding
+    for (const group of armDtypes.values()) {
+      const [first, ...rest] = group;
+      ctx.report(first.d, { ...first.opts, related: rest.length ? rest.map((r) => ({ start: r.d.startIndex, end: r.d.endIndex, message: 'the same float64 choice in this `if` chain' })) : undefined });
+    }
     // dtype=np.float64 inside Dataset classes
     for (const kwNode of ctx.sema.nodes('keyword_argument')) {
       if (kwNode.childForFieldName('name')?.text !== 'dtype') continue;
