@@ -2,7 +2,7 @@
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import { deviceBreaks, generationLoops, perStepReads, smallTripCount, stepsExecute } from './generation';
-import { endOfBodyEdit, pythonReduction, short } from './util';
+import { deviceMembership, endOfBodyEdit, pythonReduction, short } from './util';
 import { roundTrips } from './rollout';
 
 /** TPU205: the growing sequence and the early exit on a device value. */
@@ -21,6 +21,15 @@ export function reportGenerationDynamism(ctx: RuleContext): void {
         ctx.report(cond, {
           severity: 'info',
           message: `\`${short(cond.text, 30)}\` runs Python's \`${r.fn}()\` over the device value \`${short(r.over.text, 24)}\` every step, reading it to the host, and the loop stops at a data-dependent length; test \`torch.${r.fn}(...)\` once every few steps, or run a fixed number of steps and mask finished sequences`,
+        });
+        continue;
+      }
+      const m = deviceMembership(ctx, unwrap(cond));
+      if (m) {
+        // `if output[-1] in [tokenizer.eos_token_id]: break`: the membership test is the read, reported at the test
+        ctx.report(cond, {
+          severity: 'info',
+          message: `\`${short(cond.text, 36)}\` compares the device value \`${short(m.item.text, 20)}\` with each item of \`${short(m.container.text, 24)}\` and reads every result back (\`bool()\`), every step, and the loop stops at a data-dependent length; compare on the device (\`==\` with each id, combined with \`|\`${ctx.idiom.profile === 'torchtpu' ? '' : '; torch_xla 2.9 lowers `eq` but not `isin`'}) and test the result once every few steps, or run a fixed number of steps and mask finished sequences`,
         });
         continue;
       }
@@ -45,6 +54,11 @@ export function reportGenerationReads(ctx: RuleContext): void {
       });
     }
   }
+}
+
+function unwrap(n: Node): Node {
+  while ((n.type === 'parenthesized_expression' || n.type === 'not_operator') && n.namedChildren[0]) n = n.childForFieldName('argument') ?? n.namedChildren[0]!;
+  return n;
 }
 
 function headerEnd(loop: Node): number {

@@ -46,9 +46,32 @@ export function tensorCondition(ctx: RuleContext, cond: Node | null | undefined)
   if (cond.type === 'identifier' && ctx.model.bindingExpressions(cond).some((b) => !!b && /^(dictionary|list|set|tuple|dictionary_comprehension|list_comprehension)$/.test(b.type))) return false;
   // `if not batch:` where the function reads `batch['input_ids']`: a mapping's truthiness (empty or None), not a tensor's
   if (cond.type === 'identifier' && keyedByString(ctx, cond)) return false;
+  if (deviceMembership(ctx, cond)) return true;
   // `self.tokens += (y >= 0).sum()` then `if self.tokens < warmup_tokens:`: a counter that accumulates a device tensor is one
   if (cond.type === 'comparison_operator' && !cond.children.some((c) => !!c && !c.isNamed && /^(is|in|not|is not|not in)$/.test(c.type)) && cond.namedChildren.some((c) => !!c && accumulatesTensor(ctx, c))) return true;
   return tensorish(ctx, cond, true);
+}
+
+const SEQUENCE_LITERAL = /^(list|tuple|list_comprehension)$/;
+/**
+ * `tok in [eos_id, pad_id]` / `tok not in (a, b)` with `tok` a device tensor (known from value flow): a list's or
+ * tuple's `__contains__` compares each item with `==` and takes `bool()` of the result, a device read per item
+ * (`tensor(5) in [5]` is True); `tok in ids` with `ids` a device tensor is `Tensor.__contains__`, `(ids == tok).any()`
+ * read back. A set or dict hashes the tensor by identity and compares nothing on the device (`tensor(5) in {5}` is
+ * False: never a match, but no read), so it is none; nor is a container of unknown kind.
+ */
+export function deviceMembership(ctx: RuleContext, cond: Node): { item: Node; container: Node } | null {
+  if (cond.type !== 'comparison_operator') return null;
+  const ops = cond.children.filter((c) => !!c && !c.isNamed).map((c) => c!.type);
+  if (ops.length !== 1 || (ops[0] !== 'in' && ops[0] !== 'not in')) return null;
+  const [item, container] = cond.namedChildren;
+  if (!item || !container || !tensorish(ctx, item, true)) return null;
+  if (SEQUENCE_LITERAL.test(container.type)) return { item, container };
+  if (container.type === 'identifier') {
+    const bound = ctx.model.bindingExpressions(container);
+    if (bound.length && bound.every((b) => !!b && SEQUENCE_LITERAL.test(b.type))) return { item, container };
+  }
+  return tensorish(ctx, container, true) ? { item, container } : null;
 }
 
 const stringKeyed = new WeakMap<object, Map<number, Set<string>>>();
