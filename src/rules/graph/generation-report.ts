@@ -97,14 +97,16 @@ const TOKENIZER_CALL = /(^|\.|_)(tok\w*|\w*tokeni[sz]\w*|encode\w*|apply_chat_te
 const PASS_THROUGH = new Set(['to', 'cuda', 'unsqueeze', 'long', 'int', 'view', 'reshape', 'contiguous']);
 
 /** `tokenizer(prompt, return_tensors="pt")` (or `torch.tensor(tok.encode(text))`) that `e` comes from, through moves and keys. */
-function tokenizerSource(ctx: RuleContext, e: Node | null | undefined, depth = 0): Node | null {
+function tokenizerSource(ctx: RuleContext, e: Node | null | undefined, depth = 0, ids = false): Node | null {
+  // `ids`: below `torch.as_tensor(...)`, where a tokenizer call returning Python lists (`tokenizer([prompt]).input_ids`) counts too
   if (!e || depth > 6) return null;
-  if (e.type === 'parenthesized_expression') return tokenizerSource(ctx, e.namedChildren[0], depth + 1);
-  if (e.type === 'subscript') return tokenizerSource(ctx, e.childForFieldName('value'), depth + 1); // `inputs["input_ids"]`, `ids[None]`
-  if (e.type === 'attribute') return /^(input_ids|data)$/.test(e.childForFieldName('attribute')?.text ?? '') ? tokenizerSource(ctx, e.childForFieldName('object'), depth + 1) : null;
+  if (e.type === 'parenthesized_expression') return tokenizerSource(ctx, e.namedChildren[0], depth + 1, ids);
+  if (e.type === 'subscript') return tokenizerSource(ctx, e.childForFieldName('value'), depth + 1, ids); // `inputs["input_ids"]`, `ids[None]`
+  if (e.type === 'attribute') return /^(input_ids|data)$/.test(e.childForFieldName('attribute')?.text ?? '') ? tokenizerSource(ctx, e.childForFieldName('object'), depth + 1, ids) : null;
+  if (e.type === 'list' && ids && e.namedChildren.length === 1) return tokenizerSource(ctx, e.namedChildren[0], depth + 1, ids); // `torch.as_tensor([input_ids])`
   if (e.type === 'identifier') {
     for (const b of ctx.model.bindingExpressions(e)) {
-      const t = b ? tokenizerSource(ctx, b, depth + 1) : null;
+      const t = b ? tokenizerSource(ctx, b, depth + 1, ids) : null;
       if (t) return t;
     }
     return null;
@@ -112,12 +114,9 @@ function tokenizerSource(ctx: RuleContext, e: Node | null | undefined, depth = 0
   if (e.type !== 'call') return null;
   const fn = e.childForFieldName('function');
   const callee = ctx.sema.callee(e) ?? '';
-  if (/^torch\.(tensor|LongTensor|as_tensor)$/.test(callee)) {
-    const inner = callArgs(e).positional[0];
-    return inner?.type === 'call' && TOKENIZER_CALL.test(inner.childForFieldName('function')?.text ?? '') ? inner : null;
-  }
-  if (PASS_THROUGH.has(methodName(e) ?? '')) return tokenizerSource(ctx, receiver(e), depth + 1);
-  if ((fn?.type === 'identifier' || fn?.type === 'attribute') && TOKENIZER_CALL.test(fn.text) && callArgs(e).keywords.has('return_tensors')) return e;
+  if (/^torch\.(tensor|LongTensor|as_tensor)$/.test(callee)) return tokenizerSource(ctx, callArgs(e).positional[0], depth + 1, true);
+  if (PASS_THROUGH.has(methodName(e) ?? '')) return tokenizerSource(ctx, receiver(e), depth + 1, ids);
+  if ((fn?.type === 'identifier' || fn?.type === 'attribute') && TOKENIZER_CALL.test(fn.text) && (ids || callArgs(e).keywords.has('return_tensors'))) return e;
   return null;
 }
 
@@ -173,7 +172,9 @@ export function reportPromptShapes(ctx: RuleContext): void {
     const loop = innermostLoop(call, fn);
     const inLoop = !!loop && tok.startIndex >= loop.startIndex && tok.endIndex <= loop.endIndex;
     const text = callArgs(tok).positional[0] ?? kwValue(callArgs(tok).keywords.get('text'));
-    const fromParam = !!fn && ctx.sema.enclosingFunction(tok)?.id === fn.id && text?.type === 'identifier' && paramNames(fn).has(text.text);
+    // (`tokenizer(prompt.format(user_question=user_question), ...)`, `tokenizer([prompt])`: the text reads a parameter)
+    const params = paramNames(fn);
+    const fromParam = !!fn && !!text && ctx.sema.enclosingFunction(tok)?.id === fn.id && (text.type === 'identifier' ? [text] : ctx.sema.within('identifier', text)).some((id) => params.has(id.text));
     if (!inLoop && !fromParam) continue;
     done.add(tok.id);
     ctx.report(tok, {
