@@ -10,7 +10,7 @@
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import { methodName, receiver } from '../../core/semantics';
-import { isBarrierCall, pythonReduction, short, tensorCondition, tensorish } from './util';
+import { HOST_READ_METHODS, isBarrierCall, pythonReduction, short, tensorCondition, tensorish } from './util';
 
 export interface GenerationLoop {
   loop: Node;
@@ -27,7 +27,6 @@ export interface GenerationLoop {
 
 /** Callables that are models by name: `model(x)`, `self.model(x)`, `unet(x, t)`, `self(idx)`, `self.transformer(...)`. */
 const MODEL_NAME = /(^|\.)(self|\w*model|\w*net|unet|\w*decoder|\w*transformer|denois\w*|gpt|llm|lm|generator|p_sample\w*|sample_step)$/i;
-const HOST_READS = new Set(['item', 'tolist', 'cpu', 'numpy']);
 
 const memo = new WeakMap<object, GenerationLoop[]>();
 
@@ -148,10 +147,10 @@ export function deviceBreaks(ctx: RuleContext, g: GenerationLoop): { brk: Node; 
 export function perStepReads(ctx: RuleContext, g: GenerationLoop): Node[] {
   const tests = deviceBreaks(ctx, g).map((b) => b.cond);
   return ownStatements(g.body).filter((n) => {
-    if (n.type !== 'call' || !HOST_READS.has(methodName(n) ?? '')) return false;
+    if (n.type !== 'call' || !HOST_READ_METHODS.has(methodName(n) ?? '')) return false;
     const recv = receiver(n);
     if (!recv || !(tensorish(ctx, recv, false) || fromOutput(recv, g))) return false;
-    if (recv.type === 'call' && HOST_READS.has(methodName(recv) ?? '')) return false; // `.cpu().numpy()`: report the first read
+    if (recv.type === 'call' && HOST_READ_METHODS.has(methodName(recv) ?? '')) return false; // `.cpu().numpy()`: report the first read
     return !tests.some((t) => n.startIndex >= t.startIndex && n.endIndex <= t.endIndex);
   });
 }

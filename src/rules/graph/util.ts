@@ -739,7 +739,8 @@ export function parameterLoop(ctx: RuleContext, node: Node, anchor: Node): Node 
   return null;
 }
 
-const HOST_READ_METHODS = new Set(['item', 'tolist', 'cpu', 'numpy']);
+/** The tensor methods that copy a value to the host (`.item()`, `.tolist()`, `.cpu()`, `.numpy()`). */
+export const HOST_READ_METHODS = new Set(['item', 'tolist', 'cpu', 'numpy']);
 /** Host reads (`.item()`, `.cpu()`, ...) of device tensors in a loop's body, outside nested functions. */
 export function deviceReadsIn(ctx: RuleContext, loop: Node): Node[] {
   const body = loop.childForFieldName('body');
