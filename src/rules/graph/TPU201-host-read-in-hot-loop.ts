@@ -112,6 +112,7 @@ export default defineRule({
       'Whether a value is a device tensor or host data comes from the program model (src/model): a CPU tensor built from numbers, a Python float a helper returns, `int()` of a `.cpu()` copy, a step counter and `time.time()` are host values and not flagged. ' +
       'Static metadata (`.shape`, `.size()`, `.dtype`, `.device`, `len(t)`) and values handed to `xm.add_step_closure` are not flagged; ' +
       'neither is code outside the loop (end of epoch, after training). With project scope a helper of another module that a hot loop calls is hot too: its own device reads are reported in the helper (naming the calling line), and a device tensor passed to a helper that reads that argument on the host (`logger.update(acc=acc)` where `update` calls `.item()` on each value) is reported at the call; so is a call of a method of a class of the same file through an instance (`meters = Meters()` then `meters.update(loss=loss)`). The methods `forward` calls are hot with it, also under `@torch.no_grad()` (a queue update, a momentum encoder: step work), and so is a no-grad `forward` that solves an assignment (`linear_sum_assignment`, a Hungarian matcher building a detection loss\'s targets): its `.cpu()` is a training-step read. Under a throttle guard (`if step % k == 0`), in a helper the loop calls only under one, or in an eval loop the finding is info; a throttled block (or a statement block of such a helper) gets one finding, on its first read, with the others as related locations. ' +
+      'In a loop that is no training or eval loop (an RL rollout), a device tensor passed to an environment wrapper\'s method that reads that argument on the host and uploads what it gets back (`obs, reward, done, info = envs.step(action)` where `step` does `actions.cpu().numpy()` then `torch.from_numpy(obs).to(self.device)`) is a round trip per step, a warning at the argument; the wrapper is found through a same-file instance (`env = TorchEnv(...)`) or, with project scope, a class or a factory returning one class (`envs = make_envs(...)`) of another module; a method inherited from a base class outside the project (baselines\' `VecEnvWrapper.step` calling `step_async`) is not followed. ' +
       'Reads in a loop (or comprehension) over the model\'s parameters in the training step (`for p in model.parameters()`, `named_parameters()`, or any loop whose variable\'s `.grad` it reads: a gradient-norm or per-parameter clipping helper, DINO\'s `clip_gradients`) run once per parameter: one finding per loop, its other reads and its branches on device values (`if clip_coef < 1:`, not reported again as TPU202) as related locations; such a loop in a helper called only under a throttle guard (per-parameter norms logged every `log_interval`) is the logging asked for and is not flagged. ' +
       'Several reads of one statement (a `print` over four lines with four `.item()`s) are one finding, on the first read, with the others as related locations (consecutive meter updates of different tensors stay one finding each). ' +
       'Not flagged: tuple-unpacking a tensor (`b, c = t[:, :2].long().T`: `Tensor.__iter__` is `unbind(0)`, which needs only the static size), `.item()` of a NumPy method chain (`np.ceil(np.log(n)).astype(int).item()`), the message of a `raise`, batch elements the loop never moves while it moves others (`ids = batch[2]` next to `videos = batch[0]; videos.to(device)`, or `imgs.type(Tensor)`), ' +
@@ -265,6 +266,7 @@ export default defineRule({
       throttledBlocks.clear();
     };
     reportHelperReads(ctx, seen);
+    reportWrapperTrips(ctx, seen);
 
     for (const call of ctx.sema.nodes('call')) {
       const meth = methodName(call);
@@ -590,6 +592,77 @@ function reportHelperReads(ctx: RuleContext, seen: Set<number>): void {
       }
     }
   }
+}
+
+/**
+ * An environment wrapper's round trip (pytorch-a2c-ppo-acktr-gail's `VecPyTorch.step`: `actions = actions.cpu().numpy()`,
+ * `self.venv.step(actions)`, `torch.from_numpy(obs).to(self.device)`) called with a device tensor in a loop that is no
+ * training or eval loop (`obs, reward, done, infos = envs.step(action)` in the rollout): the read and the upload sit in
+ * the wrapper, in this file (`envs = VecPyTorch(...)`) or another module (`envs = make_vec_envs(...)`, a factory that
+ * returns the wrapper class). One warning per argument, at the call, the wrapper's read and upload related.
+ */
+function reportWrapperTrips(ctx: RuleContext, seen: Set<number>): void {
+  for (const call of ctx.sema.nodes('call')) {
+    const fn = call.childForFieldName('function');
+    const obj = fn?.type === 'attribute' ? fn.childForFieldName('object') : null;
+    if (obj?.type !== 'identifier' || obj.text === 'self' || ctx.sema.hot(call)) continue;
+    const scope = ctx.sema.enclosingFunction(call);
+    let loop: Node | null = null;
+    for (let p = call.parent; p && p.id !== scope?.id; p = p.parent) if (p.type === 'for_statement' || p.type === 'while_statement') { loop = p; break; }
+    const body = loop?.childForFieldName('body');
+    if (!loop || !body || ctx.sema.containsTrainSignal(body)) continue;
+    const target = localMethodTarget(ctx, call) ?? wrapperAcross(ctx, obj, fn!.childForFieldName('attribute')?.text ?? '');
+    if (!target) continue;
+    const reads = paramReads(target.def, target.module.sema).filter((r) => r.name);
+    if (!reads.length) continue;
+    const upload = target.module.sema.within('call', target.def).find((c) => {
+      const m = methodName(c);
+      const first = callArgs(c).positional[0];
+      return target.module.sema.enclosingFunction(c)?.id === target.def.id && (m === 'cuda' || (m === 'to' && !!first && /(^|\.|_)device$/.test(first.text)));
+    });
+    if (!upload) continue;
+    for (const r of reads) {
+      const a = argumentAt(call, r.name!, r.index, r.method);
+      if (!a || seen.has(a.id) || !ctx.model.isDeviceTensor(a, true)) continue;
+      seen.add(a.id);
+      const cls = target.module.sema.enclosingClass(target.def)?.childForFieldName('name')?.text;
+      const fname = `${cls ? `${cls}.` : ''}${target.def.childForFieldName('name')?.text ?? 'step'}`;
+      const lineAt = (n: Node) => target.module.text.slice(0, n.startIndex).split('\n').length;
+      ctx.report(a, {
+        severity: 'warning',
+        message: `Passing tensor \`${short(a.text, 30)}\` to \`${fname}\`, which reads it with \`${r.what}\` (${baseName(target.path)}:${lineAt(r.read)}) and uploads what it gets back (\`${short(upload.text, 30)}\`, ${baseName(target.path)}:${lineAt(upload)}), every iteration of this loop: each step is a device round trip the host waits on; step many environments per call (a vectorized env) so each trip carries a batch, or act with a CPU copy of the policy and keep the device for the update`,
+        fix: null,
+        related: [
+          { start: r.read.startIndex, end: r.read.endIndex, path: target.path, message: `the host read in \`${fname}\`` },
+          { start: upload.startIndex, end: upload.endIndex, path: target.path, message: `the upload in \`${fname}\`` },
+        ],
+      });
+    }
+  }
+}
+
+/** `envs = make_vec_envs(...)` / `envs = VecPyTorch(...)` imported from another module: the method `name` of the class built. */
+function wrapperAcross(ctx: RuleContext, obj: Node, name: string): { def: Node; module: { sema: RuleContext['sema']; text: string }; path: string } | null {
+  if (!ctx.project || !name) return null;
+  const ctors = ctx.sema.bindings(obj.text);
+  if (!ctors.length || ctors.some((c) => c.type !== 'call')) return null;
+  const hit = ctx.project.resolveCall(ctors[0], ctx.sema, ctx.path);
+  if (!hit || ctors.some((c) => ctx.project!.resolveCall(c, ctx.sema, ctx.path)?.def.id !== hit.def.id)) return null;
+  let cls: Node | null = hit.kind === 'class' ? hit.def : null;
+  if (hit.def.type === 'function_definition') {
+    // a factory: every `return Cls(...)` builds the same class of that module
+    const rets = hit.module.sema.within('return_statement', hit.def).map((r) => r.namedChildren[0]).filter((e): e is Node => !!e);
+    const names = new Set(rets.map((e) => (e.type === 'call' ? e.childForFieldName('function')?.text ?? '' : '')));
+    const only = names.size === 1 ? [...names][0] : '';
+    cls = only ? hit.module.classes.get(only) ?? null : null;
+  }
+  const body = cls?.childForFieldName('body');
+  if (!body) return null;
+  for (const st of body.namedChildren) {
+    const d = st?.type === 'decorated_definition' ? st.childForFieldName('definition') : st;
+    if (d?.type === 'function_definition' && d.childForFieldName('name')?.text === name) return { def: d, module: { sema: hit.module.sema, text: hit.module.text }, path: hit.path };
+  }
+  return null;
 }
 
 /**
