@@ -610,7 +610,11 @@ function reportWrapperTrips(ctx: RuleContext, seen: Set<number>): void {
     let loop: Node | null = null;
     for (let p = call.parent; p && p.id !== scope?.id; p = p.parent) if (p.type === 'for_statement' || p.type === 'while_statement') { loop = p; break; }
     const body = loop?.childForFieldName('body');
-    if (!loop || !body || ctx.sema.containsTrainSignal(body)) continue;
+    if (!loop || !body) continue;
+    // (cheap tests first: a device tensor among the arguments, before resolving the wrapper)
+    const { positional, keywords } = callArgs(call);
+    if (![...positional, ...[...keywords.values()].map((k) => kwValue(k))].some((a) => !!a && ctx.model.isDeviceTensor(a, true))) continue;
+    if (ctx.sema.containsTrainSignal(body)) continue;
     const target = localMethodTarget(ctx, call) ?? wrapperAcross(ctx, obj, fn!.childForFieldName('attribute')?.text ?? '');
     if (!target) continue;
     const reads = paramReads(target.def, target.module.sema).filter((r) => r.name);
