@@ -5,7 +5,7 @@ import { callArgs, enclosingStatement, kwValue, methodName, receiver } from '../
 import { argumentAt, hotCallTarget, paramName } from '../../model/hotAcross';
 import { replace } from '../../core/edits';
 import { cudaOnly } from '../../model/guards';
-import { hostValue, hotAt, severityIn, short, tensorish, throttledEvalScope, throttledEvalWork } from './util';
+import { hostValue, hotAt, parameterLoop, parameterLoopBranches, severityIn, short, tensorish, throttledEvalScope, throttledEvalWork } from './util';
 import { reportGenerationReads } from './generation-report';
 import { reportRoundTrips } from './rollout';
 
@@ -112,6 +112,8 @@ export default defineRule({
       'Whether a value is a device tensor or host data comes from the program model (src/model): a CPU tensor built from numbers, a Python float a helper returns, `int()` of a `.cpu()` copy, a step counter and `time.time()` are host values and not flagged. ' +
       'Static metadata (`.shape`, `.size()`, `.dtype`, `.device`, `len(t)`) and values handed to `xm.add_step_closure` are not flagged; ' +
       'neither is code outside the loop (end of epoch, after training). With project scope a helper of another module that a hot loop calls is hot too: its own device reads are reported in the helper (naming the calling line), and a device tensor passed to a helper that reads that argument on the host (`logger.update(acc=acc)` where `update` calls `.item()` on each value) is reported at the call; so is a call of a method of a class of the same file through an instance (`meters = Meters()` then `meters.update(loss=loss)`). The methods `forward` calls are hot with it, also under `@torch.no_grad()` (a queue update, a momentum encoder: step work), and so is a no-grad `forward` that solves an assignment (`linear_sum_assignment`, a Hungarian matcher building a detection loss\'s targets): its `.cpu()` is a training-step read. Under a throttle guard (`if step % k == 0`), in a helper the loop calls only under one, or in an eval loop the finding is info; a throttled block (or a statement block of such a helper) gets one finding, on its first read, with the others as related locations. ' +
+      'In a loop that is no training or eval loop (an RL rollout), a device tensor passed to an environment wrapper\'s method that reads that argument on the host and uploads what it gets back (`obs, reward, done, info = envs.step(action)` where `step` does `actions.cpu().numpy()` then `torch.from_numpy(obs).to(self.device)`) is a round trip per step, a warning at the argument; the wrapper is found through a same-file instance (`env = TorchEnv(...)`) or, with project scope, a class or a factory returning one class (`envs = make_envs(...)`) of another module; a method inherited from a base class outside the project (baselines\' `VecEnvWrapper.step` calling `step_async`) is not followed. ' +
+      'Reads in a loop (or comprehension) over the model\'s parameters in the training step (`for p in model.parameters()`, `named_parameters()`, or any loop whose variable\'s `.grad` it reads: a gradient-norm or per-parameter clipping helper, DINO\'s `clip_gradients`) run once per parameter: one finding per loop, its other reads and its branches on device values (`if clip_coef < 1:`, not reported again as TPU202) as related locations; such a loop in a helper called only under a throttle guard (per-parameter norms logged every `log_interval`) is the logging asked for and is not flagged. ' +
       'Several reads of one statement (a `print` over four lines with four `.item()`s) are one finding, on the first read, with the others as related locations (consecutive meter updates of different tensors stay one finding each). ' +
       'Not flagged: tuple-unpacking a tensor (`b, c = t[:, :2].long().T`: `Tensor.__iter__` is `unbind(0)`, which needs only the static size), `.item()` of a NumPy method chain (`np.ceil(np.log(n)).astype(int).item()`), the message of a `raise`, batch elements the loop never moves while it moves others (`ids = batch[2]` next to `videos = batch[0]; videos.to(device)`, or `imgs.type(Tensor)`), ' +
       'reads under a flag that is set only under a throttle guard (`do_eval = False` ... `if step % k == 0: do_eval = True`), also when the flag is passed to a step helper as a parameter; ' +
@@ -181,6 +183,19 @@ export default defineRule({
       const via = hot.via?.[0];
       // a helper's read of its own parameter is reported where the callers pass a device tensor (reportHelperReads)
       if (via && paramReads(hot.anchor, ctx.sema).some((r) => isAncestorOrSelf(r.read, site) || isAncestorOrSelf(site, r.read))) return;
+      // reads in a loop over the model's parameters (dino's clip_gradients: `norms.append(p.grad.data.norm(2).item())`
+      // for each parameter, every step): one finding per loop, N reads per step, the others related
+      // (a per-parameter norm helper called only every `log_interval` steps is the logging the user asked for: quiet)
+      const ploop = hot.kind === 'train' ? parameterLoop(ctx, site, hot.anchor) : null;
+      if (ploop && hot.throttled) return;
+      if (ploop) {
+        const key = `param:${ploop.id}`;
+        const list = throttledBlocks.get(key);
+        if (list) list.push({ site, hot, what });
+        else throttledBlocks.set(key, [{ site, hot, what }]);
+        paramGroups.set(key, ploop);
+        return;
+      }
       // (the reads are found kind by kind, calls before `%` formatting: the block's finding is its first read in the
       // text, picked once all are known, with the others as related locations)
       const block = evalScope ?? (hot.throttled ? throttleBlock(ctx, site, hot) : null);
@@ -204,6 +219,24 @@ export default defineRule({
       }
       emit(site, hot, what, []);
     };
+    const paramGroups = new Map<string, Node>();
+    const emitParamLoop = (site: Node, hot: HotInfo, what: string, others: Node[], loop: Node) => {
+      const clause = loop.type === 'for_statement' ? loop : loop.namedChildren.find((c) => c?.type === 'for_in_clause') ?? loop;
+      const header = `for ${clause.childForFieldName('left')?.text ?? ''} in ${clause.childForFieldName('right')?.text ?? ''}`;
+      const via = hot.via?.[0];
+      const where = via ? ` in \`${hot.anchor.childForFieldName('name')?.text ?? 'this helper'}()\`, called from the training loop (${baseName(via.path)}:${via.line})` : ' in the training step';
+      // the loop's branches on device values (`if clip_coef < 1:`) are the same per-parameter syncs: related here, not TPU202
+      const branches = parameterLoopBranches(ctx, loop);
+      ctx.report(site, {
+        severity: severityIn('warning', hot),
+        message: `${what} runs once per parameter in \`${short(header, 48)}\`${where}: one device read per parameter, every step (hundreds in a real model), each running the pending graph${branches.length ? ', and the loop also branches on a device value per parameter' : ''}; keep the per-parameter values on the device (\`torch.stack\` of the norms, \`torch.clamp\` for a conditional scale) and read one result, or read them only on a logging interval`,
+        related: [
+          ...(hot.via ?? []).slice(0, 3).map((v) => ({ start: v.start, end: v.end, path: v.path, message: "the training loop's call" })),
+          ...others.slice(0, 5).map((o) => ({ start: o.startIndex, end: o.endIndex, message: 'another host read in this loop over the parameters' })),
+          ...branches.slice(0, 3).map((b) => ({ start: b.startIndex, end: b.endIndex, message: 'a branch on a device value in this loop over the parameters' })),
+        ],
+      });
+    };
     const emit = (site: Node, hot: HotInfo, what: string, others: Node[]) => {
       const via = hot.via?.[0];
       const where = via
@@ -224,13 +257,16 @@ export default defineRule({
       });
     };
     const flushBlocks = () => {
-      for (const list of throttledBlocks.values()) {
+      for (const [key, list] of throttledBlocks) {
         list.sort((a, b) => a.site.startIndex - b.site.startIndex);
-        emit(list[0].site, list[0].hot, list[0].what, list.slice(1).map((x) => x.site));
+        const loop = paramGroups.get(key);
+        if (loop) emitParamLoop(list[0].site, list[0].hot, list[0].what, list.slice(1).map((x) => x.site), loop);
+        else emit(list[0].site, list[0].hot, list[0].what, list.slice(1).map((x) => x.site));
       }
       throttledBlocks.clear();
     };
     reportHelperReads(ctx, seen);
+    reportWrapperTrips(ctx, seen);
 
     for (const call of ctx.sema.nodes('call')) {
       const meth = methodName(call);
@@ -556,6 +592,81 @@ function reportHelperReads(ctx: RuleContext, seen: Set<number>): void {
       }
     }
   }
+}
+
+/**
+ * An environment wrapper's round trip (pytorch-a2c-ppo-acktr-gail's `VecPyTorch.step`: `actions = actions.cpu().numpy()`,
+ * `self.venv.step(actions)`, `torch.from_numpy(obs).to(self.device)`) called with a device tensor in a loop that is no
+ * training or eval loop (`obs, reward, done, infos = envs.step(action)` in the rollout): the read and the upload sit in
+ * the wrapper, in this file (`envs = VecPyTorch(...)`) or another module (`envs = make_vec_envs(...)`, a factory that
+ * returns the wrapper class). One warning per argument, at the call, the wrapper's read and upload related.
+ */
+function reportWrapperTrips(ctx: RuleContext, seen: Set<number>): void {
+  for (const call of ctx.sema.nodes('call')) {
+    const fn = call.childForFieldName('function');
+    const obj = fn?.type === 'attribute' ? fn.childForFieldName('object') : null;
+    if (obj?.type !== 'identifier' || obj.text === 'self' || ctx.sema.hot(call)) continue;
+    const scope = ctx.sema.enclosingFunction(call);
+    let loop: Node | null = null;
+    for (let p = call.parent; p && p.id !== scope?.id; p = p.parent) if (p.type === 'for_statement' || p.type === 'while_statement') { loop = p; break; }
+    const body = loop?.childForFieldName('body');
+    if (!loop || !body) continue;
+    // (cheap tests first: a device tensor among the arguments, before resolving the wrapper)
+    const { positional, keywords } = callArgs(call);
+    if (![...positional, ...[...keywords.values()].map((k) => kwValue(k))].some((a) => !!a && ctx.model.isDeviceTensor(a, true))) continue;
+    if (ctx.sema.containsTrainSignal(body)) continue;
+    const target = localMethodTarget(ctx, call) ?? wrapperAcross(ctx, obj, fn!.childForFieldName('attribute')?.text ?? '');
+    if (!target) continue;
+    const reads = paramReads(target.def, target.module.sema).filter((r) => r.name);
+    if (!reads.length) continue;
+    const upload = target.module.sema.within('call', target.def).find((c) => {
+      const m = methodName(c);
+      const first = callArgs(c).positional[0];
+      return target.module.sema.enclosingFunction(c)?.id === target.def.id && (m === 'cuda' || (m === 'to' && !!first && /(^|\.|_)device$/.test(first.text)));
+    });
+    if (!upload) continue;
+    for (const r of reads) {
+      const a = argumentAt(call, r.name!, r.index, r.method);
+      if (!a || seen.has(a.id) || !ctx.model.isDeviceTensor(a, true)) continue;
+      seen.add(a.id);
+      const cls = target.module.sema.enclosingClass(target.def)?.childForFieldName('name')?.text;
+      const fname = `${cls ? `${cls}.` : ''}${target.def.childForFieldName('name')?.text ?? 'step'}`;
+      const lineAt = (n: Node) => target.module.text.slice(0, n.startIndex).split('\n').length;
+      ctx.report(a, {
+        severity: 'warning',
+        message: `Passing tensor \`${short(a.text, 30)}\` to \`${fname}\`, which reads it with \`${r.what}\` (${baseName(target.path)}:${lineAt(r.read)}) and uploads what it gets back (\`${short(upload.text, 30)}\`, ${baseName(target.path)}:${lineAt(upload)}), every iteration of this loop: each step is a device round trip the host waits on; step many environments per call (a vectorized env) so each trip carries a batch, or act with a CPU copy of the policy and keep the device for the update`,
+        fix: null,
+        related: [
+          { start: r.read.startIndex, end: r.read.endIndex, path: target.path, message: `the host read in \`${fname}\`` },
+          { start: upload.startIndex, end: upload.endIndex, path: target.path, message: `the upload in \`${fname}\`` },
+        ],
+      });
+    }
+  }
+}
+
+/** `envs = make_vec_envs(...)` / `envs = VecPyTorch(...)` imported from another module: the method `name` of the class built. */
+function wrapperAcross(ctx: RuleContext, obj: Node, name: string): { def: Node; module: { sema: RuleContext['sema']; text: string }; path: string } | null {
+  if (!ctx.project || !name) return null;
+  const ctors = ctx.sema.bindings(obj.text);
+  if (!ctors.length || ctors.some((c) => c.type !== 'call')) return null;
+  const hit = ctx.project.resolveCall(ctors[0], ctx.sema, ctx.path);
+  if (!hit || ctors.some((c) => ctx.project!.resolveCall(c, ctx.sema, ctx.path)?.def.id !== hit.def.id)) return null;
+  let cls: Node | null = hit.kind === 'class' ? hit.def : null;
+  if (hit.def.type === 'function_definition') {
+    // a factory: every `return Cls(...)` builds the same class of that module
+    const rets = hit.module.sema.within('return_statement', hit.def).map((r) => r.namedChildren[0]).filter((e): e is Node => !!e);
+    const names = new Set(rets.map((e) => (e.type === 'call' ? e.childForFieldName('function')?.text ?? '' : '')));
+    const only = names.size === 1 ? [...names][0] : '';
+    cls = only ? hit.module.classes.get(only) ?? null : null;
+  }
+  const body = cls?.childForFieldName('body');
+  if (!body) return null;
+  for (const st of body.namedChildren) {
+    const d = st?.type === 'decorated_definition' ? st.childForFieldName('definition') : st;
+    if (d?.type === 'function_definition' && d.childForFieldName('name')?.text === name) return { def: d, module: { sema: hit.module.sema, text: hit.module.text }, path: hit.path };
+  }
+  return null;
 }
 
 /**

@@ -2,7 +2,7 @@ import { defineRule, type FixDraft, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import { callArgs, kwValue } from '../../core/semantics';
 import { replace, replaceRange } from '../../core/edits';
-import { countSize, hotAt, pythonReduction, severityIn, short, tensorCondition, tensorish, torchName } from './util';
+import { countSize, hotAt, inParameterReadLoop, pythonReduction, severityIn, short, tensorCondition, tensorish, torchName } from './util';
 import { torchRandomDraw } from './random-draw';
 
 export default defineRule({
@@ -18,7 +18,8 @@ export default defineRule({
   docs: {
     what:
       'Checks, in a hot loop or `forward`, for `if`/`elif`/`while`/`assert`/ternary tests and `and`/`or`/`not` operands whose value is a tensor ' +
-      '(`if loss > thr:`, `if torch.isnan(loss):`, `while (err > eps).any():`, `assert torch.isfinite(loss)`, `if not torch.isfinite(grad_norm): continue`), ' +
+      '(`if loss > thr:`, `if torch.isnan(loss):`, `while (err > eps).any():`, `assert torch.isfinite(loss)`, `if not torch.isfinite(grad_norm): continue`; a device value\'s membership in a list, tuple or device tensor, `if y[0] in ignore_ids:`, which compares and reads each item; not in a set or dict, which hashes the tensor by identity), ' +
+      'except a branch in a loop over the parameters that also reads values to the host (TPU201 reports that loop once, the branch related), ' +
       '`clip_grad_norm_(..., error_if_nonfinite=True)`, and anomaly detection left on (`torch.autograd.set_detect_anomaly(True)`, `detect_anomaly()`). ' +
       'A `with torch.no_grad():` block inside a per-view loop of the step (`for v in views: with torch.no_grad(): if not torch.all(queue[v, -1] == 0):`, a SwAV-style queue) is step work, a warning; only a no_grad block that holds its own loop (a validation pass) is eval work. ' +
       'Python\'s `all()`/`any()` in a test over a device tensor (`if all(done):`, iterating it reads every element) or over a generator of tensor tests (`if any(not torch.isfinite(p.grad).all() for p in params):`, a hand-rolled loss-scale check); in a decode loop outside training that test is reported by TPU205 (info). ' +
@@ -54,6 +55,8 @@ export default defineRule({
       if (torchRandomDraw(ctx, node)) return; // a branch on a fresh random draw is TPU205 (random branch), named there
       const hot = hotAt(ctx, node);
       if (!hot) return;
+      // `if clip_coef < 1:` in a per-parameter loop that also calls `.item()`: TPU201's finding on that loop names it
+      if (inParameterReadLoop(ctx, node, hot)) return;
       seen.add(node.id);
       ctx.report(node, {
         severity: severityIn('warning', hot),

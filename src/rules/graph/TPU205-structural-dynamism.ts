@@ -4,7 +4,7 @@ import { callArgs, methodName, receiver } from '../../core/semantics';
 import { countSize, hostReadOf, hostValue, hotAt, localBindings, severityIn, short, tensorCondition, tensorish } from './util';
 import { PY_RANDOM, TORCH_RANDOM, drawnOnHost, lastBinding } from './random-draw';
 import { receiver as recvOf } from '../../core/semantics';
-import { reportGenerationDynamism } from './generation-report';
+import { reportGenerationDynamism, reportPromptShapes } from './generation-report';
 
 const CONSTANT = /^(true|false|none|integer|float|string)$/;
 const TIMM_MIXUP = /^timm\.data\.(mixup\.)?Mixup$/;
@@ -97,10 +97,10 @@ export default defineRule({
   effort: 5,
   message: 'The traced graph\'s structure changes from step to step: each variant compiles a new graph',
   fix: { availability: 'none' },
-  triggers: ['range(', 'break', 'random', 'cat(', 'pack_padded_sequence', 'pad_packed_sequence', 'while '],
+  triggers: ['range(', 'break', 'random', 'cat(', 'pack_padded_sequence', 'pad_packed_sequence', 'while ', 'generate('],
   docs: {
     what:
-      'Autoregressive decode loops outside training (see graph/generation.ts; also `model.forward(...)` loops that write a preallocated buffer, `tokens[:, cur] = nxt`, and decode loops in helpers the training loop calls only under a throttle): a generated sequence grown with `torch.cat` every step and a `break` on a device value (`if (nxt == eos).all(): break`; `if all(eos_reached): break` is reported at the test), info; ' +
+      'Autoregressive decode loops outside training (see graph/generation.ts; also `model.forward(...)` loops that write a preallocated buffer, `tokens[:, cur] = nxt`, and decode loops in helpers the training loop calls only under a throttle): a generated sequence grown with `torch.cat` every step and a `break` on a device value (`if (nxt == eos).all(): break`; `if all(eos_reached): break` is reported at the test, and so is a stop-token membership test, `if output[-1] in [tokenizer.eos_token_id]: break`: `in` on a list or tuple takes `bool()` of `==` per item, `Tensor.__contains__` reads `(t == x).any()`; a set or dict hashes the tensor by identity and reads nothing, so `in {eos}` is not flagged), info and a prompt tokenized per request with no padding that `generate` runs on (`enc = tokenizer(question, return_tensors="pt")` then `model.generate(input_ids=enc["input_ids"].to(device))`, in a function that takes the prompt or in the loop that generates; also `apply_chat_template(..., return_tensors="pt")` and `torch.tensor(tok.encode(text))`), info at the tokenizer call with the `generate` call related: each prompt length is a new input shape (quiet with `padding="max_length"` or `pad_to_multiple_of`; `padding=True` is TPU404; a single prompt per run compiles once and is not flagged); ' +
       'branches on a fresh torch draw (`if torch.rand(1) < p:`) are random branches reported here, not as TPU202 value checks. ' +
       'Checks, in `forward` or a hot loop, for Python structure that changes between steps: `for t in range(...)` whose trip count comes from a tensor value ' +
       '(`n.item()`, `int(lengths.max())`) (also through a host list read from one: `steps = (lengths - 1).tolist()` then `range(max(steps))`) or a per-batch size (`x.size(1)`, `x.shape[1]`; not the leading batch dim, `range(0, x.shape[0], micro)`/`len(x)`: the loader\'s batch size, fixed when it drops its last batch, which TPU403 checks); `for` loops over the distinct values of a device tensor read to the host (`for i in np.unique(inst.cpu().numpy()):`, `for c in labels.unique().tolist():`, directly or through a local name: one pass per value present in the batch); `while` loops bounded by a per-batch size (a teacher-forced decoder: `while len(outs) < inputs.size(0) - 1`); `break` under a tensor-valued condition; branches chosen by ' +
@@ -128,9 +128,10 @@ export default defineRule({
       'TS:291-293 (docs/source/learn/troubleshoot.md: loops with a different number of iterations require recompilation)',
       'docs/source/features/scan.md (scan, scan_layers)',
       'docs/source/perf/fori_loop.md (fori_loop, experimental)',
+      'transformers docs/source/en/tf_xla.md, "Tracing": "To ensure a function is only traced once, the inputs must have the same shape as when the graph was built" … "pad your text so it always has the same shape" (`pad_to_multiple_of`, `padding=True`, `padding_side="left"` for decoder-only generation; read at huggingface/transformers@38dd67d)',
       'timm/data/mixup.py (Mixup._params_per_batch: `np.random.rand() < self.mix_prob`, `< self.switch_prob`; Mixup._mix_batch: `x[:, :, yl:yh, xl:xh] = x.flip(0)[:, :, yl:yh, xl:xh]` with a box from rand_bbox; FastCollateMixup mixes in the collate function)',
     ],
-    torchtpu: 'The same patterns recompile under torch.compile(backend="tpu", dynamic=False); no fix is offered in either profile.',
+    torchtpu: 'The same patterns recompile under torch.compile(backend="tpu", dynamic=False); no fix is offered in either profile. An unpadded prompt fed to `generate` is reported only in a file that calls `torch.compile`: the preview runs eagerly first, and whether eager execution caches per shape is not known here.',
   },
   check(ctx) {
     const report = (at: Node, message: string) => {
@@ -235,6 +236,7 @@ export default defineRule({
       if (ctor) report(call, `\`${short(call.text, 30)}\` (timm \`Mixup\`) decides at random on the host, per batch, whether to mix and whether to cut, and cuts a box of random size out of the device batch: each outcome and each box size is a different graph; mix on the host in the loader (timm's \`FastCollateMixup\` as the collate function), or with fixed shapes on the device (a per-sample box mask)`);
     }
     reportGenerationDynamism(ctx); // decode/sampling loops outside training (info)
+    reportPromptShapes(ctx); // generate() on a prompt tokenized per request with no padding (info)
   },
 });
 

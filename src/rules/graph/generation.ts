@@ -10,7 +10,7 @@
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import { methodName, receiver } from '../../core/semantics';
-import { isBarrierCall, pythonReduction, short, tensorCondition, tensorish } from './util';
+import { HOST_READ_METHODS, isBarrierCall, pythonReduction, short, tensorCondition, tensorish } from './util';
 
 export interface GenerationLoop {
   loop: Node;
@@ -29,7 +29,6 @@ export interface GenerationLoop {
 /** Factories named after what they build (`build_model`, `load_network`): calling one makes a module, it runs no step. */
 const FACTORY = /^(build|make|create|load|get|init|setup|construct|instantiate|prepare|wrap|unwrap)_\w+$/i;
 const MODEL_NAME = /(^|\.)(self|\w*model|\w*net|unet|\w*decoder|\w*transformer|denois\w*|gpt|llm|lm|generator|p_sample\w*|sample_step)$/i;
-const HOST_READS = new Set(['item', 'tolist', 'cpu', 'numpy']);
 
 const memo = new WeakMap<object, GenerationLoop[]>();
 
@@ -152,10 +151,10 @@ export function deviceBreaks(ctx: RuleContext, g: GenerationLoop): { brk: Node; 
 export function perStepReads(ctx: RuleContext, g: GenerationLoop): Node[] {
   const tests = deviceBreaks(ctx, g).map((b) => b.cond);
   return ownStatements(g.body).filter((n) => {
-    if (n.type !== 'call' || !HOST_READS.has(methodName(n) ?? '')) return false;
+    if (n.type !== 'call' || !HOST_READ_METHODS.has(methodName(n) ?? '')) return false;
     const recv = receiver(n);
     if (!recv || !(tensorish(ctx, recv, false) || fromOutput(recv, g))) return false;
-    if (recv.type === 'call' && HOST_READS.has(methodName(recv) ?? '')) return false; // `.cpu().numpy()`: report the first read
+    if (recv.type === 'call' && HOST_READ_METHODS.has(methodName(recv) ?? '')) return false; // `.cpu().numpy()`: report the first read
     return !tests.some((t) => n.startIndex >= t.startIndex && n.endIndex <= t.endIndex);
   });
 }

@@ -11,7 +11,7 @@ import type { RuleContext } from '../../core/rule';
 import { methodName, receiver } from '../../core/semantics';
 import { isDeviceCopy } from '../shared';
 import { ownStatements } from './generation';
-import { short, tensorish } from './util';
+import { HOST_READ_METHODS, short, tensorish } from './util';
 
 export interface RoundTrip {
   loop: Node;
@@ -23,7 +23,6 @@ export interface RoundTrip {
   uploads: Node[];
 }
 
-const HOST_READS = new Set(['item', 'tolist', 'cpu', 'numpy']);
 
 const memo = new WeakMap<object, RoundTrip[]>();
 
@@ -94,9 +93,9 @@ export function roundTrips(ctx: RuleContext): RoundTrip[] {
     }
     const onDevice = flowFrom(ctx, assigns, seeds);
     for (const read of calls) {
-      if (taken.has(read.id) || !HOST_READS.has(methodName(read) ?? '')) continue;
+      if (taken.has(read.id) || !HOST_READ_METHODS.has(methodName(read) ?? '')) continue;
       const recv = receiver(read);
-      if (!recv || (recv.type === 'call' && HOST_READS.has(methodName(recv) ?? ''))) continue; // `.cpu().numpy()`: the first read
+      if (!recv || (recv.type === 'call' && HOST_READ_METHODS.has(methodName(recv) ?? ''))) continue; // `.cpu().numpy()`: the first read
       let root: Node | null = recv;
       while (root && (root.type === 'subscript' || root.type === 'attribute' || root.type === 'call')) {
         if (root.type === 'attribute' && onDevice.has(root.text)) break;
@@ -123,7 +122,7 @@ export function roundTrips(ctx: RuleContext): RoundTrip[] {
         const holder = assigns.find((a) => a.startIndex <= c.startIndex && c.endIndex <= a.endIndex);
         return !!holder && returned.some((u) => meets(namesIn(ctx, u), flowFrom(ctx, assigns, new Set(boundNames(holder)), holder.startIndex)));
       };
-      const candidates = calls.filter((c) => c.endIndex > read.endIndex && c.id !== read.id && !isDeviceCopy(ctx, c) && !HOST_READS.has(methodName(c) ?? '') && !/^(torch|numpy)\./.test(ctx.sema.callee(c) ?? '') && c.childForFieldName('function')?.type === 'attribute' && meets(namesIn(ctx, c.childForFieldName('arguments') ?? c), hostSide) && reaches(c));
+      const candidates = calls.filter((c) => c.endIndex > read.endIndex && c.id !== read.id && !isDeviceCopy(ctx, c) && !HOST_READ_METHODS.has(methodName(c) ?? '') && !/^(torch|numpy)\./.test(ctx.sema.callee(c) ?? '') && c.childForFieldName('function')?.type === 'attribute' && meets(namesIn(ctx, c.childForFieldName('arguments') ?? c), hostSide) && reaches(c));
       const step = candidates[candidates.length - 1] ?? null;
       taken.add(read.id);
       out.push({ loop, read, step, uploads: returned });

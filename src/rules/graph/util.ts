@@ -46,9 +46,32 @@ export function tensorCondition(ctx: RuleContext, cond: Node | null | undefined)
   if (cond.type === 'identifier' && ctx.model.bindingExpressions(cond).some((b) => !!b && /^(dictionary|list|set|tuple|dictionary_comprehension|list_comprehension)$/.test(b.type))) return false;
   // `if not batch:` where the function reads `batch['input_ids']`: a mapping's truthiness (empty or None), not a tensor's
   if (cond.type === 'identifier' && keyedByString(ctx, cond)) return false;
+  if (deviceMembership(ctx, cond)) return true;
   // `self.tokens += (y >= 0).sum()` then `if self.tokens < warmup_tokens:`: a counter that accumulates a device tensor is one
   if (cond.type === 'comparison_operator' && !cond.children.some((c) => !!c && !c.isNamed && /^(is|in|not|is not|not in)$/.test(c.type)) && cond.namedChildren.some((c) => !!c && accumulatesTensor(ctx, c))) return true;
   return tensorish(ctx, cond, true);
+}
+
+const SEQUENCE_LITERAL = /^(list|tuple|list_comprehension)$/;
+/**
+ * `tok in [eos_id, pad_id]` / `tok not in (a, b)` with `tok` a device tensor (known from value flow): a list's or
+ * tuple's `__contains__` compares each item with `==` and takes `bool()` of the result, a device read per item
+ * (`tensor(5) in [5]` is True); `tok in ids` with `ids` a device tensor is `Tensor.__contains__`, `(ids == tok).any()`
+ * read back. A set or dict hashes the tensor by identity and compares nothing on the device (`tensor(5) in {5}` is
+ * False: never a match, but no read), so it is none; nor is a container of unknown kind.
+ */
+export function deviceMembership(ctx: RuleContext, cond: Node): { item: Node; container: Node } | null {
+  if (cond.type !== 'comparison_operator') return null;
+  const ops = cond.children.filter((c) => !!c && !c.isNamed).map((c) => c!.type);
+  if (ops.length !== 1 || (ops[0] !== 'in' && ops[0] !== 'not in')) return null;
+  const [item, container] = cond.namedChildren;
+  if (!item || !container || !tensorish(ctx, item, true)) return null;
+  if (SEQUENCE_LITERAL.test(container.type)) return { item, container };
+  if (container.type === 'identifier') {
+    const bound = ctx.model.bindingExpressions(container);
+    if (bound.length && bound.every((b) => !!b && SEQUENCE_LITERAL.test(b.type))) return { item, container };
+  }
+  return tensorish(ctx, container, true) ? { item, container } : null;
 }
 
 const stringKeyed = new WeakMap<object, Map<number, Set<string>>>();
@@ -678,4 +701,78 @@ export function hostReadOf(ctx: RuleContext, e: Node | null | undefined, depth =
     }
   }
   return null;
+}
+
+const PARAM_ITER = /^(parameters|named_parameters)$/;
+const paramLoops = new WeakMap<object, Map<number, boolean>>();
+/**
+ * `for p in model.parameters():` / `for name, p in model.named_parameters():` / `for p in self.master_params:` whose
+ * body reads `p.grad`: a loop over the model's parameters, run once per parameter (hundreds of trips in a real model).
+ */
+function overParameters(ctx: RuleContext, loop: Node): boolean {
+  let memo = paramLoops.get(ctx.sema);
+  if (!memo) paramLoops.set(ctx.sema, (memo = new Map()));
+  const known = memo.get(loop.id);
+  if (known !== undefined) return known;
+  // a `for` statement, or a comprehension (`[p.grad.norm().item() for p in model.parameters()]`) and its clauses
+  const clauses = loop.type === 'for_statement' ? [loop] : loop.namedChildren.filter((c): c is Node => c?.type === 'for_in_clause');
+  const body = loop.type === 'for_statement' ? loop.childForFieldName('body') : loop;
+  const yes = !!body && clauses.some((cl) => {
+    const left = cl.childForFieldName('left');
+    const it = cl.childForFieldName('right');
+    if (!left || !it) return false;
+    const names = new Set(left.type === 'identifier' ? [left.text] : left.namedChildren.filter((n) => n?.type === 'identifier').map((n) => n!.text));
+    const calls = it.type === 'call' ? [it, ...ctx.sema.within('call', it)] : ctx.sema.within('call', it);
+    return calls.some((c) => PARAM_ITER.test(methodName(c) ?? '')) || ctx.sema.within('attribute', body).some((a) => a.childForFieldName('attribute')?.text === 'grad' && names.has(a.childForFieldName('object')?.text ?? ''));
+  });
+  memo.set(loop.id, yes);
+  return yes;
+}
+
+const COMPREHENSION = /^(list_comprehension|generator_expression|dictionary_comprehension|set_comprehension)$/;
+/** The innermost loop (or comprehension) over the model's parameters around `node`, below `anchor` (the hot loop or helper). */
+export function parameterLoop(ctx: RuleContext, node: Node, anchor: Node): Node | null {
+  for (let p = node.parent; p && p.id !== anchor.id; p = p.parent) {
+    if (p.type === 'function_definition' || p.type === 'lambda') return null;
+    if ((p.type === 'for_statement' || COMPREHENSION.test(p.type)) && overParameters(ctx, p)) return p;
+  }
+  return null;
+}
+
+/** The tensor methods that copy a value to the host (`.item()`, `.tolist()`, `.cpu()`, `.numpy()`). */
+export const HOST_READ_METHODS = new Set(['item', 'tolist', 'cpu', 'numpy']);
+/** Host reads (`.item()`, `.cpu()`, ...) of device tensors in a loop's body, outside nested functions. */
+export function deviceReadsIn(ctx: RuleContext, loop: Node): Node[] {
+  const body = loop.childForFieldName('body');
+  if (!body) return [];
+  return ctx.sema.within('call', body).filter((c) => {
+    if (!HOST_READ_METHODS.has(methodName(c) ?? '')) return false;
+    const r = receiver(c);
+    return !!r && tensorish(ctx, r, false) && !hostValue(ctx, r) && ctx.sema.enclosingFunction(c)?.id === ctx.sema.enclosingFunction(loop)?.id;
+  });
+}
+
+/** `if`/`elif` tests on device values in a loop over the parameters that also reads device values to the host. */
+export function parameterLoopBranches(ctx: RuleContext, loop: Node): Node[] {
+  const body = loop.childForFieldName('body');
+  if (!body) return [];
+  const fn = ctx.sema.enclosingFunction(loop)?.id;
+  const out: Node[] = [];
+  for (const t of ['if_statement', 'elif_clause'] as const) {
+    for (const st of ctx.sema.within(t, body)) {
+      const c = st.childForFieldName('condition');
+      if (c && ctx.sema.enclosingFunction(st)?.id === fn && tensorCondition(ctx, c)) out.push(c);
+    }
+  }
+  return out.sort((a, b) => a.startIndex - b.startIndex);
+}
+
+/**
+ * A test that TPU201 reports as a related location of its per-parameter read finding: it sits in a loop over the
+ * parameters of the (unthrottled) training step, and that loop reads device values to the host.
+ */
+export function inParameterReadLoop(ctx: RuleContext, cond: Node, hot: HotInfo): boolean {
+  if (hot.throttled || hot.kind !== 'train') return false;
+  const loop = parameterLoop(ctx, cond, hot.anchor);
+  return !!loop && deviceReadsIn(ctx, loop).length > 0;
 }
