@@ -735,12 +735,15 @@ function flagGuards(sema: RuleContext['sema'], a: Node, flag: string): Node[] {
   const moduleLevel = !sema.enclosingFunction(a);
   for (const ifs of [...sema.nodes('if_statement'), ...sema.nodes('elif_clause')]) {
     if (ifs.startIndex < a.endIndex && !(moduleLevel && sema.enclosingFunction(ifs))) continue;
-    const cond = ifs.childForFieldName('condition');
+    // `if(train_on_gpu):`, `if (args.cuda and not fp16):`: the parentheses are not part of the test
+    const raw = ifs.childForFieldName('condition');
+    let cond = raw;
+    while (cond?.type === 'parenthesized_expression' && cond.namedChildren.length === 1) cond = cond.namedChildren[0]!;
     const arm = ifs.childForFieldName('consequence');
     if (!cond || !arm) continue;
     const conj = cond.type === 'boolean_operator' && cond.childForFieldName('operator')?.text === 'and' ? [cond.childForFieldName('left'), cond.childForFieldName('right')] : [cond];
     if (!conj.some((c) => c?.text === flag)) continue;
-    if (sema.callsWithin(arm).some((c) => cudaMoveIn(sema, c, arm))) out.push(cond);
+    if (sema.callsWithin(arm).some((c) => cudaMoveIn(sema, c, arm))) out.push(raw!);
   }
   return out;
 }
