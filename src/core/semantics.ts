@@ -124,6 +124,8 @@ export class Semantics {
       if (!list) this.byType.set(name, (list = []));
       list.push(node);
     }
+    // kept for the whole analysis: exact-length copies (a list grown by push has up to half its length spare)
+    for (const [type, list] of this.byType) this.byType.set(type, list.slice());
   }
 
   /** All nodes of an indexed type, in document order. */
@@ -176,6 +178,8 @@ export class Semantics {
         if (list) list.push(start);
         else words.set(word, [start]);
       }
+      // exact-length copies of the lists that grew (a pushed list holds at least 17 slots)
+      for (const [word, list] of words) if (list.length > 1) words.set(word, list.slice());
       this.words = words;
     }
     if (this.words) return this.words.get(name) ?? [];
@@ -1325,39 +1329,42 @@ const NO_KEYWORDS: ReadonlyMap<string, Node> = new Map();
 function splitArgs(call: Node): CallArgs {
   const list = call.childForFieldName('arguments');
   const positional: Node[] = [];
-  let keywords: Keywords | null = null;
+  const kv: (string | Node)[] = [];
   if (list && list.type === 'argument_list') {
     for (const a of list.namedChildren) {
       if (!a || a.type === 'comment') continue;
       if (a.type === 'keyword_argument') {
         const name = a.childForFieldName('name')?.text;
-        if (name) (keywords ??= new Keywords()).set(name, a);
+        if (name) setKeyword(kv, name, a);
       } else positional.push(a);
     }
   }
-  return { positional, keywords: keywords ?? NO_KEYWORDS, list };
+  // copies of exact length: an array grown by push from empty holds 17 slots (V8 grows capacity to n + n/2 + 16), and
+  // every call's arguments are kept for the whole analysis
+  return { positional: positional.length ? positional.slice() : positional, keywords: kv.length ? new Keywords(kv.slice()) : NO_KEYWORDS, list };
+}
+
+/** Adds a keyword to name, node, name, node, ...: a repeated name keeps its first place and takes the last node (a Map's `set`). */
+function setKeyword(kv: (string | Node)[], name: string, node: Node): void {
+  for (let k = 0; k < kv.length; k += 2) {
+    if (kv[k] === name) {
+      kv[k + 1] = node;
+      return;
+    }
+  }
+  kv.push(name, node);
 }
 
 /**
  * A call's keyword arguments by name: a Map's behaviour (a repeated name keeps its first place and its last node) over
- * one array of names and nodes. A Map of one to three entries is about 184 bytes (V8's smallest OrderedHashMap: four
- * entries of three slots and two buckets); this about 96-128, and a keyword-dense 1 MB file held 16,800 of them after
- * its analysis (3.1 MB; heap snapshot of the bench's torch shape).
+ * one exact-length array of names and nodes (setKeyword). A Map of one to three entries is about 184 bytes (V8's smallest
+ * OrderedHashMap: four entries of three slots and two buckets); this 80-112, and a keyword-dense 1 MB file held 16,800
+ * of them after its analysis (3.1 MB; heap snapshot of the bench's torch shape).
  */
 class Keywords implements ReadonlyMap<string, Node> {
-  /** name, node, name, node, ... in first-seen order */
-  private readonly kv: (string | Node)[] = [];
+  /** name, node, name, node, ... in first-seen order, each name once */
+  constructor(private readonly kv: readonly (string | Node)[]) {}
 
-  set(name: string, node: Node): void {
-    const kv = this.kv;
-    for (let k = 0; k < kv.length; k += 2) {
-      if (kv[k] === name) {
-        kv[k + 1] = node;
-        return;
-      }
-    }
-    kv.push(name, node);
-  }
   get(name: string): Node | undefined {
     const kv = this.kv;
     for (let k = 0; k < kv.length; k += 2) if (kv[k] === name) return kv[k + 1] as Node;
