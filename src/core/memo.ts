@@ -8,7 +8,7 @@
  * XLA-aware memo 1.8 MB, ...). Here a node of the tree's mirror (src/core/mirror.ts) is its preorder index into one
  * typed array (1 to 4 bytes a node), holding the number of the answer in a table of the distinct
  * answers (a memo's answers repeat: a few names, one `{ ancestor, child }` per path walked, two booleans), once the
- * memo holds answers for an eighth of the nodes (before, a Map by preorder index: a rare question's memo stays small). Any other
+ * memo holds answers for a sixteenth of the nodes (before, a Map by preorder index: a rare question's memo stays small). Any other
  * node (no mirror: TPU_READY_NO_MIRROR, or a node of another tree) is kept by id in a Map, as before.
  */
 import type { Node, Tree } from 'web-tree-sitter';
@@ -16,7 +16,7 @@ import { MirrorNode, mirrorIfInstalled, type Mirror } from './mirror';
 
 export class NodeMemo<T> {
   /**
-   * Per preorder index: 0 for no answer yet, k for `values[k - 1]`; once `sparse` outgrows an eighth of the nodes. One
+   * Per preorder index: 0 for no answer yet, k for `values[k - 1]`; once `sparse` outgrows a sixteenth of the nodes. One
    * byte a node while there are at most 255 distinct answers (a yes/no memo), two up to 65,535, then four.
    */
   private codes: Uint8Array | Uint16Array | Int32Array | null = null;
@@ -55,8 +55,8 @@ export class NodeMemo<T> {
     else {
       const sparse = (this.sparse ??= new Map());
       sparse.set(i, value);
-      // a Map entry is about 28 bytes, a code 4: dense from an eighth of the nodes on
-      if (sparse.size > this.mirror!.n >> 3) {
+      // a Map entry is 28 bytes or more (its table doubles), a code 1 to 4: dense from a sixteenth of the nodes on
+      if (sparse.size > this.mirror!.n >> 4) {
         this.sparse = null;
         for (const [k, v] of sparse) this.store(k, this.code(v));
       }
