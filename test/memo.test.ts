@@ -13,13 +13,10 @@ beforeAll(async () => {
   await init();
 });
 
+/** Every node of a tree, breadth first. */
 function preorder(root: Node): Node[] {
-  const out: Node[] = [];
-  const visit = (n: Node) => {
-    out.push(n);
-    for (const c of n.children) if (c) visit(c);
-  };
-  visit(root);
+  const out = [root];
+  for (let k = 0; k < out.length; k++) for (const c of out[k].children) if (c) out.push(c);
   return out;
 }
 
