@@ -667,6 +667,12 @@ export function mirrorOf(tree: Tree): Mirror {
 }
 
 let installed = false;
+
+/** The tree's mirror when the mirror is installed (rules navigate its handles), else null (TPU_READY_NO_MIRROR). */
+export function mirrorIfInstalled(tree: Tree): Mirror | null {
+  return installed ? mirrorOf(tree) : null;
+}
+
 /** Parses a text again (src/core/parse.ts installs it): what a released tree's fallbacks read. */
 let reparse: ((text: string) => Tree) | null = null;
 let deleteReal: (tree: Tree) => void = (tree) => tree.delete();

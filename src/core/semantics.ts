@@ -8,6 +8,7 @@
  */
 import { Query } from 'web-tree-sitter';
 import type { Node, Tree } from './parse';
+import { NodeMemo } from './memo';
 
 /** Node types collected by the index walk. */
 const INDEXED = new Set([
@@ -103,6 +104,10 @@ export class Semantics {
   constructor(readonly tree: Tree, readonly text: string) {
     semanticsByTree.set(tree, this);
     this.root = tree.rootNode;
+    this.resolveMemo = new NodeMemo(tree);
+    this.calleeMemo = new NodeMemo(tree);
+    this.xlaBranchMemo = new NodeMemo(tree);
+    this.xlaAwareMemo = new NodeMemo(tree);
     this.index();
     this.collectImports();
   }
@@ -119,6 +124,8 @@ export class Semantics {
       if (!list) this.byType.set(name, (list = []));
       list.push(node);
     }
+    // kept for the whole analysis: exact-length copies (a list grown by push has up to half its length spare)
+    for (const [type, list] of this.byType) this.byType.set(type, list.slice());
   }
 
   /** All nodes of an indexed type, in document order. */
@@ -171,6 +178,8 @@ export class Semantics {
         if (list) list.push(start);
         else words.set(word, [start]);
       }
+      // exact-length copies of the lists that grew (a pushed list holds at least 17 slots)
+      for (const [word, list] of words) if (list.length > 1) words.set(word, list.slice());
       this.words = words;
     }
     if (this.words) return this.words.get(name) ?? [];
@@ -240,10 +249,11 @@ export class Semantics {
     }
   }
 
-  private readonly resolveMemo = new Map<number, string | null>();
-  private readonly calleeMemo = new Map<number, string | null>();
-  private readonly xlaBranchMemo = new Map<number, boolean>();
-  private readonly xlaAwareMemo = new Map<number, boolean>();
+  // per node of this tree (src/core/memo.ts: 4 bytes a node, not a Map entry)
+  private readonly resolveMemo: NodeMemo<string | null>;
+  private readonly calleeMemo: NodeMemo<string | null>;
+  private readonly xlaBranchMemo: NodeMemo<boolean>;
+  private readonly xlaAwareMemo: NodeMemo<boolean>;
   /** Per block: where its first early-exit XLA guard starts (Infinity: none). */
   private readonly xlaGuardMemo = new Map<number, number>();
   private readonly helperMemo = new Map<number, boolean>();
@@ -254,10 +264,10 @@ export class Semantics {
   /** Fully qualified dotted name of an identifier or attribute chain rooted in an import, else null. */
   resolve(node: Node | null | undefined): string | null {
     if (!node) return null;
-    const hit = this.resolveMemo.get(node.id);
+    const hit = this.resolveMemo.get(node);
     if (hit !== undefined) return hit;
     const r = this.resolveUncached(node);
-    this.resolveMemo.set(node.id, r);
+    this.resolveMemo.set(node, r);
     return r;
   }
 
@@ -275,8 +285,8 @@ export class Semantics {
 
   /** Qualified name of a call's callee (see resolve). */
   callee(call: Node): string | null {
-    let r = this.calleeMemo.get(call.id);
-    if (r === undefined) this.calleeMemo.set(call.id, (r = this.resolve(call.childForFieldName('function'))));
+    let r = this.calleeMemo.get(call);
+    if (r === undefined) this.calleeMemo.set(call, (r = this.resolve(call.childForFieldName('function'))));
     return r;
   }
 
@@ -427,17 +437,17 @@ export class Semantics {
   enclosingFunction(node: Node): Node | null {
     // the shared per-tree memo of nearestAncestor, held here: a hit costs one lookup, not two WeakMap lookups first
     const memo = (this.functionMemo ??= nearestMemo(FUNCTION_DEF, this.tree));
-    const hit = node.tree === this.tree ? memo.get(node.id) : undefined;
+    const hit = node.tree === this.tree ? memo.get(node) : undefined;
     if (hit !== undefined) return hit?.ancestor ?? null;
     return nearestAncestor(node, FUNCTION_DEF)?.ancestor ?? null;
   }
-  private functionMemo?: Map<number, { ancestor: Node; child: Node } | null>;
-  private classMemo?: Map<number, { ancestor: Node; child: Node } | null>;
+  private functionMemo?: NodeMemo<{ ancestor: Node; child: Node } | null>;
+  private classMemo?: NodeMemo<{ ancestor: Node; child: Node } | null>;
 
   /** The innermost enclosing class definition. */
   enclosingClass(node: Node): Node | null {
     const memo = (this.classMemo ??= nearestMemo(CLASS_DEF, this.tree));
-    const hit = node.tree === this.tree ? memo.get(node.id) : undefined;
+    const hit = node.tree === this.tree ? memo.get(node) : undefined;
     if (hit !== undefined) return hit?.ancestor ?? null;
     return nearestAncestor(node, CLASS_DEF)?.ancestor ?? null;
   }
@@ -1068,13 +1078,13 @@ export class Semantics {
 
   /** Inside an `if`/ternary that has an XLA or TPU arm or condition: code already made XLA-aware. */
   inXlaAwareBranch(node: Node): boolean {
-    const hit = this.xlaAwareMemo.get(node.id);
+    const hit = this.xlaAwareMemo.get(node);
     if (hit !== undefined) return hit;
     // the answer for a node is its parent's test plus the answer for the parent (memoized per node)
     return memoizedUp(node, this.xlaAwareMemo, false, (p, n) => {
       if (p.type === 'if_statement' || p.type === 'conditional_expression') {
-        let hit = this.xlaBranchMemo.get(p.id);
-        if (hit === undefined) this.xlaBranchMemo.set(p.id, (hit = this.codeMentionsXla(p.startIndex, p.endIndex)));
+        let hit = this.xlaBranchMemo.get(p);
+        if (hit === undefined) this.xlaBranchMemo.set(p, (hit = this.codeMentionsXla(p.startIndex, p.endIndex)));
         // the condition or another branch names XLA; XLA calls in the node's own branch alone
         // (`if step % 100 == 0: torch_xla.sync(); print(torch.cuda.max_memory_allocated())`) do not make it XLA-aware
         if (hit && (p.type !== 'if_statement' || this.xlaOutside(p, n))) return true;
@@ -1170,7 +1180,7 @@ export class Semantics {
 
 const FUNCTION_DEF: ReadonlySet<string> = new Set(['function_definition']);
 const CLASS_DEF: ReadonlySet<string> = new Set(['class_definition']);
-const nearestMemos = new WeakMap<ReadonlySet<string>, WeakMap<Tree, Map<number, { ancestor: Node; child: Node } | null>>>();
+const nearestMemos = new WeakMap<ReadonlySet<string>, WeakMap<Tree, NodeMemo<{ ancestor: Node; child: Node } | null>>>();
 
 /**
  * The nearest proper ancestor of `node` whose type is in `types`, with its child on the way to `node` (null: none).
@@ -1182,11 +1192,11 @@ export function nearestAncestor(node: Node, types: ReadonlySet<string>): { ances
 }
 
 /** nearestAncestor's memo for `types` in `tree` (created on first use). */
-function nearestMemo(types: ReadonlySet<string>, tree: Tree): Map<number, { ancestor: Node; child: Node } | null> {
+function nearestMemo(types: ReadonlySet<string>, tree: Tree): NodeMemo<{ ancestor: Node; child: Node } | null> {
   let byTree = nearestMemos.get(types);
   if (!byTree) nearestMemos.set(types, (byTree = new WeakMap()));
   let memo = byTree.get(tree);
-  if (!memo) byTree.set(tree, (memo = new Map()));
+  if (!memo) byTree.set(tree, (memo = new NodeMemo(tree)));
   return memo;
 }
 
@@ -1196,14 +1206,14 @@ function nearestMemo(types: ReadonlySet<string>, tree: Tree): Map<number, { ance
  * visit per ancestor, not one walk per node, and a loop: a recursion as deep as the tree overflowed the stack on a
  * 20,000-term `a + b + …` chain.
  */
-export function memoizedUp<T>(node: Node, memo: Map<number, T>, fallback: T, step: (parent: Node, child: Node) => T | undefined): T {
+export function memoizedUp<T>(node: Node, memo: NodeMemo<T>, fallback: T, step: (parent: Node, child: Node) => T | undefined): T {
   // an answered node (most asks): no path to record
-  const known = memo.get(node.id);
+  const known = memo.get(node);
   if (known !== undefined) return known;
   const path: Node[] = [];
   let r = fallback;
   for (let n: Node = node; ; ) {
-    const hit = memo.get(n.id);
+    const hit = memo.get(n);
     if (hit !== undefined) {
       r = hit;
       break;
@@ -1218,7 +1228,7 @@ export function memoizedUp<T>(node: Node, memo: Map<number, T>, fallback: T, ste
     }
     n = p;
   }
-  for (const n of path) memo.set(n.id, r);
+  for (const n of path) memo.set(n, r);
   return r;
 }
 
@@ -1345,17 +1355,69 @@ const NO_KEYWORDS: ReadonlyMap<string, Node> = new Map();
 function splitArgs(call: Node): CallArgs {
   const list = call.childForFieldName('arguments');
   const positional: Node[] = [];
-  let keywords: Map<string, Node> | null = null;
+  const kv: (string | Node)[] = [];
   if (list && list.type === 'argument_list') {
     for (const a of list.namedChildren) {
       if (!a || a.type === 'comment') continue;
       if (a.type === 'keyword_argument') {
         const name = a.childForFieldName('name')?.text;
-        if (name) (keywords ??= new Map()).set(name, a);
+        if (name) setKeyword(kv, name, a);
       } else positional.push(a);
     }
   }
-  return { positional, keywords: keywords ?? NO_KEYWORDS, list };
+  // copies of exact length: an array grown by push from empty holds 17 slots (V8 grows capacity to n + n/2 + 16), and
+  // every call's arguments are kept for the whole analysis
+  return { positional: positional.length ? positional.slice() : positional, keywords: kv.length ? new Keywords(kv.slice()) : NO_KEYWORDS, list };
+}
+
+/** Adds a keyword to name, node, name, node, ...: a repeated name keeps its first place and takes the last node (a Map's `set`). */
+function setKeyword(kv: (string | Node)[], name: string, node: Node): void {
+  for (let k = 0; k < kv.length; k += 2) {
+    if (kv[k] === name) {
+      kv[k + 1] = node;
+      return;
+    }
+  }
+  kv.push(name, node);
+}
+
+/**
+ * A call's keyword arguments by name: a Map's behaviour (a repeated name keeps its first place and its last node) over
+ * one exact-length array of names and nodes (setKeyword). A Map of one to three entries is about 184 bytes (V8's smallest
+ * OrderedHashMap: four entries of three slots and two buckets); this 80-112, and a keyword-dense 1 MB file held 16,800
+ * of them after its analysis (3.1 MB; heap snapshot of the bench's torch shape).
+ */
+class Keywords implements ReadonlyMap<string, Node> {
+  /** name, node, name, node, ... in first-seen order, each name once */
+  constructor(private readonly kv: readonly (string | Node)[]) {}
+
+  get(name: string): Node | undefined {
+    const kv = this.kv;
+    for (let k = 0; k < kv.length; k += 2) if (kv[k] === name) return kv[k + 1] as Node;
+    return undefined;
+  }
+  has(name: string): boolean {
+    return this.get(name) !== undefined;
+  }
+  get size(): number {
+    return this.kv.length >> 1;
+  }
+  forEach(fn: (value: Node, key: string, map: ReadonlyMap<string, Node>) => void, thisArg?: unknown): void {
+    for (const [k, v] of this.entries()) fn.call(thisArg, v, k, this);
+  }
+  *entries(): MapIterator<[string, Node]> {
+    const kv = this.kv;
+    for (let k = 0; k < kv.length; k += 2) yield [kv[k] as string, kv[k + 1] as Node];
+  }
+  *keys(): MapIterator<string> {
+    for (const [k] of this.entries()) yield k;
+  }
+  *values(): MapIterator<Node> {
+    for (const [, v] of this.entries()) yield v;
+  }
+  [Symbol.iterator](): MapIterator<[string, Node]> {
+    return this.entries();
+  }
 }
 
 /** The value node of a keyword argument node. */

@@ -20,6 +20,7 @@
 import type { Node, Tree } from '../core/parse';
 import type { Semantics } from '../core/semantics';
 import { callArgs, semanticsOf, stringContent } from '../core/semantics';
+import { NodeMemo } from '../core/memo';
 import { ProgramModel, UNKNOWN as UNKNOWN_VALUE, type Value } from './index';
 import type { ProjectView } from './project';
 
@@ -110,7 +111,7 @@ function opOf(node: Node): string {
  */
 interface GuardMemo {
   truth: Map<number, Truth>;
-  walk: [Map<number, boolean>, Map<number, boolean>];
+  walk: [NodeMemo<boolean>, NodeMemo<boolean>];
   exits: Map<number, BlockExits>;
 }
 
@@ -131,7 +132,7 @@ function guardMemo(e: Eval): GuardMemo | null {
   if (!byQuestion) guardMemos.set(e.model, (byQuestion = new Map()));
   const key = `${e.facts}|${e.guess}`;
   let m = byQuestion.get(key);
-  if (!m) byQuestion.set(key, (m = { truth: new Map(), walk: [new Map(), new Map()], exits: new Map() }));
+  if (!m) byQuestion.set(key, (m = { truth: new Map(), walk: [new NodeMemo(e.model.sema.tree), new NodeMemo(e.model.sema.tree)], exits: new Map() }));
   return m;
 }
 
@@ -355,7 +356,7 @@ function earlierConditions(ifs: Node, arm: Node): Node[] {
   return out;
 }
 
-const memo = new WeakMap<ProgramModel, Map<number, boolean>>();
+const memo = new WeakMap<ProgramModel, NodeMemo<boolean>>();
 const fnMemo = new WeakMap<ProgramModel, Map<number, boolean>>();
 
 /**
@@ -365,15 +366,15 @@ const fnMemo = new WeakMap<ProgramModel, Map<number, boolean>>();
 export function cudaOnly(node: Node, model: ProgramModel | null = modelOfNode(node), opts: { functions?: boolean; guess?: boolean; facts?: GuardFacts } = {}): boolean {
   const e: Eval = { model, guess: opts.guess ?? true, facts: opts.facts ?? 'all', depth: 0 };
   const functions = opts.functions ?? true;
-  let m: Map<number, boolean> | undefined;
+  let m: NodeMemo<boolean> | undefined;
   if (model && functions && e.guess && e.facts === 'all') {
     m = memo.get(model);
-    if (!m) memo.set(model, (m = new Map()));
-    const hit = m.get(node.id);
+    if (!m) memo.set(model, (m = new NodeMemo(model.sema.tree)));
+    const hit = m.get(node);
     if (hit !== undefined) return hit;
   }
   const r = walk(node, e, functions);
-  m?.set(node.id, r);
+  m?.set(node, r);
   return r;
 }
 
@@ -382,7 +383,7 @@ function walk(node: Node, e: Eval, functions: boolean): boolean {
   const path: Node[] = [];
   let r = false;
   for (let child: Node = node, p = node.parent; p; child = p, p = p.parent) {
-    const hit = memo?.get(child.id);
+    const hit = memo?.get(child);
     if (hit !== undefined) {
       r = hit;
       break;
@@ -394,7 +395,7 @@ function walk(node: Node, e: Eval, functions: boolean): boolean {
       break;
     }
   }
-  if (memo) for (const c of path) memo.set(c.id, r);
+  if (memo) for (const c of path) memo.set(c, r);
   return r;
 }
 

@@ -588,6 +588,8 @@ export class ProgramModel {
       const holder = fn.parent?.type === 'decorated_definition' ? fn.parent : fn;
       if (name) add(scopeOf(holder), { name: name.text, pos: holder.startIndex, stmt: holder, value: () => UNKNOWN });
     }
+    // kept for the whole analysis: exact-length copies of the lists that grew (a pushed list holds at least 17 slots)
+    for (const s of scopes.values()) for (const [name, list] of s) if (list.length > 1) s.set(name, list.slice());
     return (this.scopes = scopes);
   }
 
