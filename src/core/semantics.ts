@@ -393,19 +393,32 @@ export class Semantics {
     const calls = this.functionIndex().get('__call__') ?? [];
     const out: Node[] = [];
     if (calls.length) {
-      for (const a of this.nodes('assignment')) {
-        const left = a.childForFieldName('left');
-        const right = a.childForFieldName('right');
-        if (left?.type !== 'identifier' || left.text !== name || right?.type !== 'call') continue;
-        const cls = right.childForFieldName('function');
-        if (cls?.type !== 'identifier') continue;
-        for (const m of calls) if (this.enclosingClass(m)?.childForFieldName('name')?.text === cls.text && !out.includes(m)) out.push(m);
+      // `name = Cls(...)` assignments, indexed once by name (class names in document order): one scan of the
+      // assignments per file, not one per name asked about
+      if (!this.instanceClassIndex) {
+        const index = new Map<string, string[]>();
+        for (const a of this.nodes('assignment')) {
+          const left = a.childForFieldName('left');
+          if (left?.type !== 'identifier') continue;
+          const right = a.childForFieldName('right');
+          if (right?.type !== 'call') continue;
+          const cls = right.childForFieldName('function');
+          if (cls?.type !== 'identifier') continue;
+          let list = index.get(left.text);
+          if (!list) index.set(left.text, (list = []));
+          list.push(cls.text);
+        }
+        this.instanceClassIndex = index;
+      }
+      for (const clsName of this.instanceClassIndex.get(name) ?? []) {
+        for (const m of calls) if (this.enclosingClass(m)?.childForFieldName('name')?.text === clsName && !out.includes(m)) out.push(m);
       }
     }
     this.instanceCallMemo.set(name, out);
     return out;
   }
   private instanceCallMemo = new Map<string, Node[]>();
+  private instanceClassIndex?: Map<string, string[]>;
 
   /**
    * The calls of this file whose function is the identifier `name` or an attribute `….name` (`f(...)`, `self.f(...)`,

@@ -404,8 +404,10 @@ function unmovedModel(ctx: RuleContext, call: Node): boolean {
   const fn = ctx.sema.enclosingFunction(call)?.id ?? null;
   const name = left.text;
   let used = false;
-  // the calls after the load: the index is in document order (starts never decrease), so the first is found by a
-  // binary search instead of passing over every earlier call of the file once per load
+  // the calls after the load (the index is in document order: starts never decrease, so the first is found by a binary
+  // search), and of those only the ones whose function is `name` or `name.…` (indexed once per file by that text:
+  // passing over every later call of the file once per load was quadratic). A disqualifying call anywhere after the
+  // load answers false whatever else is found, so the two lists need no interleaving.
   const calls = ctx.sema.nodes('call');
   let lo = 0;
   for (let hi = calls.length; lo < hi; ) {
@@ -413,18 +415,47 @@ function unmovedModel(ctx: RuleContext, call: Node): boolean {
     if (calls[mid].startIndex < call.endIndex) lo = mid + 1;
     else hi = mid;
   }
-  for (let k = lo; k < calls.length; k++) {
-    const c = calls[k];
-    const f = c.childForFieldName('function');
-    if (!f) continue;
-    if (f.text === name && (ctx.sema.enclosingFunction(c)?.id ?? null) === fn) used = true;
-    if (f.type === 'attribute' && f.childForFieldName('object')?.text === name) {
-      const m = f.childForFieldName('attribute')?.text ?? '';
-      if (m === 'to' || m === 'cuda' || m === 'load_state_dict') return false;
-      if (MODULE_USE.test(m)) used = true;
-    }
+  const index = callTextIndex(ctx.sema, calls);
+  for (const k of index.byObject.get(name) ?? []) {
+    if (k < lo) continue;
+    const m = calls[k].childForFieldName('function')!.childForFieldName('attribute')?.text ?? '';
+    if (m === 'to' || m === 'cuda' || m === 'load_state_dict') return false;
+    if (MODULE_USE.test(m)) used = true;
   }
-  return used;
+  if (used) return true;
+  for (const k of index.byFunction.get(name) ?? []) {
+    if (k >= lo && (ctx.sema.enclosingFunction(calls[k])?.id ?? null) === fn) return true;
+  }
+  return false;
+}
+
+/** Positions in `nodes('call')` by the call's function text (`f`, `a.b`) and, for `x.m(...)`, by its object's text (`x`). */
+interface CallTextIndex {
+  byFunction: Map<string, number[]>;
+  byObject: Map<string, number[]>;
+}
+const callTextIndexes = new WeakMap<Semantics, CallTextIndex>();
+
+function callTextIndex(sema: Semantics, calls: readonly Node[]): CallTextIndex {
+  let index = callTextIndexes.get(sema);
+  if (index) return index;
+  index = { byFunction: new Map(), byObject: new Map() };
+  const add = (map: Map<string, number[]>, key: string, k: number) => {
+    const list = map.get(key);
+    if (list) list.push(k);
+    else map.set(key, [k]);
+  };
+  calls.forEach((c, k) => {
+    const f = c.childForFieldName('function');
+    if (!f) return;
+    add(index!.byFunction, f.text, k);
+    if (f.type === 'attribute') {
+      const obj = f.childForFieldName('object');
+      if (obj) add(index!.byObject, obj.text, k);
+    }
+  });
+  callTextIndexes.set(sema, index);
+  return index;
 }
 
 /**

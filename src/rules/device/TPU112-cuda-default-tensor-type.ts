@@ -73,9 +73,11 @@ export default defineRule({
     }
     // `with torch.device("cuda"):` sets the default device for the block
     for (const w of sema.nodes('with_statement')) {
-      for (const item of w.descendantsOfType('with_item')) {
+      // the statement's own items (grandchildren, through its with_clause), not a nested with's: a scan of every with's
+      // whole body was quadratic in nested withs
+      for (const item of w.children.flatMap((c) => (c ? c.children : [])).filter((n): n is Node => n?.type === 'with_item')) {
         const v = item.childForFieldName('value');
-        if (v?.type === 'call' && sema.callee(v) === 'torch.device' && ctx.model.namesCuda(v) && item.parent?.parent?.id === w.id) {
+        if (v?.type === 'call' && sema.callee(v) === 'torch.device' && ctx.model.namesCuda(v)) {
           report(v, '`with torch.device("cuda"):` allocates everything in the block on CUDA, and a TPU host has no CUDA device: place tensors on the XLA device explicitly', null);
         }
       }
