@@ -118,6 +118,10 @@ export class ProgramModel {
   private classes?: Map<string, Node[]>;
   private globalsDeclared?: Map<number, Set<string>>;
   private depth = 0;
+  /** Open memo frames (value, binding, return) by key, with their nesting number, and the lowest one the current frame read. */
+  private readonly open = new Map<object, Map<unknown, number>>();
+  private frames = 0;
+  private lowestRead = Infinity;
   private readonly resolvers: CallResolver[];
 
   constructor(readonly sema: Semantics, readonly path = '', resolvers: CallResolver[] = []) {
@@ -137,21 +141,52 @@ export class ProgramModel {
   value(node: Node | null | undefined): Value {
     if (!node) return UNKNOWN;
     const hit = this.memo.get(node.id);
-    if (hit !== undefined) return hit === IN_PROGRESS ? UNKNOWN : hit;
+    if (hit !== undefined) return hit === IN_PROGRESS ? this.cycle(this.memo, node.id) : hit;
     // the per-file budget reaches into the model: a query that keeps computing (a pathological program, a model defect)
     // stops the file's analysis with a skip reason instead of running until the heap is gone
     budgetTick();
     if (this.depth > MAX_DEPTH) return UNKNOWN;
-    this.memo.set(node.id, IN_PROGRESS);
     this.depth++;
-    let v: Value;
     try {
-      v = this.evaluate(node);
+      return this.frameOf(this.memo, node.id, () => this.evaluate(node));
     } finally {
       this.depth--;
     }
-    this.memo.set(node.id, v);
+  }
+
+  /**
+   * Cycles (issue 9: the model answers the same whichever rule asks first). A value that reads one of its own callers
+   * while that caller is still being computed (`for x, y in loader: x, y = x.to(d), y.to(d)`) sees it as unknown; the
+   * result is then provisional, true only for that entry point, and is not memoized unless the frame it read is its
+   * own: otherwise the first asker's entry point would decide what every later rule is told.
+   */
+  private frameOf<K>(memo: Map<K, Value>, key: K, compute: () => Value): Value {
+    const frame = ++this.frames;
+    const outer = this.lowestRead;
+    this.lowestRead = Infinity;
+    memo.set(key, IN_PROGRESS);
+    let open = this.open.get(memo);
+    if (!open) this.open.set(memo, (open = new Map()));
+    open.set(key, frame);
+    let v: Value = UNKNOWN;
+    try {
+      v = compute();
+    } finally {
+      open.delete(key);
+      this.frames--;
+      const low = this.lowestRead;
+      this.lowestRead = Math.min(outer, low);
+      if (low < frame) memo.delete(key);
+      else memo.set(key, v);
+    }
     return v;
+  }
+
+  /** A read of an entry still being computed: unknown, and the reader's result depends on that frame. */
+  private cycle<K>(memo: Map<K, Value>, key: K): Value {
+    const frame = this.open.get(memo)?.get(key);
+    if (frame !== undefined) this.lowestRead = Math.min(this.lowestRead, frame);
+    return UNKNOWN;
   }
 
   /**
@@ -229,22 +264,22 @@ export class ProgramModel {
   /** The join of a function's return values (None when it returns nothing). */
   returnValue(def: Node): Value {
     const hit = this.returnMemo.get(def.id);
-    if (hit !== undefined) return hit === IN_PROGRESS ? UNKNOWN : hit;
-    this.returnMemo.set(def.id, IN_PROGRESS);
-    let v: Value = UNKNOWN;
-    let any = false;
-    const body = def.childForFieldName('body');
-    if (body && !/\byield\b/.test(body.text)) {
-      for (const r of this.sema.within('return_statement', body)) {
-        if (this.sema.enclosingFunction(r)?.id !== def.id) continue;
-        any = true;
-        const e = r.namedChildren[0];
-        v = join(v, e ? this.value(e) : none(r));
+    if (hit !== undefined) return hit === IN_PROGRESS ? this.cycle(this.returnMemo, def.id) : hit;
+    return this.frameOf(this.returnMemo, def.id, () => {
+      let v: Value = UNKNOWN;
+      let any = false;
+      const body = def.childForFieldName('body');
+      if (body && !/\byield\b/.test(body.text)) {
+        for (const r of this.sema.within('return_statement', body)) {
+          if (this.sema.enclosingFunction(r)?.id !== def.id) continue;
+          any = true;
+          const e = r.namedChildren[0];
+          v = join(v, e ? this.value(e) : none(r));
+        }
+        if (!any) v = none(def);
       }
-      if (!any) v = none(def);
-    }
-    this.returnMemo.set(def.id, v);
-    return v;
+      return v;
+    });
   }
 
   /** The class definitions of this file named `name`. */
@@ -414,17 +449,13 @@ export class ProgramModel {
   /** The value of a name when no binding is known: model-like names are modules. */
   private bindingValue(b: Binding): Value {
     const hit = this.bindingMemo.get(b);
-    if (hit !== undefined) return hit === IN_PROGRESS ? UNKNOWN : hit;
-    this.bindingMemo.set(b, IN_PROGRESS);
-    let v: Value;
+    if (hit !== undefined) return hit === IN_PROGRESS ? this.cycle(this.bindingMemo, b) : hit;
     this.depth++;
     try {
-      v = this.depth > MAX_DEPTH ? UNKNOWN : b.value(this);
+      return this.frameOf(this.bindingMemo, b, () => (this.depth > MAX_DEPTH ? UNKNOWN : b.value(this)));
     } finally {
       this.depth--;
     }
-    this.bindingMemo.set(b, v);
-    return v;
   }
 
   /** The bindings of an identifier's name visible at the identifier (its function, enclosing functions, the module). */
