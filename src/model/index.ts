@@ -121,6 +121,10 @@ export class ProgramModel {
   /** Open memo frames (value, binding, return) by key, with their nesting number, and the lowest one the current frame read. */
   private readonly open = new Map<object, Map<unknown, number>>();
   private frames = 0;
+  private frameIds = 0;
+  private readonly stack: number[] = [];
+  private readonly openIds = new Map<number, number>();
+  private readonly provisionalOf = new Map<object, Map<unknown, { v: Value; dep: number }>>();
   private lowestRead = Infinity;
   private readonly resolvers: CallResolver[];
 
@@ -142,6 +146,8 @@ export class ProgramModel {
     if (!node) return UNKNOWN;
     const hit = this.memo.get(node.id);
     if (hit !== undefined) return hit === IN_PROGRESS ? this.cycle(this.memo, node.id) : hit;
+    const pv = this.provisional(this.memo, node.id);
+    if (pv) return pv;
     // the per-file budget reaches into the model: a query that keeps computing (a pathological program, a model defect)
     // stops the file's analysis with a skip reason instead of running until the heap is gone
     budgetTick();
@@ -162,6 +168,9 @@ export class ProgramModel {
    */
   private frameOf<K>(memo: Map<K, Value>, key: K, compute: () => Value): Value {
     const frame = ++this.frames;
+    const id = ++this.frameIds;
+    this.stack[frame] = id;
+    this.openIds.set(id, frame);
     const outer = this.lowestRead;
     this.lowestRead = Infinity;
     memo.set(key, IN_PROGRESS);
@@ -173,13 +182,35 @@ export class ProgramModel {
       v = compute();
     } finally {
       open.delete(key);
+      this.openIds.delete(id);
       this.frames--;
       const low = this.lowestRead;
       this.lowestRead = Math.min(outer, low);
-      if (low < frame) memo.delete(key);
-      else memo.set(key, v);
+      if (low < frame) {
+        // provisional: reused only while the frame it read is open (the same entry point), dropped after
+        memo.delete(key);
+        let p = this.provisionalOf.get(memo);
+        if (!p) this.provisionalOf.set(memo, (p = new Map()));
+        p.set(key, { v, dep: this.stack[low]! });
+      } else memo.set(key, v);
+      // a top-level query is done: every provisional result's frame has closed
+      if (this.frames === 0 && this.provisionalOf.size) this.provisionalOf.clear();
     }
     return v;
+  }
+
+  /** A provisional result of `key` whose open frame is still open (the reader then depends on that frame too). */
+  private provisional<K>(memo: Map<K, Value>, key: K): Value | undefined {
+    const p = this.provisionalOf.get(memo);
+    const hit = p?.get(key);
+    if (!hit) return undefined;
+    const depth = this.openIds.get(hit.dep);
+    if (depth === undefined) {
+      p!.delete(key);
+      return undefined;
+    }
+    this.lowestRead = Math.min(this.lowestRead, depth);
+    return hit.v;
   }
 
   /** A read of an entry still being computed: unknown, and the reader's result depends on that frame. */
@@ -265,6 +296,8 @@ export class ProgramModel {
   returnValue(def: Node): Value {
     const hit = this.returnMemo.get(def.id);
     if (hit !== undefined) return hit === IN_PROGRESS ? this.cycle(this.returnMemo, def.id) : hit;
+    const pv = this.provisional(this.returnMemo, def.id);
+    if (pv) return pv;
     return this.frameOf(this.returnMemo, def.id, () => {
       let v: Value = UNKNOWN;
       let any = false;
@@ -450,6 +483,8 @@ export class ProgramModel {
   private bindingValue(b: Binding): Value {
     const hit = this.bindingMemo.get(b);
     if (hit !== undefined) return hit === IN_PROGRESS ? this.cycle(this.bindingMemo, b) : hit;
+    const pv = this.provisional(this.bindingMemo, b);
+    if (pv) return pv;
     this.depth++;
     try {
       return this.frameOf(this.bindingMemo, b, () => (this.depth > MAX_DEPTH ? UNKNOWN : b.value(this)));
