@@ -923,7 +923,8 @@ export class Semantics {
 
   private throttleText(cond: string): boolean {
     return (
-      /%\s*[\w.()\[\]'"]+\s*==\s*0/.test(cond) ||
+      // `i % 100 is 0` (old tutorials): identity of small ints, true exactly when `== 0` is
+      /%\s*[\w.()\[\]'"]+\s*(==|is)\s*0/.test(cond) ||
       /^not\s+[\w.]+\s*%/.test(cond) ||
       /\b\w*(step|iter|it|epoch|batch_idx|i)\w*\s*==\s*\w*(last|final|max|total|num|end)\w*/i.test(cond) ||
       stepMembership(cond) ||

@@ -10,7 +10,9 @@ import { reportGenerationReads } from './generation-report';
 import { reportRoundTrips } from './rollout';
 
 const MATERIALIZE = new Set(['item', 'tolist', 'cpu', 'numpy']);
-const CONVERT = new Set(['float', 'int', 'bool', 'str', 'repr']);
+// `chr(t)`, `hex(t)`: Python calls `Tensor.__index__`, which reads a one-element tensor's value like `int(t)`
+const INDEX_CONVERT = new Set(['chr', 'hex', 'oct', 'bin']);
+const CONVERT = new Set(['float', 'int', 'bool', 'str', 'repr', ...INDEX_CONVERT]);
 const BUILTINS = new Set([
   'print', 'float', 'int', 'bool', 'str', 'repr', 'len', 'round', 'sum', 'min', 'max', 'abs', 'format', 'list', 'dict', 'tuple',
   'range', 'enumerate', 'zip', 'sorted', 'isinstance', 'getattr', 'type', 'True', 'False', 'None', 'self',
@@ -292,7 +294,7 @@ export default defineRule({
         if (hot) report(call, hot, `\`${short(recv.text, 30)}.${meth}()\``);
         continue;
       }
-      // float(t), int(t), bool(t), str(t), repr(t)
+      // float(t), int(t), bool(t), str(t), repr(t), chr(t)
       if (fnNode?.type === 'identifier' && CONVERT.has(fnNode.text) && !ctx.sema.resolve(fnNode)) {
         const { positional } = callArgs(call);
         if (positional.length !== 1 || chainHasRead(positional[0]) || !tensorish(ctx, positional[0], false)) continue;
@@ -387,7 +389,7 @@ function scalarMetricRead(site: Node): boolean {
     const m = methodName(site);
     if (m && MATERIALIZE.has(m)) return m === 'item' && !visualSummary(site);
     const fn = site.childForFieldName('function');
-    if (fn?.type === 'identifier' && CONVERT.has(fn.text)) return fn.text === 'float' || fn.text === 'int';
+    if (fn?.type === 'identifier' && CONVERT.has(fn.text)) return fn.text === 'float' || fn.text === 'int' || INDEX_CONVERT.has(fn.text);
     if (fn?.type === 'identifier' && (fn.text === 'list' || fn.text === 'sum' || fn.text === 'all' || fn.text === 'any')) return false;
   }
   if (site.type === 'list_splat' || site.parent?.type === 'for_statement' || site.parent?.type === 'pattern_list') return false;

@@ -207,7 +207,7 @@ export default defineRule({
       if (!cond) continue;
       const body = test.childForFieldName('consequence');
       if (!body?.namedChildren.some((s) => !!s && s.type !== 'pass_statement' && s.type !== 'comment')) continue;
-      const names = cond.type === 'identifier' ? [cond] : ctx.sema.within('identifier', cond).filter((i) => i.parent?.type !== 'attribute' && !(i.parent?.type === 'call' && i.parent.childForFieldName('function')?.id === i.id));
+      const names = cond.type === 'identifier' ? [cond] : ctx.sema.within('identifier', cond).filter((i) => i.parent?.type !== 'attribute' && !(i.parent?.type === 'call' && i.parent.childForFieldName('function')?.id === i.id) && !identityOperand(i));
       for (const id of names) {
         const b = lastBinding(ctx, id);
         const draw = hostDraw(ctx, b);
@@ -270,6 +270,12 @@ function picksHostValue(ctx: RuleContext, call: Node): boolean {
 function hostDraw(ctx: RuleContext, b: Node | null): Node | null {
   if (!b) return null;
   return [b, ...ctx.sema.within('call', b)].find((c) => c.type === 'call' && (PY_RANDOM.test(ctx.sema.callee(c) ?? '') || (TORCH_RANDOM.test(ctx.sema.callee(c) ?? '') && drawnOnHost(c)))) ?? null;
+}
+
+/** `top_i is EOS_token`: an operand of `is` / `is not` only, which compares identities and reads no value. */
+function identityOperand(id: Node): boolean {
+  const p = id.parent;
+  return p?.type === 'comparison_operator' && p.children.every((c) => !c || c.isNamed || c.type === 'is' || c.type === 'is not');
 }
 
 /** The call is part of an if/elif/while/ternary test. */

@@ -147,12 +147,27 @@ export function deviceBreaks(ctx: RuleContext, g: GenerationLoop): { brk: Node; 
   return out;
 }
 
-/** Host reads (`tok.item()`, `.tolist()`, `.cpu()`, `.numpy()`) of tensors in a generation loop's body, outside device-break tests. */
+/**
+ * Python conversions that read a one-element tensor's value: `int(t)`, `float(t)`, `bool(t)`, and `chr(t)`/`hex(t)`
+ * through `Tensor.__index__`.
+ */
+const SCALAR_CONVERT = new Set(['int', 'float', 'bool', 'chr', 'hex', 'oct', 'bin']);
+
+/** The tensor a host read reads: the receiver of `tok.item()`, the argument of `int(tok)` / `chr(tok)` (builtins only). */
+function readTensor(ctx: RuleContext, n: Node): Node | null {
+  if (HOST_READ_METHODS.has(methodName(n) ?? '')) return receiver(n);
+  const fn = n.childForFieldName('function');
+  if (fn?.type !== 'identifier' || !SCALAR_CONVERT.has(fn.text) || ctx.sema.resolve(fn)) return null;
+  const args = n.childForFieldName('arguments')?.namedChildren ?? [];
+  return args.length === 1 && args[0]?.type !== 'keyword_argument' ? args[0] : null;
+}
+
+/** Host reads (`tok.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `int(tok)`, `chr(tok)`) of tensors in a generation loop's body, outside device-break tests. */
 export function perStepReads(ctx: RuleContext, g: GenerationLoop): Node[] {
   const tests = deviceBreaks(ctx, g).map((b) => b.cond);
   return ownStatements(g.body).filter((n) => {
-    if (n.type !== 'call' || !HOST_READ_METHODS.has(methodName(n) ?? '')) return false;
-    const recv = receiver(n);
+    if (n.type !== 'call') return false;
+    const recv = readTensor(ctx, n);
     if (!recv || !(tensorish(ctx, recv, false) || fromOutput(recv, g))) return false;
     if (recv.type === 'call' && HOST_READ_METHODS.has(methodName(recv) ?? '')) return false; // `.cpu().numpy()`: report the first read
     return !tests.some((t) => n.startIndex >= t.startIndex && n.endIndex <= t.endIndex);
