@@ -4,7 +4,7 @@ import type { HotInfo } from '../../core/semantics';
 import { callArgs, enclosingStatement, kwValue, methodName, receiver } from '../../core/semantics';
 import { argumentAt, hotCallTarget, paramName } from '../../model/hotAcross';
 import { replace } from '../../core/edits';
-import { cudaOnly } from '../../model/guards';
+import { cudaOnly, tpuTruth } from '../../model/guards';
 import { hostValue, hotAt, parameterLoop, parameterLoopBranches, severityIn, short, tensorish, throttledEvalScope, throttledEvalWork } from './util';
 import { reportGenerationReads } from './generation-report';
 import { reportRoundTrips } from './rollout';
@@ -276,7 +276,7 @@ export default defineRule({
         const recv = receiver(call);
         if (!recv || callArgs(call).positional.length || hostValue(ctx, recv) || numpyMethodChain(ctx, recv) || chainHasRead(recv) || unmovedBatchElement(ctx, recv)) continue;
         // `t.numpy()` of an accelerator tensor raises (it does on CUDA too, so only code that ran on the CPU has it)
-        if (meth === 'numpy' && deviceOwn(ctx, recv) && !deferredAnywhere(call)) {
+        if (meth === 'numpy' && deviceOwn(ctx, recv) && !deferredAnywhere(call) && !cpuByFlag(ctx, call, recv)) {
           if (seen.has(call.id)) continue;
           seen.add(call.id);
           ctx.report(call, {
@@ -1138,4 +1138,44 @@ function throttleBlock(ctx: RuleContext, site: Node, hot: HotInfo): Node | null 
   // a helper the loop calls under its throttle guard (`if step % k == 0: self.log_metrics()`): each statement block of
   // it (the `.item()`s of one metrics list, of one per-head loop) is one logging block
   return hot.anchor.type === 'function_definition' ? inner : null;
+}
+
+/**
+ * `.numpy()` on the path a CUDA flag gives a TPU host: the author moves the data to CUDA only under the flag, so where
+ * the flag is False the tensor is on the CPU (TPU103 reports the flag, the error). Either the call is in the arm a TPU
+ * host takes (`np.squeeze(t.numpy()) if not train_on_gpu else np.squeeze(t.cpu().numpy())`), or the name was copied
+ * with `.cpu()` in the flag's CUDA arm just before (`if train_on_gpu: p = p.cpu()` then `p.numpy()`): CPU on both paths.
+ */
+function cpuByFlag(ctx: RuleContext, call: Node, recv: Node): boolean {
+  const known = (cond: Node | null | undefined) => (cond ? tpuTruth(cond, ctx.model, { guess: true }) : null);
+  for (let n: Node = call, p = call.parent; p && p.type !== 'function_definition' && p.type !== 'module'; n = p, p = p.parent) {
+    if (p.type === 'conditional_expression') {
+      const [a, c, b] = p.namedChildren;
+      const t = known(c);
+      if (t !== null && n.id === (t ? a : b)?.id) return true;
+    }
+    if (p.type === 'if_statement' && n.type === 'block') {
+      const t = known(p.childForFieldName('condition'));
+      if (t === true && p.childForFieldName('consequence')?.id === n.id) return true;
+    }
+    if (p.type === 'else_clause' && p.parent?.type === 'if_statement' && p.parent.childrenForFieldName('alternative').length === 1) {
+      if (known(p.parent.childForFieldName('condition')) === false) return true;
+    }
+  }
+  if (recv.type !== 'identifier') return false;
+  const stmt = enclosingStatement(call);
+  for (let prev = stmt?.previousNamedSibling, k = 0; prev && k < 6; prev = prev.previousNamedSibling, k++) {
+    if (prev.type !== 'if_statement' || prev.childrenForFieldName('alternative').length) {
+      if (new RegExp(`\\b${recv.text}\\s*=[^=]`).test(prev.text)) return false;
+      continue;
+    }
+    if (known(prev.childForFieldName('condition')) !== false) continue;
+    const body = prev.childForFieldName('consequence');
+    return !!body?.namedChildren.some((st) => {
+      const a = st?.type === 'expression_statement' ? st.namedChildren[0] : null;
+      const right = a?.type === 'assignment' && a.childForFieldName('left')?.text === recv.text ? a.childForFieldName('right') : null;
+      return !!right && right.type === 'call' && methodName(right) === 'cpu' && receiver(right)?.text === recv.text;
+    });
+  }
+  return false;
 }
