@@ -4,6 +4,7 @@ import { callArgs, kwValue, mentionsXla, nearestAncestor, stringContent } from '
 import { guardsCudaExtrasOnly, tpuTruth } from '../../model/guards';
 import { bf16ProbeRaises } from '../shared';
 import { chainOf, conditionOwner, cudaGuarded, cudaOnlyBlock, short, usesCudaOnlyKernel, xlaArmed } from './cuda-util';
+import { deviceKinds } from '../../model/values';
 
 /** A device-ish operand: `device`, `args.device`, `x.device.type`, `str(device)`, `device_type`. */
 const DEVICE_NAME = /(^|[._])(device|dev|device_type|device_str|device_name|accelerator)$/i;
@@ -127,6 +128,10 @@ export default defineRule({
       // or a TPU arm that only says the CUDA-only feature is skipped (`if kind != "cuda": print("fp8 needs CUDA")`)
       if (owner && (guardsCudaExtrasOnly(sema, owner, ctx.model) || diagnosticRefTernary(ctx, owner) || diagnosticArms(ctx, owner) || declinedOffCuda(ctx, owner))) continue;
       if ((owner?.type === 'if_statement' || owner?.type === 'elif_clause') && cudaKernelArm(sema, owner)) continue;
+      // an arm that only names the CUDA device more exactly (`if device.type == "cuda": device = torch.device("cuda:0")`), or a
+      // ternary whose CUDA arm builds a loss scaler (`GradScaler() if device.type == "cuda" else None`): the non-CUDA path is
+      // right for XLA too (bf16 needs no scaler), nothing to report
+      if (owner && (remapArm(ctx, owner) || scalerTernary(ctx, owner))) continue;
       // `autocast(device_type=...) if device_type == "cuda" else nullcontext()`: TPU301 reports the CUDA autocast
       if (owner?.type === 'conditional_expression' && autocastTernary(ctx, owner)) continue;
       if (!owner && (cmp.parent?.type !== 'assignment' || inLogging(sema, cmp) || onlyTransferFlag(sema, cmp.parent))) continue;
@@ -301,6 +306,30 @@ function onlyLogged(sema: RuleContext['sema'], a: Node): boolean {
 }
 
 /** The `else` clause of an `if` chain (or null). */
+/** `if device.type == "cuda": device = torch.device("cuda:0")` / `args.device = "cuda:0"` (no else): only refines the CUDA device. */
+function remapArm(ctx: RuleContext, owner: Node): boolean {
+  if (owner.type !== 'if_statement' || owner.childrenForFieldName('alternative').some(Boolean)) return false;
+  const arms = tpuArms(ctx, owner);
+  const body = arms?.[1] && arms[0] === null ? arms[1] : null;
+  const stmts = (body?.namedChildren ?? []).filter((x): x is Node => !!x && x.type !== 'comment');
+  return stmts.length > 0 && stmts.every((st) => {
+    const a = st.type === 'expression_statement' ? st.namedChildren[0] : null;
+    const right = a?.type === 'assignment' ? a.childForFieldName('right') : null;
+    return !!right && (right.type === 'string' || right.type === 'call') && deviceKinds(ctx.model.value(right)).every((k) => k === 'cuda') && deviceKinds(ctx.model.value(right)).length > 0;
+  });
+}
+
+/** `torch.cuda.amp.GradScaler() if device.type == "cuda" else None`: the CUDA arm is a loss scaler, the other none. */
+function scalerTernary(ctx: RuleContext, owner: Node): boolean {
+  const scaler = (c: Node | null | undefined) => c?.type === 'call' && /(^|\.)(GradScaler|ShardedGradScaler)$/.test(ctx.sema.callee(c) ?? '');
+  const arms = tpuArms(ctx, owner);
+  if (owner.type === 'conditional_expression') return !!arms && scaler(arms[1]) && arms[0]?.type === 'none';
+  // `if device.type == "cuda": self.scaler = GradScaler()` (no else)
+  if (owner.type !== 'if_statement' || !arms || arms[0] !== null || !arms[1]) return false;
+  const stmts = arms[1].namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
+  return stmts.length > 0 && stmts.every((st) => st.type === 'expression_statement' && st.namedChildren[0]?.type === 'assignment' && scaler(st.namedChildren[0].childForFieldName('right')));
+}
+
 function elseOf(chain: Node): Node | null {
   return chain.type === 'if_statement' ? chain.childrenForFieldName('alternative').find((a) => a?.type === 'else_clause') ?? null : null;
 }
