@@ -16,6 +16,7 @@ function lineIn(ctx: { project: { textOf(p: string): string | null } | null }, f
 }
 import { cudaGuarded } from '../device/cuda-util';
 import { PIN_RAISES, PIN_RAISES_TORCHTPU } from './pinning';
+import { reportRuns, type Draft } from '../shared';
 
 /** A loop whose body ends every iteration with `return`/`break` at its top level takes one batch (a throughput probe), copying none per step. */
 function runsOnce(loop: Node): boolean {
@@ -236,6 +237,7 @@ export default defineRule({
 
     // (b) CUDA pinning flags
     const pinned = new Set<number>();
+    const nonBlocking: Draft[] = [];
     for (const call of ctx.sema.nodes('call')) {
       if (ctx.sema.inXlaAwareBranch(call)) continue;
       const { keywords, positional } = callArgs(call);
@@ -338,10 +340,12 @@ export default defineRule({
         const nb = keywords.get('non_blocking');
         if (nb && kwValue(nb)?.text === 'True') {
           const e = ctx.idiom.dualPath ? null : removeArg(call, nb);
-          ctx.report(nb, { severity: 'info', message: '`non_blocking=True` overlaps copies on a CUDA stream; on TPU let the loader prefetch instead', fix: e ? { title: 'Remove `non_blocking=True`', edits: [e] } : null });
+          nonBlocking.push({ at: nb, opts: { severity: 'info', message: '`non_blocking=True` overlaps copies on a CUDA stream; on TPU let the loader prefetch instead', fix: e ? { title: 'Remove `non_blocking=True`', edits: [e] } : null } });
         }
       }
     }
+    // `x = x.to(d, non_blocking=True)` on consecutive lines of one step: one finding
+    reportRuns(ctx, nonBlocking, () => '`non_blocking=True` here too');
     // (c) device copies inside the data pipeline: a dataset's `__getitem__`, a loader's `collate_fn` (worker-moves.ts)
     for (const w of workerMoves(ctx)) {
       const first = w.moves[0];
