@@ -4,7 +4,7 @@ import { downgrade } from '../../core/engine';
 import { replace } from '../../core/edits';
 import type { FixDraft } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, kwValue, methodName, receiver, stringContent } from '../../core/semantics';
+import { callArgs, conditionOf, kwValue, methodName, receiver, stringContent } from '../../core/semantics';
 import type { RuleContext } from '../../core/rule';
 import type { HandMoved } from './util';
 import type { HotInfo } from '../../core/semantics';
@@ -34,7 +34,7 @@ function takesFirstFew(loop: Node): boolean {
   if (!body || loop.type !== 'for_statement' || index?.type !== 'identifier' || /\.(backward|step)\(/.test(body.text)) return false;
   return body.namedChildren.some((c) => {
     if (c?.type !== 'if_statement' || c.namedChildren.some((k) => k?.type === 'elif_clause' || k?.type === 'else_clause')) return false;
-    const cond = c.childForFieldName('condition');
+    const cond = conditionOf(c);
     const cons = c.childForFieldName('consequence');
     return cond?.type === 'comparison_operator' && cond.namedChildren[0]?.text === index.text && /^(==|>=|>)$/.test(cond.child(1)?.text ?? '') && cons?.namedChildren.length === 1 && cons.namedChildren[0]?.type === 'break_statement';
   });

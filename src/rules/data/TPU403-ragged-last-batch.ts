@@ -3,7 +3,7 @@ import { replace } from '../../core/edits';
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import type { Snippet } from '../../core/idioms';
-import { callArgs, kwValue } from '../../core/semantics';
+import { callArgs, conditionOf, kwValue } from '../../core/semantics';
 import { appendArg, isTorchDataLoaderCall as isDataLoaderCall, iteratedLoader, loaderFactory } from './util';
 
 const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig)$/;
@@ -120,7 +120,7 @@ function endlessIterable(ctx: RuleContext, ds: Node | null | undefined): boolean
   for (const st of cls.childForFieldName('body')?.namedChildren ?? []) {
     const d = st?.type === 'decorated_definition' ? st.childForFieldName('definition') : st;
     if (d?.type !== 'function_definition' || d.childForFieldName('name')?.text !== '__iter__') continue;
-    return (d.childForFieldName('body')?.namedChildren ?? []).some((c) => c?.type === 'while_statement' && /^True$/.test(c.childForFieldName('condition')?.text ?? '') && !/\b(break|return)\b/.test(c.childForFieldName('body')?.text ?? ''));
+    return (d.childForFieldName('body')?.namedChildren ?? []).some((c) => c?.type === 'while_statement' && /^True$/.test(conditionOf(c)?.text ?? '') && !/\b(break|return)\b/.test(c.childForFieldName('body')?.text ?? ''));
   }
   return false;
 }

@@ -1,6 +1,6 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, kwValue, mentionsXla, nearestAncestor, stringContent } from '../../core/semantics';
+import { callArgs, conditionOf, kwValue, mentionsXla, nearestAncestor, stringContent } from '../../core/semantics';
 import { guardsCudaExtrasOnly, tpuTruth } from '../../model/guards';
 import { bf16ProbeRaises } from '../shared';
 import { chainOf, conditionOwner, cudaGuarded, cudaOnlyBlock, short, usesCudaOnlyKernel, xlaArmed } from './cuda-util';
@@ -766,8 +766,7 @@ function flagGuards(sema: RuleContext['sema'], a: Node, flag: string): Node[] {
     if (ifs.startIndex < a.endIndex && !(moduleLevel && sema.enclosingFunction(ifs))) continue;
     // `if(train_on_gpu):`, `if (args.cuda and not fp16):`: the parentheses are not part of the test
     const raw = ifs.childForFieldName('condition');
-    let cond = raw;
-    while (cond?.type === 'parenthesized_expression' && cond.namedChildren.length === 1) cond = cond.namedChildren[0]!;
+    const cond = conditionOf(ifs);
     const arm = ifs.childForFieldName('consequence');
     if (!cond || !arm) continue;
     const conj = cond.type === 'boolean_operator' && cond.childForFieldName('operator')?.text === 'and' ? [cond.childForFieldName('left'), cond.childForFieldName('right')] : [cond];
