@@ -1,7 +1,7 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import type { HotInfo } from '../../core/semantics';
-import { callArgs, enclosingStatement, kwValue, methodName, receiver } from '../../core/semantics';
+import { callArgs, conditionOf, enclosingStatement, kwValue, methodName, receiver } from '../../core/semantics';
 import { argumentAt, hotCallTarget, paramName } from '../../model/hotAcross';
 import { replace } from '../../core/edits';
 import { cudaOnly, tpuTruth } from '../../model/guards';
@@ -157,6 +157,8 @@ export default defineRule({
       seen.add(site.id);
       // `raise ValueError(f"bad loss {self.args.loss}")`: the error path ends the loop, it runs once at most
       if (inRaise(site)) return;
+      // `def forward(self, x, print_attn_probs=False): ... if print_attn_probs: print(...)`: no call turns the flag on
+      if (underOffFlag(ctx, site)) return;
       // `"{}".format(ids[i])` / `chunk_nb[i].cpu()` of a batch element the loop never moves: still the loader's CPU tensor
       const readOf = site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '') ? receiver(site) : site;
       if (readOf && unmovedBatchElement(ctx, readOf)) return;
@@ -1176,6 +1178,33 @@ function cpuByFlag(ctx: RuleContext, call: Node, recv: Node): boolean {
       const right = a?.type === 'assignment' && a.childForFieldName('left')?.text === recv.text ? a.childForFieldName('right') : null;
       return !!right && right.type === 'call' && methodName(right) === 'cpu' && receiver(right)?.text === recv.text;
     });
+  }
+  return false;
+}
+
+/**
+ * `site` is in the body of `if <flag>:` where `flag` is a parameter of the enclosing function that defaults to False or
+ * None and that no call of this file passes (by keyword anywhere, or by position at the function's call sites): a debug
+ * switch left off, so the read never runs (`def forward(self, x, print_attn_probs=False)`).
+ */
+function underOffFlag(ctx: RuleContext, site: Node): boolean {
+  const fn = ctx.sema.enclosingFunction(site);
+  if (!fn) return false;
+  for (let n: Node = site, p = site.parent; p && p.id !== fn.id; n = p, p = p.parent) {
+    if ((p.type !== 'if_statement' && p.type !== 'elif_clause') || p.childForFieldName('consequence')?.id !== n.id) continue;
+    const cond = conditionOf(p);
+    if (cond?.type !== 'identifier') continue;
+    const param = (fn.childForFieldName('parameters')?.namedChildren ?? []).find((x) => (x?.type === 'default_parameter' || x?.type === 'typed_default_parameter') && x.childForFieldName('name')?.text === cond.text);
+    const dflt = param?.childForFieldName('value');
+    if (!param || (dflt?.type !== 'false' && dflt?.type !== 'none')) continue;
+    // the name is not rebound in the function (only the parameter binds it)
+    if (ctx.model.bindingExpressions(cond).some((e) => e !== null)) continue;
+    const passedByName = ctx.sema.identifiersNamed(cond.text).some((id) => id.parent?.type === 'keyword_argument' && id.parent.childForFieldName('name')?.id === id.id);
+    const params = (fn.childForFieldName('parameters')?.namedChildren ?? []).filter((x): x is Node => !!x && x.type !== 'comment');
+    const cls = ctx.sema.enclosingClass(fn);
+    // a module's forward is called as the module: `self.attn(x, True)` passes it by position
+    const moduleArgs = cls && fn.childForFieldName('name')?.text === 'forward' ? ctx.model.moduleCallArguments(cls, params.indexOf(param) - 1, cond.text) : [];
+    if (!passedByName && !moduleArgs.length && ctx.model.argumentsFor(fn, param).args.length === 0) return true;
   }
   return false;
 }
