@@ -613,7 +613,10 @@ export class ProgramModel {
       if (b.pos < use.startIndex && !contains(b.stmt, use) && (!last || b.pos > last.pos)) last = b;
     }
     if (!last || last.param) return last?.param ? null : null;
-    const block = last.stmt.parent;
+    // a `with` body always runs: `with torch.no_grad(): preds = validate(...)` binds for the statements after the `with`
+    let holder: Node = last.stmt;
+    while (holder.parent?.type === 'block' && holder.parent.parent?.type === 'with_statement' && !contains(holder.parent, use)) holder = holder.parent.parent;
+    const block = holder.parent;
     if (!block || !contains(block, use)) return null;
     if (this.sema.enclosingFunction(last.stmt)?.id !== this.sema.enclosingFunction(use)?.id) return null;
     // a later binding inside a loop around the use reaches it through the back edge
