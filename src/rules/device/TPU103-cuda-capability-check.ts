@@ -82,6 +82,7 @@ export default defineRule({
         // `assert torch.cuda.is_available() and torch.cuda.device_count() >= n`: one finding, on `is_available()`
         if (own && sema.callsWithin(own.cond).some((c) => sema.callee(c) === 'torch.cuda.is_available')) continue;
         if (own?.owner.type === 'if_statement' && multiGpuOnly(sema, own.owner, call)) continue;
+        if (!own && multiGpuCount(sema, call)) continue;
         const kw = call.parent?.type === 'keyword_argument' ? call.parent.childForFieldName('name')?.text : null;
         const assigned = call.parent?.type === 'assignment' ? call.parent.childForFieldName('left')?.text : null;
         // reported once, under the more specific rule: `nprocs=` by TPU502 (launchers), world sizes by TPU503
@@ -243,7 +244,34 @@ function insideCudaCall(sema: RuleContext['sema'], call: Node): boolean {
  * `if torch.cuda.device_count() > 1:` whose body only sets flags (`model.is_parallelizable = True`, alpaca-lora) or
  * wraps `nn.DataParallel` (TPU504 reports that): with 0 devices the single-device path runs, which is TPU's path too.
  */
-function multiGpuOnly(sema: RuleContext['sema'], owner: Node, call: Node): boolean {
+/**
+ * `opt.num_gpu = torch.cuda.device_count()` read only by `if opt.num_gpu > 1:` whose arm scales settings for several
+ * GPUs (`opt.batch_size = opt.batch_size * opt.num_gpu`) or logs: on a TPU host the count is 0 and the single-device
+ * settings stay, nothing breaks.
+ */
+function multiGpuCount(sema: RuleContext['sema'], call: Node): boolean {
+  const a = call.parent;
+  const left = a?.type === 'assignment' && a.childForFieldName('right')?.id === call.id ? a.childForFieldName('left') : null;
+  if (!left || (left.type !== 'identifier' && left.type !== 'attribute')) return false;
+  const name = left.text;
+  const reads = sema.nodes(left.type).filter((n) => n.text === name && n.id !== left.id && !(n.type === 'identifier' && n.parent?.type === 'attribute'));
+  if (!reads.length) return false;
+  const guards = new Set<number>();
+  for (const r of reads) {
+    const cmp = r.parent;
+    const owner = cmp?.type === 'comparison_operator' ? cmp.parent : null;
+    if (owner?.type === 'if_statement' && conditionOf(owner)?.id === cmp!.id && multiGpuOnly(sema, owner, r, name)) {
+      guards.add(owner.id);
+      continue;
+    }
+    let inside = false;
+    for (let p = r.parent; p && !inside; p = p.parent) if (p.type === 'if_statement' && guards.has(p.id)) inside = true;
+    if (!inside) return false;
+  }
+  return true;
+}
+
+function multiGpuOnly(sema: RuleContext['sema'], owner: Node, call: Node, count?: string): boolean {
   const cmp = call.parent;
   if (cmp?.type !== 'comparison_operator') return false;
   const [l, r] = cmp.namedChildren;
@@ -254,9 +282,12 @@ function multiGpuOnly(sema: RuleContext['sema'], owner: Node, call: Node): boole
   return stmts.length > 0 && stmts.every((s) => {
     if (s.type !== 'expression_statement') return false;
     const e = s.namedChildren[0];
+    if (e?.type === 'string') return true; // a docstring-like note
     if (e?.type === 'assignment') {
       const right = e.childForFieldName('right');
       if (right && /^(true|false|none|integer|string)$/.test(right.type)) return true;
+      // `opt.batch_size = opt.batch_size * opt.num_gpu`: a setting scaled by the count
+      if (count && right?.type === 'binary_operator' && right.childForFieldName('operator')?.text === '*' && [right.childForFieldName('left'), right.childForFieldName('right')].some((x) => x?.text === count)) return true;
       return right?.type === 'call' && /^torch\.nn\.(parallel\.)?DataParallel$/.test(sema.callee(right) ?? '');
     }
     return e?.type === 'call' && /^(print|warnings\.warn)$|(^|\.)(logging|\w*logger|\w*LOGGER|log)\.\w+$/.test(sema.callee(e) ?? e.childForFieldName('function')?.text ?? '');
