@@ -760,7 +760,9 @@ export class ProgramModel {
     const annotation = p.childForFieldName('type')?.text;
     if (annotation && /Tensor/.test(annotation)) return deviceTensor(p, 'unknown', { weak: fname !== 'forward', batch: !/^(torch\.)?Tensor$/.test(annotation) || undefined });
     if (annotation && !/Tensor|Any|^torch\./.test(annotation)) return UNKNOWN;
-    if (fname === 'forward' && cls) {
+    // `def forward(self, *args, unet_number=None, **kwargs)`: a keyword-only option after `*args` is a setting, not an input
+    const keywordOnly = !!def && params.slice(0, index).some((x) => x.type === 'list_splat_pattern' || x.type === 'keyword_separator');
+    if (fname === 'forward' && cls && !keywordOnly) {
       // `self.attention = LSA(...)` … `self.attention(enc, query, t)` with `t` a Python int (a decoder step from
       // `range(...)`): what the module's same-file calls pass, when every one of them passes a host scalar
       let passed: Value = UNKNOWN;

@@ -342,6 +342,8 @@ export default defineRule({
 
     // f"{t}"
     for (const s of ctx.sema.nodes('string')) {
+      // `getattr(self, f"optim{index}")`: an attribute name, so `index` is an int (a tensor would format as "tensor(…)")
+      if (attributeName(s)) continue;
       for (const part of s.namedChildren) {
         if (part?.type !== 'interpolation') continue;
         const expr = part.childForFieldName('expression') ?? part.namedChildren[0];
@@ -451,7 +453,12 @@ function numpyMethodChain(ctx: RuleContext, node: Node): boolean {
 
 /** Inside a `raise` statement (its message): runs once, when the loop ends with an error. */
 function inRaise(site: Node): boolean {
-  return enclosingStatement(site).type === 'raise_statement';
+  const st = enclosingStatement(site);
+  if (st.type === 'raise_statement') return true;
+  // `assert ok, f"bad {x}"`: the message is only formatted when the assert fails
+  if (st.type !== 'assert_statement') return false;
+  const msg = st.namedChildren[1];
+  return !!msg && site.startIndex >= msg.startIndex && site.endIndex <= msg.endIndex;
 }
 
 const SIMPLE_STATEMENT = /^(expression_statement|return_statement|assert_statement|delete_statement|print_statement)$/;
@@ -1207,4 +1214,12 @@ function underOffFlag(ctx: RuleContext, site: Node): boolean {
     if (!passedByName && !moduleArgs.length && ctx.model.argumentsFor(fn, param).args.length === 0) return true;
   }
   return false;
+}
+
+/** The string is the name argument of `getattr`/`setattr`/`hasattr`/`delattr`. */
+function attributeName(s: Node): boolean {
+  const list = s.parent;
+  const call = list?.type === 'argument_list' ? list.parent : null;
+  const fn = call?.type === 'call' ? call.childForFieldName('function') : null;
+  return fn?.type === 'identifier' && /^(getattr|setattr|hasattr|delattr)$/.test(fn.text) && list!.namedChildren[1]?.id === s.id;
 }
