@@ -863,7 +863,7 @@ export class Semantics {
   }
 
   private throttleUncached(ifNode: Node): boolean {
-    const condNode = ifNode.childForFieldName('condition');
+    const condNode = conditionOf(ifNode);
     // `is_metric_step = (i % metric_every == 0) or is_console_step` ... `if is_metric_step:` (open_clip's train loop):
     // a flag bound once to a throttle expression throttles like the expression itself
     if (condNode?.type === 'identifier') {
@@ -1466,6 +1466,16 @@ export function receiver(call: Node): Node | null {
  */
 function noGradClause(text: string): boolean {
   return /no_grad|inference_mode/.test(text) && !/enable_grad|\bif\b[^:]*\belse\b/.test(text);
+}
+
+/**
+ * The test of an `if`/`elif`/`while` (or a ternary's) without the parentheses around it: `if(train_on_gpu):` and
+ * `if (args.cuda and not fp16):` test `train_on_gpu` and the `and`. Compare node identity with the raw field instead.
+ */
+export function conditionOf(stmt: Node | null | undefined): Node | null {
+  let c = stmt ? (stmt.type === 'conditional_expression' ? stmt.namedChildren[1] ?? null : stmt.childForFieldName('condition')) : null;
+  while (c?.type === 'parenthesized_expression' && c.namedChildren.length === 1) c = c.namedChildren[0]!;
+  return c;
 }
 
 export function enclosingStatement(node: Node): Node {

@@ -21,7 +21,7 @@ import type { Node, Tree } from '../core/parse';
 import type { Semantics } from '../core/semantics';
 import { callArgs, semanticsOf, stringContent } from '../core/semantics';
 import { NodeMemo } from '../core/memo';
-import { ProgramModel, UNKNOWN as UNKNOWN_VALUE, type Value } from './index';
+import { ProgramModel, UNKNOWN as UNKNOWN_VALUE, deviceKinds, type Value } from './index';
 import type { ProjectView } from './project';
 
 export type Truth = boolean | null;
@@ -265,6 +265,44 @@ function comparison(node: Node, e: Eval): Truth {
     return op === 'is';
   }
   return null;
+}
+
+/**
+ * `device != "cpu"`, `device not in ["cpu"]`, `device.type not in ("cpu",)` where the model knows the device is CUDA or
+ * else the CPU (`"cuda" if torch.cuda.is_available() else "cpu"`): False on a TPU host today (no CUDA device, so the CPU),
+ * True once the device is migrated to XLA. Not a CUDA-only flag for the guards (`cuda = device.type != "cpu"` keeps
+ * running its arm on XLA); the rules that report CUDA-only calls in its arm say both.
+ */
+export function notCpuTest(cond: Node, model: ProgramModel | null = modelOfNode(cond)): boolean {
+  let c = cond;
+  while (c.type === 'parenthesized_expression' && c.namedChildren[0]) c = c.namedChildren[0];
+  if (c.type !== 'comparison_operator') return false;
+  const parts = c.namedChildren.filter((x): x is Node => !!x);
+  const op = opOf(c);
+  return parts.length === 2 && (op === '!=' || op === 'not in') && cpuLiteral(parts[1]) && cudaOrCpu(parts[0], { model, guess: false, facts: 'all', depth: 0 });
+}
+
+/** `"cpu"`, or a list/tuple of only `"cpu"` strings. */
+function cpuLiteral(n: Node): boolean {
+  if (n.type === 'string') return stringContent(n) === 'cpu';
+  if (n.type !== 'list' && n.type !== 'tuple') return false;
+  const items = n.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
+  return items.length > 0 && items.every((c) => c.type === 'string' && stringContent(c) === 'cpu');
+}
+
+/** A device (or its `.type`, or `str(...)` of it) that the model knows is CUDA/MPS on one path and the CPU on the others. */
+function cudaOrCpu(n: Node, e: Eval): boolean {
+  const m = e.model;
+  if (!m) return false;
+  let x = n;
+  if (x.type === 'attribute' && x.childForFieldName('attribute')?.text === 'type') x = x.childForFieldName('object')!;
+  else if (x.type === 'call' && x.childForFieldName('function')?.text === 'str' && callArgs(x).positional.length === 1) x = callArgs(x).positional[0]!;
+  const v = m.value(x);
+  const names = v.kind === 'string' ? v.values : null;
+  if (names) return names.includes('cpu') && names.every((s) => s === 'cpu' || /^(cuda(:\d+)?|mps)$/.test(s));
+  if (v.kind !== 'device') return false;
+  const kinds = deviceKinds(v);
+  return kinds.includes('cpu') && kinds.every((k) => k === 'cpu' || k === 'cuda');
 }
 
 function lastName(node: Node): string {

@@ -288,8 +288,86 @@ export class ProgramModel {
    */
   private foreignResult(node: Node, target: CallTarget): Value {
     if (target.def.type === 'class_definition') return isModuleClass(target.def) ? { kind: 'module', origin: node } : UNKNOWN;
-    const v = target.model.returnValue(target.def);
+    const v = target.model.helperReturn(target.def, this.helperArguments(node, target.def, (a) => this.value(a))) ?? target.model.returnValue(target.def);
     return v.kind === 'unknown' ? v : ({ ...v, origin: node } as Value);
+  }
+
+  /**
+   * A small pure helper's return evaluated with this call's arguments (call-site sensitive): `default(val, d)`
+   * (`return val if exists(val) else d`) called with a number gives a number here even when another call site passes
+   * it a tensor; the context-insensitive `returnValue` joins every call site. Null: not such a helper, or a return it
+   * cannot evaluate from the arguments alone (then the caller uses `returnValue`).
+   */
+  helperReturn(def: Node, args: Map<string, Value> | null, depth = 0): Value | null {
+    if (!args || depth > 3 || !isSmallPureHelper(def)) return null;
+    const body = def.childForFieldName('body');
+    if (!body) return null;
+    let v: Value = UNKNOWN;
+    let any = false;
+    for (const r of this.sema.within('return_statement', body)) {
+      const e = r.namedChildren[0];
+      const rv = e ? this.valueWith(e, args, depth) : none(r);
+      if (!rv) return null;
+      v = join(v, rv);
+      any = true;
+    }
+    return any ? v : none(def);
+  }
+
+  /** The parameters of plain function `def` bound to what `call` passes (`valueOf` evaluates an argument); null: not matched. */
+  helperArguments(call: Node, def: Node, valueOf: (arg: Node) => Value | null): Map<string, Value> | null {
+    if (def.type !== 'function_definition' || this.sema.enclosingClass(def) || !isSmallPureHelper(def)) return null;
+    const params = def.childForFieldName('parameters')?.namedChildren.filter((x): x is Node => !!x && x.type !== 'comment') ?? [];
+    const { positional, keywords } = callArgs(call);
+    if (positional.some((x) => x.type === 'list_splat' || x.type === 'dictionary_splat')) return null;
+    const out = new Map<string, Value>();
+    let i = 0;
+    for (const p of params) {
+      if (p.type === 'list_splat_pattern' || p.type === 'dictionary_splat_pattern' || p.type === 'keyword_separator' || p.type === 'positional_separator') return null;
+      const name = (p.type === 'identifier' ? p : p.childForFieldName('name') ?? p.namedChildren[0])?.text;
+      if (!name) return null;
+      const arg = kwValue(keywords.get(name)) ?? positional[i++] ?? null;
+      const dflt = p.childForFieldName('value');
+      const v = arg ? valueOf(arg) : dflt ? this.value(dflt) : null;
+      if (!v) return null;
+      out.set(name, conventionOnly(v) ? UNKNOWN : v);
+    }
+    return out;
+  }
+
+  /** `e` inside a helper with its parameters bound to `args`; null when `e` reads a parameter in a way not modelled here. */
+  private valueWith(e: Node, args: Map<string, Value>, depth: number): Value | null {
+    switch (e.type) {
+      case 'identifier':
+        if (args.has(e.text)) return args.get(e.text)!;
+        break;
+      case 'parenthesized_expression':
+        return e.namedChildren[0] ? this.valueWith(e.namedChildren[0], args, depth) : null;
+      case 'conditional_expression': {
+        // `val if exists(val) else d`: either arm (the condition only picks one)
+        const [a, , b] = e.namedChildren;
+        const va = a ? this.valueWith(a, args, depth) : null;
+        const vb = b ? this.valueWith(b, args, depth) : null;
+        return va && vb ? join(va, vb) : null;
+      }
+      case 'call': {
+        const fn = e.childForFieldName('function');
+        // `d()` of a parameter (a default factory): what it returns is not known
+        if (fn?.type === 'identifier' && args.has(fn.text)) return UNKNOWN;
+        const target = this.readsAny(e, args) ? this.resolveCall(e) : null;
+        if (target) {
+          const inner = this.helperArguments(e, target.def, (a) => this.valueWith(a, args, depth));
+          return target.model.helperReturn(target.def, inner, depth + 1);
+        }
+        break;
+      }
+    }
+    return this.readsAny(e, args) ? null : this.value(e);
+  }
+
+  private readsAny(e: Node, args: Map<string, Value>): boolean {
+    if (e.type === 'identifier') return args.has(e.text);
+    return e.descendantsOfType('identifier').some((id) => !!id && args.has(id.text) && id.parent?.type !== 'keyword_argument');
   }
 
   /** The join of a function's return values (None when it returns nothing). */
@@ -535,7 +613,10 @@ export class ProgramModel {
       if (b.pos < use.startIndex && !contains(b.stmt, use) && (!last || b.pos > last.pos)) last = b;
     }
     if (!last || last.param) return last?.param ? null : null;
-    const block = last.stmt.parent;
+    // a `with` body always runs: `with torch.no_grad(): preds = validate(...)` binds for the statements after the `with`
+    let holder: Node = last.stmt;
+    while (holder.parent?.type === 'block' && holder.parent.parent?.type === 'with_statement' && !contains(holder.parent, use)) holder = holder.parent.parent;
+    const block = holder.parent;
     if (!block || !contains(block, use)) return null;
     if (this.sema.enclosingFunction(last.stmt)?.id !== this.sema.enclosingFunction(use)?.id) return null;
     // a later binding inside a loop around the use reaches it through the back edge
@@ -679,7 +760,9 @@ export class ProgramModel {
     const annotation = p.childForFieldName('type')?.text;
     if (annotation && /Tensor/.test(annotation)) return deviceTensor(p, 'unknown', { weak: fname !== 'forward', batch: !/^(torch\.)?Tensor$/.test(annotation) || undefined });
     if (annotation && !/Tensor|Any|^torch\./.test(annotation)) return UNKNOWN;
-    if (fname === 'forward' && cls) {
+    // `def forward(self, *args, unet_number=None, **kwargs)`: a keyword-only option after `*args` is a setting, not an input
+    const keywordOnly = !!def && params.slice(0, index).some((x) => x.type === 'list_splat_pattern' || x.type === 'keyword_separator');
+    if (fname === 'forward' && cls && !keywordOnly) {
       // `self.attention = LSA(...)` … `self.attention(enc, query, t)` with `t` a Python int (a decoder step from
       // `range(...)`): what the module's same-file calls pass, when every one of them passes a host scalar
       let passed: Value = UNKNOWN;
@@ -1112,7 +1195,7 @@ export class ProgramModel {
     if (target) {
       if (target.model !== this) return this.foreignResult(node, target);
       if (target.def.type === 'class_definition') return isModuleClass(target.def) ? { kind: 'module', origin: node } : UNKNOWN;
-      return target.model.returnValue(target.def);
+      return this.helperReturn(target.def, this.helperArguments(node, target.def, (a) => this.value(a))) ?? target.model.returnValue(target.def);
     }
     const meth = methodName(node);
     if (meth) {
@@ -1487,6 +1570,36 @@ const localResolver: CallResolver = (call, model) => {
 function isModuleClass(cls: Node): boolean {
   const supers = cls.childForFieldName('superclasses')?.text ?? '';
   return /Module|nn\.|LightningModule|PreTrainedModel|Model\b/.test(supers);
+}
+
+/**
+ * A tensor known only by the `forward()` inputs convention for a parameter that defaults to None (`unet_number=None`):
+ * the default says nothing about what callers pass, so a helper given it (`default(unet_number, 1)`) takes its value
+ * from the other arguments.
+ */
+function conventionOnly(v: Value): boolean {
+  const o = v.origin;
+  return v.kind === 'tensor' && o?.parent?.type === 'parameters' && o.childForFieldName('value')?.type === 'none';
+}
+
+const HELPER_STMTS = new Set(['return_statement', 'if_statement', 'pass_statement', 'comment']);
+/**
+ * A small pure helper: at most 4 statements, only `if`/`return` (and a docstring), no loop, assignment, nested
+ * function or side effect, and no `yield` (`exists`, `default`, `identity`, `cast_tuple`-like one-liners).
+ */
+function isSmallPureHelper(def: Node): boolean {
+  const body = def.childForFieldName('body');
+  if (!body || body.namedChildren.length > 4 || /\b(yield|global|nonlocal)\b/.test(body.text)) return false;
+  const ok = (block: Node | null): boolean =>
+    !!block &&
+    block.namedChildren.every((s) => {
+      if (!s) return true;
+      if (s.type === 'expression_statement') return s.namedChildren.length === 1 && s.namedChildren[0]!.type === 'string';
+      if (!HELPER_STMTS.has(s.type)) return false;
+      if (s.type !== 'if_statement') return true;
+      return s.namedChildren.every((c) => !c || c.id === s.childForFieldName('condition')?.id || (c.type === 'block' ? ok(c) : c.type === 'else_clause' || c.type === 'elif_clause' ? ok(c.childForFieldName('body') ?? c.childForFieldName('consequence')) : c.type === 'comment'));
+    });
+  return ok(body);
 }
 
 function contains(outer: Node, inner: Node): boolean {

@@ -1,9 +1,9 @@
 /** Helpers shared by rule families (not detection primitives: those live in core/semantics). */
 import type { Node } from '../core/parse';
-import type { RuleContext } from '../core/rule';
+import type { FixDraft, ReportOptions, RuleContext } from '../core/rule';
 import type { Snippet } from '../core/idioms';
 import type { Resolved } from '../model/project';
-import { callArgs, methodName, nearestAncestor, receiver } from '../core/semantics';
+import { callArgs, enclosingStatement, methodName, nearestAncestor, receiver } from '../core/semantics';
 import { cudaOnly } from '../model/guards';
 
 /**
@@ -207,4 +207,62 @@ export function isDeviceCopy(ctx: RuleContext, call: Node): boolean {
   if (device && !onCpu(ctx, device) && deviceArg(ctx, device)) return true;
   // a helper given data and a device: `obs_as_tensor(obs, device)`
   return positional.length >= 2 && positional.slice(1).some((a) => deviceArg(ctx, a)) && !/^torch\./.test(ctx.sema.callee(call) ?? '');
+}
+
+/** A finding a rule has decided on, before `reportRuns` folds runs of them. */
+export interface Draft {
+  at: Node;
+  opts: ReportOptions;
+}
+
+/**
+ * One finding per run of adjacent statements (issue 9, one finding per problem): drafts whose statements are
+ * consecutive siblings of one block (comments between them allowed) are one problem (`x.to(d, non_blocking=True)` on
+ * three lines of one step, `torch.save(G…)` then `torch.save(D…)`). The first is reported, the others become related
+ * locations (`also` names them) and its fix makes every draft's edits (drafts of one run have the same kind of fix).
+ */
+/** Same severity and the same fix (none, or one of the same title and applicability): one edit set serves them all. */
+function sameKind(a: Draft, b: Draft): boolean {
+  const fa = a.opts.fix ?? null, fb = b.opts.fix ?? null;
+  return a.opts.severity === b.opts.severity && !!fa === !!fb && (fa?.applicability ?? 'safe') === (fb?.applicability ?? 'safe') && fa?.title === fb?.title;
+}
+
+export function reportRuns(ctx: RuleContext, drafts: readonly Draft[], also: (d: Draft) => string): void {
+  const sorted = [...drafts].sort((a, b) => a.at.startIndex - b.at.startIndex);
+  const next = (s: Node): Node | null => {
+    let n = s.nextNamedSibling;
+    while (n && n.type === 'comment') n = n.nextNamedSibling;
+    return n;
+  };
+  const runs: Draft[][] = [];
+  let prevStmt: Node | null = null;
+  for (const d of sorted) {
+    const stmt = enclosingStatement(d.at);
+    const run = runs[runs.length - 1];
+    if (run && prevStmt && sameKind(d, run[0]) && (prevStmt.id === stmt.id || next(prevStmt)?.id === stmt.id)) run.push(d);
+    else runs.push([d]);
+    prevStmt = stmt;
+  }
+  for (const [first, ...rest] of runs) {
+    if (!rest.length) {
+      ctx.report(first.at, first.opts);
+      continue;
+    }
+    const all = [first, ...rest];
+    const fixes = all.map((d) => d.opts.fix ?? null);
+    const fix = fixes.every((f): f is FixDraft => !!f)
+      ? {
+          ...fixes[0],
+          title: `${fixes[0].title ?? 'Fix'} (${all.length} statements)`,
+          edits: fixes.flatMap((f) => f.edits),
+          imports: fixes.flatMap((f) => f.imports ?? []).filter((x, i, a) => a.findIndex((y) => JSON.stringify(y) === JSON.stringify(x)) === i),
+          needsAccel: fixes.some((f) => f.needsAccel) || undefined,
+        }
+      : null;
+    ctx.report(first.at, {
+      ...first.opts,
+      fix,
+      related: [...(first.opts.related ?? []), ...rest.flatMap((d) => [{ start: d.at.startIndex, end: d.at.endIndex, message: also(d) }, ...(d.opts.related ?? [])])],
+    });
+  }
 }

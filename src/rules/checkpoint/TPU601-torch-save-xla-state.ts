@@ -2,6 +2,7 @@ import { defineRule, type FixDraft } from '../../core/rule';
 import { replace } from '../../core/edits';
 import { calledFromDeviceCode, deviceModuleIn, deviceStateCallers, fsdpV1, holdsDeviceState, isMultiProcess, isSpmd, masterGuard, placesOnDevice, projectSaveWrapper, saveArgs, TORCH_SAVE } from './util';
 import { whereIn } from '../../model/facts';
+import { reportRuns, type Draft } from '../shared';
 
 function short(text: string): string {
   const one = text.replace(/\s+/g, ' ');
@@ -86,6 +87,7 @@ export default defineRule({
     const placed = placesOnDevice(ctx);
     if (!placed && !ctx.project) return;
     let multi: boolean | undefined;
+    const saves: Draft[] = [];
     for (const call of ctx.sema.nodes('call')) {
       if (ctx.sema.inXlaAwareBranch(call)) continue;
       if (!placed && (ctx.sema.callee(call) !== TORCH_SAVE || !calledFromDeviceCode(ctx, call))) continue;
@@ -154,7 +156,9 @@ export default defineRule({
           }
         }
       }
-      ctx.report(call, { message, fix });
+      saves.push({ at: call, opts: { message, fix } });
     }
+    // `torch.save(G.state_dict(), …)` then `torch.save(D.state_dict(), …)`: one checkpoint, one finding
+    reportRuns(ctx, saves, (d) => `\`${short(d.at.text)}\` writes device tensors too`);
   },
 });

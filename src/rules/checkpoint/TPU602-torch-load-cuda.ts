@@ -1,6 +1,6 @@
 import { defineRule } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, kwValue, stringContent } from '../../core/semantics';
+import { callArgs, conditionOf, kwValue, stringContent } from '../../core/semantics';
 import { replace, replaceRange } from '../../core/edits';
 import { calledFromDeviceCode, holdsDeviceState, itemsCopiedToCpu, referencesCuda, saveArgs, XSER_SAVE } from './util';
 import type { Semantics } from '../../core/semantics';
@@ -559,7 +559,7 @@ function cpuWithoutCudaHere(ctx: RuleContext, v: Node, at: Node, depth: number):
   // `if not torch.cuda.is_available(): device = "cpu"` in the function's own body, before the load
   for (const st of fn?.childForFieldName('body')?.namedChildren ?? []) {
     if (!st || st.startIndex >= at.startIndex || st.type !== 'if_statement') continue;
-    const cond = st.childForFieldName('condition');
+    const cond = conditionOf(st);
     const neg = cond?.type === 'not_operator' ? cond.childForFieldName('argument') : null;
     if (!neg || !IS_AVAILABLE.test(neg.text) || st.namedChildren.some((c) => c?.type === 'else_clause' || c?.type === 'elif_clause')) continue;
     const body = st.childForFieldName('consequence')?.namedChildren ?? [];

@@ -4,7 +4,7 @@ import { downgrade } from '../../core/engine';
 import { replace } from '../../core/edits';
 import type { FixDraft } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, kwValue, methodName, receiver, stringContent } from '../../core/semantics';
+import { callArgs, conditionOf, kwValue, methodName, receiver, stringContent } from '../../core/semantics';
 import type { RuleContext } from '../../core/rule';
 import type { HandMoved } from './util';
 import type { HotInfo } from '../../core/semantics';
@@ -16,6 +16,7 @@ function lineIn(ctx: { project: { textOf(p: string): string | null } | null }, f
 }
 import { cudaGuarded } from '../device/cuda-util';
 import { PIN_RAISES, PIN_RAISES_TORCHTPU } from './pinning';
+import { reportRuns, type Draft } from '../shared';
 
 /** A loop whose body ends every iteration with `return`/`break` at its top level takes one batch (a throughput probe), copying none per step. */
 function runsOnce(loop: Node): boolean {
@@ -33,7 +34,7 @@ function takesFirstFew(loop: Node): boolean {
   if (!body || loop.type !== 'for_statement' || index?.type !== 'identifier' || /\.(backward|step)\(/.test(body.text)) return false;
   return body.namedChildren.some((c) => {
     if (c?.type !== 'if_statement' || c.namedChildren.some((k) => k?.type === 'elif_clause' || k?.type === 'else_clause')) return false;
-    const cond = c.childForFieldName('condition');
+    const cond = conditionOf(c);
     const cons = c.childForFieldName('consequence');
     return cond?.type === 'comparison_operator' && cond.namedChildren[0]?.text === index.text && /^(==|>=|>)$/.test(cond.child(1)?.text ?? '') && cons?.namedChildren.length === 1 && cons.namedChildren[0]?.type === 'break_statement';
   });
@@ -236,6 +237,7 @@ export default defineRule({
 
     // (b) CUDA pinning flags
     const pinned = new Set<number>();
+    const nonBlocking: Draft[] = [];
     for (const call of ctx.sema.nodes('call')) {
       if (ctx.sema.inXlaAwareBranch(call)) continue;
       const { keywords, positional } = callArgs(call);
@@ -338,10 +340,12 @@ export default defineRule({
         const nb = keywords.get('non_blocking');
         if (nb && kwValue(nb)?.text === 'True') {
           const e = ctx.idiom.dualPath ? null : removeArg(call, nb);
-          ctx.report(nb, { severity: 'info', message: '`non_blocking=True` overlaps copies on a CUDA stream; on TPU let the loader prefetch instead', fix: e ? { title: 'Remove `non_blocking=True`', edits: [e] } : null });
+          nonBlocking.push({ at: nb, opts: { severity: 'info', message: '`non_blocking=True` overlaps copies on a CUDA stream; on TPU let the loader prefetch instead', fix: e ? { title: 'Remove `non_blocking=True`', edits: [e] } : null } });
         }
       }
     }
+    // `x = x.to(d, non_blocking=True)` on consecutive lines of one step: one finding
+    reportRuns(ctx, nonBlocking, () => '`non_blocking=True` here too');
     // (c) device copies inside the data pipeline: a dataset's `__getitem__`, a loader's `collate_fn` (worker-moves.ts)
     for (const w of workerMoves(ctx)) {
       const first = w.moves[0];

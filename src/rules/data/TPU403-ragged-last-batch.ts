@@ -3,7 +3,7 @@ import { replace } from '../../core/edits';
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
 import type { Snippet } from '../../core/idioms';
-import { callArgs, kwValue } from '../../core/semantics';
+import { callArgs, conditionOf, kwValue } from '../../core/semantics';
 import { appendArg, isTorchDataLoaderCall as isDataLoaderCall, iteratedLoader, loaderFactory } from './util';
 
 const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig)$/;
@@ -120,7 +120,7 @@ function endlessIterable(ctx: RuleContext, ds: Node | null | undefined): boolean
   for (const st of cls.childForFieldName('body')?.namedChildren ?? []) {
     const d = st?.type === 'decorated_definition' ? st.childForFieldName('definition') : st;
     if (d?.type !== 'function_definition' || d.childForFieldName('name')?.text !== '__iter__') continue;
-    return (d.childForFieldName('body')?.namedChildren ?? []).some((c) => c?.type === 'while_statement' && /^True$/.test(c.childForFieldName('condition')?.text ?? '') && !/\b(break|return)\b/.test(c.childForFieldName('body')?.text ?? ''));
+    return (d.childForFieldName('body')?.namedChildren ?? []).some((c) => c?.type === 'while_statement' && /^True$/.test(conditionOf(c)?.text ?? '') && !/\b(break|return)\b/.test(c.childForFieldName('body')?.text ?? ''));
   }
   return false;
 }
@@ -229,6 +229,8 @@ export default defineRule({
       if (keywords.has('batch_sampler') || call.childForFieldName('arguments')?.namedChildren.some((a) => a?.type === 'dictionary_splat' && !knownOptions(ctx, a))) continue;
       const bs = kwValue(keywords.get('batch_size'));
       if (bs && (bs.text === '1' || bs.text === 'None')) continue;
+      // `DataLoader(datasets.MNIST(root, train=True), batch_size=100)`: 60000 = 600 batches of 100, no smaller last one
+      if (bs && evenBatches(ctx, callArgs(call).positional[0] ?? kwValue(keywords.get('dataset')), bs)) continue;
       const dl = kwValue(keywords.get('drop_last'));
       if (dl && dl.text !== 'False') continue;
       const owner = ownerName(ctx, call);
@@ -270,3 +272,39 @@ export default defineRule({
     }
   },
 });
+
+/**
+ * Sizes of the torchvision datasets whose split sizes are fixed, as [train, test]: CIFAR-10/100 50000/10000
+ * (pytorch/vision@00ce2d0 torchvision/datasets/cifar.py `__len__`: `50000` if `self.train` else `10000`, CIFAR100
+ * inherits it); MNIST, Fashion-MNIST and KMNIST read `train-images-idx3-ubyte` / `t10k-images-idx3-ubyte`
+ * (torchvision/datasets/mnist.py `_load_data`), 60000 and 10000 images each (the datasets' own pages).
+ */
+const SPLIT_SIZES: Record<string, [number, number]> = {
+  CIFAR10: [50000, 10000],
+  CIFAR100: [50000, 10000],
+  MNIST: [60000, 10000],
+  FashionMNIST: [60000, 10000],
+  KMNIST: [60000, 10000],
+};
+
+/** The loader's dataset is a torchvision dataset of known size (`train=` a literal or absent) that the batch size divides. */
+function evenBatches(ctx: RuleContext, ds: Node | null | undefined, bs: Node): boolean {
+  if (!ds) return false;
+  const size = ctx.model.value(bs);
+  const b = size.kind === 'number' ? size.value : undefined;
+  if (!b || !Number.isInteger(b) || b <= 0) return false;
+  let made: Node | null = ds;
+  if (ds.type === 'identifier') {
+    const exprs = ctx.model.bindingExpressions(ds);
+    made = exprs.length === 1 ? exprs[0] : null;
+  }
+  if (made?.type !== 'call') return false;
+  const m = /^torchvision\.datasets\.(?:\w+\.)?(\w+)$/.exec(ctx.sema.callee(made) ?? '');
+  const sizes = m ? SPLIT_SIZES[m[1]] : undefined;
+  if (!sizes) return false;
+  const { positional, keywords } = callArgs(made);
+  const train = kwValue(keywords.get('train')) ?? positional[1] ?? null;
+  if (train && train.type !== 'true' && train.type !== 'false') return false;
+  const n = !train || train.type === 'true' ? sizes[0] : sizes[1];
+  return n % b === 0;
+}

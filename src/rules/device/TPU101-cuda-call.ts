@@ -4,6 +4,7 @@ import type { Node } from '../../core/parse';
 import { callArgs, methodName, nearestAncestor, receiver } from '../../core/semantics';
 import { replaceRange } from '../../core/edits';
 import { deviceExprFor } from '../shared';
+import { notCpuTest } from '../../model/guards';
 
 export default defineRule({
   id: 'TPU101',
@@ -38,6 +39,9 @@ export default defineRule({
       const recv = receiver(call);
       if (!recv || ctx.sema.resolve(recv) === 'torch') continue;
       if (ctx.sema.inXlaAwareBranch(call) || inMapLocation(call) || reportedAtGuard(ctx, call)) continue;
+      // `if device not in ["cpu"]: state = state.cuda()` with `device` CUDA or else the CPU: a TPU host does not take the arm
+      // today (TPU102 reports the device choice, the error); once the device is XLA the arm runs and `.cuda()` raises
+      const notCpu = notCpuGuard(call);
       const { positional, keywords } = callArgs(call);
       const deviceArg = positional[0] ?? keywords.get('device')?.childForFieldName('value');
       const selectsGpu = !!deviceArg && deviceArg.type === 'integer' && deviceArg.text !== '0';
@@ -64,7 +68,12 @@ export default defineRule({
         continue;
       }
       report(call, {
-        message: recv.text.length <= 30 && !recv.text.includes("\n") ? `\`${recv.text}.cuda()\` places work on a CUDA device; a TPU host has none` : undefined,
+        ...(notCpu
+          ? {
+              severity: 'warning' as const,
+              message: `\`${recv.text.length <= 30 && !recv.text.includes('\n') ? recv.text : '…'}.cuda()\` runs when \`${notCpu.length <= 30 ? notCpu : 'the device'}\` is not the CPU: never on a TPU host today, but it raises once that device is the XLA device`,
+            }
+          : { message: recv.text.length <= 30 && !recv.text.includes("\n") ? `\`${recv.text}.cuda()\` places work on a CUDA device; a TPU host has none` : undefined }),
         fix: {
           applicability: selectsGpu ? 'unsafe' : 'safe',
           title: `Replace \`.cuda()\` with \`.to(${dev.text})\``,
@@ -131,6 +140,21 @@ function reportedAtGuard(ctx: RuleContext, call: Node): boolean {
     if (cond && flagGuardStarts(ctx).has(cond.startIndex)) return true;
   }
   return false;
+}
+
+/** The device text of an enclosing `if device != "cpu":` arm (see `notCpuTest`), else null. */
+function notCpuGuard(call: Node): string | null {
+  for (const block of blocksAround(call)) {
+    const owner = block.parent;
+    if (!owner || (owner.type !== 'if_statement' && owner.type !== 'elif_clause') || owner.childForFieldName('consequence')?.id !== block.id) continue;
+    const cond = owner.childForFieldName('condition');
+    if (cond && notCpuTest(cond)) {
+      let c = cond;
+      while (c.type === 'parenthesized_expression' && c.namedChildren[0]) c = c.namedChildren[0];
+      return c.namedChildren[0]?.text ?? null;
+    }
+  }
+  return null;
 }
 
 /** Start offsets of the `if <flag>:` conditions that TPU103's CUDA-flag findings list as related locations (once per file). */

@@ -510,7 +510,7 @@ const rule = defineRule({
       if (reported.some((r) => r.id === n.id || isAncestor(r, n) || isAncestor(n, r))) continue;
       if (sema.inXlaAwareBranch(n)) continue;
       if (gpuSelfTest(sema, n)) continue;
-      if (guardedAmongOthers(ctx.model, n)) continue;
+      if (guardedAmongOthers(ctx.model, n) || cudaRemap(sema, n)) continue;
       reported.push(n);
       const sinkText = short(sink.text, 40);
       if (site.external) {
@@ -996,3 +996,26 @@ function cpuFallback(sema: Semantics, n: Node): boolean {
 }
 
 export default rule;
+
+/**
+ * `if self.device.type == "cuda": self.device = torch.device("cuda:0")` / `if args.device == "cuda": args.device = "cuda:0"`:
+ * the arm only refines a device that is already CUDA (it never runs on a TPU host); the device's own source is the problem.
+ */
+function cudaRemap(sema: Semantics, n: Node): boolean {
+  let a: Node | null = n.parent;
+  while (a && a.type === 'call') a = a.parent;
+  if (a?.type === 'argument_list') a = a.parent?.parent ?? null;
+  if (a?.type !== 'assignment') return false;
+  const left = a.childForFieldName('left')?.text;
+  const block = a.parent?.type === 'expression_statement' ? a.parent.parent : null;
+  const owner = block?.parent;
+  if (!left || block?.type !== 'block' || (owner?.type !== 'if_statement' && owner?.type !== 'elif_clause') || owner.childForFieldName('consequence')?.id !== block.id) return false;
+  let cond = owner.childForFieldName('condition');
+  if (cond?.type === 'boolean_operator' && /^\s*and\b/.test(sema.text.slice(cond.childForFieldName('left')!.endIndex, cond.childForFieldName('right')!.startIndex))) cond = cond.childForFieldName('left');
+  while (cond?.type === 'parenthesized_expression') cond = cond.namedChildren[0] ?? null;
+  if (cond?.type !== 'comparison_operator') return false;
+  const [l, r] = cond.namedChildren;
+  if (!l || r?.type !== 'string' || !/^cuda$/.test(stringContent(r) ?? '') || !/==/.test(cond.text.slice(l.endIndex - cond.startIndex, r.startIndex - cond.startIndex))) return false;
+  const operand = l.type === 'attribute' && l.childForFieldName('attribute')?.text === 'type' ? l.childForFieldName('object')?.text : l.text;
+  return operand === left;
+}

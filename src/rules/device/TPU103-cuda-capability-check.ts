@@ -1,9 +1,10 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, kwValue, mentionsXla, nearestAncestor, stringContent } from '../../core/semantics';
+import { callArgs, conditionOf, kwValue, mentionsXla, nearestAncestor, stringContent } from '../../core/semantics';
 import { guardsCudaExtrasOnly, tpuTruth } from '../../model/guards';
 import { bf16ProbeRaises } from '../shared';
 import { chainOf, conditionOwner, cudaGuarded, cudaOnlyBlock, short, usesCudaOnlyKernel, xlaArmed } from './cuda-util';
+import { deviceKinds } from '../../model/values';
 
 /** A device-ish operand: `device`, `args.device`, `x.device.type`, `str(device)`, `device_type`. */
 const DEVICE_NAME = /(^|[._])(device|dev|device_type|device_str|device_name|accelerator)$/i;
@@ -81,6 +82,7 @@ export default defineRule({
         // `assert torch.cuda.is_available() and torch.cuda.device_count() >= n`: one finding, on `is_available()`
         if (own && sema.callsWithin(own.cond).some((c) => sema.callee(c) === 'torch.cuda.is_available')) continue;
         if (own?.owner.type === 'if_statement' && multiGpuOnly(sema, own.owner, call)) continue;
+        if (!own && multiGpuCount(sema, call)) continue;
         const kw = call.parent?.type === 'keyword_argument' ? call.parent.childForFieldName('name')?.text : null;
         const assigned = call.parent?.type === 'assignment' ? call.parent.childForFieldName('left')?.text : null;
         // reported once, under the more specific rule: `nprocs=` by TPU502 (launchers), world sizes by TPU503
@@ -127,6 +129,10 @@ export default defineRule({
       // or a TPU arm that only says the CUDA-only feature is skipped (`if kind != "cuda": print("fp8 needs CUDA")`)
       if (owner && (guardsCudaExtrasOnly(sema, owner, ctx.model) || diagnosticRefTernary(ctx, owner) || diagnosticArms(ctx, owner) || declinedOffCuda(ctx, owner))) continue;
       if ((owner?.type === 'if_statement' || owner?.type === 'elif_clause') && cudaKernelArm(sema, owner)) continue;
+      // an arm that only names the CUDA device more exactly (`if device.type == "cuda": device = torch.device("cuda:0")`), or a
+      // ternary whose CUDA arm builds a loss scaler (`GradScaler() if device.type == "cuda" else None`): the non-CUDA path is
+      // right for XLA too (bf16 needs no scaler), nothing to report
+      if (owner && (remapArm(ctx, owner) || scalerTernary(ctx, owner))) continue;
       // `autocast(device_type=...) if device_type == "cuda" else nullcontext()`: TPU301 reports the CUDA autocast
       if (owner?.type === 'conditional_expression' && autocastTernary(ctx, owner)) continue;
       if (!owner && (cmp.parent?.type !== 'assignment' || inLogging(sema, cmp) || onlyTransferFlag(sema, cmp.parent))) continue;
@@ -238,7 +244,34 @@ function insideCudaCall(sema: RuleContext['sema'], call: Node): boolean {
  * `if torch.cuda.device_count() > 1:` whose body only sets flags (`model.is_parallelizable = True`, alpaca-lora) or
  * wraps `nn.DataParallel` (TPU504 reports that): with 0 devices the single-device path runs, which is TPU's path too.
  */
-function multiGpuOnly(sema: RuleContext['sema'], owner: Node, call: Node): boolean {
+/**
+ * `opt.num_gpu = torch.cuda.device_count()` read only by `if opt.num_gpu > 1:` whose arm scales settings for several
+ * GPUs (`opt.batch_size = opt.batch_size * opt.num_gpu`) or logs: on a TPU host the count is 0 and the single-device
+ * settings stay, nothing breaks.
+ */
+function multiGpuCount(sema: RuleContext['sema'], call: Node): boolean {
+  const a = call.parent;
+  const left = a?.type === 'assignment' && a.childForFieldName('right')?.id === call.id ? a.childForFieldName('left') : null;
+  if (!left || (left.type !== 'identifier' && left.type !== 'attribute')) return false;
+  const name = left.text;
+  const reads = sema.nodes(left.type).filter((n) => n.text === name && n.id !== left.id && !(n.type === 'identifier' && n.parent?.type === 'attribute'));
+  if (!reads.length) return false;
+  const guards = new Set<number>();
+  for (const r of reads) {
+    const cmp = r.parent;
+    const owner = cmp?.type === 'comparison_operator' ? cmp.parent : null;
+    if (owner?.type === 'if_statement' && conditionOf(owner)?.id === cmp!.id && multiGpuOnly(sema, owner, r, name)) {
+      guards.add(owner.id);
+      continue;
+    }
+    let inside = false;
+    for (let p = r.parent; p && !inside; p = p.parent) if (p.type === 'if_statement' && guards.has(p.id)) inside = true;
+    if (!inside) return false;
+  }
+  return true;
+}
+
+function multiGpuOnly(sema: RuleContext['sema'], owner: Node, call: Node, count?: string): boolean {
   const cmp = call.parent;
   if (cmp?.type !== 'comparison_operator') return false;
   const [l, r] = cmp.namedChildren;
@@ -249,9 +282,12 @@ function multiGpuOnly(sema: RuleContext['sema'], owner: Node, call: Node): boole
   return stmts.length > 0 && stmts.every((s) => {
     if (s.type !== 'expression_statement') return false;
     const e = s.namedChildren[0];
+    if (e?.type === 'string') return true; // a docstring-like note
     if (e?.type === 'assignment') {
       const right = e.childForFieldName('right');
       if (right && /^(true|false|none|integer|string)$/.test(right.type)) return true;
+      // `opt.batch_size = opt.batch_size * opt.num_gpu`: a setting scaled by the count
+      if (count && right?.type === 'binary_operator' && right.childForFieldName('operator')?.text === '*' && [right.childForFieldName('left'), right.childForFieldName('right')].some((x) => x?.text === count)) return true;
       return right?.type === 'call' && /^torch\.nn\.(parallel\.)?DataParallel$/.test(sema.callee(right) ?? '');
     }
     return e?.type === 'call' && /^(print|warnings\.warn)$|(^|\.)(logging|\w*logger|\w*LOGGER|log)\.\w+$/.test(sema.callee(e) ?? e.childForFieldName('function')?.text ?? '');
@@ -301,6 +337,30 @@ function onlyLogged(sema: RuleContext['sema'], a: Node): boolean {
 }
 
 /** The `else` clause of an `if` chain (or null). */
+/** `if device.type == "cuda": device = torch.device("cuda:0")` / `args.device = "cuda:0"` (no else): only refines the CUDA device. */
+function remapArm(ctx: RuleContext, owner: Node): boolean {
+  if (owner.type !== 'if_statement' || owner.childrenForFieldName('alternative').some(Boolean)) return false;
+  const arms = tpuArms(ctx, owner);
+  const body = arms?.[1] && arms[0] === null ? arms[1] : null;
+  const stmts = (body?.namedChildren ?? []).filter((x): x is Node => !!x && x.type !== 'comment');
+  return stmts.length > 0 && stmts.every((st) => {
+    const a = st.type === 'expression_statement' ? st.namedChildren[0] : null;
+    const right = a?.type === 'assignment' ? a.childForFieldName('right') : null;
+    return !!right && (right.type === 'string' || right.type === 'call') && deviceKinds(ctx.model.value(right)).every((k) => k === 'cuda') && deviceKinds(ctx.model.value(right)).length > 0;
+  });
+}
+
+/** `torch.cuda.amp.GradScaler() if device.type == "cuda" else None`: the CUDA arm is a loss scaler, the other none. */
+function scalerTernary(ctx: RuleContext, owner: Node): boolean {
+  const scaler = (c: Node | null | undefined) => c?.type === 'call' && /(^|\.)(GradScaler|ShardedGradScaler)$/.test(ctx.sema.callee(c) ?? '');
+  const arms = tpuArms(ctx, owner);
+  if (owner.type === 'conditional_expression') return !!arms && scaler(arms[1]) && arms[0]?.type === 'none';
+  // `if device.type == "cuda": self.scaler = GradScaler()` (no else)
+  if (owner.type !== 'if_statement' || !arms || arms[0] !== null || !arms[1]) return false;
+  const stmts = arms[1].namedChildren.filter((x): x is Node => !!x && x.type !== 'comment');
+  return stmts.length > 0 && stmts.every((st) => st.type === 'expression_statement' && st.namedChildren[0]?.type === 'assignment' && scaler(st.namedChildren[0].childForFieldName('right')));
+}
+
 function elseOf(chain: Node): Node | null {
   return chain.type === 'if_statement' ? chain.childrenForFieldName('alternative').find((a) => a?.type === 'else_clause') ?? null : null;
 }
@@ -737,8 +797,7 @@ function flagGuards(sema: RuleContext['sema'], a: Node, flag: string): Node[] {
     if (ifs.startIndex < a.endIndex && !(moduleLevel && sema.enclosingFunction(ifs))) continue;
     // `if(train_on_gpu):`, `if (args.cuda and not fp16):`: the parentheses are not part of the test
     const raw = ifs.childForFieldName('condition');
-    let cond = raw;
-    while (cond?.type === 'parenthesized_expression' && cond.namedChildren.length === 1) cond = cond.namedChildren[0]!;
+    const cond = conditionOf(ifs);
     const arm = ifs.childForFieldName('consequence');
     if (!cond || !arm) continue;
     const conj = cond.type === 'boolean_operator' && cond.childForFieldName('operator')?.text === 'and' ? [cond.childForFieldName('left'), cond.childForFieldName('right')] : [cond];

@@ -14,7 +14,9 @@ const API: Record<string, Kind> = {
   max_memory_cached: 'zero',
   memory_stats: 'zero',
   memory_stats_as_nested_dict: 'zero',
-  memory_summary: 'zero',
+  // formats `memory_stats()`, which is `{}` without CUDA: `stats["allocated_bytes.all.current"]` raises KeyError, and an
+  // XLA device argument is rejected first (`_get_device_index`: ValueError "Expected a cuda device"); checked on torch 1.13
+  memory_summary: 'raises',
   mem_get_info: 'raises',
   reset_peak_memory_stats: 'raises',
   reset_max_memory_allocated: 'raises',
@@ -51,7 +53,8 @@ export default defineRule({
       'On a TPU host CUDA is never initialised. The statistics functions read `memory_stats_as_nested_dict`, which returns `{}` when ' +
       'CUDA is not initialised (`if not is_initialized(): return {}`), so `memory_allocated`-style metrics silently report 0. Functions ' +
       'that resolve the current device or call `_lazy_init()` (`reset_peak_memory_stats`, `set_per_process_memory_fraction`, ' +
-      '`mem_get_info`) raise. `empty_cache` does nothing. TPU memory is read with `xm.get_memory_info(device)`, which returns ' +
+      '`mem_get_info`) raise; so does `memory_summary`, which indexes the empty stats (KeyError) and rejects an XLA device argument (ValueError). ' +
+      'The statistics check `is_initialized()` before they look at their device argument, so `torch.cuda.memory_reserved(xla_device)` returns 0 rather than raising. `empty_cache` does nothing. TPU memory is read with `xm.get_memory_info(device)`, which returns ' +
       '`bytes_used` and `bytes_limit` (and `peak_bytes_used` in its documented example).',
     example: 'print(torch.cuda.memory_allocated() / 2**30)\ntorch.cuda.empty_cache()',
     useInstead:
@@ -66,6 +69,7 @@ export default defineRule({
     sources: [
       'XM: torch_xla/core/xla_model.py `get_memory_info(device=None) -> MemoryInfo` with `bytes_used`, `bytes_limit`, example `peak_bytes_used` (pytorch/xla@fa72136; catalog XM:1508-1525)',
       'PT:torch/cuda/memory.py `memory_stats_as_nested_dict`: `if not is_initialized(): return {}`',
+      'PT:torch/cuda/memory.py `memory_summary`: `device = _get_device_index(device, optional=True)` then `stats[prefix + "current"]` (checked with CPU torch 1.13: KeyError \'allocated_bytes.all.current\' without an argument, ValueError "Expected a cuda device, but got: xla:0" with one; `memory_reserved("xla:0")` returns 0)',
       'torch_xla/csrc/init_python_bindings.cpp GetMemoryInfo: kb_free/kb_total at v2.3.0:721, bytes_used/bytes_limit at v2.4.0:755, peak_bytes_used from v2.6.0:831; xla_model.py get_memory_info(device=None) at v2.5.0:1516',
     ],
     torchtpu: 'No preview memory API is known: the finding names the call; remove it or read the TPU runtime\'s own metrics.',
@@ -84,7 +88,11 @@ export default defineRule({
       const label = fnName.startsWith('_') ? `torch.cuda.memory.${fnName}()` : `torch.cuda.${fnName}()`;
       const message =
         kind === 'zero'
-          ? `\`${label}\` reads CUDA allocator stats: on a TPU host it reports 0 or nothing, not TPU memory`
+          ? /^memory_stats/.test(fnName)
+            ? `\`${label}\` reads CUDA allocator stats: on a TPU host CUDA is never initialised, so it returns an empty dict, not TPU memory`
+            : `\`${label}\` reads CUDA allocator stats: on a TPU host CUDA is never initialised, so it returns 0${call.childForFieldName('arguments')?.namedChildren.some(Boolean) ? ' whatever device it is given' : ''}, not TPU memory`
+          : fnName === 'memory_summary'
+            ? `\`${label}\` raises on a TPU host: the CUDA stats it formats are empty (KeyError), and an XLA device argument is rejected (ValueError)`
           : kind === 'raises'
             ? `\`${label}\` needs an initialised CUDA device and raises on a TPU host`
             : `\`${label}\` has no effect on a TPU host`;

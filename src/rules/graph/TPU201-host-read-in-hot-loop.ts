@@ -1,10 +1,10 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
 import type { HotInfo } from '../../core/semantics';
-import { callArgs, enclosingStatement, kwValue, methodName, receiver } from '../../core/semantics';
+import { callArgs, conditionOf, enclosingStatement, kwValue, methodName, receiver } from '../../core/semantics';
 import { argumentAt, hotCallTarget, paramName } from '../../model/hotAcross';
 import { replace } from '../../core/edits';
-import { cudaOnly } from '../../model/guards';
+import { cudaOnly, tpuTruth } from '../../model/guards';
 import { hostValue, hotAt, parameterLoop, parameterLoopBranches, severityIn, short, tensorish, throttledEvalScope, throttledEvalWork } from './util';
 import { reportGenerationReads } from './generation-report';
 import { reportRoundTrips } from './rollout';
@@ -159,6 +159,8 @@ export default defineRule({
       seen.add(site.id);
       // `raise ValueError(f"bad loss {self.args.loss}")`: the error path ends the loop, it runs once at most
       if (inRaise(site)) return;
+      // `def forward(self, x, print_attn_probs=False): ... if print_attn_probs: print(...)`: no call turns the flag on
+      if (underOffFlag(ctx, site)) return;
       // `"{}".format(ids[i])` / `chunk_nb[i].cpu()` of a batch element the loop never moves: still the loader's CPU tensor
       const readOf = site.type === 'call' && MATERIALIZE.has(methodName(site) ?? '') ? receiver(site) : site;
       if (readOf && unmovedBatchElement(ctx, readOf)) return;
@@ -278,7 +280,7 @@ export default defineRule({
         const recv = receiver(call);
         if (!recv || callArgs(call).positional.length || hostValue(ctx, recv) || numpyMethodChain(ctx, recv) || chainHasRead(recv) || unmovedBatchElement(ctx, recv)) continue;
         // `t.numpy()` of an accelerator tensor raises (it does on CUDA too, so only code that ran on the CPU has it)
-        if (meth === 'numpy' && deviceOwn(ctx, recv) && !deferredAnywhere(call)) {
+        if (meth === 'numpy' && deviceOwn(ctx, recv) && !deferredAnywhere(call) && !cpuByFlag(ctx, call, recv)) {
           if (seen.has(call.id)) continue;
           seen.add(call.id);
           ctx.report(call, {
@@ -342,6 +344,8 @@ export default defineRule({
 
     // f"{t}"
     for (const s of ctx.sema.nodes('string')) {
+      // `getattr(self, f"optim{index}")`: an attribute name, so `index` is an int (a tensor would format as "tensor(…)")
+      if (attributeName(s)) continue;
       for (const part of s.namedChildren) {
         if (part?.type !== 'interpolation') continue;
         const expr = part.childForFieldName('expression') ?? part.namedChildren[0];
@@ -451,7 +455,12 @@ function numpyMethodChain(ctx: RuleContext, node: Node): boolean {
 
 /** Inside a `raise` statement (its message): runs once, when the loop ends with an error. */
 function inRaise(site: Node): boolean {
-  return enclosingStatement(site).type === 'raise_statement';
+  const st = enclosingStatement(site);
+  if (st.type === 'raise_statement') return true;
+  // `assert ok, f"bad {x}"`: the message is only formatted when the assert fails
+  if (st.type !== 'assert_statement') return false;
+  const msg = st.namedChildren[1];
+  return !!msg && site.startIndex >= msg.startIndex && site.endIndex <= msg.endIndex;
 }
 
 const SIMPLE_STATEMENT = /^(expression_statement|return_statement|assert_statement|delete_statement|print_statement)$/;
@@ -1140,4 +1149,79 @@ function throttleBlock(ctx: RuleContext, site: Node, hot: HotInfo): Node | null 
   // a helper the loop calls under its throttle guard (`if step % k == 0: self.log_metrics()`): each statement block of
   // it (the `.item()`s of one metrics list, of one per-head loop) is one logging block
   return hot.anchor.type === 'function_definition' ? inner : null;
+}
+
+/**
+ * `.numpy()` on the path a CUDA flag gives a TPU host: the author moves the data to CUDA only under the flag, so where
+ * the flag is False the tensor is on the CPU (TPU103 reports the flag, the error). Either the call is in the arm a TPU
+ * host takes (`np.squeeze(t.numpy()) if not train_on_gpu else np.squeeze(t.cpu().numpy())`), or the name was copied
+ * with `.cpu()` in the flag's CUDA arm just before (`if train_on_gpu: p = p.cpu()` then `p.numpy()`): CPU on both paths.
+ */
+function cpuByFlag(ctx: RuleContext, call: Node, recv: Node): boolean {
+  const known = (cond: Node | null | undefined) => (cond ? tpuTruth(cond, ctx.model, { guess: true }) : null);
+  for (let n: Node = call, p = call.parent; p && p.type !== 'function_definition' && p.type !== 'module'; n = p, p = p.parent) {
+    if (p.type === 'conditional_expression') {
+      const [a, c, b] = p.namedChildren;
+      const t = known(c);
+      if (t !== null && n.id === (t ? a : b)?.id) return true;
+    }
+    if (p.type === 'if_statement' && n.type === 'block') {
+      const t = known(p.childForFieldName('condition'));
+      if (t === true && p.childForFieldName('consequence')?.id === n.id) return true;
+    }
+    if (p.type === 'else_clause' && p.parent?.type === 'if_statement' && p.parent.childrenForFieldName('alternative').length === 1) {
+      if (known(p.parent.childForFieldName('condition')) === false) return true;
+    }
+  }
+  if (recv.type !== 'identifier') return false;
+  const stmt = enclosingStatement(call);
+  for (let prev = stmt?.previousNamedSibling, k = 0; prev && k < 6; prev = prev.previousNamedSibling, k++) {
+    if (prev.type !== 'if_statement' || prev.childrenForFieldName('alternative').length) {
+      if (new RegExp(`\\b${recv.text}\\s*=[^=]`).test(prev.text)) return false;
+      continue;
+    }
+    if (known(prev.childForFieldName('condition')) !== false) continue;
+    const body = prev.childForFieldName('consequence');
+    return !!body?.namedChildren.some((st) => {
+      const a = st?.type === 'expression_statement' ? st.namedChildren[0] : null;
+      const right = a?.type === 'assignment' && a.childForFieldName('left')?.text === recv.text ? a.childForFieldName('right') : null;
+      return !!right && right.type === 'call' && methodName(right) === 'cpu' && receiver(right)?.text === recv.text;
+    });
+  }
+  return false;
+}
+
+/**
+ * `site` is in the body of `if <flag>:` where `flag` is a parameter of the enclosing function that defaults to False or
+ * None and that no call of this file passes (by keyword anywhere, or by position at the function's call sites): a debug
+ * switch left off, so the read never runs (`def forward(self, x, print_attn_probs=False)`).
+ */
+function underOffFlag(ctx: RuleContext, site: Node): boolean {
+  const fn = ctx.sema.enclosingFunction(site);
+  if (!fn) return false;
+  for (let n: Node = site, p = site.parent; p && p.id !== fn.id; n = p, p = p.parent) {
+    if ((p.type !== 'if_statement' && p.type !== 'elif_clause') || p.childForFieldName('consequence')?.id !== n.id) continue;
+    const cond = conditionOf(p);
+    if (cond?.type !== 'identifier') continue;
+    const param = (fn.childForFieldName('parameters')?.namedChildren ?? []).find((x) => (x?.type === 'default_parameter' || x?.type === 'typed_default_parameter') && x.childForFieldName('name')?.text === cond.text);
+    const dflt = param?.childForFieldName('value');
+    if (!param || (dflt?.type !== 'false' && dflt?.type !== 'none')) continue;
+    // the name is not rebound in the function (only the parameter binds it)
+    if (ctx.model.bindingExpressions(cond).some((e) => e !== null)) continue;
+    const passedByName = ctx.sema.identifiersNamed(cond.text).some((id) => id.parent?.type === 'keyword_argument' && id.parent.childForFieldName('name')?.id === id.id);
+    const params = (fn.childForFieldName('parameters')?.namedChildren ?? []).filter((x): x is Node => !!x && x.type !== 'comment');
+    const cls = ctx.sema.enclosingClass(fn);
+    // a module's forward is called as the module: `self.attn(x, True)` passes it by position
+    const moduleArgs = cls && fn.childForFieldName('name')?.text === 'forward' ? ctx.model.moduleCallArguments(cls, params.indexOf(param) - 1, cond.text) : [];
+    if (!passedByName && !moduleArgs.length && ctx.model.argumentsFor(fn, param).args.length === 0) return true;
+  }
+  return false;
+}
+
+/** The string is the name argument of `getattr`/`setattr`/`hasattr`/`delattr`. */
+function attributeName(s: Node): boolean {
+  const list = s.parent;
+  const call = list?.type === 'argument_list' ? list.parent : null;
+  const fn = call?.type === 'call' ? call.childForFieldName('function') : null;
+  return fn?.type === 'identifier' && /^(getattr|setattr|hasattr|delattr)$/.test(fn.text) && list!.namedChildren[1]?.id === s.id;
 }

@@ -1,6 +1,6 @@
 import { defineRule, type RuleContext } from '../../core/rule';
 import type { Node } from '../../core/parse';
-import { callArgs, methodName, receiver } from '../../core/semantics';
+import { callArgs, conditionOf, methodName, receiver } from '../../core/semantics';
 import { countSize, hostReadOf, hostValue, hotAt, localBindings, severityIn, short, tensorCondition, tensorish } from './util';
 import { PY_RANDOM, TORCH_RANDOM, drawnOnHost, lastBinding } from './random-draw';
 import { receiver as recvOf } from '../../core/semantics';
@@ -203,7 +203,7 @@ export default defineRule({
     }
     // `r = np.random.rand(1)` then `if args.beta > 0 and r < args.cutmix_prob:` (CutMix, mixup): the draw through a local name
     for (const test of [...ctx.sema.nodes('if_statement'), ...ctx.sema.nodes('elif_clause')]) {
-      const cond = test.childForFieldName('condition');
+      const cond = conditionOf(test);
       if (!cond) continue;
       const body = test.childForFieldName('consequence');
       if (!body?.namedChildren.some((s) => !!s && s.type !== 'pass_statement' && s.type !== 'comment')) continue;

@@ -135,7 +135,8 @@ function followsDtype(call: Node): boolean {
 
 /** The compared string of `mode == 'fp16'` (either side), or null. */
 function comparedMode(cond: Node | null | undefined): { subject: string; value: string } | null {
-  const c = cond?.type === 'parenthesized_expression' ? cond.namedChildren[0] : cond;
+  let c = cond;
+  while (c?.type === 'parenthesized_expression' && c.namedChildren.length === 1) c = c.namedChildren[0]!;
   if (c?.type !== 'comparison_operator' || c.child(1)?.text !== '==' || c.namedChildren.length !== 2) return null;
   const [a, b] = c.namedChildren as Node[];
   const str = a.type === 'string' ? a : b.type === 'string' ? b : null;

@@ -4,6 +4,7 @@ import type { Node } from '../../core/parse';
 import type { FixDraft, RuleContext } from '../../core/rule';
 import { callArgs, enclosingStatement, methodName, nearestAncestor, receiver, stringContent } from '../../core/semantics';
 import { asPrimary, isFloat16 } from './util';
+import { cudaOnly } from '../../model/guards';
 
 const CUDA_SCALERS = new Set(['torch.cuda.amp.GradScaler', 'torch.cuda.amp.grad_scaler.GradScaler']);
 // FSDP's ShardedGradScaler is the CUDA scaler with a cross-rank inf check: torch 1.13 subclasses torch.cuda.amp's
@@ -79,6 +80,8 @@ export default defineRule({
       const sharded = /\.ShardedGradScaler$/.test(q) && !AMP_SCALERS.has(q) && !callArgs(ctor).keywords.has('device');
       if (!xla && !CUDA_SCALERS.has(q) && !AMP_SCALERS.has(q) && !sharded) continue;
       if (ctx.sema.inXlaAwareBranch(ctor) && !xla) continue;
+      // `GradScaler() if self.device.type == 'cuda' else None`: built only on the CUDA path, so already off on XLA
+      if (!xla && cudaOnly(ctor, ctx.model, { guess: false })) continue;
       const { positional, keywords } = callArgs(ctor);
       let cuda = CUDA_SCALERS.has(q) || sharded;
       if (AMP_SCALERS.has(q)) {
