@@ -460,7 +460,8 @@ function classOf(project: ProjectView, facts: HotFacts, m: ModuleEntry, expr: No
     if (obj?.type !== 'identifier' || obj.text !== 'self' || !name) return null;
     const cls = sema.enclosingClass(expr);
     for (const a of sema.attributeAssignments(name)) {
-      if (a.childForFieldName('left')?.childForFieldName('object')?.text !== 'self' || sema.enclosingClass(a)?.id !== cls?.id) continue;
+      // (classes compared by offset: `expr` may come from the analysed file's tree, `a` from the project's parse of it)
+      if (a.childForFieldName('left')?.childForFieldName('object')?.text !== 'self' || sema.enclosingClass(a)?.startIndex !== cls?.startIndex) continue;
       const rhs = a.childForFieldName('right');
       const hit = rhs ? classOf(project, facts, m, rhs, depth - 1) : null;
       if (hit) return hit;
