@@ -44,3 +44,10 @@ class ERM(Algorithm):
 
 class Mixup(ERM):
     """Inherits `update` from ERM."""
+
+
+REGISTRY = {"erm": ERM, "mixup": Mixup}
+
+
+def build(name):
+    return REGISTRY.get(name)
