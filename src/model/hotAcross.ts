@@ -285,14 +285,18 @@ export function resolveCallee(project: ProjectView, facts: HotFacts, m: ModuleEn
     const name = fn.childForFieldName('attribute')?.text;
     if (!obj || !name || (obj.type === 'identifier' && (obj.text === 'self' || obj.text === 'cls'))) return null;
     const cls = classOf(project, facts, m, obj, depth);
-    if (cls) return methodOf(cls, name);
+    if (cls) return methodOf(cls, name, project);
+    // an instance of a class a project registry picks by name (`algorithm_class = algorithms.get_algorithm_class(name)`
+    // returning `globals()[name]`, then `algorithm = algorithm_class(...)`): the registry's classes' method of that name
+    const picked = registryMethod(project, m, obj, name);
+    if (picked) return picked;
     // an object a project factory made whose class the factory picks at run time (a registry, `getattr(module,
     // model_type)`): the project's methods of that name, the first that runs a step (BasicSR's create_model)
     return factoryObject(project, m, obj) ? projectMethodNamed(project, name) : null;
   }
   if (fn.type === 'identifier' && !m.sema.calledFunctions(call).length) {
     const cls = classOf(project, facts, m, fn, depth);
-    return cls ? methodOf(cls, '__call__') : null;
+    return cls ? methodOf(cls, '__call__', project) : null;
   }
   return null;
 }
@@ -302,11 +306,90 @@ interface ClassRef {
   module: ModuleEntry;
 }
 
-function methodOf(c: ClassRef, name: string): Resolved | null {
+/**
+ * The method `name` of a class, its own or (given the project) inherited from a project base class, nearest first
+ * (`class Mixup(ERM): pass` runs `ERM.update`), up to `depth` bases deep.
+ */
+function methodOf(c: ClassRef, name: string, project?: ProjectView, depth = 3): Resolved | null {
   const body = c.cls.childForFieldName('body');
   for (const st of body?.namedChildren ?? []) {
     const d = st?.type === 'decorated_definition' ? st.childForFieldName('definition') : st;
     if (d?.type === 'function_definition' && d.childForFieldName('name')?.text === name) return { kind: 'method', def: d, path: c.module.path, module: c.module };
+  }
+  if (!project || depth <= 0) return null;
+  for (const base of c.cls.childForFieldName('superclasses')?.namedChildren ?? []) {
+    const b = base ? baseClass(project, c.module, base) : null;
+    const hit = b && b.cls.id !== c.cls.id ? methodOf(b, name, project, depth - 1) : null;
+    if (hit) return hit;
+  }
+  return null;
+}
+
+/** A base-class expression of a class of `m` that names a project class (same module or imported). */
+function baseClass(project: ProjectView, m: ModuleEntry, base: Node): ClassRef | null {
+  if (base.type === 'identifier') {
+    const local = m.classes.get(base.text);
+    if (local) return { cls: local, module: m };
+  }
+  if (base.type !== 'identifier' && base.type !== 'attribute') return null;
+  const r = project.resolveName(base, m.sema, m.path);
+  return r?.kind === 'class' ? { cls: r.def, module: r.module } : null;
+}
+
+/**
+ * The classes a registry function returns by name: `return globals()[name]` (every class of its module),
+ * `return ALGORITHMS[name]` / `ALGORITHMS.get(name)` over a module-level dict of classes; null for any other function.
+ */
+function registryClasses(project: ProjectView, r: Resolved): ClassRef[] | null {
+  const m = r.module;
+  const out: ClassRef[] = [];
+  for (const ret of m.sema.within('return_statement', r.def)) {
+    if (m.sema.enclosingFunction(ret)?.id !== r.def.id) continue;
+    const v = ret.namedChildren[0];
+    let table: Node | null = null;
+    if (v?.type === 'subscript') table = v.childForFieldName('value');
+    else if (v?.type === 'call' && v.childForFieldName('function')?.type === 'attribute' && v.childForFieldName('function')?.childForFieldName('attribute')?.text === 'get') table = v.childForFieldName('function')?.childForFieldName('object') ?? null;
+    if (!table) continue;
+    if (table.type === 'call' && table.childForFieldName('function')?.text === 'globals') {
+      for (const cls of m.classes.values()) out.push({ cls, module: m });
+      continue;
+    }
+    const dict = table.type === 'identifier' ? m.constants.get(table.text) : null;
+    if (dict?.type !== 'dictionary') continue;
+    for (const pair of dict.namedChildren) {
+      const val = pair?.type === 'pair' ? pair.childForFieldName('value') : null;
+      const c = val ? baseClass(project, m, val) : null;
+      if (c) out.push(c);
+    }
+  }
+  return out.length ? out : null;
+}
+
+/**
+ * The method `name` of an instance made by a class that a project registry picked (`cls = registry(name); obj =
+ * cls(...)` or `registry(name)(...)`, in the instance's scope): among the registry's classes the first whose method
+ * (own or inherited) runs a training step, else the first that has one; marked as picked at run time.
+ */
+function registryMethod(project: ProjectView, m: ModuleEntry, obj: Node, name: string): Resolved | null {
+  if (obj.type !== 'identifier') return null;
+  const scope = m.sema.enclosingFunction(obj)?.startIndex ?? -1;
+  const same = (n: Node) => (m.sema.enclosingFunction(n)?.startIndex ?? -1) === scope;
+  for (const rhs of m.sema.bindings(obj.text)) {
+    if (rhs.type !== 'call' || !same(rhs)) continue;
+    const fn = rhs.childForFieldName('function');
+    const pickers = fn?.type === 'call' ? [fn] : fn?.type === 'identifier' && !m.classes.has(fn.text) && !m.functions.has(fn.text) ? m.sema.bindings(fn.text).filter((v) => v.type === 'call' && same(v)) : [];
+    for (const p of pickers) {
+      const pf = p.childForFieldName('function');
+      const local = pf?.type === 'identifier' ? m.functions.get(pf.text) : undefined;
+      const r = local ? { kind: 'function' as const, def: local, path: m.path, module: m } : project.resolveCall(p, m.sema, m.path);
+      const classes = r?.kind === 'function' ? registryClasses(project, r) : null;
+      if (!classes) continue;
+      const methods = classes.map((c) => methodOf(c, name, project)).filter((x): x is Resolved => !!x);
+      const hit = methods.find((d) => runsStep(d)) ?? methods[0];
+      if (!hit) continue;
+      if (classes.length > 1) byName.add(hit);
+      return hit;
+    }
   }
   return null;
 }
@@ -377,7 +460,8 @@ function classOf(project: ProjectView, facts: HotFacts, m: ModuleEntry, expr: No
     if (obj?.type !== 'identifier' || obj.text !== 'self' || !name) return null;
     const cls = sema.enclosingClass(expr);
     for (const a of sema.attributeAssignments(name)) {
-      if (a.childForFieldName('left')?.childForFieldName('object')?.text !== 'self' || sema.enclosingClass(a)?.id !== cls?.id) continue;
+      // (classes compared by offset: `expr` may come from the analysed file's tree, `a` from the project's parse of it)
+      if (a.childForFieldName('left')?.childForFieldName('object')?.text !== 'self' || sema.enclosingClass(a)?.startIndex !== cls?.startIndex) continue;
       const rhs = a.childForFieldName('right');
       const hit = rhs ? classOf(project, facts, m, rhs, depth - 1) : null;
       if (hit) return hit;

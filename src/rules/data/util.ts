@@ -720,6 +720,36 @@ export interface CallerBatchMove {
   path: string;
   call: Node;
   loop: Node;
+  /** When `move` is a call of another module's mover: the copy in its body. */
+  inner?: { path: string; node: Node };
+}
+
+/**
+ * A call in `def`'s own body that hands one of `names` to a function of another project module whose body copies that
+ * parameter to the device (`.cuda()`/`.to(device)` of it, after plain rebindings of the same name): the call and the copy.
+ */
+function projectHelperMove(ctx: RuleContext, def: Node, body: Node, names: Set<string>): { call: Node; inner: { path: string; node: Node } } | null {
+  const project = ctx.project;
+  if (!project) return null;
+  for (const call of ctx.sema.callsWithin(body)) {
+    if (ctx.sema.enclosingFunction(call)?.id !== def.id) continue;
+    const { positional } = callArgs(call);
+    const at = positional.findIndex((a) => a.type === 'identifier' && names.has(a.text));
+    if (at < 0) continue;
+    const r = project.resolveCall(call, ctx.sema, ctx.path);
+    if (r?.kind !== 'function') continue;
+    const param = paramNames(r.def)[at];
+    if (!param) continue;
+    const sema = r.module.sema;
+    const copy = sema.within('call', r.def).find((c) => {
+      if (sema.enclosingFunction(c)?.id !== r.def.id) return false;
+      const m = methodName(c);
+      if (m !== 'cuda' && !(m === 'to' && callArgs(c).positional.length + callArgs(c).keywords.size > 0 && !/dtype|torch\.(float|bfloat|half|int|long|bool|double)/.test(c.childForFieldName('arguments')?.text ?? ''))) return false;
+      return rootName(receiver(c)) === param && !OTHER_ACCEL.test(c.text) && !/['"]cpu['"]/.test(c.text);
+    });
+    if (copy) return { call, inner: { path: r.path, node: copy } };
+  }
+  return null;
 }
 
 /**
@@ -759,9 +789,17 @@ export function callerBatchMoves(ctx: RuleContext): CallerBatchMove[] {
       if (!param || param === 'self') continue;
       const moves = movesOf(ctx, body, new Set([param]), false).filter((mv) => ctx.sema.enclosingFunction(mv)?.id === def.id);
       const move = moves.find((mv) => !OTHER_ACCEL.test(mv.text)) ?? moves[0];
-      if (!move) continue;
-      out.push({ move, def, path: via.path, call, loop });
-      break;
+      if (move) {
+        out.push({ move, def, path: via.path, call, loop });
+        break;
+      }
+      // the batch unpacked and handed to another module's mover (`text, lengths, mel = batch; text = to_gpu(text)`
+      // where utils.to_gpu does `x.contiguous().cuda(non_blocking=True)`, tacotron2's parse_batch)
+      const viaHelper = projectHelperMove(ctx, def, body, unpacked(ctx, body, new Set([param])));
+      if (viaHelper) {
+        out.push({ move: viaHelper.call, def, path: via.path, call, loop, inner: viaHelper.inner });
+        break;
+      }
     }
   }
   return out;

@@ -147,6 +147,7 @@ export default defineRule({
       'XM:977-1008 add_step_closure(closure, args=(), run_async=False): closures run after the barrier; "it is advised to throttle the printing/reporting events once every N steps" (torch_xla/core/xla_model.py; read at pytorch/xla@020f3f5)',
       'TX:78 torch_xla.sync runs the queued step closures (xm._run_step_closures)',
       'torch/_tensor.py:906-926 Tensor.__iter__ returns iter(self.unbind(0)) (read at torch v1.13.0): unpacking a tensor reads no value',
+      'math.isnan(t)/math.sqrt(t) convert a tensor with `Tensor.__float__`, which dispatches aten::_local_scalar_dense (the op `.item()` runs; checked with a TorchDispatchMode on torch 1.13 CPU); torch_xla/csrc/aten_xla_type.cpp at v2.9.0 `XLANativeFunctions::_local_scalar_dense` materializes the tensor on the host',
       'torch/csrc/utils/tensor_numpy.cpp tensor_to_numpy: a tensor whose backend is not CPU raises TypeError ("NumPy conversion for … is not supported"; read at pytorch/pytorch@0065fd3a)',
     ],
     torchtpu: 'The detection is the same; the torchtpu preview has no known step-closure API, so no fix is offered: move the read after the step or out of the loop.',
@@ -305,6 +306,14 @@ export default defineRule({
         continue;
       }
       const callee = ctx.sema.callee(call) ?? '';
+      // math.isnan(grad_norm), math.sqrt(t): the math module converts a tensor argument with `__float__`, which reads it
+      // like `.item()` (aten::_local_scalar_dense; tacotron2's `is_overflow = math.isnan(grad_norm)` every step)
+      if (/^math\.\w+$/.test(callee)) {
+        const arg = callArgs(call).positional.find((a) => !chainHasRead(a) && tensorish(ctx, a, false));
+        const hot = arg ? hotAt(ctx, call) : null;
+        if (arg && hot) report(call, hot, `\`${short(call.text, 40)}\` (the math module reads \`${short(arg.text, 20)}\` as a Python float)`);
+        if (arg) continue;
+      }
       // np.asarray(t), np.array(t)
       if (/^numpy\.(asarray|array)$/.test(callee)) {
         const arg = callArgs(call).positional[0];
