@@ -8,6 +8,7 @@ import type { Snippet } from '../../core/idioms';
 import type { Edit } from '../../core/types';
 import { cudaGuarded, gpuSelfTest, removeArgument, scopeOf, short, withQuotes } from './cuda-util';
 import { hotFacts } from '../../model/hotAcross';
+import { reportLoaderDefaults } from './loader-defaults';
 
 /** Names that carry an int device ordinal (`model.to(rank)`, `torch.device(local_rank)`). */
 const RANK_NAME = /^(local_?rank|rank|gpu|gpu_?(id|idx|index)|device_?(id|idx|index)|local_?device|dev_?id|cuda_?id|local_?gpu)$/i;
@@ -42,9 +43,10 @@ const rule = defineRule({
   effort: 1,
   message: 'A CUDA device ("cuda", "cuda:N", an int ordinal) reaches a device argument; a TPU host has no CUDA device',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Use the XLA device' },
-  triggers: ['cuda', '.to(', 'device', 'accelerator'],
+  triggers: ['cuda', '.to(', 'device', 'accelerator', 'clip.load'],
   docs: {
     what:
+      'Also a model loader whose device defaults to CUDA-if-available-else-CPU called without a device (`clip.load("ViT-B/32")`: openai/CLIP `load(name, device="cuda" if torch.cuda.is_available() else "cpu")`) when the loaded model is not moved afterwards (`model.to(device)`, `clip.load(...)[0].to(device)`): error, the model silently runs on the CPU of a TPU host; the fix adds `device=` only with `jit=False`. ' +
       'Checks for CUDA device expressions (`"cuda"`, `"cuda:0"`, `f"cuda:{rank}"`, `"cuda:%d" % r`, `torch.device("cuda", i)`, ' +
       '`torch.cuda.current_device()`, and int ordinals such as `model.to(rank)` or an element of a device-id list, `.to(device_ids[0])`) that reach a device argument: `.to(...)`, the `device=` ' +
       'argument of tensor factories, module constructors and `torch.Generator`, and, through variables, `torch.load(map_location=)`, ' +
@@ -79,6 +81,7 @@ const rule = defineRule({
       'device (`model.to(rank)`) becomes `accel.device() if accel.is_xla() else rank` in dual-path: on CUDA the process keeps the ' +
       'ordinal it was handed (mp.spawn sets no LOCAL_RANK, so `accel.device()` alone could put every rank on cuda:0).',
     sources: [
+      'openai/CLIP clip/clip.py (@0848ed7) `load`: device defaults to "cuda" if torch.cuda.is_available() else "cpu"; jit=False builds the module and `.to(device)`s it',
       'MIG:41-55 (torch.device("xla"))',
       'DEV:81-84, 147-160 (torch_xla.device(); xla:0 in every launched process)',
       'TX:19 torch_xla/torch_xla.py `def device(index: int = None)` (pytorch/xla@022ecde)',
@@ -92,6 +95,7 @@ const rule = defineRule({
   },
   check(ctx) {
     const sema = ctx.sema;
+    reportLoaderDefaults(ctx);
     /**
      * Project scope: the default of parameter `p` of a top-level function is dead when the function is called only
      * from other modules of the project (and, in its own file, only through a pure `*args, **kwargs` forwarder whose

@@ -1,7 +1,7 @@
 /** The generation-loop findings of TPU201, TPU204 and TPU205 (see generation.ts); each rule calls its function once. */
 import type { Node } from '../../core/parse';
 import type { RuleContext } from '../../core/rule';
-import { deviceBreaks, generationLoops, perStepReads, smallTripCount, stepsExecute } from './generation';
+import { deviceBreaks, generationLoops, perStepReads, smallTripCount, stepCut } from './generation';
 import { deviceMembership, endOfBodyEdit, pythonReduction, short } from './util';
 import { callArgs, kwValue, methodName, receiver, stringContent } from '../../core/semantics';
 import { roundTrips } from './rollout';
@@ -71,13 +71,19 @@ function headerEnd(loop: Node): number {
 export function reportGenerationBarrier(ctx: RuleContext): void {
   const sync = ctx.idiom.sync();
   for (const g of generationLoops(ctx)) {
-    if (g.growing.length || stepsExecute(ctx, g) || smallTripCount(g)) continue;
+    if (g.growing.length || smallTripCount(g)) continue;
+    const { cut, reads } = stepCut(ctx, g);
+    if (cut) continue;
     const carried = [...g.carried].map((n) => `\`${n}\``).join(', ');
     const header = { start: g.loop.startIndex, end: headerEnd(g.loop) };
+    // a per-step read of another value (`torch.multinomial(prob, 1).item()`) executes only that value's graph
+    // (torch_xla v2.9.0 aten_xla_type.cpp `_local_scalar_dense` syncs live tensors only under the `early_sync` experiment)
+    const read = reads[0];
+    const readNote = read ? `; \`${short(read.text, 36)}\` runs only the graph of the value it reads, so ${carried} stays pending and its graph grows with every step` : '';
     ctx.report(header, {
       severity: 'info',
       message: sync
-        ? `Sampling loop with no step barrier: every step that updates ${carried} is traced into one graph before anything runs (long compile, host memory); end each step with \`${sync.text}\``
+        ? `Sampling loop with no step barrier: every step that updates ${carried} is traced into one graph before anything runs (long compile, host memory)${readNote}; end each step with \`${sync.text}\``
         : `Sampling loop with no step barrier: every step that updates ${carried} is traced into one graph; check how the torchtpu step is compiled (no known barrier API)`,
       fix: sync && !g.loop.hasError ? barrierAtEnd(ctx, g.loop, g.body, sync.text, sync.imports, sync.needsAccel) : null,
     });

@@ -28,7 +28,9 @@ export interface GenerationLoop {
 /** Callables that are models by name: `model(x)`, `self.model(x)`, `unet(x, t)`, `self(idx)`, `self.transformer(...)`. */
 /** Factories named after what they build (`build_model`, `load_network`): calling one makes a module, it runs no step. */
 const FACTORY = /^(build|make|create|load|get|init|setup|construct|instantiate|prepare|wrap|unwrap)_\w+$/i;
-const MODEL_NAME = /(^|\.)(self|\w*model|\w*net|unet|\w*decoder|\w*transformer|denois\w*|gpt|llm|lm|generator|p_sample\w*|sample_step)$/i;
+// a sampler's per-step method is the model step too: `self.ddim_sample(model, img, t)` (glide/guided-diffusion), a
+// diffusion class's `self.model_predictions(img, t)` wrapping its network (denoising-diffusion-pytorch's DDIM loop)
+const MODEL_NAME = /(^|\.)(self|\w*model|\w*model_(predictions?|fn|forward|output|step)|\w*net|unet|\w*decoder|\w*(rnn|lstm|gru)|\w*transformer|denois\w*|gpt|llm|lm|generator|p_sample\w*|\w*_sample(_step)?|sample_step)$/i;
 
 const memo = new WeakMap<object, GenerationLoop[]>();
 
@@ -181,11 +183,24 @@ function fromOutput(e: Node, g: GenerationLoop): boolean {
   return n?.type === 'identifier' && g.derived.has(n.text);
 }
 
-/** Whether the loop already ends its graph each step: a barrier call, or a host read or device break that executes it. */
+/**
+ * Whether the loop already ends its graph each step: a barrier call, or a host read or device break of the carried
+ * state itself. A read executes only the tensor it reads (torch_xla's `_local_scalar_dense` / `_to_cpu` sync just their
+ * arguments' graphs): `tok = torch.multinomial(prob, 1).item()` runs the sample, while the recurrent `state` that the
+ * same model call returned stays pending and its graph grows with every step. Returns the reads that do not cut it.
+ */
 export function stepsExecute(ctx: RuleContext, g: GenerationLoop): boolean {
+  return stepCut(ctx, g).cut;
+}
+
+export function stepCut(ctx: RuleContext, g: GenerationLoop): { cut: boolean; reads: Node[] } {
   const stmts = ownStatements(g.body);
-  if (stmts.some((n) => n.type === 'call' && isBarrierCall(ctx, n))) return true;
-  return perStepReads(ctx, g).length > 0 || deviceBreaks(ctx, g).length > 0;
+  if (stmts.some((n) => n.type === 'call' && isBarrierCall(ctx, n))) return { cut: true, reads: [] };
+  const reads = perStepReads(ctx, g);
+  const breaks = deviceBreaks(ctx, g).map((b) => b.cond);
+  const readsCarried = (e: Node | null) => !!e && [...identifiersIn(ctx, e)].some((n) => g.carried.has(n));
+  if (reads.some((r) => readsCarried(receiver(r))) || breaks.some(readsCarried)) return { cut: true, reads: [] };
+  return { cut: false, reads: [...reads, ...breaks] };
 }
 
 /** A trip count known to be small (`range(4)`): tracing it into one graph is harmless. */

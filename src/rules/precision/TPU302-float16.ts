@@ -7,10 +7,34 @@ import { callArgs, kwValue, mentionsXla, methodName, receiver, stringContent } f
 import type { ImportSpec } from '../../core/types';
 import { gpuSelfTest } from '../device/cuda-util';
 import { bf16ProbeRaises } from '../shared';
+import { stringSource } from '../distributed/util';
 import { autocastCall, isBfloat16, isFloat16, torchAttr, underCudaOnlyBranch, evalsOnTpu } from './util';
 
 const HF_ARGS = /(^|\.)(TrainingArguments|Seq2SeqTrainingArguments|SFTConfig|DPOConfig|ORPOConfig|RewardConfig|GRPOConfig)$/;
 const LIGHTNING = /^(lightning|lightning\.pytorch|pytorch_lightning|lightning\.fabric|lightning_fabric)\.(Trainer|Fabric)$/;
+
+/**
+ * The `"fp16"` literal an Accelerate `mixed_precision=` value evaluates to: the literal itself, a name or `args.x` bound
+ * to it once (a parameter default `mixed_precision_type = 'fp16'`, an argparse default), or one arm of a conditional
+ * (`mixed_precision_type if amp else 'no'`, then `arm`).
+ */
+const ACCELERATE_FP16_RAISES = 'on a TPU host `Accelerator(...)` raises `ValueError: fp16 mixed precision requires a GPU (not \'xla\')` (accelerate v1.9.0 accelerator.py:557-567)';
+
+const ACCELERATE_FP16_TORCHTPU = 'Accelerate allows fp16 only on its GPU device types (accelerate v1.9.0 accelerator.py:557-567)';
+
+function accelerateFp16(ctx: RuleContext, v: Node): { literal: Node; arm: boolean } | null {
+  const one = (e: Node | null | undefined): Node | null => {
+    if (!e) return null;
+    const src = e.type === 'string' ? e : stringSource(ctx, e)?.literal ?? null;
+    return src && stringContent(src) === 'fp16' ? src : null;
+  };
+  if (v.type === 'conditional_expression') {
+    const arm = one(v.namedChildren[0]) ?? one(v.namedChildren[2]);
+    return arm ? { literal: arm, arm: true } : null;
+  }
+  const lit = one(v);
+  return lit ? { literal: lit, arm: false } : null;
+}
 
 function bf16For(ctx: RuleContext, node: Node): { text: string; imports: { module: string }[] } {
   if (node.type === 'string') {
@@ -209,7 +233,7 @@ export default defineRule({
       'Checks for float16 as the compute or AMP dtype: `autocast(..., dtype=torch.float16|torch.half)`, `.half()`, `.to(torch.float16)`, ' +
       'a dtype name set to float16 on one arm of a precision switch (`if precision == "amp": amp_dtype = torch.float16 elif ...`) that reaches an autocast, `functools.partial(torch.amp.autocast, dtype=...)`, a local alias of an autocast (`amp_autocast = torch.cuda.amp.autocast`) or torch FSDP\'s `MixedPrecision`/`MixedPrecisionPolicy(param_dtype=..., reduce_dtype=..., buffer_dtype=...)`, ' +
       '`from_pretrained(torch_dtype=torch.float16)`, float16 chosen by a flag (`data_type = torch.float16 if args.fp16 else torch.float32`, `torch_dtype=torch.float16 if cfg.use_fp16 else "auto"`), a name bound to float16 and passed on as `dtype=` (`inputs_dtype = torch.half` … `partial(collate, dtype=inputs_dtype)`), HF `TrainingArguments(fp16=True)`, Lightning `Trainer(precision=16|"16"|"16-mixed"|"16-true")`, ' +
-      'Accelerate `Accelerator(mixed_precision="fp16")` and `mixed_precision: fp16` in Accelerate config YAML, `--fp16` (HF example scripts) and `--mixed_precision fp16` (`accelerate launch`) in shell launchers, DeepSpeed `"fp16": {"enabled": True}` config dicts, ' +
+      'Accelerate `Accelerator(mixed_precision="fp16")` (also through a name or `args.x` bound once to `"fp16"`: a constructor parameter default `mixed_precision_type="fp16"`, an argparse default; as a warning when `"fp16"` is one arm of a switch such as `mixed_precision_type if amp else "no"`) and `mixed_precision: fp16` in Accelerate config YAML, both errors because `Accelerator.__init__` raises `ValueError("fp16 mixed precision requires a GPU")` on a TPU host, `--fp16` (HF example scripts) and `--mixed_precision fp16` (`accelerate launch`) in shell launchers, DeepSpeed `"fp16": {"enabled": True}` config dicts, ' +
       'and dtype pickers keyed on CUDA such as nanoGPT\'s `\'bfloat16\' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else \'float16\'`, which evaluate to float16 on a TPU host (or whose arms are both float16). ' +
       'A dtype-name table reaching autocast (`ptdtype = {\'float32\': torch.float32, \'bfloat16\': torch.bfloat16, \'float16\': torch.float16}[dtype]`) is followed to where its key is set to a float16 entry: ' +
       'a literal (`dtype = \'float16\'`), an argparse default (`--dtype` with `default=\'float16\'`) or a config-class field. ' +
@@ -233,6 +257,7 @@ export default defineRule({
       'XAMP (torch_xla/amp/autocast_mode.py:26-34): non-bf16 dtype disables torch_xla autocast (read at pytorch/xla@01834d7)',
       'XR:86-93 (torch_xla/runtime.py is_bf16_supported)',
       'PT:torch/amp/autocast_mode.py (xla branch accepts fp16 and bf16)',
+      'accelerate v1.9.0 src/accelerate/accelerator.py:551-567 (fp16 raises ValueError when is_torch_xla_available(check_is_tpu=True); the same test since v0.28, and v0.20 raised for any device type but cuda/mps)',
     ],
     torchtpu: 'Same detection; the replacements are plain PyTorch dtypes, so the fixes are the same.',
   },
@@ -487,10 +512,22 @@ export default defineRule({
       }
       if (q === 'accelerate.Accelerator') {
         const v = kwValue(keywords.get('mixed_precision'));
-        if (v?.type === 'string' && stringContent(v) === 'fp16') {
-          const qq = v.text[v.text.length - 1];
-          ctx.report(v, { message: 'Accelerate `mixed_precision="fp16"` is float16; on TPU use `"bf16"`', fix: ctx.idiom.dualPath ? xlaPick(v, `${qq}bf16${qq}`) : { title: 'Replace with `"bf16"`', edits: [replace(v, `${qq}bf16${qq}`)] } });
-        }
+        const hit = v ? accelerateFp16(ctx, v) : null;
+        if (!v || !hit) continue;
+        const lit = hit.literal;
+        const qq = lit.text[lit.text.length - 1];
+        const fix = ctx.idiom.dualPath ? xlaPick(lit, `${qq}bf16${qq}`) : { title: 'Replace with `"bf16"`', edits: [replace(lit, `${qq}bf16${qq}`)] };
+        const via = lit.id === v.id ? '' : ` (\`${short(v.text, 40)}\` ${hit.arm ? 'takes on one arm' : 'is'} the \`"fp16"\` at line ${lit.startPosition.row + 1})`;
+        // accelerate v1.9.0 src/accelerate/accelerator.py:551-567 (the same test since v0.28): fp16 with a device that is
+        // not a GPU type, or whenever is_torch_xla_available(check_is_tpu=True), raises in Accelerator.__init__
+        const raises = ctx.idiom.profile === 'torchtpu' ? ACCELERATE_FP16_TORCHTPU : ACCELERATE_FP16_RAISES;
+        ctx.report(v, {
+          // an arm of a switch (`mixed_precision_type if amp else "no"`) raises only when that arm is taken
+          severity: hit.arm ? 'warning' : 'error',
+          message: `Accelerate \`mixed_precision\` "fp16"${via}: ${raises}; TPUs use \`"bf16"\``,
+          fix,
+          related: lit.id === v.id ? undefined : [{ start: lit.startIndex, end: lit.endIndex, message: 'the "fp16" it takes' }],
+        });
         continue;
       }
     }
@@ -648,7 +685,9 @@ export default defineRule({
       const start = m.index + m[1].length;
       const end = start + m[2].length * 2 + 4;
       ctx.report({ start, end }, {
-        message: 'Accelerate `mixed_precision: fp16` is float16; on TPU use `bf16`',
+        // the config's mixed_precision reaches Accelerator.__init__, which raises for fp16 on a TPU (see accelerateFp16)
+        severity: 'error',
+        message: `Accelerate \`mixed_precision: fp16\`: ${ctx.idiom.profile === 'torchtpu' ? ACCELERATE_FP16_TORCHTPU : ACCELERATE_FP16_RAISES}; TPUs use \`bf16\``,
         fix: offer({ title: 'Replace with `bf16`', edits: [{ start, end, text: `${m[2]}bf16${m[2]}` }] }),
       });
     }
