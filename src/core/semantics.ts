@@ -9,6 +9,7 @@
 import { Query } from 'web-tree-sitter';
 import type { Node, Tree } from './parse';
 import { NodeMemo } from './memo';
+import { MirrorNode, mirrorIfInstalled, type Mirror } from './mirror';
 
 /** Node types collected by the index walk. */
 const INDEXED = new Set([
@@ -106,6 +107,7 @@ export class Semantics {
     this.root = tree.rootNode;
     this.resolveMemo = new NodeMemo(tree);
     this.calleeMemo = new NodeMemo(tree);
+    this.mirror = mirrorIfInstalled(tree);
     this.xlaBranchMemo = new NodeMemo(tree);
     this.xlaAwareMemo = new NodeMemo(tree);
     this.index();
@@ -252,6 +254,7 @@ export class Semantics {
   // per node of this tree (src/core/memo.ts: 4 bytes a node, not a Map entry)
   private readonly resolveMemo: NodeMemo<string | null>;
   private readonly calleeMemo: NodeMemo<string | null>;
+  private readonly mirror: Mirror | null;
   private readonly xlaBranchMemo: NodeMemo<boolean>;
   private readonly xlaAwareMemo: NodeMemo<boolean>;
   /** Per block: where its first early-exit XLA guard starts (Infinity: none). */
@@ -285,6 +288,13 @@ export class Semantics {
 
   /** Qualified name of a call's callee (see resolve). */
   callee(call: Node): string | null {
+    // a call of this tree's mirror keeps its callee on its handle (callMemo: the imports are the tree's own)
+    if (call instanceof MirrorNode && call.m === this.mirror) {
+      const m = callMemo(call);
+      let r = m.callee;
+      if (r === undefined) r = m.callee = this.resolve(call.childForFieldName('function'));
+      return r;
+    }
     let r = this.calleeMemo.get(call);
     if (r === undefined) this.calleeMemo.set(call, (r = this.resolve(call.childForFieldName('function'))));
     return r;
@@ -1350,13 +1360,28 @@ export interface CallArgs {
   readonly list: Node | null;
 }
 
-/** Per call node object: many rules split the same calls' arguments. */
-const callArgsMemo = new WeakMap<Node, CallArgs>();
+/**
+ * What is remembered of a call node: answers of its tree alone (the text and the imports), asked of the same calls over
+ * and over by many rules. Kept on the mirror's handle (MirrorNode.memo); a node without a mirror in a WeakMap.
+ */
+class CallMemo {
+  args: CallArgs | undefined = undefined;
+  method: string | null | undefined = undefined;
+  callee: string | null | undefined = undefined;
+}
+
+const callMemos = new WeakMap<Node, CallMemo>();
+
+function callMemo(call: Node): CallMemo {
+  if (call instanceof MirrorNode) return (call.memo ??= new CallMemo()) as CallMemo;
+  let r = callMemos.get(call);
+  if (!r) callMemos.set(call, (r = new CallMemo()));
+  return r;
+}
 
 export function callArgs(call: Node): CallArgs {
-  let r = callArgsMemo.get(call);
-  if (!r) callArgsMemo.set(call, (r = splitArgs(call)));
-  return r;
+  const m = callMemo(call);
+  return (m.args ??= splitArgs(call));
 }
 
 /**
@@ -1438,16 +1463,13 @@ export function kwValue(kw: Node | undefined): Node | null {
   return kw?.childForFieldName('value') ?? null;
 }
 
-/** Per node object, like callArgs: rules ask the method name of the same calls over and over (two field lookups each). */
-const methodNameMemo = new WeakMap<Node, string | null>();
-
-/** Method name of `x.meth(...)`, else null. */
+/** Method name of `x.meth(...)`, else null (remembered per node, like callArgs: two field lookups each). */
 export function methodName(call: Node): string | null {
-  let r = methodNameMemo.get(call);
+  const m = callMemo(call);
+  let r = m.method;
   if (r === undefined) {
     const fn = call.childForFieldName('function');
-    r = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text ?? null : null;
-    methodNameMemo.set(call, r);
+    r = m.method = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text ?? null : null;
   }
   return r;
 }
