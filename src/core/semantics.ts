@@ -306,10 +306,32 @@ export class Semantics {
    * asked it per call site, each time resolving every call of the file). A new array each time.
    */
   callsResolvedTo(names: Iterable<string>): Node[] {
-    const calls = this.nodes('call');
+    const index = this.calleeIndexed();
+    const lists: number[][] = [];
+    for (const name of new Set(names)) {
+      const list = index.get(name);
+      if (list) lists.push(list);
+    }
+    return this.callsAt(lists);
+  }
+
+  /**
+   * The calls whose callee passes `test` (`callee(c) ?? ''`, '' for an unresolved one), in document order: the same
+   * nodes as `nodes('call').filter((c) => test(callee(c) ?? ''))`, with `test` asked once per distinct callee of the
+   * file instead of once per call (rules that pass every call of the file to a regular expression). `test` must be a
+   * function of the name alone. A new array each time.
+   */
+  callsResolvedWhere(test: (callee: string) => boolean): Node[] {
+    const lists: number[][] = [];
+    for (const [name, list] of this.calleeIndexed()) if (test(name)) lists.push(list);
+    return this.callsAt(lists);
+  }
+
+  /** Positions in nodes('call') by callee ('' for none), each list ascending; built once per file. */
+  private calleeIndexed(): Map<string, number[]> {
     if (!this.calleeIndex) {
       const index = new Map<string, number[]>();
-      calls.forEach((c, k) => {
+      this.nodes('call').forEach((c, k) => {
         const key = this.callee(c) ?? '';
         let list = index.get(key);
         if (!list) index.set(key, (list = []));
@@ -317,12 +339,13 @@ export class Semantics {
       });
       this.calleeIndex = index;
     }
-    const lists: number[][] = [];
-    for (const name of new Set(names)) {
-      const list = this.calleeIndex.get(name);
-      if (list) lists.push(list);
-    }
-    // positions in nodes('call'), ascending: one list as it is, several merged (the lists are disjoint)
+    return this.calleeIndex;
+  }
+
+  /** The calls at positions of nodes('call') from disjoint ascending lists, in document order. */
+  private callsAt(lists: number[][]): Node[] {
+    const calls = this.nodes('call');
+    // one list as it is, several merged (the lists are disjoint)
     const at = lists.length === 1 ? lists[0] : lists.flat().sort((a, b) => a - b);
     return at.map((k) => calls[k]);
   }
@@ -450,6 +473,14 @@ export class Semantics {
     return this.callNameIndex.get(name) ?? [];
   }
   private callNameIndex?: Map<string, Node[]>;
+
+  /** callsNamed of several names, in document order (the order of nodes('call')). A new array each time. */
+  callsNamedAny(names: readonly string[]): Node[] {
+    const out: Node[] = [];
+    for (const name of new Set(names)) out.push(...this.callsNamed(name));
+    // preorder: by start, an enclosing call (same start, later end: `a.to(d).cuda()`) before the calls inside it
+    return names.length > 1 ? out.sort((a, b) => a.startIndex - b.startIndex || b.endIndex - a.endIndex) : out;
+  }
 
   /** The function definitions of this file named `name`, in document order (indexed once: do not modify). */
   functionsNamed(name: string): readonly Node[] {
@@ -681,9 +712,7 @@ export class Semantics {
     if (!this.compileWrapped) {
       // names passed to torch.compile / torch_xla.compile, collected once (was one scan of every call per function)
       this.compileWrapped = new Set();
-      for (const call of this.nodes('call')) {
-        const callee = this.callee(call) ?? '';
-        if (callee !== 'torch.compile' && callee !== 'torch_xla.compile') continue;
+      for (const call of this.callsResolvedTo(['torch.compile', 'torch_xla.compile'])) {
         const first = call.childForFieldName('arguments')?.namedChildren[0];
         if (first?.type === 'identifier') this.compileWrapped.add(first.text);
       }
