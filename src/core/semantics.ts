@@ -9,6 +9,7 @@
 import { Query } from 'web-tree-sitter';
 import type { Node, Tree } from './parse';
 import { NodeMemo } from './memo';
+import { MirrorNode, mirrorIfInstalled, type Mirror } from './mirror';
 
 /** Node types collected by the index walk. */
 const INDEXED = new Set([
@@ -106,6 +107,7 @@ export class Semantics {
     this.root = tree.rootNode;
     this.resolveMemo = new NodeMemo(tree);
     this.calleeMemo = new NodeMemo(tree);
+    this.mirror = mirrorIfInstalled(tree);
     this.xlaBranchMemo = new NodeMemo(tree);
     this.xlaAwareMemo = new NodeMemo(tree);
     this.index();
@@ -252,6 +254,7 @@ export class Semantics {
   // per node of this tree (src/core/memo.ts: 4 bytes a node, not a Map entry)
   private readonly resolveMemo: NodeMemo<string | null>;
   private readonly calleeMemo: NodeMemo<string | null>;
+  private readonly mirror: Mirror | null;
   private readonly xlaBranchMemo: NodeMemo<boolean>;
   private readonly xlaAwareMemo: NodeMemo<boolean>;
   /** Per block: where its first early-exit XLA guard starts (Infinity: none). */
@@ -285,6 +288,13 @@ export class Semantics {
 
   /** Qualified name of a call's callee (see resolve). */
   callee(call: Node): string | null {
+    // a call of this tree's mirror keeps its callee on its handle (callMemo: the imports are the tree's own)
+    if (call instanceof MirrorNode && call.m === this.mirror) {
+      const m = callMemo(call);
+      let r = m.callee;
+      if (r === undefined) r = m.callee = this.resolve(call.childForFieldName('function'));
+      return r;
+    }
     let r = this.calleeMemo.get(call);
     if (r === undefined) this.calleeMemo.set(call, (r = this.resolve(call.childForFieldName('function'))));
     return r;
@@ -296,10 +306,32 @@ export class Semantics {
    * asked it per call site, each time resolving every call of the file). A new array each time.
    */
   callsResolvedTo(names: Iterable<string>): Node[] {
-    const calls = this.nodes('call');
+    const index = this.calleeIndexed();
+    const lists: number[][] = [];
+    for (const name of new Set(names)) {
+      const list = index.get(name);
+      if (list) lists.push(list);
+    }
+    return this.callsAt(lists);
+  }
+
+  /**
+   * The calls whose callee passes `test` (`callee(c) ?? ''`, '' for an unresolved one), in document order: the same
+   * nodes as `nodes('call').filter((c) => test(callee(c) ?? ''))`, with `test` asked once per distinct callee of the
+   * file instead of once per call (rules that pass every call of the file to a regular expression). `test` must be a
+   * function of the name alone. A new array each time.
+   */
+  callsResolvedWhere(test: (callee: string) => boolean): Node[] {
+    const lists: number[][] = [];
+    for (const [name, list] of this.calleeIndexed()) if (test(name)) lists.push(list);
+    return this.callsAt(lists);
+  }
+
+  /** Positions in nodes('call') by callee ('' for none), each list ascending; built once per file. */
+  private calleeIndexed(): Map<string, number[]> {
     if (!this.calleeIndex) {
       const index = new Map<string, number[]>();
-      calls.forEach((c, k) => {
+      this.nodes('call').forEach((c, k) => {
         const key = this.callee(c) ?? '';
         let list = index.get(key);
         if (!list) index.set(key, (list = []));
@@ -307,12 +339,13 @@ export class Semantics {
       });
       this.calleeIndex = index;
     }
-    const lists: number[][] = [];
-    for (const name of new Set(names)) {
-      const list = this.calleeIndex.get(name);
-      if (list) lists.push(list);
-    }
-    // positions in nodes('call'), ascending: one list as it is, several merged (the lists are disjoint)
+    return this.calleeIndex;
+  }
+
+  /** The calls at positions of nodes('call') from disjoint ascending lists, in document order. */
+  private callsAt(lists: number[][]): Node[] {
+    const calls = this.nodes('call');
+    // one list as it is, several merged (the lists are disjoint)
     const at = lists.length === 1 ? lists[0] : lists.flat().sort((a, b) => a - b);
     return at.map((k) => calls[k]);
   }
@@ -440,6 +473,14 @@ export class Semantics {
     return this.callNameIndex.get(name) ?? [];
   }
   private callNameIndex?: Map<string, Node[]>;
+
+  /** callsNamed of several names, in document order (the order of nodes('call')). A new array each time. */
+  callsNamedAny(names: readonly string[]): Node[] {
+    const out: Node[] = [];
+    for (const name of new Set(names)) out.push(...this.callsNamed(name));
+    // preorder: by start, an enclosing call (same start, later end: `a.to(d).cuda()`) before the calls inside it
+    return names.length > 1 ? out.sort((a, b) => a.startIndex - b.startIndex || b.endIndex - a.endIndex) : out;
+  }
 
   /** The function definitions of this file named `name`, in document order (indexed once: do not modify). */
   functionsNamed(name: string): readonly Node[] {
@@ -671,9 +712,7 @@ export class Semantics {
     if (!this.compileWrapped) {
       // names passed to torch.compile / torch_xla.compile, collected once (was one scan of every call per function)
       this.compileWrapped = new Set();
-      for (const call of this.nodes('call')) {
-        const callee = this.callee(call) ?? '';
-        if (callee !== 'torch.compile' && callee !== 'torch_xla.compile') continue;
+      for (const call of this.callsResolvedTo(['torch.compile', 'torch_xla.compile'])) {
         const first = call.childForFieldName('arguments')?.namedChildren[0];
         if (first?.type === 'identifier') this.compileWrapped.add(first.text);
       }
@@ -1351,13 +1390,28 @@ export interface CallArgs {
   readonly list: Node | null;
 }
 
-/** Per call node object: many rules split the same calls' arguments. */
-const callArgsMemo = new WeakMap<Node, CallArgs>();
+/**
+ * What is remembered of a call node: answers of its tree alone (the text and the imports), asked of the same calls over
+ * and over by many rules. Kept on the mirror's handle (MirrorNode.memo); a node without a mirror in a WeakMap.
+ */
+class CallMemo {
+  args: CallArgs | undefined = undefined;
+  method: string | null | undefined = undefined;
+  callee: string | null | undefined = undefined;
+}
+
+const callMemos = new WeakMap<Node, CallMemo>();
+
+function callMemo(call: Node): CallMemo {
+  if (call instanceof MirrorNode) return (call.memo ??= new CallMemo()) as CallMemo;
+  let r = callMemos.get(call);
+  if (!r) callMemos.set(call, (r = new CallMemo()));
+  return r;
+}
 
 export function callArgs(call: Node): CallArgs {
-  let r = callArgsMemo.get(call);
-  if (!r) callArgsMemo.set(call, (r = splitArgs(call)));
-  return r;
+  const m = callMemo(call);
+  return (m.args ??= splitArgs(call));
 }
 
 /**
@@ -1439,16 +1493,13 @@ export function kwValue(kw: Node | undefined): Node | null {
   return kw?.childForFieldName('value') ?? null;
 }
 
-/** Per node object, like callArgs: rules ask the method name of the same calls over and over (two field lookups each). */
-const methodNameMemo = new WeakMap<Node, string | null>();
-
-/** Method name of `x.meth(...)`, else null. */
+/** Method name of `x.meth(...)`, else null (remembered per node, like callArgs: two field lookups each). */
 export function methodName(call: Node): string | null {
-  let r = methodNameMemo.get(call);
+  const m = callMemo(call);
+  let r = m.method;
   if (r === undefined) {
     const fn = call.childForFieldName('function');
-    r = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text ?? null : null;
-    methodNameMemo.set(call, r);
+    r = m.method = fn?.type === 'attribute' ? fn.childForFieldName('attribute')?.text ?? null : null;
   }
   return r;
 }

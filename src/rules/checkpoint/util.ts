@@ -100,7 +100,8 @@ function moduleOnDevice(ctx: RuleContext, node: Node): boolean {
   const kind = ctx.model.value(node).kind;
   if (kind !== 'module' && kind !== 'unknown') return false;
   const fn = ctx.sema.enclosingFunction(node)?.id;
-  return ctx.sema.nodes('call').some((c) => {
+  // the `.to`/`.cuda` calls of the file, in the same order (the test below asks the model of their arguments)
+  return ctx.sema.callsNamedAny(['to', 'cuda']).some((c) => {
     // of a value of unknown kind, only an in-place move counts (`net.to(device)` as a statement: a module; a tensor's
     // `.to` returns a copy)
     if (kind === 'unknown' && c.parent?.type !== 'expression_statement') return false;

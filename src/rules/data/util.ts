@@ -569,11 +569,12 @@ export function preparedByFramework(ctx: RuleContext, loader: Node): boolean {
   const name = loader.text;
   // `model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)`: the name is rebound
   // to the prepared loader (a prepare whose result goes to other names leaves this one plain)
-  return ctx.sema.nodes('call').some((c) => {
+  const prepares = (c: Node): boolean => {
     if (!/^(prepare|prepare_data_loader|setup_dataloaders)$/.test(methodName(c) ?? '') || !callArgs(c).positional.some((a) => a.text === name)) return false;
     const left = c.parent?.type === 'assignment' ? c.parent.childForFieldName('left') : null;
     return !!left && (left.text === name || targetNames(left).has(name));
-  });
+  };
+  return ctx.sema.callsNamedAny(['prepare', 'prepare_data_loader', 'setup_dataloaders']).some(prepares);
 }
 
 /** `name` is a parameter of the function enclosing `node` (`loader`, `loader=None`, `dataloader: DataLoader`, `loader: Iterable = None`). */

@@ -162,8 +162,7 @@ function flagGuardStarts(ctx: RuleContext): Set<number> {
   let hit = guardMemo.get(ctx.sema);
   if (!hit) {
     hit = new Set();
-    for (const c of ctx.sema.nodes('call')) {
-      if (ctx.sema.callee(c) !== 'torch.cuda.is_available') continue;
+    for (const c of ctx.sema.callsResolvedTo(['torch.cuda.is_available'])) {
       const f = availabilityFinding(ctx, c);
       if (f?.severity === 'error' && f.flag) for (const r of f.related ?? []) hit.add(r.start);
     }

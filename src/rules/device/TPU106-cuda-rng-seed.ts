@@ -13,6 +13,9 @@ const RANDOM = new Set(['seed', 'seed_all', 'initial_seed']);
 /** Calls that already seed or restore the XLA (or TPU) device RNG. */
 const XLA_SEEDING = /^(torch_xla\.manual_seed|torch_xla\.core\.xla_model\.(set_rng_state|get_rng_state)|torch_tpu\.|accelerate\.utils\.(random\.)?set_seed$)/;
 
+/** `torch.cuda.<fn>` / `torch.cuda.random.<fn>`: the CUDA RNG function's name. */
+const CUDA_RNG_CALL = /^torch\.cuda\.(?:random\.)?(\w+)$/;
+
 export default defineRule({
   id: 'TPU106',
   name: 'cuda-rng-seed',
@@ -67,8 +70,8 @@ export default defineRule({
       if (XLA_SEEDING.test(callee) || text === accelSeed) seededScopes.add(scopeOf(sema, call).id);
     }
     const fixedScopes = new Set<number>();
-    for (const call of sema.nodes('call')) {
-      const m = /^torch\.cuda\.(?:random\.)?(\w+)$/.exec(sema.callee(call) ?? '');
+    for (const call of sema.callsResolvedWhere((q) => CUDA_RNG_CALL.test(q))) {
+      const m = CUDA_RNG_CALL.exec(sema.callee(call) ?? '');
       if (!m || !(SEED.has(m[1]) || STATE.has(m[1]) || RANDOM.has(m[1]))) continue;
       const fn = m[1];
       const scope = scopeOf(sema, call);

@@ -54,7 +54,7 @@ function windowsArm(call: Node): boolean {
  * rank/size reads.
  */
 function horovod(ctx: RuleContext): void {
-  const setup = ctx.sema.nodes('call').filter((c) => /^horovod\.torch\.(init|DistributedOptimizer|broadcast_parameters|broadcast_optimizer_state)$/.test(ctx.sema.callee(c) ?? ''));
+  const setup = ctx.sema.callsResolvedWhere((q) => /^horovod\.torch\.(init|DistributedOptimizer|broadcast_parameters|broadcast_optimizer_state)$/.test(q));
   if (!setup.length) return;
   const first = setup.find((c) => ctx.sema.callee(c) === HVD + 'init') ?? setup.find((c) => ctx.sema.callee(c) === HVD + 'DistributedOptimizer') ?? setup[0];
   ctx.report(first, {

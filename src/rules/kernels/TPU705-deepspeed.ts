@@ -45,7 +45,7 @@ export default defineRule({
     const primaries: Site[] = [];
     const secondaries: Site[] = [];
     const engines = new Set<string>();
-    for (const call of ctx.sema.nodes('call')) {
+    for (const call of ctx.sema.callsResolvedTo(DS_CALLS)) {
       const callee = ctx.sema.callee(call) ?? '';
       // `if self.deepspeed: deepspeed.init_distributed()`: the branch a TPU host (no --deepspeed) does not take
       if (!DS_CALLS.has(callee) || ctx.sema.inXlaAwareBranch(call) || (!dsImports.length && underLibGuard(call, 'deepspeed'))) continue;

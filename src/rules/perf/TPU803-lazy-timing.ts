@@ -165,7 +165,7 @@ export default defineRule({
     // 2. waiting for the device on every training step
     if (!xla) return;
     const benchFile = BENCH.test(ctx.path);
-    for (const call of sema.nodes('call')) {
+    for (const call of sema.callsResolvedTo(['torch_xla.core.xla_model.wait_device_ops', 'torch_xla.sync', 'torch_xla.core.xla_model.mark_step'])) {
       const callee = sema.callee(call) ?? '';
       const waits = callee === 'torch_xla.core.xla_model.wait_device_ops' ||
         ((callee === 'torch_xla.sync' || callee === 'torch_xla.core.xla_model.mark_step') && kwValue(callArgs(call).keywords.get('wait'))?.text === 'True');

@@ -98,7 +98,7 @@ function keySources(ctx: RuleContext, key: Node): { node: Node; flag?: string }[
   if (key.type === 'attribute') {
     const attr = key.childForFieldName('attribute')?.text ?? '';
     const out: { node: Node; flag?: string }[] = [];
-    for (const call of ctx.sema.nodes('call')) {
+    for (const call of ctx.sema.callsNamed('add_argument')) {
       if (methodName(call) !== 'add_argument') continue;
       const { positional, keywords } = callArgs(call);
       const def = kwValue(keywords.get('default'));
@@ -535,7 +535,7 @@ export default defineRule({
     // A dtype flag whose default is a float16 spelling while its choices offer a bfloat16 one (DeepSpeed examples:
     // `--dtype`, default 'fp16', choices ['bf16', 'fp16', 'fp32']): the choices make it a dtype switch whatever its name,
     // and the default trains in float16 unless the user passes the bfloat16 choice. Reported once, at the default.
-    for (const call of ctx.sema.nodes('call')) {
+    for (const call of ctx.sema.callsNamed('add_argument')) {
       if (methodName(call) !== 'add_argument' || ctx.sema.inXlaAwareBranch(call)) continue;
       const { positional, keywords } = callArgs(call);
       const def = kwValue(keywords.get('default'));

@@ -72,7 +72,8 @@ export default defineRule({
   check(ctx) {
     reportManualLossScaling(ctx);
     const fp16 = keepsFloat16(ctx);
-    for (const ctor of ctx.sema.nodes('call')) {
+    // the calls that can be a scaler's constructor (the test below, by callee alone)
+    for (const ctor of ctx.sema.callsResolvedWhere((q) => XLA_SCALERS.has(q) || CUDA_SCALERS.has(q) || AMP_SCALERS.has(q) || /\.ShardedGradScaler$/.test(q))) {
       const q = ctx.sema.callee(ctor) ?? '';
       const xla = XLA_SCALERS.has(q);
       // a ShardedGradScaler re-exported by a project module (`from dinov2.fsdp import ShardedGradScaler`) or fairscale's
@@ -277,9 +278,9 @@ function reportManualLossScaling(ctx: RuleContext): void {
   const sema = ctx.sema;
   let checks: Node[] | null = null;
   const ownerOf = (n: Node): Node | null => nearestAncestor(n, OWNERS)?.ancestor ?? null;
-  const gradChecks = (): Node[] => (checks ??= sema.nodes('call').filter((c) => /^torch\.(isfinite|isinf|isnan)$/.test(sema.callee(c) ?? '') &&
+  const gradChecks = (): Node[] => (checks ??= sema.callsResolvedWhere((q) => /^torch\.(isfinite|isinf|isnan)$/.test(q)).filter((c) =>
     /\.grad\b/.test(c.childForFieldName('arguments')?.text ?? '')));
-  for (const call of sema.nodes('call')) {
+  for (const call of sema.callsNamed('backward')) {
     const f = call.childForFieldName('function');
     if (f?.type !== 'attribute' || f.childForFieldName('attribute')?.text !== 'backward') continue;
     let recv = f.childForFieldName('object');
