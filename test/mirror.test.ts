@@ -141,6 +141,8 @@ const shapes: [string, string][] = [
   ['broken: missing colon', 'if x\n    y = 1\nfor i in range(3)\n    print(i)\n'],
   ['broken: zero-width at start', ')\nx = 1\n'],
   ['deep expression', 'x = ' + 'f(t.cuda(), "s", '.repeat(60) + '1' + ')'.repeat(60) + '\n'],
+  // previous siblings deeper than the mirror's walk up (Mirror.prevSibling): among few children, and in a long list
+  ['deep siblings in a long list', Array.from({ length: 20 }, (_, k) => `x${k} = ${'-'.repeat(40)}1`).join('\n') + `\nh(${'-'.repeat(40)}1, ${'~'.repeat(40)}2)\n`],
   ['broken: error inside a match', 'match x:\n    case 1:\n        y = (\n    case 2 if:\n        pass\nz = ]\n'],
   ['decorators, lambdas, match', '@dec(1)\ndef f(*a, b: int = 2, **k) -> int:\n    return (lambda y: y + 1)(b)\nmatch x:\n    case [1, *rest]:\n        pass\n    case {"k": v} if v:\n        pass\n'],
 ];

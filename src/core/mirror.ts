@@ -7,7 +7,9 @@
  * their element stores, property arrays and cached child arrays were 17 MB of the 26 MB an analysis retained.
  *
  * The mirror reads the tree once with one TreeCursor walk into typed arrays (preorder: type id, flags, field id,
- * start, end, tree-sitter id, parent, previous sibling, end of the subtree: 28 bytes a node) and answers the
+ * start, end, tree-sitter id, parent, end of the subtree: 24 bytes a node, the field id in one byte while the grammar
+ * has fewer than 256 fields; a previous sibling is found from the parent, see `prevSibling`; before, 29 bytes with a
+ * two-byte field id and an array of previous siblings) and answers the
  * `Node` API the rules use from them. A handle is two fields (the mirror and the preorder index), interned per
  * node, so a node is always the same object. Indices are web-tree-sitter's: UTF-16 code units for a string input
  * (its binding halves tree-sitter's byte offsets), rows count "\n" only, columns are UTF-16 units from the row
@@ -33,12 +35,12 @@ export class Mirror {
   readonly n: number;
   readonly typeId: Uint16Array;
   readonly flags: Uint8Array;
-  readonly field: Uint16Array;
+  /** Field id per node: one byte while the language has fewer than 256 fields (tree-sitter-python: 30 or so). */
+  readonly field: Uint8Array | Uint16Array;
   readonly start: Int32Array;
   readonly end: Int32Array;
   readonly ids: Int32Array;
   readonly parent: Int32Array;
-  readonly prev: Int32Array;
   /** Preorder index just past the node's last descendant. */
   readonly descEnd: Int32Array;
   readonly text: string;
@@ -64,12 +66,11 @@ export class Mirror {
     this.text = (tree as unknown as { textCallback: (i: number) => string | null }).textCallback(0) ?? '';
     this.typeId = new Uint16Array(n);
     this.flags = new Uint8Array(n);
-    this.field = new Uint16Array(n);
+    this.field = tree.language.fields.length <= 0xff ? new Uint8Array(n) : new Uint16Array(n);
     this.start = new Int32Array(n);
     this.end = new Int32Array(n);
     this.ids = new Int32Array(n);
     this.parent = new Int32Array(n);
-    this.prev = new Int32Array(n);
     this.descEnd = new Int32Array(n);
     this.handles = new Array(n);
     this.inheritsFields = tree.language.idForNodeType('match_statement', true) ?? -1;
@@ -78,12 +79,11 @@ export class Mirror {
     const anyError = realRoot.hasError;
     const raw = rawApi;
     const cursor = realRoot.walk();
-    // the open ancestors (preorder indices) and, per depth, the last child seen
+    // the open ancestors (preorder indices)
     const stack: number[] = [];
-    const lastChild: number[] = [];
     let i = 0;
     try {
-      if (raw) i = this.rawWalk(raw, (tree as unknown as { 0: number })[0], anyError, named, stack, lastChild);
+      if (raw) i = this.rawWalk(raw, (tree as unknown as { 0: number })[0], anyError, named, stack);
       else {
         walk: for (;;) {
           // a deep file's walk is long (several WebAssembly calls a node): the budget can stop it
@@ -101,19 +101,15 @@ export class Mirror {
           else if (anyError && cursor.nodeIsMissing) f |= MISSING | HAS_ERROR;
           this.flags[i] = f;
           this.parent[i] = depth ? stack[depth - 1] : -1;
-          this.prev[i] = depth ? lastChild[depth - 1] : -1;
-          if (depth) lastChild[depth - 1] = i;
           i++;
           if (cursor.gotoFirstChild()) {
             stack.push(i - 1);
-            lastChild.push(-1);
             continue;
           }
           this.descEnd[i - 1] = i;
           for (;;) {
             if (cursor.gotoNextSibling()) continue walk;
             if (!cursor.gotoParent()) break walk;
-            lastChild.pop();
             this.descEnd[stack.pop()!] = i;
           }
         }
@@ -137,10 +133,10 @@ export class Mirror {
    * these calls nothing else uses the transfer buffer, so the cursor stays there: the same calls, the same
    * answers (test/mirror.test.ts compares every node with web-tree-sitter's). Returns the number of nodes seen.
    */
-  private rawWalk(raw: RawCursorApi, tp: number, anyError: boolean, named: Uint8Array, stack: number[], lastChild: number[]): number {
+  private rawWalk(raw: RawCursorApi, tp: number, anyError: boolean, named: Uint8Array, stack: number[]): number {
     const { typeId: typeOf, nodeId, startIndex, endIndex, fieldId, isMissing, firstChild, nextSibling, parent } = raw;
     const typeIds = this.typeId, flags = this.flags, fields = this.field, starts = this.start, ends = this.end;
-    const ids = this.ids, parents = this.parent, prevs = this.prev, descEnd = this.descEnd;
+    const ids = this.ids, parents = this.parent, descEnd = this.descEnd;
     let i = 0;
     let depth = 0;
     for (;;) {
@@ -157,17 +153,13 @@ export class Mirror {
       if (depth) {
         fields[i] = fieldId(tp);
         parents[i] = stack[depth - 1];
-        prevs[i] = lastChild[depth - 1];
-        lastChild[depth - 1] = i;
       } else {
         fields[i] = 0;
         parents[i] = -1;
-        prevs[i] = -1;
       }
       i++;
       if (firstChild(tp)) {
         stack[depth] = i - 1;
-        lastChild[depth] = -1;
         depth++;
         continue;
       }
@@ -219,6 +211,39 @@ export class Mirror {
     return this.descEnd[i] > i + 1 ? i + 1 : -1;
   }
 
+  /**
+   * Previous sibling's index, or -1 (no array of them: 4 bytes a node less). In preorder the node just before i is the
+   * last descendant of i's previous sibling (when i is not the first child): its ancestors lead up to that sibling, a
+   * short walk in most trees. A deep previous sibling (nested calls: thousands of levels) is found among the parent's
+   * children instead: a few hops along subtree ends, or a binary search in the kept list of a long one (childList).
+   */
+  prevSibling(i: number): number {
+    const p = this.parent[i];
+    if (p < 0 || i === p + 1) return -1;
+    const parent = this.parent;
+    let k = i - 1;
+    for (let d = 0; d < 32; d++) {
+      const q = parent[k];
+      if (q === p) return k;
+      k = q;
+    }
+    let c = p + 1;
+    for (let hops = 0; hops < LONG_LIST; hops++) {
+      const e = this.descEnd[c];
+      if (e === i) return c;
+      c = e;
+    }
+    const kids = this.childList(p, false) as unknown as MirrorNode[];
+    let lo = 0;
+    let hi = kids.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (kids[mid].i < i) lo = mid;
+      else hi = mid - 1;
+    }
+    return kids[lo].i;
+  }
+
   point(offset: number): Point {
     const li = (this.lines ??= new LineIndex(this.text));
     const row = li.lineOf(offset);
@@ -252,7 +277,7 @@ export class Mirror {
     const path: number[] = [];
     for (let k = i; this.parent[k] >= 0; k = this.parent[k]) {
       let pos = 0;
-      for (let s = this.prev[k]; s >= 0; s = this.prev[s]) pos++;
+      for (let s = this.parent[k] + 1; s !== k; s = this.descEnd[s]) pos++;
       path.push(pos);
     }
     let node = realRootOf(this.realTree());
@@ -539,7 +564,7 @@ export class MirrorNode {
   }
   get previousSibling(): Node | null {
     if (this.siblingsQuirky) return this.m.fromReal(this.m.real(this.i).previousSibling);
-    return this.m.orNull(this.m.prev[this.i]);
+    return this.m.orNull(this.m.prevSibling(this.i));
   }
   get nextNamedSibling(): Node | null {
     if (this.siblingsQuirky) return this.m.fromReal(this.m.real(this.i).nextNamedSibling);
@@ -549,8 +574,8 @@ export class MirrorNode {
   }
   get previousNamedSibling(): Node | null {
     if (this.siblingsQuirky) return this.m.fromReal(this.m.real(this.i).previousNamedSibling);
-    let k = this.m.prev[this.i];
-    while (k >= 0 && !(this.m.flags[k] & NAMED)) k = this.m.prev[k];
+    let k = this.m.prevSibling(this.i);
+    while (k >= 0 && !(this.m.flags[k] & NAMED)) k = this.m.prevSibling(k);
     return this.m.orNull(k);
   }
   get descendantCount(): number {
