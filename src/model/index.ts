@@ -20,7 +20,7 @@ import type { Semantics } from '../core/semantics';
 import { callArgs, calleeText, isFString, kwValue, methodName, receiver, stringContent } from '../core/semantics';
 import {
   DTYPE_ALIASES, UNKNOWN, bool, deviceKinds, deviceOf, deviceOfString, deviceTensor, hostTensor, isDeviceTensor, isHostValue, join, none, num, seq, str,
-  type DeviceKind, type TensorValue, type Value,
+  type DeviceKind, type LoaderValue, type TensorValue, type Value,
 } from './values';
 
 export * from './values';
@@ -391,6 +391,25 @@ export class ProgramModel {
       }
       return v;
     });
+  }
+
+  /**
+   * What one sample of a project Dataset looks like: the value of its `__getitem__`'s return (`return img, target,
+   * path`), when the dataset argument is a construction `Ds(...)` of a class the resolver reaches (directly or through
+   * the one assignment of a name). Undefined: not such a dataset (a torchvision/HF dataset, a parameter).
+   */
+  private datasetItem(arg: Node | null): Value | undefined {
+    let call = arg;
+    if (call?.type === 'identifier') {
+      const bs = this.sema.bindings(call.text);
+      call = bs.length === 1 ? bs[0] : null;
+    }
+    if (call?.type !== 'call') return undefined;
+    const target = this.resolveCall(call);
+    if (target?.def.type !== 'class_definition') return undefined;
+    const body = target.def.childForFieldName('body');
+    const getitem = body?.namedChildren.find((c) => c?.type === 'function_definition' && c.childForFieldName('name')?.text === '__getitem__');
+    return getitem ? target.model.returnValue(getitem) : undefined;
   }
 
   /** The class definitions of this file named `name`. */
@@ -911,7 +930,7 @@ export class ProgramModel {
       if (meth === 'keys') return str(right, []);
     }
     const v = this.value(right);
-    if (v.kind === 'loader') return deviceTensor(right, v.device === 'xla' ? 'xla' : 'unknown', { batch: true });
+    if (v.kind === 'loader') return loaderBatch(v, right);
     if (v.kind === 'unknown' && loop && this.sema.iteratesLoader(loop)) return deviceTensor(right, 'unknown', { batch: true });
     return elementOf(v, right);
   }
@@ -1199,6 +1218,8 @@ export class ProgramModel {
     }
     const meth = methodName(node);
     if (meth) {
+      // methods only `str` has (torch.Tensor has none of them): a file name or caption cleaned up, `line.strip()`
+      if (/^(strip|lstrip|rstrip|lower|upper|casefold|capitalize|title|removeprefix|removesuffix)$/.test(meth)) return str(node, []);
       const r = this.methodCall(node, meth, receiver(node)!);
       if (r) return r;
       // `accelerator.clip_grad_norm_(params, max_norm)` returns the total norm of the gradients, a tensor on their device
@@ -1248,13 +1269,22 @@ export class ProgramModel {
     if (callee === 'torch.cuda.current_device') return num(node, { rank: true });
     if (/^torch\.cuda\.(is_available|is_bf16_supported|is_initialized)$|^torch\.distributed\.(is_available|is_initialized)$|^torch\.(is_tensor|is_floating_point|is_grad_enabled)$/.test(callee)) return bool(node);
     if (HOST_NUMBER_CALLS.test(callee)) return num(node, { rank: RANK_CALLS.test(callee) || undefined });
-    if (/^torch\.utils\.data\.(DataLoader|dataloader\.DataLoader)$/.test(callee) || LOADER_CTORS.test(callee)) return { kind: 'loader', origin: node, device: 'unknown' };
-    if (XLA_LOADERS.test(callee)) return { kind: 'loader', origin: node, device: 'xla' };
+    if (/^torch\.utils\.data\.(DataLoader|dataloader\.DataLoader)$/.test(callee) || LOADER_CTORS.test(callee)) {
+      // a custom collate_fn decides the batch's shape itself: its item stays unknown (every part a tensor, as before)
+      const item = keywords.has('collate_fn') ? undefined : this.datasetItem(kwValue(keywords.get('dataset')) ?? positional[0] ?? null);
+      return { kind: 'loader', origin: node, device: 'unknown', item };
+    }
+    if (XLA_LOADERS.test(callee)) {
+      const inner = positional[0] ? this.value(positional[0]) : UNKNOWN;
+      return { kind: 'loader', origin: node, device: 'xla', item: inner.kind === 'loader' ? inner.item : undefined };
+    }
     if (/^argparse\.ArgumentParser$/.test(callee)) return UNKNOWN;
     if (/^collections\.(defaultdict|Counter|OrderedDict)$/.test(callee)) return { kind: 'dict', origin: node, entries: new Map() };
     if (MODULE_CALLS.test(callee) || /\.from_pretrained$/.test(callee)) return { kind: 'module', origin: node };
     // a file path (`os.path.join(out_dir, "checkpoint_{}".format(i))`): a string, never a tensor
     if (/^os\.path\.(join|basename|dirname|abspath|realpath|normpath|expanduser|expandvars|relpath)$/.test(callee)) return str(node, []);
+    // the names in a directory / matching a pattern: a list of strings
+    if (/^(glob\.glob|os\.listdir)$/.test(callee)) return seq(node, str(node, []));
     if (/^os\.(environ\.get|getenv)$/.test(callee)) {
       const key = positional[0]?.type === 'string' ? stringContent(positional[0]) ?? '' : '';
       const def = positional[1] ?? kwValue(keywords.get('default'));
@@ -1619,7 +1649,7 @@ export function elementOf(v: Value, origin: Node): Value {
     case 'seq':
       return v.elem;
     case 'loader':
-      return deviceTensor(origin, v.device === 'xla' ? 'xla' : 'unknown', { batch: true });
+      return loaderBatch(v, origin);
     case 'dict':
       return str(origin, []);
     case 'string':
@@ -1627,6 +1657,36 @@ export function elementOf(v: Value, origin: Node): Value {
     default:
       return UNKNOWN;
   }
+}
+
+/**
+ * One batch a loader yields. Without a known sample every part is a batch tensor (on XLA for MpDeviceLoader). With a
+ * project Dataset's sample, the default collate (torch 1.13 torch/utils/data/_utils/collate.py) keeps its structure:
+ * a Mapping collates key by key (:126), a tuple/list position by position (:134-149), a str/bytes field stays the list
+ * of the batch's strings (`collate_str_fn` returns the batch, :187, registered for `string_classes` at :201), ints and
+ * floats become tensors (:179-184). Only a sample with a string part changes the answer; else the whole batch tensor.
+ */
+function loaderBatch(v: LoaderValue, origin: Node): Value {
+  const whole = deviceTensor(origin, v.device === 'xla' ? 'xla' : 'unknown', { batch: true });
+  if (!v.item || !hasString(v.item, 0)) return whole;
+  const collate = (x: Value, depth: number): Value => {
+    if (x.kind === 'string') return seq(origin, str(origin, []));
+    if (depth < 3 && x.kind === 'seq' && x.items && !x.shape) {
+      const items = x.items.map((i) => collate(i, depth + 1));
+      return seq(origin, items.reduce<Value>((a, b) => join(a, b), UNKNOWN), items);
+    }
+    if (depth < 3 && x.kind === 'dict') return { kind: 'dict', origin, entries: new Map([...x.entries].map(([k, e]) => [k, collate(e, depth + 1)])) };
+    return whole;
+  };
+  return collate(v.item, 0);
+}
+
+function hasString(x: Value, depth: number): boolean {
+  if (x.kind === 'string') return true;
+  if (depth >= 3) return false;
+  if (x.kind === 'seq' && x.items && !x.shape) return x.items.some((i) => hasString(i, depth + 1));
+  if (x.kind === 'dict') return [...x.entries.values()].some((e) => hasString(e, depth + 1));
+  return false;
 }
 
 /** Item `i` of an unpacked value. */

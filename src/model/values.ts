@@ -63,6 +63,8 @@ export interface LoaderValue extends Base {
   readonly kind: 'loader';
   /** A torch DataLoader yields host batches that the loop moves; MpDeviceLoader yields XLA tensors. */
   readonly device: DeviceKind;
+  /** One sample of the dataset it batches (a project Dataset's `__getitem__` return), when known. */
+  readonly item?: Value;
 }
 export interface ModuleValue extends Base {
   readonly kind: 'module';
