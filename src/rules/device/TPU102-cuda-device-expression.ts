@@ -52,7 +52,7 @@ const rule = defineRule({
       'argument of tensor factories, module constructors and `torch.Generator`, and, through variables, `torch.load(map_location=)`, ' +
       '`DDP(device_ids=)`, `torch.cuda.set_device` and `torch.autocast(device_type=)`. A variable, attribute (`self.device`, `args.device`), ' +
       'parameter default, argparse default, dataclass field or helper return value that holds a CUDA device is reported once, where it is set. ' +
-      'A device picker of another project module (`utils.select_device(...)`, `get_device()`) that returns a CUDA device is reported at the call that reaches the sink, with the helper\'s CUDA expression as a related location (no fix here: change the helper), unless the helper\'s own file already reports a CUDA device inside the helper, or the helper sets it in an `if torch.cuda.is_available():` branch that does more than choose it (TPU103 reports that check). A CUDA device set in an `if torch.cuda.is_available():` branch that does more than choose the device is left to TPU103, which reports the check. ' +
+      'A device picker of another project module (`utils.select_device(...)`, `get_device()`) that returns a CUDA device is reported at the call that reaches the sink, with the helper\'s CUDA expression as a related location (no fix here: change the helper), unless the helper\'s own file already reports a CUDA device inside the helper, or the helper sets it in an `if torch.cuda.is_available():` branch that does more than choose it (TPU103 reports that check) and has no other arm; with a fallback arm (yolov5 `select_device`: `if not cpu and torch.cuda.is_available(): ...; arg = "cuda:0" else: arg = "cpu"`, `return torch.device(arg)`) the call is reported as CUDA or else the CPU, the CUDA arm as related location. A CUDA device set in an `if torch.cuda.is_available():` branch that does more than choose the device is left to TPU103, which reports the check. ' +
       'A CUDA device stored in a device holder that no sink of the file reads (a module-level `DEVICE` constant other modules import, `self.device`/`args.device`, a local `device` stored on an attribute or passed to another call) is reported where it is set. ' +
       'Hard-coded CUDA devices inside an `nn.Module`\'s `forward` or `__init__` are reported with their own message. ' +
       'Also checks Lightning `Trainer(accelerator="gpu"|"cuda")` and `Fabric(accelerator=...)`, which pin the run to CUDA; ' +
@@ -781,6 +781,12 @@ function externalCudaReturn(ctx: RuleContext, call: Node): Site['external'] | nu
     made = v.type === 'identifier' ? xs.bindings(v.text).find((b) => xs.enclosingFunction(b)?.id === r.def.id && xm.namesCuda(b)) ?? v : v;
     break;
   }
+  // a picker that sets its CUDA device in an `is_available()` branch doing more than choosing it and falls back to another
+  // device (yolov5 select_device: `if not cpu and torch.cuda.is_available(): ...; arg = "cuda:0" else: arg = "cpu"`,
+  // `return torch.device(arg)`): TPU103 reports the check in the helper, but the caller's sink is where the program silently
+  // runs on the CPU of a TPU host, so report the call, pointing at the CUDA arm
+  const fallback = pickerCudaArm(xm, xs, r.def);
+  if (fallback) made = fallback;
   if (!made) return null;
   let own = helperFindings.get(r.module);
   if (!own) {
@@ -792,7 +798,7 @@ function externalCudaReturn(ctx: RuleContext, call: Node): Site['external'] | nu
   // more than choose it, which TPU103 reports there: fixing that fixes this call
   const def = r.def;
   if (own.some((f) => f.start >= def.startIndex && f.end <= def.endIndex)) return null;
-  if (xs.within('assignment', def).some((a) => !!a.childForFieldName('right') && guardedAmongOthers(xm, a.childForFieldName('right')!))) return null;
+  if (!fallback && xs.within('assignment', def).some((a) => !!a.childForFieldName('right') && guardedAmongOthers(xm, a.childForFieldName('right')!))) return null;
   return { path: r.path, made, sema: xs, name: r.def.childForFieldName('name')?.text ?? 'helper' };
 }
 
@@ -941,6 +947,28 @@ function guardedAmongOthers(model: ProgramModel, n: Node): boolean {
     const a = s.namedChildren[0];
     return s.type === 'expression_statement' && a?.type === 'assignment' && model.namesCuda(a.childForFieldName('right'));
   });
+}
+
+/**
+ * The CUDA value a device picker `def` sets in the arm of `if [... and] torch.cuda.is_available():` that does more than
+ * choose it (see `guardedAmongOthers`), when the `if` has an `else`/`elif` arm (the fallback a TPU host takes) and a
+ * return of `def` reads the assigned name (`return torch.device(arg)`, `return arg`); else null.
+ */
+function pickerCudaArm(model: ProgramModel, sema: Semantics, def: Node): Node | null {
+  for (const a of sema.within('assignment', def)) {
+    const right = a.childForFieldName('right');
+    const left = a.childForFieldName('left');
+    if (!right || left?.type !== 'identifier' || sema.enclosingFunction(a)?.id !== def.id || !guardedAmongOthers(model, right)) continue;
+    const owner = a.parent?.parent?.parent;
+    if (owner?.type !== 'if_statement') continue;
+    const cond = owner.childForFieldName('condition')?.text ?? '';
+    if (!/\bcuda\.is_available\(\)/.test(cond) || /\bnot\s+(\w+\.)*cuda\.is_available/.test(cond) || /\bor\b/.test(cond)) continue;
+    if (!owner.namedChildren.some((c) => c?.type === 'else_clause' || c?.type === 'elif_clause')) continue;
+    const name = new RegExp(`\\b${left.text}\\b`);
+    const reads = sema.within('return_statement', def).some((r) => sema.enclosingFunction(r)?.id === def.id && !!r.namedChildren[0] && name.test(r.namedChildren[0].text));
+    if (reads) return right;
+  }
+  return null;
 }
 
 /** `X = ...` is the only statement of the consequence of an `if torch.cuda.is_available():` (a device choice). */

@@ -14,9 +14,12 @@ def main():
     other = used_here()
     xla = xla_device()
     y = model(batch.to(xla)).to(other)
-    # the helper's file reports the availability check that picks its CUDA device: no second finding here
-    z = torch.ones(1).to(utils.pick_device())
     return y
+
+
+def picked():
+    # the helper's file reports the availability check (TPU103); this sink is where the program silently runs on the CPU
+    return torch.ones(1).to(utils.pick_device())  # expect: TPU102
 
 
 def select_device():

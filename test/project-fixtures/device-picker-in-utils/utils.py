@@ -18,7 +18,7 @@ def used_here():
 
 
 def pick_device():
-    # more than the choice in the branch: TPU103 reports the check, TPU102 does not repeat it here or at the callers
+    # more than the choice in the branch: TPU103 reports the check, TPU102 reports the callers' sinks (not here)
     if torch.cuda.is_available():  # expect: TPU103
         print("using the GPU")
         arg = "cuda:0"
