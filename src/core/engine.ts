@@ -18,6 +18,7 @@ import type { ProjectView } from '../model/project';
 import { projectResolver } from '../model/crossModule';
 import { hotDefsOf } from '../model/hotAcross';
 import { registerSemantics } from '../model/guards';
+import { trainsOnCpuOnly } from '../model/placement';
 import { arm, budgetRule, budgetTick, checkBudget, disarm, BudgetExceeded } from './budget';
 import { releaseTree } from './mirror';
 
@@ -255,6 +256,7 @@ function runRules(doc: PythonDocument | NotebookDocument, text: string, tree: Tr
   // the CUDA guards (src/model/guards.ts) answer a bare node: they find this file's index, project and model here
   registerSemantics(sema, options.project ?? null, modelOf);
   for (const rule of active) {
+    if (rule.deviceWork && trainsOnCpuOnly(sema)) continue;
     const ctx: RuleContext = {
       path: doc.path,
       text,

@@ -92,6 +92,12 @@ export interface Rule {
    * runtime (deprecations, XLA_* variables, SPMD, XRT) says nothing a torchtpu user can act on.
    */
   profiles?: TargetProfile[];
+  /**
+   * The rule describes work on the accelerator (host syncs, step barriers, batch shapes, XLA checkpoints): it does not
+   * run on a training program that places nothing on an accelerator (src/model/placement.ts `trainsOnCpuOnly`),
+   * which TPU114 reports instead.
+   */
+  deviceWork?: boolean;
   /** Python files and notebooks. */
   check?(ctx: RuleContext): void;
   /** Non-Python project files of `textKinds`. */

@@ -18,6 +18,7 @@ export default defineRule({
   effort: 1,
   message: '`torch.save` writes device tensors: XLA tensors reload only where their device exists',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Save CPU copies with `xm.save`' },
+  deviceWork: true,
   triggers: ['save'],
   docs: {
     what:

@@ -81,6 +81,7 @@ export default defineRule({
   // 'loader': a loader built by a factory of another module (`build_loader(...)`) names no DataLoader here
   // '.to(' / '.cuda(': a helper of a model or meta-architecture module that copies the batch another module's loop hands it
   // ('batch': a model method that hands its batch to another module's mover has no copy of its own, tacotron2's parse_batch)
+  deviceWork: true,
   triggers: ['DataLoader', 'pin_memory', 'non_blocking', 'loader', '.to(', '.cuda(', 'batch'],
   docs: {
     what:

@@ -172,6 +172,7 @@ export default defineRule({
   message: 'The smaller last batch compiles a second graph: set `drop_last=True`',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Set `drop_last=True` (dual-path: `drop_last=accel.is_xla()`)' },
   // 'loader': a validation loader made by another module's factory (`val_loader = build_loader(...)`) names no DataLoader here
+  deviceWork: true,
   triggers: ['DataLoader', 'dataloader_drop_last', 'loader'],
   docs: {
     what:

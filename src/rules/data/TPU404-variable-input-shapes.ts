@@ -225,6 +225,7 @@ export default defineRule({
   effort: 3,
   message: 'Batches of varying shape recompile the graph for every new shape',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Pad to a fixed or bucketed length' },
+  deviceWork: true,
   triggers: ['padding', 'pad_sequence', 'DataCollator', 'group_by_length', 'Resize', 'collate', 'Collate', 'interpolate', 'max(', 'min(', 'speechbrain', '.items()', '.to(', '.cuda(', 'litgpt'],
   docs: {
     what:

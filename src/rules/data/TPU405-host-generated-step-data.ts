@@ -109,6 +109,7 @@ export default defineRule({
   effort: 1,
   message: 'A tensor generated on the host is copied to the device every training step: create it on the device instead',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Create the tensor on the device (`device=`)' },
+  deviceWork: true,
   triggers: ['random', 'rand', 'ones', 'zeros', 'full', 'Tensor'],
   docs: {
     what:

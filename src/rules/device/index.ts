@@ -12,7 +12,8 @@ import TPU110 from './TPU110-tpu-runtime-requirements';
 import TPU111 from './TPU111-deprecated-xla-api';
 import TPU112 from './TPU112-cuda-default-tensor-type';
 import TPU113 from './TPU113-xla-generator';
+import TPU114 from './TPU114-cpu-only-training';
 
-const rules: Rule[] = [TPU101, TPU102, TPU103, TPU104, TPU105, TPU106, TPU107, TPU108, TPU109, TPU110, TPU111, TPU112, TPU113];
+const rules: Rule[] = [TPU101, TPU102, TPU103, TPU104, TPU105, TPU106, TPU107, TPU108, TPU109, TPU110, TPU111, TPU112, TPU113, TPU114];
 
 export default rules;

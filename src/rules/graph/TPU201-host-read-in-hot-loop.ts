@@ -101,6 +101,7 @@ export default defineRule({
   effort: 3,
   message: 'Reading a tensor value on the host inside the training loop forces the pending graph to execute mid-step',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Report the value from a step closure' },
+  deviceWork: true,
   triggers: ['.item(', '.tolist(', '.cpu(', '.numpy(', 'for ', 'all(', 'any(', 'print(', 'float(', 'int(', 'bool(', 'str(', 'repr(', 'f"', "f'", '%', '.log(', '.info(', 'add_scalar', 'set_postfix', 'asarray', 'np.array'],
   docs: {
     what:

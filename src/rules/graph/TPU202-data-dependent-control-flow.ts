@@ -14,6 +14,7 @@ export default defineRule({
   effort: 3,
   message: 'Python control flow on a tensor value forces the graph to execute and can compile one graph per branch',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Rewrite the branch with torch.where' },
+  deviceWork: true,
   triggers: ['if ', 'while ', 'assert ', ' and ', ' or ', 'not ', 'error_if_nonfinite', 'detect_anomaly'],
   docs: {
     what:

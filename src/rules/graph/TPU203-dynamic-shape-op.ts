@@ -81,6 +81,7 @@ export default defineRule({
   effort: 3,
   message: 'This op produces a shape that depends on tensor values: each new shape compiles a new graph',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Compute with a static-shape mask' },
+  deviceWork: true,
   triggers: ['nonzero', 'argwhere', 'masked_select', 'unique', 'bincount', 'repeat_interleave', 'where', '[', '.item(', 'int('],
   docs: {
     what:

@@ -104,6 +104,7 @@ export default defineRule({
   message: 'Training loop has no step barrier: the lazily traced graph grows across iterations',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'End the training iteration with a step barrier' },
   // 'loader': a loop over a loader whose step lives in another module's helper (project scope)
+  deviceWork: true,
   triggers: ['.backward(', 'optimizer_step', 'range(', 'timesteps', 'loader'],
   docs: {
     what:

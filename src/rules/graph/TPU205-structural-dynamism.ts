@@ -97,6 +97,7 @@ export default defineRule({
   effort: 5,
   message: 'The traced graph\'s structure changes from step to step: each variant compiles a new graph',
   fix: { availability: 'none' },
+  deviceWork: true,
   triggers: ['range(', 'break', 'random', 'cat(', 'pack_padded_sequence', 'pad_packed_sequence', 'while ', 'generate('],
   docs: {
     what:

@@ -18,6 +18,7 @@ export default defineRule({
   effort: 1,
   message: 'The end time is read before the device finished: this measures tracing, not execution',
   fix: { availability: 'sometimes', applicability: 'safe', title: 'Wait for the device before reading the clock' },
+  deviceWork: true,
   triggers: ['time', 'timer', 'wait_device_ops', 'wait=True'],
   docs: {
     what:

@@ -38,6 +38,7 @@ export default defineRule({
   effort: 1,
   message: 'A model dimension that is not a multiple of 128 can leave part of the TPU matrix units idle',
   fix: { availability: 'sometimes', applicability: 'unsafe', title: 'Round up to the next multiple' },
+  deviceWork: true,
   triggers: ['vocab', 'hidden', 'embd', 'embed', 'd_model', 'intermediate', 'ffn', 'd_ff', 'dim_feedforward', 'batch_size', 'resize_token_embeddings'],
   docs: {
     what:

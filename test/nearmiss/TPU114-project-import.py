@@ -1,0 +1,18 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# a same-project module may place the model on a device
+from models import build_model
+
+model = build_model()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+for step in range(100):
+    x = torch.randn(16, 8)
+    y = torch.randint(0, 2, (16,))
+    loss = F.cross_entropy(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    print(step, loss.item())
