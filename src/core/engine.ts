@@ -256,7 +256,7 @@ function runRules(doc: PythonDocument | NotebookDocument, text: string, tree: Tr
   // the CUDA guards (src/model/guards.ts) answer a bare node: they find this file's index, project and model here
   registerSemantics(sema, options.project ?? null, modelOf);
   for (const rule of active) {
-    if (rule.deviceWork && trainsOnCpuOnly(sema)) continue;
+    if (rule.deviceWork && trainsOnCpuOnly(sema, options.project ?? null, doc.path)) continue;
     const ctx: RuleContext = {
       path: doc.path,
       text,

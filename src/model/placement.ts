@@ -4,12 +4,14 @@
  * ragged batches, XLA checkpoints) describe work that never reaches a device; TPU114 reports the program instead.
  *
  * Conservative by design: any accelerator word outside comments, any `.to(x)` other than a dtype or `"cpu"`, or any
- * import that is not a known host library (a same-project module, an unknown package) means "don't know" (false).
- * Memoised per Semantics.
+ * import that is not a known host library means "don't know" (false). A `from m import name` of a same-project module
+ * is allowed when every imported name resolves into the project and that module passes the same test on its own (its
+ * own imports host libraries only: one hop). Memoised per Semantics.
  */
 import type { Node } from '../core/parse';
 import type { Semantics } from '../core/semantics';
 import { callArgs, kwValue, stringContent } from '../core/semantics';
+import type { ProjectView } from './project';
 
 /** Words that mean a device may be chosen somewhere (identifiers, attributes, strings): matched case-insensitively. */
 const ACCEL_WORDS =
@@ -27,20 +29,48 @@ const HOST_LIBRARIES = new Set([
 const DTYPE_ARG = /^torch\.(float(16|32|64)?|double|half|bfloat16|int(8|16|32|64)?|long|short|uint8|bool|complex(64|128))$/;
 
 const memo = new WeakMap<Semantics, boolean>();
+const moduleMemo = new WeakMap<Semantics, boolean>();
 const trainMemo = new WeakMap<Semantics, boolean>();
 
-/** The file places nothing on an accelerator and imports only host libraries (see the module comment). */
-export function placesNothingOnAccelerator(sema: Semantics): boolean {
+/**
+ * The file places nothing on an accelerator and imports only host libraries, or names from project modules that
+ * place nothing either (see the module comment). `project` and `path` are the analysis's project scope.
+ */
+export function placesNothingOnAccelerator(sema: Semantics, project: ProjectView | null = null, path = ''): boolean {
   let r = memo.get(sema);
-  if (r === undefined) memo.set(sema, (r = computePlaces(sema)));
+  if (r === undefined) memo.set(sema, (r = computePlaces(sema, true, project ? { project, path } : null)));
   return r;
 }
 
 /** `placesNothingOnAccelerator`, a train-kind hot loop in the file, and an optimizer built in it (a main program). */
-export function trainsOnCpuOnly(sema: Semantics): boolean {
+export function trainsOnCpuOnly(sema: Semantics, project: ProjectView | null = null, path = ''): boolean {
   let r = trainMemo.get(sema);
-  if (r === undefined) trainMemo.set(sema, (r = placesNothingOnAccelerator(sema) && !!trainingLoop(sema)));
+  if (r === undefined) trainMemo.set(sema, (r = placesNothingOnAccelerator(sema, project, path) && !!trainingLoop(sema)));
   return r;
+}
+
+/** An imported project module: no accelerator word, host-library imports only (no further project hop), torch optional. */
+function projectModulePlacesNothing(sema: Semantics): boolean {
+  let r = moduleMemo.get(sema);
+  if (r === undefined) moduleMemo.set(sema, (r = computePlaces(sema, false, null)));
+  return r;
+}
+
+/** `from m import a, b as c` where m is a project module: every name resolves into it and it places nothing. */
+function importsProjectHostOnly(imp: Node, sema: Semantics, scope: { project: ProjectView; path: string }): boolean {
+  if (imp.type !== 'import_from_statement') return false;
+  const mod = imp.childForFieldName('module_name');
+  let names = 0;
+  for (const child of imp.namedChildren) {
+    if (child === mod || child.id === mod?.id) continue;
+    const name = child.type === 'aliased_import' ? child.childForFieldName('name') : child.type === 'dotted_name' ? child : null;
+    if (!name) return false; // `from m import *`
+    const target = name.type === 'dotted_name' ? (name.namedChildren[name.namedChildren.length - 1] ?? name) : name;
+    const r = scope.project.resolveName(target, sema, scope.path);
+    if (!r || !projectModulePlacesNothing(r.module.sema)) return false;
+    names++;
+  }
+  return names > 0;
 }
 
 /** The first train-kind hot loop of a file that also builds its optimizer (`torch.optim.X(...)`), else null. */
@@ -52,7 +82,7 @@ export function trainingLoop(sema: Semantics): Node | null {
   return loops[0]?.anchor ?? null;
 }
 
-function computePlaces(sema: Semantics): boolean {
+function computePlaces(sema: Semantics, main: boolean, scope: { project: ProjectView; path: string } | null): boolean {
   const text = sema.text;
   // comments blanked (strings stay: `"cuda"` in a string is a device choice)
   let stripped = '';
@@ -64,9 +94,9 @@ function computePlaces(sema: Semantics): boolean {
   }
   stripped += text.slice(at);
   if (ACCEL_WORDS.test(stripped)) return false;
-  if (!/\bimport\b/.test(stripped) || !sema.usesTorch()) return false;
+  if (main && (!/\bimport\b/.test(stripped) || !sema.usesTorch())) return false;
   for (const type of ['import_statement', 'import_from_statement', 'future_import_statement']) {
-    for (const imp of sema.nodes(type)) if (!importsHostOnly(imp)) return false;
+    for (const imp of sema.nodes(type)) if (!importsHostOnly(imp) && !(scope && importsProjectHostOnly(imp, sema, scope))) return false;
   }
   // `__import__`/`importlib` load what the file cannot see
   if (/__import__|importlib|(?<![.\w])(exec|eval)\s*\(/.test(stripped)) return false;

@@ -34,7 +34,7 @@ export default defineRule({
     torchtpu: 'Move to `torch.device("tpu")` after `import torch_tpu` instead of `torch_xla.device()`.',
   },
   check(ctx) {
-    if (!trainsOnCpuOnly(ctx.sema)) return;
+    if (!trainsOnCpuOnly(ctx.sema, ctx.project, ctx.path)) return;
     const loop = trainingLoop(ctx.sema);
     if (!loop) return;
     const head = loop.childForFieldName('right') ?? loop.childForFieldName('condition') ?? loop;

@@ -12,8 +12,8 @@ def evaluate(model, loader):
     return correct
 
 
-def main():
-    model = nn.Linear(4, 2)
+def main(device):
+    model = nn.Linear(4, 2).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     train_loader = build_train_loader(make_dataset(100), 8)
     val_loader = build_loader(make_dataset(30), 8)  # expect: TPU403
