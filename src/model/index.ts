@@ -733,7 +733,10 @@ export class ProgramModel {
     for (const w of sema.nodes('with_statement')) {
       for (const item of (w.namedChildren.find((c) => c?.type === 'with_clause') ?? w).descendantsOfType('as_pattern').filter((x): x is Node => !!x && sema.enclosingFunction(x)?.id === sema.enclosingFunction(w)?.id)) {
         const target = item.childForFieldName('alias')?.namedChildren[0] ?? item.namedChildren[item.namedChildren.length - 1];
-        if (target) bindTarget(target, w, scopeOf(w), () => UNKNOWN);
+        // `with open(path) as f`: a text file, which iterates as its lines (strings); other context managers: unknown
+        const ctx = item.namedChildren[0];
+        const opensFile = ctx?.type === 'call' && /^(open|io\.open|codecs\.open)$/.test(ctx.childForFieldName('function')?.text ?? '');
+        if (target) bindTarget(target, w, scopeOf(w), opensFile ? (m) => m.value(ctx) : () => UNKNOWN);
       }
     }
     for (const fn of sema.nodes('function_definition')) {
@@ -1283,6 +1286,9 @@ export class ProgramModel {
     if (MODULE_CALLS.test(callee) || /\.from_pretrained$/.test(callee)) return { kind: 'module', origin: node };
     // a file path (`os.path.join(out_dir, "checkpoint_{}".format(i))`): a string, never a tensor
     if (/^os\.path\.(join|basename|dirname|abspath|realpath|normpath|expanduser|expandvars|relpath)$/.test(callee)) return str(node, []);
+    // text processing: strings (`re.sub(r"\s+", " ", caption)`), lists of strings (`re.findall`, `shlex.split`)
+    if (/^(re\.(sub|escape)|json\.dumps|textwrap\.(dedent|fill|shorten|indent)|unicodedata\.normalize|html\.unescape)$/.test(callee)) return str(node, []);
+    if (/^(re\.(split|findall)|shlex\.split|textwrap\.wrap)$/.test(callee)) return seq(node, str(node, []));
     // the names in a directory / matching a pattern: a list of strings
     if (/^(glob\.glob|os\.listdir)$/.test(callee)) return seq(node, str(node, []));
     if (/^os\.(environ\.get|getenv)$/.test(callee)) {
@@ -1401,6 +1407,10 @@ export class ProgramModel {
       case 'format':
       case 'chr':
         return str(node, []);
+      case 'open':
+        // a file object iterates as its lines: strings (bytes in binary mode, which the default collate also keeps as
+        // a list, torch 1.13 collate.py `string_classes = (str, bytes)`)
+        return seq(node, str(node, []));
       case 'bool':
       case 'isinstance':
       case 'hasattr':
@@ -1466,6 +1476,13 @@ export class ProgramModel {
 
   private methodCall(node: Node, meth: string, recv: Node): Value | null {
     const { positional, keywords } = callArgs(node);
+    if (STR_METHODS.test(meth)) {
+      const r = this.value(recv);
+      // `line.split("\t")`, `" ".join(words)`, `f.readlines()` of a text file: strings, never tensors
+      // a literal template (`"cuda:{}".format(gpu)`) keeps its meaning through the cases below
+      const template = r.kind === 'string' && r.values.length > 0 && /^(format|format_map|replace)$/.test(meth);
+      if (!template && (r.kind === 'string' || isTextFile(r))) return /^(split|rsplit|splitlines|partition|rpartition|readlines)$/.test(meth) ? seq(node, str(node, [])) : str(node, []);
+    }
     switch (meth) {
       case 'item':
         return num(node);
@@ -1687,6 +1704,14 @@ function hasString(x: Value, depth: number): boolean {
   if (x.kind === 'seq' && x.items && !x.shape) return x.items.some((i) => hasString(i, depth + 1));
   if (x.kind === 'dict') return [...x.entries.values()].some((e) => hasString(e, depth + 1));
   return false;
+}
+
+/** Methods of `str` (and of text files) whose result is strings; `split` is also a tensor method, so the receiver decides. */
+const STR_METHODS = /^(split|rsplit|splitlines|partition|rpartition|join|format|format_map|replace|zfill|ljust|rjust|center|expandtabs|translate|encode|decode|read|readline|readlines)$/;
+
+/** The value of `open(...)`: a sequence of lines whose origin is the `open` call. */
+function isTextFile(v: Value): boolean {
+  return v.kind === 'seq' && v.origin?.type === 'call' && /^(open|io\.open|codecs\.open)$/.test(v.origin?.childForFieldName('function')?.text ?? '');
 }
 
 /** Item `i` of an unpacked value. */
