@@ -6,7 +6,8 @@
  * Conservative by design: any accelerator word outside comments, any `.to(x)` other than a dtype or `"cpu"`, or any
  * import that is not a known host library means "don't know" (false). A `from m import name` of a same-project module
  * is allowed when every imported name resolves into the project and that module passes the same test on its own (its
- * own imports host libraries only: one hop). Memoised per Semantics.
+ * own imports host libraries only: one hop); so is an `import m` / `import pkg.m as m` whose every use is an attribute
+ * chain resolving into such a module (`m.load_data(...)`). Memoised per Semantics.
  */
 import type { Node } from '../core/parse';
 import type { Semantics } from '../core/semantics';
@@ -56,8 +57,48 @@ function projectModulePlacesNothing(sema: Semantics): boolean {
   return r;
 }
 
+/**
+ * `import m`, `import pkg.m` or `import pkg.m as m` of project modules: the file uses each bound name only as the head of
+ * an attribute chain (`m.build_loader(...)`, `pkg.m.Net`) that resolves into a project module placing nothing.
+ */
+function importsProjectModulesHostOnly(imp: Node, sema: Semantics, scope: { project: ProjectView; path: string }): boolean {
+  let names = 0;
+  for (const child of imp.namedChildren) {
+    const bound = child.type === 'aliased_import' ? child.childForFieldName('alias')?.text : child.type === 'dotted_name' ? child.namedChildren[0]?.text : null;
+    if (!bound) return false;
+    // an `import m` of a host library next to the project module (`import os, data`)
+    if (importsHostOnlyName(child)) continue;
+    let uses = 0;
+    for (const id of sema.nodes('identifier')) {
+      if (id.text !== bound) continue;
+      // the import statements themselves
+      let up: Node | null = id.parent;
+      while (up && up.type !== 'import_statement' && up.type !== 'import_from_statement' && up.type !== 'module') up = up.parent;
+      if (up && up.type !== 'module') continue;
+      // the shortest attribute chain from the name that resolves into the project (`m.f`, `pkg.m.f`, `m.Net.step`)
+      let at: Node = id;
+      let hit = null;
+      while (!hit && at.parent?.type === 'attribute' && at.parent.childForFieldName('object')?.id === at.id) {
+        at = at.parent;
+        hit = scope.project.resolveName(at, sema, scope.path);
+      }
+      if (!hit || !projectModulePlacesNothing(hit.module.sema)) return false;
+      uses++;
+    }
+    if (!uses) return false;
+    names++;
+  }
+  return names > 0;
+}
+
+function importsHostOnlyName(child: Node): boolean {
+  const name = child.type === 'aliased_import' ? child.childForFieldName('name') : child;
+  return !!name && HOST_LIBRARIES.has(name.text.split('.')[0]);
+}
+
 /** `from m import a, b as c` where m is a project module: every name resolves into it and it places nothing. */
 function importsProjectHostOnly(imp: Node, sema: Semantics, scope: { project: ProjectView; path: string }): boolean {
+  if (imp.type === 'import_statement') return importsProjectModulesHostOnly(imp, sema, scope);
   if (imp.type !== 'import_from_statement') return false;
   const mod = imp.childForFieldName('module_name');
   let names = 0;
@@ -79,7 +120,19 @@ export function trainingLoop(sema: Semantics): Node | null {
   if (!builds) return null;
   const loops = sema.hotLoops().filter((h) => h.kind === 'train' && (h.anchor.type === 'for_statement' || h.anchor.type === 'while_statement') && sema.containsTrainSignal(h.anchor));
   loops.sort((a, b) => a.anchor.startIndex - b.anchor.startIndex);
-  return loops[0]?.anchor ?? null;
+  return loops[0] ? outermostLoop(loops[0].anchor) : null;
+}
+
+/**
+ * The outermost `for`/`while` of the same function around a loop (`for epoch in range(n):` around `for x, y in loader:`):
+ * the training loop as the program reads, reported once at its header.
+ */
+export function outermostLoop(loop: Node): Node {
+  let out = loop;
+  for (let p = loop.parent; p && p.type !== 'function_definition' && p.type !== 'class_definition' && p.type !== 'lambda'; p = p.parent) {
+    if (p.type === 'for_statement' || p.type === 'while_statement') out = p;
+  }
+  return out;
 }
 
 function computePlaces(sema: Semantics, main: boolean, scope: { project: ProjectView; path: string } | null): boolean {

@@ -17,8 +17,11 @@ export default defineRule({
     what:
       'Checks for a training program (a training loop that steps an optimizer the file builds with `torch.optim.*`) in which nothing names a device or ' +
       'an accelerator: no `cuda`/`xla`/`tpu`/`device`/`autocast`/`distributed`/Lightning/Accelerate/DeepSpeed word outside comments, no `.to(x)` other than a ' +
-      'dtype or `"cpu"`, and every import a known host library (torch, torchvision, numpy, matplotlib, …). A same-project or unknown import, or any such word, ' +
-      'means the program may place work elsewhere, and the rule stays quiet (it errs towards silence). Reported once, at the first training loop.',
+      'dtype or `"cpu"`, and every import a known host library (torch, torchvision, numpy, matplotlib, …). With project scope a same-project module imported ' +
+      'by name (`from data_util import load_mnist`) or as a module (`import data_util`, `import pkg.data as data`, used as `data.load(...)`) counts as a host ' +
+      'library when it passes the same test itself (one hop). An unknown import, or any such word, ' +
+      'means the program may place work elsewhere, and the rule stays quiet (it errs towards silence). Reported once, at the header of the first training ' +
+      'loop, the outermost loop of its function (the epoch loop of `for epoch in range(n): for x, y in loader:`).',
     why:
       'PyTorch creates tensors and modules on the CPU unless told otherwise, and torch_xla moves nothing by itself: only tensors sent to the XLA device ' +
       '(`torch_xla.device()`, TX:19; DEV:81-84) run on the TPU. Such a program runs unchanged on a TPU VM, silently on the host CPU. The device-work rules ' +

@@ -27,6 +27,7 @@ export default defineRule({
       '`xm.wait_device_ops()` / `sync(wait=True)` on every step of a training loop outside benchmark code. ' +
       'With project scope the step may run in another module\'s methods (`model.set_input(data); model.optimize_parameters()` whose bodies call `backward()`/`step()`). ' +
       'A loop-carried clock counts as a pair: `end = time.time()` at the end of a loop body read by `time.time() - end` earlier in the body times the wrapped-around step. ' +
+      'An interval clock counts too: `start = time.time()` before the loop, read as `n / (time.time() - start)` and restarted under `if step % log_interval == 0:` in its body (throughput per log interval), with the body before that test as the timed region. ' +
       'A pair whose names say it times tracing on purpose (`trace_start_time`, `trace_end_time`) is not flagged.',
     why:
       'XLA tensors are lazy: ops are traced on the host and run asynchronously after the step barrier. Without waiting, "you are primarily measuring ' +
@@ -80,6 +81,24 @@ export default defineRule({
       return at;
     };
 
+    /**
+     * In a loop body, the `if` statement (a direct child of the body) that both reads the clock against `t0` and restarts
+     * `t0 = <clock>()`: an interval timer started before the loop; else null.
+     */
+    const intervalRead = (loop: Node, t0: string): Node | null => {
+      const body = loop.childForFieldName('body');
+      for (const st of body?.namedChildren ?? []) {
+        if (st?.type !== 'if_statement') continue;
+        const block = st.childForFieldName('consequence');
+        if (!block) continue;
+        const restart = block.namedChildren.some((x) => x?.type === 'expression_statement' && x.namedChildren[0]?.type === 'assignment'
+          && x.namedChildren[0].childForFieldName('left')?.text === t0 && isTimerCall(ctx, x.namedChildren[0].childForFieldName('right')!));
+        const read = sema.callsWithin(block).some((c) => isTimerCall(ctx, c) && c.parent?.type === 'binary_operator' && c.parent.text.replace(/\s/g, '').endsWith(`-${t0}`));
+        if (restart && read) return st;
+      }
+      return null;
+    };
+
     // 1. start/end clock pairs around device work
     for (const a of sema.nodes('assignment')) {
       const left = a.childForFieldName('left');
@@ -99,6 +118,7 @@ export default defineRule({
       const t0 = left.text;
       const usesT0 = (n: Node) => sema.within('identifier', n).some((id) => id.text === t0);
       let region: Node[];
+      let endNode: Node | null = null;
       if (endIdx < 0) {
         // a loop-carried clock (open_clip: `batch_time.update(time.time() - end); end = time.time()` at the end of the loop
         // body): the start is read by a clock read earlier in the body, on the next iteration; the timed region wraps
@@ -111,12 +131,20 @@ export default defineRule({
         if (k < 0) continue;
         endIdx = k;
         region = [...siblings.slice(i + 1), ...siblings.slice(0, k)];
+      } else if (/^(for_statement|while_statement)$/.test(siblings[endIdx].type) && intervalRead(siblings[endIdx], t0)) {
+        // throughput per log interval (word_language_model: `start = time.time()` before the loop, `elapsed = time.time() -
+        // start` and the restart `start = time.time()` under `if batch % log_interval == 0:` in its body): the timed region
+        // is the body before that test, run on every step
+        const body = siblings[endIdx].childForFieldName('body')!.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
+        const at = body.findIndex((st) => st.id === intervalRead(siblings[endIdx], t0)!.id);
+        region = body.slice(0, at);
+        endNode = body[at];
       } else {
         // the pair must be a pair: the start name is read at or after the end statement
         if (!siblings.slice(endIdx).some(usesT0)) continue;
         region = siblings.slice(i + 1, endIdx);
       }
-      const end = siblings[endIdx];
+      const end = endNode ?? siblings[endIdx];
       // `trace_start = timer(); step(); trace_end = timer()`: the names say the pair times tracing, on purpose
       const endName = end.namedChildren[0]?.type === 'assignment' ? end.namedChildren[0].childForFieldName('left')?.text ?? '' : '';
       if (TRACE_NAME.test(t0) || TRACE_NAME.test(endName)) continue;

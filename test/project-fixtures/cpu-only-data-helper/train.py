@@ -10,8 +10,8 @@ x_all, y_all = torch.from_numpy(X), torch.from_numpy(Y)
 model = torch.nn.Linear(8, 2)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 
-for epoch in range(5):
-    for i in range(0, 256, 32):  # expect: TPU114
+for epoch in range(5):  # expect: TPU114
+    for i in range(0, 256, 32):
         loss = F.cross_entropy(model(x_all[i:i + 32]), y_all[i:i + 32])
         opt.zero_grad()
         loss.backward()
