@@ -48,7 +48,8 @@ export default defineRule({
       'Checks for `torch.cuda` memory APIs (also under `torch.cuda.memory`): `memory_allocated`, `max_memory_allocated`, ' +
       '`memory_reserved`, `max_memory_reserved`, `memory_stats`, `memory_summary`, `mem_get_info`, `reset_peak_memory_stats`, ' +
       '`empty_cache`, `set_per_process_memory_fraction`, `torch.cuda.memory._record_memory_history` and `torch.cuda.memory._snapshot`. Calls that only run under a ' +
-      'CUDA-only guard, or in a branch that already has an XLA arm, are not flagged.',
+      'CUDA-only guard, or in a branch that already has an XLA arm, are not flagged. A call that raises on a TPU host is an error; ' +
+      'one that silently reports 0 or does nothing is a warning.',
     why:
       'On a TPU host CUDA is never initialised. The statistics functions read `memory_stats_as_nested_dict`, which returns `{}` when ' +
       'CUDA is not initialised (`if not is_initialized(): return {}`), so `memory_allocated`-style metrics silently report 0. Functions ' +
@@ -132,7 +133,8 @@ export default defineRule({
           }
         }
       }
-      ctx.report(call, { message, fix });
+      // a call that raises stops the program on a TPU host: an error (catalog 0.3), not the silent-zero warning
+      ctx.report(call, { message, fix, severity: kind === 'raises' ? 'error' : undefined });
     }
   },
 });
