@@ -565,7 +565,7 @@ export function mpsOnly(node: Node, model: ProgramModel | null = modelOfNode(nod
 // Guards that only gate CUDA extras
 
 /** CUDA bookkeeping a TPU run does not need: memory statistics, caches, RNG state, device names, synchronisation, MPS twins. */
-const CUDA_EXTRA_CALL = /^torch\.(cuda\.(\w*memory\w*|reset_\w+|empty_cache|mem_get_info|get_device_name|get_device_properties|utilization|synchronize|(get|set)_rng_state(_all)?|manual_seed(_all)?|seed(_all)?|initial_seed|ipc_collect)|mps\.\w+|backends\.\w+)$|^(print|warnings\.warn|logging\.\w+)$|^\w*(log|logger|LOGGER)\.\w+$/;
+const CUDA_EXTRA_CALL = /^torch\.(cuda\.(\w*memory\w*|reset_\w+|empty_cache|mem_get_info|get_device_name|get_device_properties|utilization|synchronize|(get|set)_rng_state(_all)?|manual_seed(_all)?|seed(_all)?|initial_seed|ipc_collect)|mps\.\w+|backends\.[\w.]+)$|^(print|warnings\.warn|logging\.\w+)$|^\w*(log|logger|LOGGER)\.\w+$/;
 /** What makes a guard a decision rather than bookkeeping: placement, process groups, AMP, compilation. */
 const DECISION = /(\.(cuda|to)\(|init_process_group|autocast|GradScaler|DataParallel|set_device|torch\.compile)/;
 
