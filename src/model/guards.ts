@@ -566,6 +566,8 @@ export function mpsOnly(node: Node, model: ProgramModel | null = modelOfNode(nod
 
 /** CUDA bookkeeping a TPU run does not need: memory statistics, caches, RNG state, device names, synchronisation, MPS twins. */
 const CUDA_EXTRA_CALL = /^torch\.(cuda\.(\w*memory\w*|reset_\w+|empty_cache|mem_get_info|get_device_name|get_device_properties|utilization|synchronize|(get|set)_rng_state(_all)?|manual_seed(_all)?|seed(_all)?|initial_seed|ipc_collect)|mps\.\w+|backends\.[\w.]+)$|^(print|warnings\.warn|logging\.\w+)$|^\w*(log|logger|LOGGER)\.\w+$/;
+/** Printing and logging calls. */
+const LOG_CALL = /^(print|warnings\.warn|logging\.\w+)$|^\w*(log|logger|LOGGER)\.(info|debug|warning|warn|error|critical|log|print)$/;
 /** What makes a guard a decision rather than bookkeeping: placement, process groups, AMP, compilation. */
 const DECISION = /(\.(cuda|to)\(|init_process_group|autocast|GradScaler|DataParallel|set_device|torch\.compile)/;
 
@@ -573,9 +575,15 @@ const DECISION = /(\.(cuda|to)\(|init_process_group|autocast|GradScaler|DataPara
 function bookkeeping(sema: Semantics, node: Node): boolean {
   if (DECISION.test(node.text)) return false;
   const calls = node.type === 'call' ? [node, ...sema.callsWithin(node)] : sema.callsWithin(node);
+  const isLog = (c: Node) => LOG_CALL.test(sema.callee(c) ?? c.childForFieldName('function')?.text ?? '');
+  // what a log call formats is read for the message only (`logger.info(f"GPU: {get_device_name(idist.get_local_rank())}")`)
+  const inLog = (c: Node) => {
+    for (let p = c.parent; p && p.id !== node.id; p = p.parent) if (p.type === 'call' && isLog(p)) return true;
+    return false;
+  };
   return calls.length > 0 && calls.every((c) => {
     const q = sema.callee(c) ?? c.childForFieldName('function')?.text ?? '';
-    return CUDA_EXTRA_CALL.test(q) || /^(round|int|float|str|len|max|min|dict|list|getattr|isinstance)$/.test(q);
+    return CUDA_EXTRA_CALL.test(q) || /^(round|int|float|str|len|max|min|dict|list|getattr|isinstance)$/.test(q) || inLog(c);
   });
 }
 
