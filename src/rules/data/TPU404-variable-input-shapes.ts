@@ -230,6 +230,7 @@ export default defineRule({
   docs: {
     what:
       'Checks for inputs whose shape changes from batch to batch: tokenizer calls with `padding=True`/`"longest"` (also `padding=self.padding` in a collator class whose field defaults to `True`: `padding: Union[bool, str] = True`) (and `padding="max_length"` with no `max_length`, info; one text per call outside the step, `[tok(t, padding="longest") for t in texts]`, pads nothing and is not flagged); ' +
+      'a device tensor sliced at an offset that moves every step (`source[i:i+bptt]` with `i` the step loop\'s `range` counter, also through a helper the loop calls with it, or a cursor `p += n` set before the loop; not micro-batches of one loader batch, nor a cursor reset inside the step): slice bounds are constants of the graph; ' +
       'torchtext `BucketIterator` for training (unless a Field sets `fix_length`; the validation iterator is the same problem and is not reported again); ' +
       '`pad_sequence(...)`, `max(len(s) for s in batch)` / `max([x.size(1) for x in batch])` / a max-named helper over the items\' shapes (`_max_by_axis([list(img.shape) for img in images])`, DETR\'s NestedTensor padding) or the first of the lengths sorted descending (`lengths[0]` after `torch.sort(..., descending=True)`) in a `collate_fn` (also one wrapped in a lambda or `partial`, `collate_fn=lambda b: collate_tts(b, r)`) or a same-file helper it calls (two levels) or a batch builder the training loop calls (`get_batch(data)` sampling items and padding them to the longest), also through a local list of the lengths (`x_lens = [len(x[0]) for x in batch]` … `max(x_lens)`, or lengths `np.append`ed item by item); ' +
       'speechbrain PaddedBatch batches (padded to the longest item, `wav_lens` relative; once per file, where `batch.to(self.device)` runs in a `Brain` method) and `DynamicBatchSampler` (once per file); ' +
@@ -252,6 +253,7 @@ export default defineRule({
       'The tokenizer fix is offered only when the call already has a `max_length`; collate functions, `group_by_length` and per-batch truncation are reported without a fix.',
     sources: [
       'RECOMP (docs/source/perf/recompilation.md, "#1 dynamic shape from input data")',
+      'torch_xla v2.9.0 torch_xla/csrc/ops/select.cpp (the Select node of a slice hashes dim, start, end and stride and lowers to xla::SliceInDim with them: a new offset is a new graph); aten_xla_type.cpp slice_copy',
       'HF Accelerate TPU guide ("no dynamic padding for NLP tasks"; huggingface/accelerate docs/source/concept_guides/training_tpu.md)',
       'DS (docs/source/learn/dynamic_shape.md)',
       'litgpt litgpt/data/base.py `_sft_collate_fn` (pad_sequence to the longest sample of the batch, truncated only above max_seq_length)',
@@ -474,6 +476,33 @@ export default defineRule({
       if (sampler) ctx.report(sampler, { message: '`DynamicBatchSampler` varies both the batch size and the padded length from batch to batch: each combination compiles a new graph; use a fixed batch size and fixed length buckets on TPU', fix: null });
     }
 
+    // `data = source[i:i+bptt]` on a device tensor, `i` the step loop's counter (here or at the helper's call sites): the
+    // slice bounds are constants of the traced graph (torch_xla v2.9.0 ops/select.cpp: the Select node hashes
+    // (dim, start, end, stride) and lowers to xla::SliceInDim with them), so every new offset compiles a new graph
+    const stepLoops = ctx.sema.hotLoops().filter((h) => h.kind === 'train' || h.kind === 'eval').map((h) => h.anchor);
+    const within = (outer: Node, n: Node) => n.startIndex >= outer.startIndex && n.endIndex <= outer.endIndex;
+    const steppedBy = (id: Node, at: Node, depth: number): boolean => {
+      const name = id.text;
+      const loops = stepLoops.filter((l) => l.type === 'for_statement' && within(l, at));
+      // the counter of a step loop around the slice: `for i in range(0, n, bptt)` / `for batch, i in enumerate(range(...))`
+      // A range loop nested in a loop over a loader splits one batch (micro-batches, `for i in range(0, x.shape[0], 2)`):
+      // the same offsets every step, one graph
+      const inLoaderLoop = (l: Node) => stepLoops.some((o) => o.id !== l.id && within(o, l) && ctx.sema.iteratesLoader(o));
+      if (loops.some((l) => /^(enumerate\()?range\(/.test(l.childForFieldName('right')?.text ?? '') && !inLoaderLoop(l) && (l.childForFieldName('left')?.descendantsOfType('identifier') ?? []).some((x) => x?.text === name))) return true;
+      // a cursor moved in the step (`p += seq_length`) and set only before the step loops: a cursor reset inside them
+      // (`idx = 0` at the top of each update) walks the same offsets every step
+      const steps = stepLoops.filter((l) => within(l, at));
+      const fn0 = ctx.sema.enclosingFunction(at);
+      const resets = ctx.sema.nodes('assignment').filter((a) => a.childForFieldName('left')?.text === name && ctx.sema.enclosingFunction(a)?.id === fn0?.id);
+      if (steps.some((l) => l.descendantsOfType('augmented_assignment').some((a) => a?.childForFieldName('left')?.text === name)) && !resets.some((r) => steps.some((l) => within(l, r)))) return true;
+      // a parameter of the helper the step calls with its counter: `get_batch(train_data, i)`
+      const fn = ctx.sema.enclosingFunction(at);
+      if (depth > 0 || !fn) return false;
+      const param = (fn.childForFieldName('parameters')?.namedChildren ?? []).find((x) => x?.type === 'identifier' && x.text === name);
+      if (!param) return false;
+      const { args } = ctx.model.argumentsFor(fn, param);
+      return args.length > 0 && args.every((a) => a.type === 'identifier' && steppedBy(a, a, 1));
+    };
     // `seq_len = min(args.bptt, len(source) - 1 - i)` … `source[i:i+seq_len]` (word_language_model get_batch): the tail chunk is shorter
     const tailBound = (n: Node) => n.type === 'call' && n.childForFieldName('function')?.text === 'min' && /\blen\(|\.size\(/.test(n.text) && /-/.test(n.text);
     const tailReported = new Set<number>();
@@ -493,9 +522,31 @@ export default defineRule({
       tailReported.add(fn?.id ?? -1);
       const def = bound ? ctx.sema.bindings(bound.text).find(local) : null;
       const cut = def && bound ? `${bound.text} = ${def.text}` : inline!.text;
+      // the same slice at an offset that moves every step: one finding that says both
+      const obj = sub.childForFieldName('value');
+      const counter = obj && ctx.model.isDeviceTensor(obj, true) ? slice.descendantsOfType('identifier').find((id): id is Node => !!id && steppedBy(id, sub, 0)) : undefined;
+      const offsets = counter ? `; its offset \`${counter.text}\` also moves every step and slice bounds are constants of the graph, so slice the CPU copy and move the batch` : '';
       ctx.report(sub, {
         severity: sevAt(sub),
-        message: `\`${sub.text.length > 40 ? sub.text.slice(0, 37) + '…' : sub.text}\` is cut by \`${cut.length > 50 ? cut.slice(0, 47) + '…' : cut}\`: the last chunk is shorter and its shape compiles another graph; drop the tail or pad it to the full length`,
+        message: `\`${sub.text.length > 40 ? sub.text.slice(0, 37) + '…' : sub.text}\` is cut by \`${cut.length > 50 ? cut.slice(0, 47) + '…' : cut}\`: the last chunk is shorter and its shape compiles another graph; drop the tail or pad it to the full length${offsets}`,
+        fix: null,
+      });
+    }
+
+    const offsetReported = new Set<number>();
+    for (const sub of ctx.sema.nodes('subscript')) {
+      if (!ctx.sema.hot(sub)) continue;
+      const slice = sub.namedChildren.find((c) => c?.type === 'slice');
+      const obj = sub.childForFieldName('value');
+      if (!slice || !obj || !ctx.model.isDeviceTensor(obj, true)) continue;
+      const fnId = ctx.sema.enclosingFunction(sub)?.id ?? -1;
+      if (tailReported.has(fnId) || offsetReported.has(fnId)) continue;
+      const counter = slice.descendantsOfType('identifier').find((id): id is Node => !!id && steppedBy(id, sub, 0));
+      if (!counter) continue;
+      offsetReported.add(fnId);
+      ctx.report(sub, {
+        severity: sevAt(sub),
+        message: `\`${short(sub.text)}\` slices a device tensor at \`${counter.text}\`, which moves every step: slice bounds are constants of the traced graph, so each offset compiles a new graph; slice the CPU copy and move the batch (\`cpu_data[${counter.text}:…].to(device)\`), or index with a position tensor (\`index_select\`)`,
         fix: null,
       });
     }
